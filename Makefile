@@ -1,0 +1,65 @@
+# agl — build, generate, test. Every target installs what it needs, idempotently.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PY_DIR    := python-bridge
+VENV      := $(PY_DIR)/.venv
+PY        := $(VENV)/bin/python
+PY_GEN    := $(PY_DIR)/agl_bridge/gen
+TS_GEN    := src/gen
+STAMPS    := .make
+
+.PHONY: help deps proto check-proto build typecheck test test-ts test-py lint-py bench-store clean
+
+help:
+	@echo "make test    install what is needed, check generated code, run the whole suite"
+	@echo "make proto   regenerate src/gen and $(PY_GEN) from proto/"
+	@echo "make build   compile TypeScript into dist/"
+
+$(STAMPS):
+	@mkdir -p $(STAMPS)
+
+# npm ci only when the lockfile changed since the last install.
+$(STAMPS)/npm: package-lock.json | $(STAMPS)
+	npm ci --no-audit --no-fund
+	@touch $@
+
+$(STAMPS)/venv: $(PY_DIR)/pyproject.toml | $(STAMPS)
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '$(PY_DIR)[dev]'
+	@touch $@
+
+deps: $(STAMPS)/npm $(STAMPS)/venv
+
+proto: deps
+	scripts/gen-proto.sh
+
+# Fails when the generated code in the tree differs from what proto/ produces.
+check-proto: deps
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && scripts/gen-proto.sh $$tmp >/dev/null && \
+	  if ! diff -r $$tmp/$(TS_GEN) $(TS_GEN) || ! diff -r -x __pycache__ $$tmp/$(PY_GEN) $(PY_GEN); then \
+	    echo "generated code is stale: run 'make proto' and commit the result" >&2; exit 1; fi
+	@echo "generated code is up to date"
+
+typecheck: deps
+	npx tsc --noEmit
+
+build: deps
+	npx tsc -p tsconfig.build.json
+
+lint-py: deps
+	$(VENV)/bin/ruff check $(PY_DIR)
+
+test-ts: deps
+	npx vitest run
+
+test-py: deps
+	cd $(PY_DIR) && .venv/bin/python -m pytest -q
+
+test: deps check-proto typecheck lint-py test-ts test-py
+
+bench-store: deps
+	npx tsx bench/store/run.ts
+
+clean:
+	rm -rf dist $(STAMPS)
