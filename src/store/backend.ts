@@ -1,0 +1,170 @@
+import type { Attempt, ResourcesUpdate, Rollout, RolloutStatus, Span, Worker, WorkerStatus } from "../gen/agl/v1/types_pb.js";
+
+/**
+ * Storage for the store: a set of typed tables behind transactions. The state machine lives in the store core
+ * (`store.ts`) and runs unchanged on every backend, so semantics are identical by construction; a backend only
+ * persists, filters, sorts and paginates.
+ *
+ * Rules every backend keeps:
+ * - A backend never keeps a reference to an object passed in or handed out: callers may mutate both freely.
+ * - Rollouts are stored without `latestAttempt`; the core attaches it.
+ * - Ties in any sort keep insertion order, in ascending and descending order alike.
+ * - Null optional times sort as +infinity (last ascending, first descending).
+ */
+export interface StorageBackend {
+  /** "memory", "sqlite" or "postgres". */
+  readonly name: string;
+  /**
+   * Runs `fn` atomically and in isolation from other transactions. If `fn` throws, nothing it wrote is kept.
+   * Events passed to `tx.notify` are delivered to subscribers (of every process sharing the storage) after commit.
+   */
+  transaction<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T>;
+  /** Subscribes to committed events; returns the unsubscribe function. */
+  subscribe(listener: (event: StoreEvent) => void): () => void;
+  close(): Promise<void>;
+}
+
+/**
+ * What happened, for waiters: new queue entries, finished rollouts, published resources. A `resources` event
+ * carries the published version itself, so watchers see every version even when updates follow each other fast.
+ */
+export type StoreEvent =
+  | { kind: "queued" }
+  | { kind: "finished"; rolloutIds: string[] }
+  | { kind: "resources"; update: ResourcesUpdate };
+
+/** A window of a query result with the number of matches before pagination. */
+export interface PageResult<T> {
+  items: T[];
+  total: number;
+}
+
+/** Normalised pagination: `limit` < 0 means all. `sortBy` is a proto field name the core has validated. */
+export interface PageSpec {
+  sortBy?: string;
+  descending: boolean;
+  limit: number;
+  offset: number;
+}
+
+/** A string condition: equal to, or containing, a value. */
+export interface StringMatch {
+  exact?: string;
+  contains?: string;
+}
+
+/** Conditions combined by `any` (OR) or all (AND). An empty set of conditions matches everything. */
+export interface RolloutFilter {
+  statusIn?: RolloutStatus[];
+  rolloutIdIn?: string[];
+  rolloutIdContains?: string;
+  groupId?: string;
+  any: boolean;
+}
+
+export interface SpanFilter {
+  rolloutId: string;
+  /** Restricts to one attempt; undefined means every attempt. Always AND-ed, like `rolloutId`. */
+  attemptId?: string;
+  /** Only spans with a greater sequence id; always AND-ed. */
+  afterSequenceId?: number;
+  traceId?: StringMatch;
+  spanId?: StringMatch;
+  parentId?: StringMatch;
+  name?: StringMatch;
+  any: boolean;
+}
+
+export interface WorkerFilter {
+  statusIn?: WorkerStatus[];
+  workerIdContains?: string;
+  any: boolean;
+}
+
+export interface ResourcesFilter {
+  resourcesId?: string;
+  resourcesIdContains?: string;
+}
+
+/** Counts for statistics. */
+export interface StorageCounts {
+  rollouts: number;
+  attempts: number;
+  spans: number;
+  resources: number;
+  workers: number;
+  queueLength: number;
+  rolloutsByStatus: Map<RolloutStatus, number>;
+}
+
+/** The operations of one transaction. */
+export interface StorageTx {
+  insertRollouts(rollouts: Rollout[]): Promise<void>;
+  getRollout(rolloutId: string): Promise<Rollout | undefined>;
+  /** Replaces a stored rollout (matched by id). */
+  putRollout(rollout: Rollout): Promise<void>;
+  queryRollouts(filter: RolloutFilter, page: PageSpec): Promise<PageResult<Rollout>>;
+  /** Rollouts in status preparing or running: the watchdog's candidates. */
+  activeRollouts(): Promise<Rollout[]>;
+
+  insertAttempt(attempt: Attempt): Promise<void>;
+  getAttempt(rolloutId: string, attemptId: string): Promise<Attempt | undefined>;
+  /** The attempt with the highest sequence id of each given rollout that has one. */
+  latestAttempts(rolloutIds: string[]): Promise<Map<string, Attempt>>;
+  /** Replaces a stored attempt (matched by rollout id and attempt id). */
+  putAttempt(attempt: Attempt): Promise<void>;
+  /** Default order: sequence id ascending. */
+  queryAttempts(rolloutId: string, page: PageSpec): Promise<PageResult<Attempt>>;
+
+  /** Appends ids that are not in the queue yet, in order. */
+  enqueue(rolloutIds: string[]): Promise<void>;
+  /** Removes and returns up to `limit` ids from the head of the queue. */
+  dequeue(limit: number): Promise<string[]>;
+
+  /**
+   * Inserts spans whose (rollout id, attempt id, span id) is new. Returns, per input span, the sequence id of the
+   * span stored under that key and whether it was already there (then the stored span is left unchanged).
+   */
+  insertSpans(spans: Span[]): Promise<Array<{ sequenceId: number; duplicate: boolean }>>;
+  /** Which of the keys are stored already, with their sequence ids (key: `rolloutId\0attemptId\0spanId`). */
+  existingSpans(keys: Array<[string, string, string]>): Promise<Map<string, number>>;
+  /** Default order: sequence id ascending. */
+  querySpans(filter: SpanFilter, page: PageSpec): Promise<PageResult<Span>>;
+  /** Advances the rollout's span counter by `count` and returns the new value (the last id issued). */
+  nextSequenceId(rolloutId: string, count: number): Promise<number>;
+  /** Raises the rollout's span counter to at least `value`. */
+  raiseSequenceId(rolloutId: string, value: number): Promise<void>;
+
+  insertResources(update: ResourcesUpdate): Promise<void>;
+  putResources(update: ResourcesUpdate): Promise<void>;
+  getResources(resourcesId: string): Promise<ResourcesUpdate | undefined>;
+  /** The snapshot written last by insertResources or putResources. */
+  latestResources(): Promise<ResourcesUpdate | undefined>;
+  queryResources(filter: ResourcesFilter, page: PageSpec): Promise<PageResult<ResourcesUpdate>>;
+
+  getWorker(workerId: string): Promise<Worker | undefined>;
+  /** Inserts or replaces a worker. */
+  putWorker(worker: Worker): Promise<void>;
+  queryWorkers(filter: WorkerFilter, page: PageSpec): Promise<PageResult<Worker>>;
+
+  counts(): Promise<StorageCounts>;
+
+  /** Queues an event for delivery after commit. */
+  notify(event: StoreEvent): void;
+}
+
+/** Sortable fields per table (proto names); the core rejects others with INVALID_ARGUMENT. */
+export const sortableFields = {
+  rollouts: ["rollout_id", "start_time", "end_time", "status", "mode", "resources_id", "group_id"],
+  attempts: ["sequence_id", "attempt_id", "start_time", "end_time", "status", "worker_id", "last_heartbeat_time"],
+  spans: ["sequence_id", "start_time", "end_time", "name", "span_id", "trace_id", "parent_id"],
+  workers: [
+    "worker_id",
+    "status",
+    "last_heartbeat_time",
+    "last_dequeue_time",
+    "last_busy_time",
+    "last_idle_time",
+  ],
+  resources: ["resources_id", "create_time", "update_time", "version"],
+} as const;

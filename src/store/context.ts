@@ -1,0 +1,56 @@
+import { create } from "@bufbuild/protobuf";
+import type { Attempt, PageInfo, Rollout } from "../gen/agl/v1/types_pb.js";
+import { AttemptSchema, AttemptStatus } from "../gen/agl/v1/types_pb.js";
+import type { PageSpec, StorageBackend, StorageTx } from "./backend.js";
+import { notFound } from "./errors.js";
+import { newAttemptId } from "./ids.js";
+import type { StoreLimits } from "./validate.js";
+import type { Waiters } from "./waiters.js";
+
+/** What the store's method groups share. */
+export interface StoreContext {
+  backend: StorageBackend;
+  limits: StoreLimits;
+  waiters: Waiters;
+  /** Current time in epoch seconds. */
+  now(): number;
+  /** The on-call watchdog scan (debounced). */
+  maybeScan(): Promise<void>;
+}
+
+/** Reads a rollout or fails with NOT_FOUND. */
+export async function requireRollout(tx: StorageTx, rolloutId: string): Promise<Rollout> {
+  const rollout = await tx.getRollout(rolloutId);
+  if (!rollout) throw notFound(`rollout ${JSON.stringify(rolloutId)} not found`);
+  return rollout;
+}
+
+/** Returns rollouts with their latest attempt attached. */
+export async function withLatestAttempts(tx: StorageTx, rollouts: Rollout[]): Promise<Rollout[]> {
+  if (rollouts.length === 0) return rollouts;
+  const latest = await tx.latestAttempts(rollouts.map((r) => r.rolloutId));
+  for (const rollout of rollouts) rollout.latestAttempt = latest.get(rollout.rolloutId);
+  return rollouts;
+}
+
+/** A new attempt numbered after the rollout's latest one. */
+export async function newAttempt(tx: StorageTx, rolloutId: string, workerId: string, now: number): Promise<Attempt> {
+  const latest = (await tx.latestAttempts([rolloutId])).get(rolloutId);
+  return create(AttemptSchema, {
+    rolloutId,
+    attemptId: newAttemptId(),
+    sequenceId: (latest?.sequenceId ?? 0) + 1,
+    startTime: now,
+    status: AttemptStatus.PREPARING,
+    workerId,
+    metadata: {},
+  });
+}
+
+/** The page info of a query response. */
+export const pageInfo = (total: number, page: PageSpec): PageInfo => ({
+  $typeName: "agl.v1.PageInfo",
+  total,
+  limit: page.limit,
+  offset: page.offset,
+});

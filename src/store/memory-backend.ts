@@ -1,0 +1,300 @@
+import type { Attempt, ResourcesUpdate, Rollout, Span, Worker } from "../gen/agl/v1/types_pb.js";
+import { RolloutStatus } from "../gen/agl/v1/types_pb.js";
+import type { StorageBackend, StorageCounts, StorageTx, StoreEvent } from "./backend.js";
+import { combine, fieldValue, matchString, sortAndPage } from "./memory-query.js";
+import { deliver } from "./events.js";
+import { createMutex } from "./mutex.js";
+
+const spanKey = (rolloutId: string, attemptId: string, spanId: string) => `${rolloutId}\0${attemptId}\0${spanId}`;
+const isActive = (status: RolloutStatus) => status === RolloutStatus.PREPARING || status === RolloutStatus.RUNNING;
+
+/** Storage in this process's memory: the fastest backend, for tests and `agl serve --memory`. */
+export function createMemoryBackend(): StorageBackend {
+  const rollouts = new Map<string, Rollout>();
+  const active = new Set<string>();
+  const attempts = new Map<string, Attempt[]>();
+  const queue: string[] = [];
+  const queued = new Set<string>();
+  const spans = new Map<string, Span[]>();
+  const spanSeq = new Map<string, number>();
+  let spanCount = 0;
+  const counters = new Map<string, number>();
+  const resources = new Map<string, ResourcesUpdate>();
+  let latestResourcesId: string | undefined;
+  const workers = new Map<string, Worker>();
+  const listeners = new Set<(event: StoreEvent) => void>();
+  const mutex = createMutex();
+
+  // Every write records how to undo itself, so a transaction that throws leaves no trace.
+  let undo: Array<() => void> = [];
+  let events: StoreEvent[] = [];
+
+  const setRollout = (item: Rollout) => {
+    const rollout = structuredClone(item);
+    rollout.latestAttempt = undefined;
+    const id = rollout.rolloutId;
+    const previous = rollouts.get(id);
+    const wasActive = active.has(id);
+    undo.push(() => {
+      if (previous) rollouts.set(id, previous);
+      else rollouts.delete(id);
+      if (wasActive) active.add(id);
+      else active.delete(id);
+    });
+    rollouts.set(id, rollout);
+    if (isActive(rollout.status)) active.add(id);
+    else active.delete(id);
+  };
+
+  const replaceIn = <T>(list: T[], index: number, item: T) => {
+    const previous = list[index] as T;
+    undo.push(() => {
+      list[index] = previous;
+    });
+    list[index] = item;
+  };
+
+  const tx: StorageTx = {
+    async insertRollouts(items) {
+      for (const rollout of items) setRollout(rollout);
+    },
+    async getRollout(id) {
+      const rollout = rollouts.get(id);
+      return rollout && structuredClone(rollout);
+    },
+    async putRollout(rollout) {
+      setRollout(rollout);
+    },
+    async queryRollouts(filter, page) {
+      const statuses = filter.statusIn?.length ? new Set(filter.statusIn) : undefined;
+      const ids = filter.rolloutIdIn?.length ? new Set(filter.rolloutIdIn) : undefined;
+      const matches = [...rollouts.values()].filter((r) => {
+        const conditions: boolean[] = [];
+        if (statuses) conditions.push(statuses.has(r.status));
+        if (ids) conditions.push(ids.has(r.rolloutId));
+        if (filter.rolloutIdContains) conditions.push(r.rolloutId.includes(filter.rolloutIdContains));
+        if (filter.groupId) conditions.push(r.groupId === filter.groupId);
+        return combine(conditions, filter.any);
+      });
+      return sortAndPage(matches, page, fieldValue);
+    },
+    async activeRollouts() {
+      return [...active].map((id) => structuredClone(rollouts.get(id) as Rollout));
+    },
+
+    async insertAttempt(attempt) {
+      let list = attempts.get(attempt.rolloutId);
+      if (!list) {
+        list = [];
+        attempts.set(attempt.rolloutId, list);
+      }
+      const target = list;
+      undo.push(() => target.pop());
+      target.push(structuredClone(attempt));
+    },
+    async getAttempt(rolloutId, attemptId) {
+      const attempt = attempts.get(rolloutId)?.find((a) => a.attemptId === attemptId);
+      return attempt && structuredClone(attempt);
+    },
+    async latestAttempts(rolloutIds) {
+      const result = new Map<string, Attempt>();
+      for (const id of rolloutIds) {
+        const list = attempts.get(id);
+        const last = list?.[list.length - 1];
+        if (last) result.set(id, structuredClone(last));
+      }
+      return result;
+    },
+    async putAttempt(attempt) {
+      const list = attempts.get(attempt.rolloutId) ?? [];
+      const index = list.findIndex((a) => a.attemptId === attempt.attemptId);
+      if (index < 0) throw new Error(`attempt ${attempt.attemptId} is not stored`);
+      replaceIn(list, index, structuredClone(attempt));
+    },
+    async queryAttempts(rolloutId, page) {
+      return sortAndPage(attempts.get(rolloutId) ?? [], page, fieldValue, "sequence_id");
+    },
+
+    async enqueue(ids) {
+      for (const id of ids) {
+        if (queued.has(id)) continue;
+        queued.add(id);
+        queue.push(id);
+        undo.push(() => {
+          queue.pop();
+          queued.delete(id);
+        });
+      }
+    },
+    async dequeue(limit) {
+      const taken = queue.splice(0, limit);
+      for (const id of taken) queued.delete(id);
+      undo.push(() => {
+        queue.unshift(...taken);
+        for (const id of taken) queued.add(id);
+      });
+      return taken;
+    },
+
+    async insertSpans(batch) {
+      return batch.map((span) => {
+        const key = spanKey(span.rolloutId, span.attemptId, span.spanId);
+        const existing = spanSeq.get(key);
+        if (existing !== undefined) return { sequenceId: existing, duplicate: true };
+        let list = spans.get(span.rolloutId);
+        if (!list) {
+          list = [];
+          spans.set(span.rolloutId, list);
+        }
+        const target = list;
+        target.push(structuredClone(span));
+        spanSeq.set(key, span.sequenceId);
+        spanCount++;
+        undo.push(() => {
+          target.pop();
+          spanSeq.delete(key);
+          spanCount--;
+        });
+        return { sequenceId: span.sequenceId, duplicate: false };
+      });
+    },
+    async existingSpans(keys) {
+      const found = new Map<string, number>();
+      for (const [rolloutId, attemptId, spanId] of keys) {
+        const key = spanKey(rolloutId, attemptId, spanId);
+        const seq = spanSeq.get(key);
+        if (seq !== undefined) found.set(key, seq);
+      }
+      return found;
+    },
+    async querySpans(filter, page) {
+      const matches = (spans.get(filter.rolloutId) ?? []).filter((s) => {
+        if (filter.attemptId !== undefined && s.attemptId !== filter.attemptId) return false;
+        if (filter.afterSequenceId !== undefined && s.sequenceId <= filter.afterSequenceId) return false;
+        const conditions: boolean[] = [];
+        matchString(s.traceId, filter.traceId, conditions);
+        matchString(s.spanId, filter.spanId, conditions);
+        matchString(s.parentId, filter.parentId, conditions);
+        matchString(s.name, filter.name, conditions);
+        return combine(conditions, filter.any);
+      });
+      return sortAndPage(matches, page, fieldValue, "sequence_id");
+    },
+    async nextSequenceId(rolloutId, count) {
+      const previous = counters.get(rolloutId);
+      const next = (previous ?? 0) + count;
+      counters.set(rolloutId, next);
+      undo.push(() => (previous === undefined ? counters.delete(rolloutId) : counters.set(rolloutId, previous)));
+      return next;
+    },
+    async raiseSequenceId(rolloutId, value) {
+      const previous = counters.get(rolloutId);
+      if ((previous ?? 0) >= value) return;
+      counters.set(rolloutId, value);
+      undo.push(() => (previous === undefined ? counters.delete(rolloutId) : counters.set(rolloutId, previous)));
+    },
+
+    async insertResources(update) {
+      await tx.putResources(update);
+    },
+    async putResources(update) {
+      const id = update.resourcesId;
+      const previous = resources.get(id);
+      const previousLatest = latestResourcesId;
+      undo.push(() => {
+        if (previous) resources.set(id, previous);
+        else resources.delete(id);
+        latestResourcesId = previousLatest;
+      });
+      resources.set(id, structuredClone(update));
+      latestResourcesId = id;
+    },
+    async getResources(id) {
+      const update = resources.get(id);
+      return update && structuredClone(update);
+    },
+    async latestResources() {
+      const update = latestResourcesId === undefined ? undefined : resources.get(latestResourcesId);
+      return update && structuredClone(update);
+    },
+    async queryResources(filter, page) {
+      const matches = [...resources.values()].filter(
+        (r) =>
+          (filter.resourcesId === undefined || r.resourcesId === filter.resourcesId) &&
+          (filter.resourcesIdContains === undefined || r.resourcesId.includes(filter.resourcesIdContains)),
+      );
+      return sortAndPage(matches, page, fieldValue);
+    },
+
+    async getWorker(id) {
+      const worker = workers.get(id);
+      return worker && structuredClone(worker);
+    },
+    async putWorker(worker) {
+      const id = worker.workerId;
+      const previous = workers.get(id);
+      undo.push(() => (previous ? workers.set(id, previous) : workers.delete(id)));
+      workers.set(id, structuredClone(worker));
+    },
+    async queryWorkers(filter, page) {
+      const statuses = filter.statusIn?.length ? new Set(filter.statusIn) : undefined;
+      const matches = [...workers.values()].filter((w) => {
+        const conditions: boolean[] = [];
+        if (statuses) conditions.push(statuses.has(w.status));
+        if (filter.workerIdContains) conditions.push(w.workerId.includes(filter.workerIdContains));
+        return combine(conditions, filter.any);
+      });
+      return sortAndPage(matches, page, fieldValue);
+    },
+
+    async counts(): Promise<StorageCounts> {
+      const rolloutsByStatus = new Map<RolloutStatus, number>();
+      for (const r of rollouts.values()) rolloutsByStatus.set(r.status, (rolloutsByStatus.get(r.status) ?? 0) + 1);
+      let attemptCount = 0;
+      for (const list of attempts.values()) attemptCount += list.length;
+      return {
+        rollouts: rollouts.size,
+        attempts: attemptCount,
+        spans: spanCount,
+        resources: resources.size,
+        workers: workers.size,
+        queueLength: queue.length,
+        rolloutsByStatus,
+      };
+    },
+
+    notify(event) {
+      events.push(event);
+    },
+  };
+
+  return {
+    name: "memory",
+    transaction(fn) {
+      return mutex.run(async () => {
+        undo = [];
+        events = [];
+        try {
+          const result = await fn(tx);
+          const committed = events;
+          events = [];
+          for (const event of committed) deliver(listeners, event);
+          return result;
+        } catch (error) {
+          for (let i = undo.length - 1; i >= 0; i--) undo[i]?.();
+          throw error;
+        } finally {
+          undo = [];
+          events = [];
+        }
+      });
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    async close() {
+      listeners.clear();
+    },
+  };
+}

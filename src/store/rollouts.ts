@@ -1,0 +1,285 @@
+import { create } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import {
+  DequeueRolloutsRequestSchema,
+  EnqueueRolloutsRequestSchema,
+  GetRolloutRequestSchema,
+  QueryRolloutsRequestSchema,
+  StartAttemptRequestSchema,
+  StartRolloutRequestSchema,
+  UpdateRolloutRequestSchema,
+  WaitForRolloutsRequestSchema,
+} from "../gen/agl/v1/store_pb.js";
+import {
+  FilterLogic,
+  type Rollout,
+  RolloutConfigSchema,
+  RolloutMode,
+  RolloutSchema,
+  type RolloutSpec,
+  RolloutSpecSchema,
+  RolloutStatus,
+} from "../gen/agl/v1/types_pb.js";
+import type { StorageTx } from "./backend.js";
+import { newAttempt, pageInfo, requireRollout, type StoreContext, withLatestAttempts } from "./context.js";
+import { notFound } from "./errors.js";
+import { newRolloutId } from "./ids.js";
+import { isFinished, isQueued, markWorkerIdle } from "./state-machine.js";
+import type { StoreApi } from "./store-api.js";
+import { cancelLatestAttempt, syncAttemptWorker, writeRolloutStatus } from "./transitions.js";
+import { checkConfig, checkCount, checkEnum, checkId, checkSeconds, toPageSpec } from "./validate.js";
+
+type RolloutMethods = Pick<
+  StoreApi,
+  | "enqueueRollouts"
+  | "dequeueRollouts"
+  | "startRollout"
+  | "startAttempt"
+  | "getRollout"
+  | "queryRollouts"
+  | "updateRollout"
+  | "waitForRollouts"
+>;
+
+/** Queue and rollout lifecycle: enqueue, dequeue (long-poll), start, read, query, update, wait. */
+export function rolloutMethods(ctx: StoreContext): RolloutMethods {
+  const { backend, limits } = ctx;
+
+  async function checkResourcesId(tx: StorageTx, resourcesId: string) {
+    if (resourcesId && !(await tx.getResources(resourcesId))) {
+      throw notFound(`resources ${JSON.stringify(resourcesId)} not found`);
+    }
+  }
+
+  /** Validates a spec and builds the rollout it describes (resources default to the latest snapshot). */
+  async function buildRollout(tx: StorageTx, spec: RolloutSpec, status: RolloutStatus, latest: string) {
+    checkEnum(spec.mode, RolloutMode, "mode", true);
+    checkConfig(spec.config, limits);
+    await checkResourcesId(tx, spec.resourcesId);
+    const config = create(RolloutConfigSchema, spec.config ?? {});
+    config.maxAttempts ||= 1;
+    return create(RolloutSchema, {
+      rolloutId: newRolloutId(),
+      input: spec.input ?? create(ValueSchema, { kind: { case: "nullValue", value: 0 } }),
+      startTime: ctx.now(),
+      mode: spec.mode,
+      resourcesId: spec.resourcesId || latest,
+      status,
+      config,
+      metadata: spec.metadata ?? {},
+      groupId: spec.groupId,
+    });
+  }
+
+  const latestResourcesId = async (tx: StorageTx) => (await tx.latestResources())?.resourcesId ?? "";
+
+  /** Claims up to `limit` queued rollouts in one transaction. */
+  function claim(limit: number, workerId: string): Promise<Rollout[]> {
+    return backend.transaction(async (tx) => {
+      const now = ctx.now();
+      const claimed: Rollout[] = [];
+      while (claimed.length < limit) {
+        const ids = await tx.dequeue(limit - claimed.length);
+        if (ids.length === 0) break;
+        for (const id of ids) {
+          const rollout = await tx.getRollout(id);
+          if (!rollout || !isQueued(rollout.status)) continue;
+          const attempt = await newAttempt(tx, id, workerId, now);
+          await tx.insertAttempt(attempt);
+          rollout.status = RolloutStatus.PREPARING;
+          rollout.endTime = undefined;
+          await tx.putRollout(rollout);
+          rollout.latestAttempt = attempt;
+          claimed.push(rollout);
+        }
+      }
+      const last = claimed[claimed.length - 1]?.latestAttempt;
+      if (last) await syncAttemptWorker(tx, last, now, true);
+      else if (workerId) await tx.putWorker(markWorkerIdle(await tx.getWorker(workerId), workerId, now));
+      return claimed;
+    });
+  }
+
+  return {
+    async enqueueRollouts(init) {
+      const req = create(EnqueueRolloutsRequestSchema, init);
+      checkCount(req.rollouts.length, limits.rolloutsPerEnqueue, "rollouts");
+      await ctx.maybeScan();
+      const rollouts = await backend.transaction(async (tx) => {
+        const latest = await latestResourcesId(tx);
+        const built: Rollout[] = [];
+        for (const spec of req.rollouts) built.push(await buildRollout(tx, spec, RolloutStatus.QUEUING, latest));
+        await tx.insertRollouts(built);
+        await tx.enqueue(built.map((r) => r.rolloutId));
+        if (built.length > 0) tx.notify({ kind: "queued" });
+        return built;
+      });
+      return { $typeName: "agl.v1.EnqueueRolloutsResponse", rollouts };
+    },
+
+    async dequeueRollouts(init, options) {
+      const req = create(DequeueRolloutsRequestSchema, init);
+      const limit = req.limit ?? 1;
+      checkCount(limit, limits.dequeueLimit, "rollouts requested");
+      checkSeconds(req.waitSeconds, "wait_seconds", limits);
+      if (req.workerId) checkId(req.workerId, "worker_id", limits);
+      await ctx.maybeScan();
+      const response = { $typeName: "agl.v1.DequeueRolloutsResponse" as const, rollouts: [] as Rollout[] };
+      if (limit === 0) return response;
+      const deadline = Date.now() + Math.max(0, req.waitSeconds) * 1000;
+      for (;;) {
+        const remaining = (deadline - Date.now()) / 1000;
+        const wait = remaining > 0 ? ctx.waiters.arm((e) => e.kind === "queued", remaining, options?.signal) : undefined;
+        try {
+          response.rollouts = await claim(limit, req.workerId);
+        } catch (error) {
+          wait?.cancel();
+          throw error;
+        }
+        if (response.rollouts.length > 0 || !wait || options?.signal?.aborted) {
+          wait?.cancel();
+          return response;
+        }
+        await wait.promise;
+        if (Date.now() >= deadline || options?.signal?.aborted) return response;
+      }
+    },
+
+    async startRollout(init) {
+      const req = create(StartRolloutRequestSchema, init);
+      if (req.workerId) checkId(req.workerId, "worker_id", limits);
+      await ctx.maybeScan();
+      return backend.transaction(async (tx) => {
+        const now = ctx.now();
+        const spec = req.rollout ?? create(RolloutSpecSchema);
+        const rollout = await buildRollout(tx, spec, RolloutStatus.PREPARING, await latestResourcesId(tx));
+        await tx.insertRollouts([rollout]);
+        const attempt = await newAttempt(tx, rollout.rolloutId, req.workerId, now);
+        await tx.insertAttempt(attempt);
+        await syncAttemptWorker(tx, attempt, now);
+        rollout.latestAttempt = attempt;
+        return rollout;
+      });
+    },
+
+    async startAttempt(init) {
+      const req = create(StartAttemptRequestSchema, init);
+      checkId(req.rolloutId, "rollout_id", limits);
+      await ctx.maybeScan();
+      return backend.transaction(async (tx) => {
+        const now = ctx.now();
+        const rollout = await requireRollout(tx, req.rolloutId);
+        const attempt = await newAttempt(tx, rollout.rolloutId, req.workerId, now);
+        await tx.insertAttempt(attempt);
+        rollout.status = RolloutStatus.PREPARING;
+        rollout.endTime = undefined;
+        await tx.putRollout(rollout);
+        await syncAttemptWorker(tx, attempt, now);
+        rollout.latestAttempt = attempt;
+        return rollout;
+      });
+    },
+
+    async getRollout(init) {
+      const req = create(GetRolloutRequestSchema, init);
+      checkId(req.rolloutId, "rollout_id", limits);
+      await ctx.maybeScan();
+      return backend.transaction(async (tx) => {
+        const [rollout] = await withLatestAttempts(tx, [await requireRollout(tx, req.rolloutId)]);
+        return rollout as Rollout;
+      });
+    },
+
+    async queryRollouts(init) {
+      const req = create(QueryRolloutsRequestSchema, init);
+      for (const status of req.statusIn) checkEnum(status, RolloutStatus, "status_in");
+      checkEnum(req.filterLogic, FilterLogic, "filter_logic", true);
+      const page = toPageSpec(req.page, "rollouts", limits);
+      await ctx.maybeScan();
+      return backend.transaction(async (tx) => {
+        const filter = {
+          statusIn: req.statusIn,
+          rolloutIdIn: req.rolloutIdIn,
+          rolloutIdContains: req.rolloutIdContains || undefined,
+          groupId: req.groupId || undefined,
+          any: req.filterLogic === FilterLogic.OR,
+        };
+        const result = await tx.queryRollouts(filter, page);
+        return {
+          $typeName: "agl.v1.QueryRolloutsResponse",
+          rollouts: await withLatestAttempts(tx, result.items),
+          page: pageInfo(result.total, page),
+        };
+      });
+    },
+
+    async updateRollout(init) {
+      const req = create(UpdateRolloutRequestSchema, init);
+      checkId(req.rolloutId, "rollout_id", limits);
+      if (req.status !== undefined) checkEnum(req.status, RolloutStatus, "status");
+      if (req.mode !== undefined) checkEnum(req.mode, RolloutMode, "mode", true);
+      if (req.config !== undefined) checkConfig(req.config, limits);
+      await ctx.maybeScan();
+      return backend.transaction(async (tx) => {
+        const now = ctx.now();
+        const rollout = await requireRollout(tx, req.rolloutId);
+        if (req.resourcesId !== undefined) {
+          await checkResourcesId(tx, req.resourcesId);
+          rollout.resourcesId = req.resourcesId;
+        }
+        if (req.input !== undefined) rollout.input = req.input;
+        if (req.mode !== undefined) rollout.mode = req.mode;
+        if (req.metadata !== undefined) rollout.metadata = req.metadata;
+        if (req.config !== undefined) {
+          rollout.config = req.config;
+          rollout.config.maxAttempts ||= 1;
+        }
+        if (req.status === undefined) await tx.putRollout(rollout);
+        else {
+          if (req.status === RolloutStatus.CANCELLED) await cancelLatestAttempt(tx, rollout.rolloutId, now);
+          await writeRolloutStatus(tx, rollout, req.status, now);
+        }
+        const [updated] = await withLatestAttempts(tx, [rollout]);
+        return updated as Rollout;
+      });
+    },
+
+    async waitForRollouts(init, options) {
+      const req = create(WaitForRolloutsRequestSchema, init);
+      checkSeconds(req.timeoutSeconds, "timeout_seconds", limits);
+      for (const id of req.rolloutIds) checkId(id, "rollout_ids[]", limits);
+      await ctx.maybeScan();
+      const wanted = new Set(req.rolloutIds);
+      const timeout = req.timeoutSeconds ?? Number.POSITIVE_INFINITY;
+      const deadline = Date.now() + Math.max(0, timeout) * 1000;
+      const read = () =>
+        backend.transaction(async (tx) => {
+          const rollouts: Rollout[] = [];
+          for (const id of req.rolloutIds) rollouts.push(await requireRollout(tx, id));
+          return withLatestAttempts(tx, rollouts.filter((r) => isFinished(r.status)));
+        });
+      for (;;) {
+        const remaining = (deadline - Date.now()) / 1000;
+        const matches = (e: { kind: string; rolloutIds?: string[] }) =>
+          e.kind === "finished" && (e.rolloutIds ?? []).some((id) => wanted.has(id));
+        const wait = remaining > 0 ? ctx.waiters.arm(matches, remaining, options?.signal) : undefined;
+        let finished: Rollout[];
+        try {
+          finished = await read();
+        } catch (error) {
+          wait?.cancel();
+          throw error;
+        }
+        const done = new Set(finished.map((r) => r.rolloutId)).size === wanted.size;
+        if (done || !wait || options?.signal?.aborted) {
+          wait?.cancel();
+          return { $typeName: "agl.v1.WaitForRolloutsResponse", rollouts: finished };
+        }
+        await wait.promise;
+        if (Date.now() >= deadline || options?.signal?.aborted) {
+          return { $typeName: "agl.v1.WaitForRolloutsResponse", rollouts: await read() };
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,106 @@
+import { create } from "@bufbuild/protobuf";
+import { StatisticsSchema } from "../gen/agl/v1/store_pb.js";
+import { RolloutStatus } from "../gen/agl/v1/types_pb.js";
+import { attemptMethods } from "./attempts.js";
+import type { StorageBackend } from "./backend.js";
+import type { StoreContext } from "./context.js";
+import { resourceMethods } from "./resources.js";
+import { rolloutMethods } from "./rollouts.js";
+import { spanMethods } from "./spans.js";
+import type { StoreApi } from "./store-api.js";
+import { defaultLimits, type StoreLimits } from "./validate.js";
+import { createWaiters } from "./waiters.js";
+import { scanOnce } from "./watchdog.js";
+import { workerMethods } from "./workers.js";
+
+export interface StoreOptions {
+  /** Where data lives: `createMemoryBackend()`, `createSqliteBackend({ path })`, … */
+  backend: StorageBackend;
+  /** Clock in epoch seconds; injectable for tests. */
+  now?: () => number;
+  /** Minimum seconds between watchdog scans made at the start of calls (default 10; 0 scans on every call). */
+  scanDebounceSeconds?: number;
+  /** Period of the background watchdog in seconds (default 1; 0 disables the timer). */
+  watchdogIntervalSeconds?: number;
+  /** Request bounds; each missing one keeps its default. */
+  limits?: Partial<StoreLimits>;
+  /** Where the watchdog reports failures (default: console.error). */
+  onError?: (error: unknown) => void;
+}
+
+/** The store: the state machine of docs/store-semantics.md over a storage backend. */
+export interface Store extends StoreApi {
+  readonly backend: StorageBackend;
+  /** Runs one watchdog pass now; resolves to the number of attempts it timed out or marked unresponsive. */
+  runWatchdog(): Promise<number>;
+  /** Stops the watchdog, ends waits, and closes the backend. */
+  close(): Promise<void>;
+}
+
+/** Creates a store over `options.backend`. */
+export function createStore(options: StoreOptions): Store {
+  const { backend } = options;
+  const now = options.now ?? (() => Date.now() / 1000);
+  const debounce = options.scanDebounceSeconds ?? 10;
+  const onError = options.onError ?? ((error) => console.error("agl store: watchdog failed", error));
+  const startedAt = now();
+  let lastScan: number | undefined;
+  let scanning: Promise<number> | undefined;
+
+  const runWatchdog = () => {
+    // One scan at a time; concurrent callers share the one in flight.
+    scanning ??= scanOnce(backend, now).finally(() => {
+      scanning = undefined;
+    });
+    return scanning;
+  };
+
+  const ctx: StoreContext = {
+    backend,
+    limits: { ...defaultLimits, ...options.limits },
+    waiters: createWaiters(backend),
+    now,
+    async maybeScan() {
+      const t = now();
+      if (lastScan !== undefined && t - lastScan < debounce) return;
+      lastScan = t;
+      await runWatchdog();
+    },
+  };
+
+  const interval = options.watchdogIntervalSeconds ?? 1;
+  const timer =
+    interval > 0 ? setInterval(() => runWatchdog().catch(onError), interval * 1000).unref() : undefined;
+
+  return {
+    backend,
+    ...rolloutMethods(ctx),
+    ...attemptMethods(ctx),
+    ...spanMethods(ctx),
+    ...workerMethods(ctx),
+    ...resourceMethods(ctx),
+    async getStatistics() {
+      const counts = await backend.transaction((tx) => tx.counts());
+      const byStatus: Record<string, number> = {};
+      for (const [status, count] of counts.rolloutsByStatus) byStatus[`ROLLOUT_STATUS_${RolloutStatus[status]}`] = count;
+      return create(StatisticsSchema, {
+        backend: backend.name,
+        totalRollouts: counts.rollouts,
+        totalAttempts: counts.attempts,
+        totalSpans: counts.spans,
+        totalResources: counts.resources,
+        totalWorkers: counts.workers,
+        queueLength: counts.queueLength,
+        uptimeSeconds: now() - startedAt,
+        rolloutsByStatus: byStatus,
+      });
+    },
+    runWatchdog,
+    async close() {
+      if (timer) clearInterval(timer);
+      ctx.waiters.close();
+      await scanning?.catch(() => undefined);
+      await backend.close();
+    },
+  };
+}

@@ -1,0 +1,59 @@
+import type { StorageBackend, StoreEvent } from "./backend.js";
+
+/** A pending wait for a matching event; `cancel` releases it when the caller stops waiting. */
+export interface PendingWait {
+  promise: Promise<void>;
+  cancel(): void;
+}
+
+/** Long-poll support: waits for committed store events, bounded by a timeout and an AbortSignal. */
+export interface Waiters {
+  /**
+   * Arms a wait for the next event that `matches`. Arm before checking the state you wait on, then await the
+   * promise only if the check found nothing: no event can slip between the check and the wait.
+   */
+  arm(matches: (event: StoreEvent) => boolean, timeoutSeconds: number, signal?: AbortSignal): PendingWait;
+  /** Every event, as it is committed (for streams such as WatchResources). */
+  listen(listener: (event: StoreEvent) => void): () => void;
+  close(): void;
+}
+
+export function createWaiters(backend: StorageBackend): Waiters {
+  const pending = new Set<{ matches: (event: StoreEvent) => boolean; wake: () => void }>();
+  const listeners = new Set<(event: StoreEvent) => void>();
+  const unsubscribe = backend.subscribe((event) => {
+    for (const entry of pending) if (entry.matches(event)) entry.wake();
+    for (const listener of listeners) listener(event);
+  });
+  return {
+    arm(matches, timeoutSeconds, signal) {
+      let cancel = () => {};
+      const promise = new Promise<void>((resolve) => {
+        const entry = { matches, wake: () => cancel() };
+        const onAbort = () => cancel();
+        const timer = Number.isFinite(timeoutSeconds)
+          ? setTimeout(() => cancel(), Math.max(0, timeoutSeconds * 1000))
+          : undefined;
+        cancel = () => {
+          pending.delete(entry);
+          if (timer) clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        };
+        pending.add(entry);
+        if (signal?.aborted) cancel();
+        else signal?.addEventListener("abort", onAbort, { once: true });
+      });
+      return { promise, cancel: () => cancel() };
+    },
+    listen(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    close() {
+      unsubscribe();
+      for (const entry of pending) entry.wake();
+      listeners.clear();
+    },
+  };
+}
