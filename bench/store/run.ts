@@ -1,0 +1,110 @@
+/**
+ * Store load generator: N simulated runners do the full lifecycle against a real `agl serve` process
+ * (enqueue in batches, dequeue, spans of ~1 KB in batches, succeed). Prints rollouts/s, spans/s, latency
+ * percentiles per RPC and the server's RSS.
+ *
+ *   npx tsx bench/store/run.ts --backend sqlite --runners 64 --rollouts 5000
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { createStoreClient } from "../../src/client/store-client.js";
+import { AttemptStatus } from "../../src/gen/agl/v1/types_pb.js";
+import { startServerProcess } from "../../test/support/server-process.js";
+
+const { values: args } = parseArgs({
+  options: {
+    backend: { type: "string", default: "memory" },
+    runners: { type: "string", default: "64" },
+    rollouts: { type: "string", default: "5000" },
+    spans: { type: "string", default: "10" },
+    "span-bytes": { type: "string", default: "1024" },
+    "span-batch": { type: "string", default: "10" },
+    "enqueue-batch": { type: "string", default: "100" },
+  },
+});
+const runners = Number(args.runners);
+const total = Number(args.rollouts);
+const spansPerRollout = Number(args.spans);
+const spanBatch = Number(args["span-batch"]);
+const enqueueBatch = Number(args["enqueue-batch"]);
+const payload = randomBytes(Math.max(0, Number(args["span-bytes"]) - 200) / 2).toString("hex");
+
+const dir = mkdtempSync(join(tmpdir(), "agl-bench-"));
+const backendArgs = args.backend === "memory" ? ["--memory"] : ["--database", join(dir, "bench.db")];
+const server = await startServerProcess(backendArgs);
+const client = createStoreClient({ baseUrl: server.url });
+
+const latencies = new Map<string, number[]>();
+async function timed<T>(name: string, call: () => Promise<T>): Promise<T> {
+  const start = performance.now();
+  const result = await call();
+  const list = latencies.get(name) ?? [];
+  list.push(performance.now() - start);
+  latencies.set(name, list);
+  return result;
+}
+
+let peakRss = 0;
+const rssTimer = setInterval(() => {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"));
+  if (match) peakRss = Math.max(peakRss, Number(match[1]) * 1024);
+}, 100);
+
+let done = 0;
+let spansStored = 0;
+const started = performance.now();
+
+async function enqueueAll() {
+  for (let sent = 0; sent < total; sent += enqueueBatch) {
+    const count = Math.min(enqueueBatch, total - sent);
+    const rollouts = Array.from({ length: count }, (_, i) => ({ metadata: { task: sent + i } }));
+    await timed("EnqueueRollouts", () => client.enqueueRollouts({ rollouts }));
+  }
+}
+
+async function runner(index: number) {
+  const workerId = `bench-${index}`;
+  while (done < total) {
+    const { rollouts } = await timed("DequeueRollouts", () => client.dequeueRollouts({ workerId, waitSeconds: 0.2 }));
+    const rollout = rollouts[0];
+    if (!rollout?.latestAttempt) continue;
+    const { rolloutId } = rollout;
+    const { attemptId } = rollout.latestAttempt;
+    for (let first = 0; first < spansPerRollout; first += spanBatch) {
+      const spans = Array.from({ length: Math.min(spanBatch, spansPerRollout - first) }, () => ({
+        rolloutId,
+        attemptId,
+        spanId: randomBytes(8).toString("hex"),
+        traceId: randomBytes(16).toString("hex"),
+        name: "llm.call",
+        attributes: { payload: { value: { case: "stringValue" as const, value: payload } } },
+      }));
+      const { acks } = await timed("AddSpans", () => client.addSpans({ spans }));
+      spansStored += acks.length;
+    }
+    await timed("UpdateAttempt", () => client.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED }));
+    done++;
+  }
+}
+
+await Promise.all([enqueueAll(), ...Array.from({ length: runners }, (_, i) => runner(i))]);
+const seconds = (performance.now() - started) / 1000;
+clearInterval(rssTimer);
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
+console.log(`backend=${args.backend} runners=${runners} rollouts=${total} spans/rollout=${spansPerRollout} span-batch=${spanBatch}`);
+console.log(`rollouts/s: ${(done / seconds).toFixed(0)}   spans/s: ${(spansStored / seconds).toFixed(0)}   wall: ${seconds.toFixed(2)} s`);
+for (const [name, list] of latencies) {
+  const sorted = [...list].sort((a, b) => a - b);
+  console.log(
+    `  ${name.padEnd(16)} calls=${String(sorted.length).padStart(6)}  p50=${pct(sorted, 0.5).toFixed(2)} ms  p99=${pct(sorted, 0.99).toFixed(2)} ms`,
+  );
+}
+console.log(`server peak RSS: ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
+
+client.close();
+await server.stop();
+rmSync(dir, { recursive: true, force: true });

@@ -1,0 +1,90 @@
+import { create, type DescMessage, type DescMethod, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Transport } from "@connectrpc/connect";
+import { type ChannelCredentials, type ChannelOptions, Client, credentials, type ServiceError } from "@grpc/grpc-js";
+import { headersToMetadata, metadataToHeaders } from "../server/grpc-metadata.js";
+
+export interface GrpcJsTransportOptions {
+  /** `host:port`. */
+  address: string;
+  /** Insecure by default. */
+  credentials?: ChannelCredentials;
+  channelOptions?: ChannelOptions;
+}
+
+/** A connect-es `Transport` that speaks gRPC through @grpc/grpc-js (about twice the throughput of connect-node's). */
+export interface GrpcJsTransport extends Transport {
+  close(): void;
+}
+
+const pathOf = (method: DescMethod) => `/${method.parent.typeName}/${method.name}`;
+
+function toConnectError(error: ServiceError): ConnectError {
+  return new ConnectError(error.details || error.message, error.code as number as Code, metadataToHeaders(error.metadata));
+}
+
+function callOptions(timeoutMs: number | undefined) {
+  return timeoutMs !== undefined && timeoutMs > 0 ? { deadline: new Date(Date.now() + timeoutMs) } : {};
+}
+
+function codec<T extends DescMessage>(schema: T) {
+  return {
+    serialize: (message: Parameters<typeof toBinary<T>>[1]) => Buffer.from(toBinary(schema, message)),
+    deserialize: (bytes: Buffer) => fromBinary(schema, bytes),
+  };
+}
+
+/** Creates a transport over one grpc-js channel; reuse it for every call. */
+export function createGrpcJsTransport(options: GrpcJsTransportOptions): GrpcJsTransport {
+  const client = new Client(options.address, options.credentials ?? credentials.createInsecure(), {
+    "grpc.max_receive_message_length": 16 * 1024 * 1024,
+    "grpc.max_send_message_length": 16 * 1024 * 1024,
+    ...options.channelOptions,
+  });
+  return {
+    unary(method, signal, timeoutMs, header, input) {
+      const request = create(method.input, input);
+      const { serialize } = codec(method.input);
+      const { deserialize } = codec(method.output);
+      return new Promise((resolve, reject) => {
+        if (signal?.aborted) return reject(new ConnectError("call aborted", Code.Canceled));
+        const metadata = headersToMetadata(new Headers(header));
+        const call = client.makeUnaryRequest(pathOf(method), serialize, deserialize, request, metadata, callOptions(timeoutMs), (error, message) => {
+          signal?.removeEventListener("abort", onAbort);
+          if (error) reject(toConnectError(error));
+          else resolve({ stream: false, service: method.parent, method, header: new Headers(), message: message as never, trailer: new Headers() });
+        });
+        const onAbort = () => call.cancel();
+        signal?.addEventListener("abort", onAbort, { once: true });
+      });
+    },
+
+    async stream(method, signal, timeoutMs, header, input) {
+      if (method.methodKind !== "server_streaming") {
+        throw new ConnectError(`${method.methodKind} calls are not supported by this transport`, Code.Unimplemented);
+      }
+      let request: unknown;
+      for await (const message of input) request = create(method.input, message);
+      const { serialize } = codec(method.input);
+      const { deserialize } = codec(method.output);
+      const metadata = headersToMetadata(new Headers(header));
+      const call = client.makeServerStreamRequest(pathOf(method), serialize, deserialize, request as never, metadata, callOptions(timeoutMs));
+      const onAbort = () => call.cancel();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      async function* messages() {
+        try {
+          for await (const message of call) yield message;
+        } catch (error) {
+          throw signal?.aborted ? new ConnectError("call aborted", Code.Canceled) : toConnectError(error as ServiceError);
+        } finally {
+          signal?.removeEventListener("abort", onAbort);
+          call.cancel();
+        }
+      }
+      return { stream: true, service: method.parent, method, header: new Headers(), message: messages() as never, trailer: new Headers() };
+    },
+
+    close() {
+      client.close();
+    },
+  };
+}

@@ -1,0 +1,101 @@
+import { readFileSync } from "node:fs";
+import type { DescMethod } from "@bufbuild/protobuf";
+import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { credentials } from "@grpc/grpc-js";
+import { ResourceService } from "../gen/agl/v1/resources_pb.js";
+import { LightningStore } from "../gen/agl/v1/store_pb.js";
+import type { StoreApi } from "../store/store-api.js";
+import { createGrpcJsTransport } from "./grpc-js-transport.js";
+
+export interface StoreClientOptions {
+  /** `http://host:port` or `https://host:port` (default `http://127.0.0.1:4747`). */
+  baseUrl?: string;
+  /** Bearer token; defaults to the AGL_TOKEN environment variable. */
+  token?: string;
+  /** `grpc` through grpc-js (default, fastest), or connect-node's `connect` (JSON over HTTP/1.1) or `grpc-web`. */
+  protocol?: "grpc" | "connect" | "grpc-web";
+  /** Deadline of a call that sets none, beyond any server-side wait it asks for (default 30 s). */
+  timeoutMs?: number;
+  /** Tries of a call that is safe to repeat, when the server is unavailable (default 4). */
+  maxTries?: number;
+  /** PEM file of the certificate authority to trust for https (default: the system's). */
+  caFile?: string;
+}
+
+/** A store client: the `StoreApi` over the network, plus `close()`. */
+export type StoreClient = StoreApi & { close(): void };
+
+// Reads, span batches (idempotent by span id) and heartbeats can be repeated without changing the outcome.
+const repeatable = new Set(["AddSpans", "UpdateWorker"]);
+const isRepeatable = (method: DescMethod) =>
+  method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS || repeatable.has(method.name);
+
+/** Seconds a long-poll call may legitimately wait on the server, read from its request. */
+function serverWaitSeconds(method: DescMethod, input: unknown): number {
+  const request = input as { waitSeconds?: number; timeoutSeconds?: number };
+  if (method.name === "DequeueRollouts") return request.waitSeconds ?? 0;
+  if (method.name === "WaitForRollouts") return request.timeoutSeconds ?? Number.POSITIVE_INFINITY;
+  return 0;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Wraps a transport with default deadlines (longer for long-polls), the token, and retries where safe. */
+function withPolicy(inner: Transport, options: Required<Pick<StoreClientOptions, "timeoutMs" | "maxTries">> & { token?: string }): Transport {
+  const headersWithToken = (header: ConstructorParameters<typeof Headers>[0]) => {
+    const headers = new Headers(header);
+    if (options.token && !headers.has("authorization")) headers.set("authorization", `Bearer ${options.token}`);
+    return headers;
+  };
+  return {
+    async unary(method, signal, timeoutMs, header, input, contextValues) {
+      const wait = serverWaitSeconds(method, input);
+      const deadline = timeoutMs ?? (Number.isFinite(wait) ? options.timeoutMs + wait * 1000 : undefined);
+      const tries = isRepeatable(method) ? options.maxTries : 1;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await inner.unary(method, signal, deadline, headersWithToken(header), input, contextValues);
+        } catch (error) {
+          const retry = attempt < tries && ConnectError.from(error).code === Code.Unavailable && !signal?.aborted;
+          if (!retry) throw error;
+          await sleep(50 * 2 ** (attempt - 1));
+        }
+      }
+    },
+    stream(method, signal, timeoutMs, header, input, contextValues) {
+      return inner.stream(method, signal, timeoutMs, headersWithToken(header), input, contextValues);
+    },
+  };
+}
+
+/**
+ * Creates a typed client of the store server: `await client.enqueueRollouts({ rollouts: [{ input }] })`.
+ * Calls have deadlines; reads, span batches and heartbeats are retried while the server is unavailable.
+ */
+export function createStoreClient(options: StoreClientOptions = {}): StoreClient {
+  const url = new URL(options.baseUrl ?? "http://127.0.0.1:4747");
+  const tls = url.protocol === "https:";
+  const protocol = options.protocol ?? "grpc";
+  let inner: Transport;
+  let close = () => {};
+  if (protocol === "grpc") {
+    const ca = options.caFile ? readFileSync(options.caFile) : undefined;
+    const transport = createGrpcJsTransport({
+      address: url.host,
+      credentials: tls ? credentials.createSsl(ca) : credentials.createInsecure(),
+    });
+    inner = transport;
+    close = () => transport.close();
+  } else {
+    const base = { baseUrl: url.origin, httpVersion: "1.1" as const, nodeOptions: options.caFile ? { ca: readFileSync(options.caFile) } : {} };
+    inner = protocol === "connect" ? createConnectTransport({ ...base, useBinaryFormat: false }) : createGrpcWebTransport(base);
+  }
+  const transport = withPolicy(inner, {
+    timeoutMs: options.timeoutMs ?? 30_000,
+    maxTries: options.maxTries ?? 4,
+    token: options.token ?? process.env.AGL_TOKEN,
+  });
+  return { ...createClient(LightningStore, transport), ...createClient(ResourceService, transport), close };
+}

@@ -1,0 +1,63 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+
+const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
+
+/** A real `agl serve` process. */
+export interface ServerProcess {
+  url: string;
+  pid: number;
+  child: ChildProcess;
+  /** Everything the server wrote to stderr so far. */
+  stderr(): string;
+  /** SIGTERM, then waits for the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL, then waits for the process to be gone. */
+  kill(): Promise<void>;
+}
+
+/** Starts `node bin/agl.js serve <args> --port 0` and resolves once it prints the address it listens on. */
+export async function startServerProcess(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ["bin/agl.js", "serve", "--port", "0", ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let stdout = "";
+    const timer = setTimeout(() => reject(new Error(`server did not start within 30 s:\n${stderr}`)), 30_000);
+    child.stdout?.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const match = /listening on (\S+)/.exec(stdout);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${stderr}`));
+    });
+  });
+  const exited = once(child, "exit");
+  return {
+    url,
+    pid: child.pid as number,
+    child,
+    stderr: () => stderr,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      const [code] = (await exited) as [number | null];
+      return code;
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await exited;
+    },
+  };
+}
