@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
 import type { Attempt, PageInfo, Rollout } from "../gen/agl/v1/types_pb.js";
 import { AttemptSchema, AttemptStatus } from "../gen/agl/v1/types_pb.js";
 import type { PageSpec, StorageBackend, StorageTx } from "./backend.js";
@@ -16,6 +17,24 @@ export interface StoreContext {
   now(): number;
   /** The on-call watchdog scan (debounced). */
   maybeScan(): Promise<void>;
+  /** Aborted when the store closes: every wait ends. */
+  closing: AbortSignal;
+}
+
+/**
+ * The signal that ends a blocking call: the caller's signal, its `timeoutMs`, or the store closing. After the wait,
+ * `check()` throws CANCELED or DEADLINE_EXCEEDED when the caller ended it; a closing store just ends the wait.
+ */
+export function callScope(ctx: StoreContext, options?: CallOptions) {
+  const timeout = options?.timeoutMs !== undefined && options.timeoutMs > 0 ? AbortSignal.timeout(options.timeoutMs) : undefined;
+  const signals = [ctx.closing, options?.signal, timeout].filter((s): s is AbortSignal => s !== undefined);
+  return {
+    signal: AbortSignal.any(signals),
+    check() {
+      if (options?.signal?.aborted) throw new ConnectError("the call was cancelled", Code.Canceled);
+      if (timeout?.aborted) throw new ConnectError("the call's deadline was exceeded", Code.DeadlineExceeded);
+    },
+  };
 }
 
 /** Reads a rollout or fails with NOT_FOUND. */

@@ -1,3 +1,4 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Attempt, ResourcesUpdate, Rollout, Span, Worker } from "../gen/agl/v1/types_pb.js";
 import { RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import type { StorageBackend, StorageCounts, StorageTx, StoreEvent } from "./backend.js";
@@ -24,6 +25,7 @@ export function createMemoryBackend(): StorageBackend {
   const workers = new Map<string, Worker>();
   const listeners = new Set<(event: StoreEvent) => void>();
   const mutex = createMutex();
+  let closed = false;
 
   // Every write records how to undo itself, so a transaction that throws leaves no trace.
   let undo: Array<() => void> = [];
@@ -56,7 +58,10 @@ export function createMemoryBackend(): StorageBackend {
 
   const tx: StorageTx = {
     async insertRollouts(items) {
-      for (const rollout of items) setRollout(rollout);
+      for (const rollout of items) {
+        if (rollouts.has(rollout.rolloutId)) throw new Error(`rollout ${rollout.rolloutId} is stored already`);
+        setRollout(rollout);
+      }
     },
     async getRollout(id) {
       const rollout = rollouts.get(id);
@@ -99,8 +104,8 @@ export function createMemoryBackend(): StorageBackend {
     async latestAttempts(rolloutIds) {
       const result = new Map<string, Attempt>();
       for (const id of rolloutIds) {
-        const list = attempts.get(id);
-        const last = list?.[list.length - 1];
+        let last: Attempt | undefined;
+        for (const attempt of attempts.get(id) ?? []) if (!last || attempt.sequenceId > last.sequenceId) last = attempt;
         if (last) result.set(id, structuredClone(last));
       }
       return result;
@@ -195,6 +200,7 @@ export function createMemoryBackend(): StorageBackend {
     },
 
     async insertResources(update) {
+      if (resources.has(update.resourcesId)) throw new Error(`resources ${update.resourcesId} are stored already`);
       await tx.putResources(update);
     },
     async putResources(update) {
@@ -272,6 +278,7 @@ export function createMemoryBackend(): StorageBackend {
     name: "memory",
     transaction(fn) {
       return mutex.run(async () => {
+        if (closed) throw new ConnectError("the store is closed", Code.Unavailable);
         undo = [];
         events = [];
         try {
@@ -294,6 +301,9 @@ export function createMemoryBackend(): StorageBackend {
       return () => listeners.delete(listener);
     },
     async close() {
+      await mutex.run(async () => {
+        closed = true;
+      });
       listeners.clear();
     },
   };

@@ -34,7 +34,8 @@ export function sortAndPage<T>(
 ): PageResult<T> {
   const field = page.sortBy ?? defaultSort;
   let items = matches;
-  if (field !== undefined) {
+  if (field === undefined && page.descending) items = [...matches].reverse();
+  else if (field !== undefined) {
     const sign = page.descending ? -1 : 1;
     const keyed = matches.map((item) => ({ item, key: sortValue(item, field) }));
     keyed.sort((x, y) => sign * compare(x.key, y.key));

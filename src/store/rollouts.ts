@@ -20,8 +20,8 @@ import {
   RolloutSpecSchema,
   RolloutStatus,
 } from "../gen/agl/v1/types_pb.js";
-import type { StorageTx } from "./backend.js";
-import { newAttempt, pageInfo, requireRollout, type StoreContext, withLatestAttempts } from "./context.js";
+import type { StorageTx, StoreEvent } from "./backend.js";
+import { callScope, newAttempt, pageInfo, requireRollout, type StoreContext, withLatestAttempts } from "./context.js";
 import { notFound } from "./errors.js";
 import { newRolloutId } from "./ids.js";
 import { isFinished, isQueued, markWorkerIdle } from "./state-machine.js";
@@ -126,22 +126,20 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       await ctx.maybeScan();
       const response = { $typeName: "agl.v1.DequeueRolloutsResponse" as const, rollouts: [] as Rollout[] };
       if (limit === 0) return response;
+      const scope = callScope(ctx, options);
       const deadline = Date.now() + Math.max(0, req.waitSeconds) * 1000;
       for (;;) {
         const remaining = (deadline - Date.now()) / 1000;
-        const wait = remaining > 0 ? ctx.waiters.arm((e) => e.kind === "queued", remaining, options?.signal) : undefined;
+        const wait = remaining > 0 ? ctx.waiters.arm((e) => e.kind === "queued", remaining, scope.signal) : undefined;
         try {
           response.rollouts = await claim(limit, req.workerId);
-        } catch (error) {
-          wait?.cancel();
-          throw error;
+        } finally {
+          if (response.rollouts.length > 0 || !wait) wait?.cancel();
         }
-        if (response.rollouts.length > 0 || !wait || options?.signal?.aborted) {
-          wait?.cancel();
-          return response;
-        }
+        if (response.rollouts.length > 0 || !wait) return response;
         await wait.promise;
-        if (Date.now() >= deadline || options?.signal?.aborted) return response;
+        scope.check();
+        if (Date.now() >= deadline || scope.signal.aborted) return response;
       }
     },
 
@@ -249,9 +247,10 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       checkSeconds(req.timeoutSeconds, "timeout_seconds", limits);
       for (const id of req.rolloutIds) checkId(id, "rollout_ids[]", limits);
       await ctx.maybeScan();
+      const scope = callScope(ctx, options);
       const wanted = new Set(req.rolloutIds);
-      const timeout = req.timeoutSeconds ?? Number.POSITIVE_INFINITY;
-      const deadline = Date.now() + Math.max(0, timeout) * 1000;
+      const deadline = Date.now() + Math.max(0, req.timeoutSeconds ?? Number.POSITIVE_INFINITY) * 1000;
+      const isWanted = (e: StoreEvent) => e.kind === "finished" && e.rolloutIds.some((id) => wanted.has(id));
       const read = () =>
         backend.transaction(async (tx) => {
           const rollouts: Rollout[] = [];
@@ -260,25 +259,21 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
         });
       for (;;) {
         const remaining = (deadline - Date.now()) / 1000;
-        const matches = (e: { kind: string; rolloutIds?: string[] }) =>
-          e.kind === "finished" && (e.rolloutIds ?? []).some((id) => wanted.has(id));
-        const wait = remaining > 0 ? ctx.waiters.arm(matches, remaining, options?.signal) : undefined;
-        let finished: Rollout[];
+        const wait = remaining > 0 ? ctx.waiters.arm(isWanted, remaining, scope.signal) : undefined;
+        let finished: Rollout[] = [];
+        let done = false;
         try {
           finished = await read();
-        } catch (error) {
-          wait?.cancel();
-          throw error;
+          done = new Set(finished.map((r) => r.rolloutId)).size === wanted.size;
+        } finally {
+          if (done || !wait) wait?.cancel();
         }
-        const done = new Set(finished.map((r) => r.rolloutId)).size === wanted.size;
-        if (done || !wait || options?.signal?.aborted) {
-          wait?.cancel();
+        if (done || !wait) {
           return { $typeName: "agl.v1.WaitForRolloutsResponse", rollouts: finished };
         }
         await wait.promise;
-        if (Date.now() >= deadline || options?.signal?.aborted) {
-          return { $typeName: "agl.v1.WaitForRolloutsResponse", rollouts: await read() };
-        }
+        scope.check();
+        if (scope.signal.aborted) return { $typeName: "agl.v1.WaitForRolloutsResponse", rollouts: finished };
       }
     },
   };

@@ -55,8 +55,10 @@ export function createStore(options: StoreOptions): Store {
     return scanning;
   };
 
+  const closing = new AbortController();
   const ctx: StoreContext = {
     backend,
+    closing: closing.signal,
     limits: { ...defaultLimits, ...options.limits },
     waiters: createWaiters(backend),
     now,
@@ -98,6 +100,7 @@ export function createStore(options: StoreOptions): Store {
     runWatchdog,
     async close() {
       if (timer) clearInterval(timer);
+      closing.abort();
       ctx.waiters.close();
       await scanning?.catch(() => undefined);
       await backend.close();

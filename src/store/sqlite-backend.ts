@@ -1,0 +1,345 @@
+import { toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import Database from "better-sqlite3";
+import {
+  type Attempt,
+  type ResourcesUpdate,
+  type Rollout,
+  RolloutStatus,
+  type Span,
+  SpanSchema,
+  type Worker,
+  WorkerSchema,
+} from "../gen/agl/v1/types_pb.js";
+import type {
+  PageResult,
+  PageSpec,
+  ResourcesFilter,
+  RolloutFilter,
+  SpanFilter,
+  StorageBackend,
+  StorageCounts,
+  StorageTx,
+  StoreEvent,
+  WorkerFilter,
+} from "./backend.js";
+import { queryPage, resourcesWhere, rolloutWhere, spanWhere, StatementCache, workerWhere } from "./sqlite-queries.js";
+import { deliver } from "./events.js";
+import { createMutex } from "./mutex.js";
+import { openSchema } from "./sqlite-schema.js";
+import {
+  attemptRow,
+  decodeAttempt,
+  decodeResources,
+  decodeRollout,
+  decodeSpan,
+  decodeWorker,
+  prepareStatements,
+  resourcesRow,
+  rolloutRow,
+  spanKey,
+  type Statements,
+  time,
+} from "./sqlite-statements.js";
+
+export interface SqliteBackendOptions {
+  /** Database file; ":memory:" for a private in-memory database. */
+  path: string;
+}
+
+/**
+ * A storage backend on one SQLite file (better-sqlite3, WAL). Transactions are serialised in process by a promise
+ * chain and run as `BEGIN IMMEDIATE` … `COMMIT`, so the synchronous driver is never re-entered from two transactions
+ * and other processes sharing the file see whole transactions. Events reach `subscribe` listeners of this process
+ * after COMMIT; a rolled-back transaction's events are dropped.
+ */
+export function createSqliteBackend(options: SqliteBackendOptions): StorageBackend {
+  return new SqliteBackend(options.path);
+}
+
+class SqliteTx implements StorageTx {
+  /** Cleared when the transaction ends: a leaked tx must not write outside its transaction. */
+  open = true;
+  readonly events: StoreEvent[] = [];
+
+  constructor(
+    private readonly s: Statements,
+    private readonly cache: StatementCache,
+  ) {}
+
+  private check(): void {
+    if (!this.open) throw new Error("sqlite store: transaction already ended");
+  }
+
+  async insertRollouts(rollouts: Rollout[]): Promise<void> {
+    this.check();
+    for (const rollout of rollouts) this.s.insertRollout.run(rolloutRow(rollout));
+  }
+
+  async getRollout(rolloutId: string): Promise<Rollout | undefined> {
+    this.check();
+    const data = this.s.getRollout.get(rolloutId) as Uint8Array | undefined;
+    return data && decodeRollout(data);
+  }
+
+  async putRollout(rollout: Rollout): Promise<void> {
+    this.check();
+    this.s.putRollout.run(rolloutRow(rollout));
+  }
+
+  async queryRollouts(filter: RolloutFilter, page: PageSpec): Promise<PageResult<Rollout>> {
+    this.check();
+    return queryPage(this.cache, "rollouts", rolloutWhere(filter), page, decodeRollout);
+  }
+
+  async activeRollouts(): Promise<Rollout[]> {
+    this.check();
+    return (this.s.activeRollouts.all() as Uint8Array[]).map(decodeRollout);
+  }
+
+  async insertAttempt(attempt: Attempt): Promise<void> {
+    this.check();
+    this.s.insertAttempt.run(attemptRow(attempt));
+  }
+
+  async getAttempt(rolloutId: string, attemptId: string): Promise<Attempt | undefined> {
+    this.check();
+    const data = this.s.getAttempt.get(rolloutId, attemptId) as Uint8Array | undefined;
+    return data && decodeAttempt(data);
+  }
+
+  async latestAttempts(rolloutIds: string[]): Promise<Map<string, Attempt>> {
+    this.check();
+    const result = new Map<string, Attempt>();
+    for (const rolloutId of rolloutIds) {
+      if (result.has(rolloutId)) continue;
+      const data = this.s.latestAttempt.get(rolloutId) as Uint8Array | undefined;
+      if (data) result.set(rolloutId, decodeAttempt(data));
+    }
+    return result;
+  }
+
+  async putAttempt(attempt: Attempt): Promise<void> {
+    this.check();
+    this.s.putAttempt.run(attemptRow(attempt));
+  }
+
+  async queryAttempts(rolloutId: string, page: PageSpec): Promise<PageResult<Attempt>> {
+    this.check();
+    return queryPage(this.cache, "attempts", { sql: "rollout_id = ?", params: [rolloutId] }, page, decodeAttempt);
+  }
+
+  async enqueue(rolloutIds: string[]): Promise<void> {
+    this.check();
+    for (const rolloutId of rolloutIds) this.s.enqueue.run(rolloutId);
+  }
+
+  async dequeue(limit: number): Promise<string[]> {
+    this.check();
+    if (!(limit > 0)) return [];
+    const rows = this.s.queueHead.all(limit) as Array<[number, string]>;
+    if (rows.length === 0) return [];
+    // The rows are the queue's head, so everything up to the last one's seq is exactly them.
+    this.s.dequeueThrough.run(rows[rows.length - 1]![0]);
+    return rows.map((row) => row[1]);
+  }
+
+  async insertSpans(spans: Span[]): Promise<Array<{ sequenceId: number; duplicate: boolean }>> {
+    this.check();
+    const result: Array<{ sequenceId: number; duplicate: boolean }> = [];
+    for (const span of spans) {
+      const inserted = this.s.insertSpan.run(
+        span.rolloutId,
+        span.attemptId,
+        span.spanId,
+        span.sequenceId,
+        span.traceId,
+        span.parentId,
+        span.name,
+        time(span.startTime),
+        time(span.endTime),
+        toBinary(SpanSchema, span),
+      );
+      if (inserted.changes > 0) {
+        result.push({ sequenceId: span.sequenceId, duplicate: false });
+      } else {
+        // Stored already (by an earlier batch or earlier in this one): report the stored span's id, leave it alone.
+        const stored = this.s.spanSequenceId.get(span.rolloutId, span.attemptId, span.spanId) as number;
+        result.push({ sequenceId: stored, duplicate: true });
+      }
+    }
+    return result;
+  }
+
+  async existingSpans(keys: Array<[string, string, string]>): Promise<Map<string, number>> {
+    this.check();
+    const result = new Map<string, number>();
+    for (const [rolloutId, attemptId, spanId] of keys) {
+      const stored = this.s.spanSequenceId.get(rolloutId, attemptId, spanId) as number | undefined;
+      if (stored !== undefined) result.set(spanKey(rolloutId, attemptId, spanId), stored);
+    }
+    return result;
+  }
+
+  async querySpans(filter: SpanFilter, page: PageSpec): Promise<PageResult<Span>> {
+    this.check();
+    return queryPage(this.cache, "spans", spanWhere(filter), page, decodeSpan);
+  }
+
+  async nextSequenceId(rolloutId: string, count: number): Promise<number> {
+    this.check();
+    return this.s.nextSequenceId.get(rolloutId, count) as number;
+  }
+
+  async raiseSequenceId(rolloutId: string, value: number): Promise<void> {
+    this.check();
+    this.s.raiseSequenceId.run(rolloutId, value);
+  }
+
+  async insertResources(update: ResourcesUpdate): Promise<void> {
+    this.check();
+    this.s.insertResources.run(resourcesRow(update));
+    this.s.setLatestResources.run(update.resourcesId);
+  }
+
+  async putResources(update: ResourcesUpdate): Promise<void> {
+    this.check();
+    this.s.putResources.run(resourcesRow(update));
+    this.s.setLatestResources.run(update.resourcesId);
+  }
+
+  async getResources(resourcesId: string): Promise<ResourcesUpdate | undefined> {
+    this.check();
+    const data = this.s.getResources.get(resourcesId) as Uint8Array | undefined;
+    return data && decodeResources(data);
+  }
+
+  async latestResources(): Promise<ResourcesUpdate | undefined> {
+    this.check();
+    const data = this.s.latestResources.get() as Uint8Array | undefined;
+    return data && decodeResources(data);
+  }
+
+  async queryResources(filter: ResourcesFilter, page: PageSpec): Promise<PageResult<ResourcesUpdate>> {
+    this.check();
+    return queryPage(this.cache, "resources", resourcesWhere(filter), page, decodeResources);
+  }
+
+  async getWorker(workerId: string): Promise<Worker | undefined> {
+    this.check();
+    const data = this.s.getWorker.get(workerId) as Uint8Array | undefined;
+    return data && decodeWorker(data);
+  }
+
+  async putWorker(worker: Worker): Promise<void> {
+    this.check();
+    this.s.putWorker.run(
+      worker.workerId,
+      worker.status,
+      time(worker.lastHeartbeatTime),
+      time(worker.lastDequeueTime),
+      time(worker.lastBusyTime),
+      time(worker.lastIdleTime),
+      toBinary(WorkerSchema, worker),
+    );
+  }
+
+  async queryWorkers(filter: WorkerFilter, page: PageSpec): Promise<PageResult<Worker>> {
+    this.check();
+    return queryPage(this.cache, "workers", workerWhere(filter), page, decodeWorker);
+  }
+
+  async counts(): Promise<StorageCounts> {
+    this.check();
+    const [rollouts, attempts, spans, resources, workers, queueLength] = this.s.counts.get() as number[];
+    const rolloutsByStatus = new Map<RolloutStatus, number>();
+    for (const [status, count] of this.s.rolloutsByStatus.all() as Array<[RolloutStatus, number]>) {
+      rolloutsByStatus.set(status, count);
+    }
+    return {
+      rollouts: rollouts!,
+      attempts: attempts!,
+      spans: spans!,
+      resources: resources!,
+      workers: workers!,
+      queueLength: queueLength!,
+      rolloutsByStatus,
+    };
+  }
+
+  notify(event: StoreEvent): void {
+    this.check();
+    this.events.push(event);
+  }
+}
+
+class SqliteBackend implements StorageBackend {
+  readonly name = "sqlite";
+  private readonly db: Database.Database;
+  private readonly statements: Statements;
+  private readonly cache: StatementCache;
+  private readonly listeners = new Set<(event: StoreEvent) => void>();
+  /** better-sqlite3 is synchronous but `fn` is async: one transaction at a time, in call order. */
+  private readonly mutex = createMutex();
+  private closed: Promise<void> | undefined;
+
+  constructor(path: string) {
+    this.db = new Database(path);
+    try {
+      openSchema(this.db);
+      this.statements = prepareStatements(this.db);
+    } catch (error) {
+      this.db.close();
+      throw error;
+    }
+    this.cache = new StatementCache(this.db);
+  }
+
+  transaction<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new ConnectError("the store is closed", Code.Unavailable));
+    return this.mutex.run(() => this.run(fn));
+  }
+
+  private async run<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T> {
+    const s = this.statements;
+    const tx = new SqliteTx(s, this.cache);
+    s.begin.run();
+    let result: T;
+    try {
+      result = await fn(tx);
+      tx.open = false;
+      s.commit.run();
+    } catch (error) {
+      tx.open = false;
+      // Some errors (SQLITE_FULL, SQLITE_IOERR…) end the transaction by themselves.
+      if (this.db.inTransaction) {
+        try {
+          s.rollback.run();
+        } catch (rollbackError) {
+          console.error("sqlite store: rollback failed", rollbackError);
+        }
+      }
+      throw error;
+    }
+    for (const event of tx.events) deliver(this.listeners, event);
+    return result;
+  }
+
+  subscribe(listener: (event: StoreEvent) => void): () => void {
+    // Wrapped so that subscribing one function twice gives two independent subscriptions.
+    const entry = (event: StoreEvent) => listener(event);
+    this.listeners.add(entry);
+    return () => {
+      this.listeners.delete(entry);
+    };
+  }
+
+  /** Closes the database after the transactions already requested; later ones are refused. Idempotent. */
+  close(): Promise<void> {
+    this.closed ??= this.mutex.run(async () => {
+      this.listeners.clear();
+      if (this.db.open) this.db.close();
+    });
+    return this.closed;
+  }
+}

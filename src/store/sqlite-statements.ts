@@ -1,0 +1,194 @@
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import type Database from "better-sqlite3";
+import {
+  type Attempt,
+  AttemptSchema,
+  type ResourcesUpdate,
+  ResourcesUpdateSchema,
+  type Rollout,
+  RolloutSchema,
+  RolloutStatus,
+  SpanSchema,
+  WorkerSchema,
+} from "../gen/agl/v1/types_pb.js";
+
+/** Prepared statements of the SQLite backend, and the mapping between messages and rows. */
+
+export const decodeRollout = (data: Uint8Array) => fromBinary(RolloutSchema, data);
+export const decodeAttempt = (data: Uint8Array) => fromBinary(AttemptSchema, data);
+export const decodeSpan = (data: Uint8Array) => fromBinary(SpanSchema, data);
+export const decodeWorker = (data: Uint8Array) => fromBinary(WorkerSchema, data);
+export const decodeResources = (data: Uint8Array) => fromBinary(ResourcesUpdateSchema, data);
+
+/** Optional times: undefined is stored as NULL. */
+export const time = (value: number | undefined) => value ?? null;
+
+export const spanKey = (rolloutId: string, attemptId: string, spanId: string) =>
+  `${rolloutId}\0${attemptId}\0${spanId}`;
+
+/** Prepares the statements once per connection (plucked ones return the first column; raw ones, arrays). */
+export function prepareStatements(db: Database.Database): Statements {
+  const rolloutColumns =
+    "rollout_id, status, start_time, end_time, mode, resources_id, group_id, data) " +
+    "VALUES (@rolloutId, @status, @startTime, @endTime, @mode, @resourcesId, @groupId, @data)";
+  const attemptColumns =
+    "rollout_id, attempt_id, sequence_id, start_time, end_time, status, worker_id, last_heartbeat_time, data) " +
+    "VALUES (@rolloutId, @attemptId, @sequenceId, @startTime, @endTime, @status, @workerId, @lastHeartbeatTime, @data)";
+  const resourcesColumns =
+    "resources_id, create_time, update_time, version, data) " +
+    "VALUES (@resourcesId, @createTime, @updateTime, @version, @data)";
+  return {
+    begin: db.prepare("BEGIN IMMEDIATE"),
+    commit: db.prepare("COMMIT"),
+    rollback: db.prepare("ROLLBACK"),
+
+    insertRollout: db.prepare(`INSERT INTO rollouts (${rolloutColumns}`),
+    putRollout: db.prepare(
+      `INSERT INTO rollouts (${rolloutColumns} ON CONFLICT (rollout_id) DO UPDATE SET status = excluded.status, ` +
+        "start_time = excluded.start_time, end_time = excluded.end_time, mode = excluded.mode, " +
+        "resources_id = excluded.resources_id, group_id = excluded.group_id, data = excluded.data",
+    ),
+    getRollout: db.prepare("SELECT data FROM rollouts WHERE rollout_id = ?").pluck(),
+    activeRollouts: db
+      .prepare(
+        `SELECT data FROM rollouts WHERE status IN (${RolloutStatus.PREPARING}, ${RolloutStatus.RUNNING}) ORDER BY seq`,
+      )
+      .pluck(),
+
+    insertAttempt: db.prepare(`INSERT INTO attempts (${attemptColumns}`),
+    putAttempt: db.prepare(
+      `INSERT INTO attempts (${attemptColumns} ON CONFLICT (rollout_id, attempt_id) DO UPDATE SET ` +
+        "sequence_id = excluded.sequence_id, start_time = excluded.start_time, end_time = excluded.end_time, " +
+        "status = excluded.status, worker_id = excluded.worker_id, " +
+        "last_heartbeat_time = excluded.last_heartbeat_time, data = excluded.data",
+    ),
+    getAttempt: db.prepare("SELECT data FROM attempts WHERE rollout_id = ? AND attempt_id = ?").pluck(),
+    latestAttempt: db
+      .prepare("SELECT data FROM attempts WHERE rollout_id = ? ORDER BY sequence_id DESC, seq DESC LIMIT 1")
+      .pluck(),
+
+    enqueue: db.prepare("INSERT INTO queue (rollout_id) VALUES (?) ON CONFLICT (rollout_id) DO NOTHING"),
+    queueHead: db.prepare("SELECT seq, rollout_id FROM queue ORDER BY seq LIMIT ?").raw(),
+    dequeueThrough: db.prepare("DELETE FROM queue WHERE seq <= ?"),
+
+    insertSpan: db.prepare(
+      "INSERT INTO spans (rollout_id, attempt_id, span_id, sequence_id, trace_id, parent_id, name, start_time, " +
+        "end_time, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) " +
+        "ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING",
+    ),
+    spanSequenceId: db
+      .prepare("SELECT sequence_id FROM spans WHERE rollout_id = ? AND attempt_id = ? AND span_id = ?")
+      .pluck(),
+    nextSequenceId: db
+      .prepare(
+        "INSERT INTO span_counters (rollout_id, value) VALUES (?, ?) " +
+          "ON CONFLICT (rollout_id) DO UPDATE SET value = value + excluded.value RETURNING value",
+      )
+      .pluck(),
+    raiseSequenceId: db.prepare(
+      "INSERT INTO span_counters (rollout_id, value) VALUES (?, ?) " +
+        "ON CONFLICT (rollout_id) DO UPDATE SET value = max(value, excluded.value)",
+    ),
+
+    insertResources: db.prepare(`INSERT INTO resources (${resourcesColumns}`),
+    putResources: db.prepare(
+      `INSERT INTO resources (${resourcesColumns} ON CONFLICT (resources_id) DO UPDATE SET ` +
+        "create_time = excluded.create_time, update_time = excluded.update_time, version = excluded.version, " +
+        "data = excluded.data",
+    ),
+    setLatestResources: db.prepare(
+      "INSERT INTO latest_resources (id, resources_id) VALUES (1, ?) " +
+        "ON CONFLICT (id) DO UPDATE SET resources_id = excluded.resources_id",
+    ),
+    getResources: db.prepare("SELECT data FROM resources WHERE resources_id = ?").pluck(),
+    latestResources: db
+      .prepare("SELECT r.data FROM latest_resources l JOIN resources r ON r.resources_id = l.resources_id")
+      .pluck(),
+
+    getWorker: db.prepare("SELECT data FROM workers WHERE worker_id = ?").pluck(),
+    putWorker: db.prepare(
+      "INSERT INTO workers (worker_id, status, last_heartbeat_time, last_dequeue_time, last_busy_time, " +
+        "last_idle_time, data) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (worker_id) DO UPDATE SET " +
+        "status = excluded.status, last_heartbeat_time = excluded.last_heartbeat_time, " +
+        "last_dequeue_time = excluded.last_dequeue_time, last_busy_time = excluded.last_busy_time, " +
+        "last_idle_time = excluded.last_idle_time, data = excluded.data",
+    ),
+
+    counts: db.prepare(
+      "SELECT (SELECT count(*) FROM rollouts), (SELECT count(*) FROM attempts), (SELECT count(*) FROM spans), " +
+        "(SELECT count(*) FROM resources), (SELECT count(*) FROM workers), (SELECT count(*) FROM queue)",
+    ).raw(),
+    rolloutsByStatus: db.prepare("SELECT status, count(*) FROM rollouts GROUP BY status").raw(),
+  };
+}
+
+/** Every statement the backend runs besides the queries built per filter (see sqlite-queries). */
+export type Statements = Record<StatementName, Database.Statement>;
+
+type StatementName =
+  | "begin"
+  | "commit"
+  | "rollback"
+  | "insertRollout"
+  | "putRollout"
+  | "getRollout"
+  | "activeRollouts"
+  | "insertAttempt"
+  | "putAttempt"
+  | "getAttempt"
+  | "latestAttempt"
+  | "enqueue"
+  | "queueHead"
+  | "dequeueThrough"
+  | "insertSpan"
+  | "spanSequenceId"
+  | "nextSequenceId"
+  | "raiseSequenceId"
+  | "insertResources"
+  | "putResources"
+  | "setLatestResources"
+  | "getResources"
+  | "latestResources"
+  | "getWorker"
+  | "putWorker"
+  | "counts"
+  | "rolloutsByStatus";
+
+export function rolloutRow(rollout: Rollout) {
+  // Stored without latestAttempt: the core attaches it on reads.
+  const data = toBinary(RolloutSchema, rollout.latestAttempt ? { ...rollout, latestAttempt: undefined } : rollout);
+  return {
+    rolloutId: rollout.rolloutId,
+    status: rollout.status,
+    startTime: rollout.startTime,
+    endTime: time(rollout.endTime),
+    mode: rollout.mode,
+    resourcesId: rollout.resourcesId,
+    groupId: rollout.groupId,
+    data,
+  };
+}
+
+export function attemptRow(attempt: Attempt) {
+  return {
+    rolloutId: attempt.rolloutId,
+    attemptId: attempt.attemptId,
+    sequenceId: attempt.sequenceId,
+    startTime: attempt.startTime,
+    endTime: time(attempt.endTime),
+    status: attempt.status,
+    workerId: attempt.workerId,
+    lastHeartbeatTime: time(attempt.lastHeartbeatTime),
+    data: toBinary(AttemptSchema, attempt),
+  };
+}
+
+export function resourcesRow(update: ResourcesUpdate) {
+  return {
+    resourcesId: update.resourcesId,
+    createTime: update.createTime,
+    updateTime: update.updateTime,
+    version: update.version,
+    data: toBinary(ResourcesUpdateSchema, update),
+  };
+}
