@@ -1,0 +1,448 @@
+"""An asyncio client of the agl store (``agl.v1.LightningStore`` and ``agl.v1.ResourceService``) over ``grpc.aio``.
+
+Errors are ``grpc.aio.AioRpcError`` with the store's gRPC codes (``NOT_FOUND``, ``INVALID_ARGUMENT``,
+``UNAUTHENTICATED``...). Reads and ``AddSpans`` (idempotent by span id) are retried on ``UNAVAILABLE``; calls that
+change state are never retried automatically, since a retry could apply them twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from types import EllipsisType, TracebackType
+from typing import Any, Final, TypeVar, cast
+from urllib.parse import urlsplit
+
+import grpc
+import grpc.aio
+from google.protobuf import json_format
+
+from agl_bridge.convert import _enum_number, to_struct, to_value
+from agl_bridge.gen.agl.v1 import resources_pb2, resources_pb2_grpc, store_pb2, store_pb2_grpc, types_pb2
+
+__all__ = ["StoreClient", "new_group_id", "parse_address"]
+
+_T = TypeVar("_T")
+
+MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
+# Tries of a retryable call, and the first backoff (doubled after each failure).
+RETRY_ATTEMPTS: Final = 3
+RETRY_BASE_DELAY_S: Final = 0.1
+# How much longer than a server-side wait the gRPC deadline is, so the server answers before the deadline fires.
+LONG_POLL_MARGIN_S: Final = 5.0
+
+RolloutStatusLike = int | str
+AttemptStatusLike = int | str
+
+
+def parse_address(address: str) -> tuple[str, bool]:
+    """Splits ``http://host:port``, ``https://host:port`` or ``host:port`` into a gRPC target and whether the
+    channel uses TLS (only ``https``). Other gRPC targets (``unix:/path``, ``dns:///host:port``) pass through."""
+    address = address.strip()
+    if not address:
+        raise ValueError("empty store address")
+    lowered = address.lower()
+    if not lowered.startswith(("http://", "https://")):
+        return address, False
+    parts = urlsplit(address)
+    if not parts.hostname:
+        raise ValueError(f"no host in store address {address!r}")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ValueError(f"store address {address!r} must not have a path")
+    secure = parts.scheme.lower() == "https"
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    port = parts.port if parts.port is not None else (443 if secure else 80)
+    return f"{host}:{port}", secure
+
+
+def new_group_id() -> str:
+    """A fresh rollout group id (``grp-`` + 16 hex)."""
+    return "grp-" + secrets.token_hex(8)
+
+
+def _rollout_status(value: RolloutStatusLike) -> types_pb2.RolloutStatus:
+    return cast(types_pb2.RolloutStatus, _enum_number(types_pb2.RolloutStatus, "ROLLOUT_STATUS_", value))
+
+
+def _attempt_status(value: AttemptStatusLike) -> types_pb2.AttemptStatus:
+    return cast(types_pb2.AttemptStatus, _enum_number(types_pb2.AttemptStatus, "ATTEMPT_STATUS_", value))
+
+
+def _page(limit: int | None, offset: int, sort_by: str, sort_order: int | str) -> types_pb2.Page:
+    page = types_pb2.Page(
+        sort_by=sort_by,
+        sort_order=_enum_number(types_pb2.SortOrder, "SORT_ORDER_", sort_order),  # type: ignore[arg-type]
+        offset=offset,
+    )
+    if limit is not None:
+        page.limit = limit
+    return page
+
+
+def _rollout_config(config: types_pb2.RolloutConfig | Mapping[str, Any] | None) -> types_pb2.RolloutConfig | None:
+    if config is None or isinstance(config, types_pb2.RolloutConfig):
+        return config
+    return cast(types_pb2.RolloutConfig, json_format.ParseDict(dict(config), types_pb2.RolloutConfig()))
+
+
+class StoreClient:
+    """An asyncio client of one agl store server.
+
+    ``address`` is ``http://host:port``, ``https://host:port`` (TLS) or ``host:port``; ``token`` is sent as
+    ``authorization: Bearer <token>``; ``timeout`` is the deadline in seconds of each call (long-polls get their wait
+    plus a margin). The channel opens on the first call, in the running event loop; use the client as an async
+    context manager or call ``close()``.
+
+    Enum arguments take the enum number or its name, with or without prefix and in any case (``"succeeded"``,
+    ``"ATTEMPT_STATUS_SUCCEEDED"``, ``types_pb2.ATTEMPT_STATUS_SUCCEEDED``).
+    """
+
+    def __init__(self, address: str, token: str | None = None, *, timeout: float = 30.0) -> None:
+        self._target, self._secure = parse_address(address)
+        self._timeout = timeout
+        self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
+        self._channel: grpc.aio.Channel | None = None
+        self._store_stub: store_pb2_grpc.LightningStoreStub | None = None
+        self._resources_stub: resources_pb2_grpc.ResourceServiceStub | None = None
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+
+    @property
+    def target(self) -> str:
+        """The gRPC target, ``host:port``."""
+        return self._target
+
+    @property
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        """The metadata sent with every call (the authorization header), for calls made on the raw stubs."""
+        return self._metadata
+
+    @property
+    def store(self) -> store_pb2_grpc.LightningStoreStub:
+        """The raw ``LightningStore`` stub, for RPCs this class does not wrap (pass ``metadata=client.metadata``)."""
+        self._connect()
+        assert self._store_stub is not None
+        return self._store_stub
+
+    @property
+    def resources(self) -> resources_pb2_grpc.ResourceServiceStub:
+        """The raw ``ResourceService`` stub (pass ``metadata=client.metadata``)."""
+        self._connect()
+        assert self._resources_stub is not None
+        return self._resources_stub
+
+    def _connect(self) -> None:
+        if self._closed:
+            raise RuntimeError("StoreClient is closed")
+        if self._channel is not None:
+            return
+        options = [
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ]
+        if self._secure:
+            self._channel = grpc.aio.secure_channel(self._target, grpc.ssl_channel_credentials(), options=options)
+        else:
+            self._channel = grpc.aio.insecure_channel(self._target, options=options)
+        self._store_stub = store_pb2_grpc.LightningStoreStub(self._channel)
+        self._resources_stub = resources_pb2_grpc.ResourceServiceStub(self._channel)
+
+    async def close(self) -> None:
+        """Closes the channel, cancelling calls in flight. Idempotent."""
+        self._closed = True
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            await channel.close()
+
+    async def __aenter__(self) -> StoreClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _call(
+        self,
+        method: Callable[..., Awaitable[_T]],
+        request: Any,
+        *,
+        retry: bool = False,
+        timeout: float | None | EllipsisType = ...,
+    ) -> _T:
+        """One unary call with the client's metadata and deadline; ``retry`` retries UNAVAILABLE with backoff."""
+        deadline = self._timeout if isinstance(timeout, EllipsisType) else timeout
+        tries = RETRY_ATTEMPTS if retry else 1
+        delay = RETRY_BASE_DELAY_S
+        for attempt in range(1, tries + 1):
+            try:
+                return await method(request, timeout=deadline, metadata=self._metadata)
+            except grpc.aio.AioRpcError as error:
+                if attempt == tries or error.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise
+            await asyncio.sleep(delay)
+            delay *= 2
+        raise AssertionError("unreachable")
+
+    # -- rollouts ----------------------------------------------------------------------------------------------
+
+    async def enqueue_rollouts(
+        self,
+        inputs: Sequence[Any],
+        *,
+        mode: int | str | None = None,
+        group_id: str = "",
+        config: types_pb2.RolloutConfig | Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        resources_id: str = "",
+    ) -> list[types_pb2.Rollout]:
+        """Enqueues one rollout per task input (any JSON value), atomically and in order, and returns them
+        (status ``queuing``). ``mode`` is ``"train"``/``"val"``/``"test"`` or a ``RolloutMode``; ``config`` a
+        ``RolloutConfig`` or its JSON form (``{"max_attempts": 3, "retry_condition": ["ATTEMPT_STATUS_FAILED"]}``);
+        an empty ``resources_id`` means the latest resources. Not retried."""
+        if isinstance(inputs, str | bytes | Mapping):
+            raise TypeError("inputs is a sequence of task inputs, one per rollout (wrap a single input in a list)")
+        mode_number = 0 if mode is None else _enum_number(types_pb2.RolloutMode, "ROLLOUT_MODE_", mode)
+        rollout_config = _rollout_config(config)
+        specs = []
+        for task_input in inputs:
+            spec = types_pb2.RolloutSpec(
+                input=to_value(task_input),
+                mode=mode_number,  # type: ignore[arg-type]
+                group_id=group_id,
+                resources_id=resources_id,
+            )
+            if rollout_config is not None:
+                spec.config.CopyFrom(rollout_config)
+            if metadata is not None:
+                spec.metadata.CopyFrom(to_struct(metadata))
+            specs.append(spec)
+        request = store_pb2.EnqueueRolloutsRequest(rollouts=specs)
+        response: store_pb2.EnqueueRolloutsResponse = await self._call(self.store.EnqueueRollouts, request)
+        return list(response.rollouts)
+
+    async def enqueue_group(
+        self,
+        input: Any,
+        n: int,
+        *,
+        group_id: str | None = None,
+        mode: int | str | None = None,
+        config: types_pb2.RolloutConfig | Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        resources_id: str = "",
+    ) -> list[types_pb2.Rollout]:
+        """Enqueues ``n`` rollouts of the same task input sharing one group id (fresh unless given), as GRPO samples
+        a group per task. Returns them in order; ``rollouts[0].group_id`` is the group id. Not retried."""
+        if n < 1:
+            raise ValueError(f"a group needs at least one rollout, got n={n}")
+        return await self.enqueue_rollouts(
+            [input] * n,
+            mode=mode,
+            group_id=group_id or new_group_id(),
+            config=config,
+            metadata=metadata,
+            resources_id=resources_id,
+        )
+
+    async def dequeue(self, limit: int = 1, worker_id: str = "", wait_seconds: float = 0.0) -> list[types_pb2.Rollout]:
+        """Claims up to ``limit`` queued rollouts for ``worker_id``, each with its new attempt as ``latest_attempt``.
+        With ``wait_seconds`` the server waits that long for work when the queue is empty. Not retried (a lost
+        answer would leave claimed rollouts nobody runs; the watchdog requeues them if configured)."""
+        request = store_pb2.DequeueRolloutsRequest(limit=limit, worker_id=worker_id, wait_seconds=wait_seconds)
+        timeout = self._timeout if wait_seconds <= 0 else wait_seconds + LONG_POLL_MARGIN_S
+        response: store_pb2.DequeueRolloutsResponse = await self._call(
+            self.store.DequeueRollouts, request, timeout=timeout
+        )
+        return list(response.rollouts)
+
+    async def get_rollout(self, rollout_id: str) -> types_pb2.Rollout:
+        """The rollout with its latest attempt; ``NOT_FOUND`` for an unknown id."""
+        request = store_pb2.GetRolloutRequest(rollout_id=rollout_id)
+        return await self._call(self.store.GetRollout, request, retry=True)
+
+    async def query_rollouts(
+        self,
+        *,
+        status_in: Iterable[RolloutStatusLike] = (),
+        rollout_id_in: Iterable[str] = (),
+        rollout_id_contains: str = "",
+        group_id: str = "",
+        filter_logic: int | str = "and",
+        sort_by: str = "",
+        sort_order: int | str = "asc",
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> store_pb2.QueryRolloutsResponse:
+        """Rollouts matching the given conditions (combined by ``filter_logic``, ``"and"``/``"or"``), paginated;
+        ``response.rollouts`` and ``response.page.total``. Empty conditions mean "any"."""
+        request = store_pb2.QueryRolloutsRequest(
+            status_in=[_rollout_status(status) for status in status_in],
+            rollout_id_in=list(rollout_id_in),
+            rollout_id_contains=rollout_id_contains,
+            group_id=group_id,
+            filter_logic=_enum_number(types_pb2.FilterLogic, "FILTER_LOGIC_", filter_logic),  # type: ignore[arg-type]
+            page=_page(limit, offset, sort_by, sort_order),
+        )
+        return await self._call(self.store.QueryRollouts, request, retry=True)
+
+    async def update_rollout(
+        self,
+        rollout_id: str,
+        *,
+        status: RolloutStatusLike | None = None,
+        input: Any = ...,
+        mode: int | str | None = None,
+        resources_id: str | None = None,
+        config: types_pb2.RolloutConfig | Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> types_pb2.Rollout:
+        """Replaces the given fields of a rollout (others unchanged). A status is an explicit override: ``"cancelled"``
+        also cancels the running attempt; ``"queuing"``/``"requeuing"`` re-enqueue. Not retried."""
+        request = store_pb2.UpdateRolloutRequest(rollout_id=rollout_id)
+        if status is not None:
+            request.status = _rollout_status(status)
+        if input is not ...:
+            request.input.CopyFrom(to_value(input))
+        if mode is not None:
+            request.mode = _enum_number(types_pb2.RolloutMode, "ROLLOUT_MODE_", mode)  # type: ignore[assignment]
+        if resources_id is not None:
+            request.resources_id = resources_id
+        rollout_config = _rollout_config(config)
+        if rollout_config is not None:
+            request.config.CopyFrom(rollout_config)
+        if metadata is not None:
+            request.metadata.CopyFrom(to_struct(metadata))
+        return await self._call(self.store.UpdateRollout, request)
+
+    async def wait_for_rollouts(
+        self, rollout_ids: Sequence[str], timeout_seconds: float | None
+    ) -> list[types_pb2.Rollout]:
+        """Waits server-side until every listed rollout is finished or ``timeout_seconds`` pass, and returns the
+        finished ones in input order. ``None`` waits without limit; 0 or less returns at once. The gRPC deadline is
+        the timeout plus a margin. Not retried."""
+        request = store_pb2.WaitForRolloutsRequest(rollout_ids=list(rollout_ids))
+        deadline: float | None = None
+        if timeout_seconds is not None:
+            request.timeout_seconds = timeout_seconds
+            deadline = max(timeout_seconds, 0.0) + LONG_POLL_MARGIN_S
+        response: store_pb2.WaitForRolloutsResponse = await self._call(
+            self.store.WaitForRollouts, request, timeout=deadline
+        )
+        return list(response.rollouts)
+
+    # -- attempts and spans ------------------------------------------------------------------------------------
+
+    async def update_attempt(
+        self,
+        rollout_id: str,
+        attempt_id: str,
+        status: AttemptStatusLike | None = None,
+        *,
+        worker_id: str | None = None,
+        last_heartbeat_time: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> types_pb2.Attempt:
+        """Replaces the given fields of an attempt (``attempt_id`` may be ``"latest"``); a status on the latest
+        attempt also moves the rollout (``succeeded`` finishes it, ``failed`` may requeue it). Not retried."""
+        request = store_pb2.UpdateAttemptRequest(rollout_id=rollout_id, attempt_id=attempt_id)
+        if status is not None:
+            request.status = _attempt_status(status)
+        if worker_id is not None:
+            request.worker_id = worker_id
+        if last_heartbeat_time is not None:
+            request.last_heartbeat_time = last_heartbeat_time
+        if metadata is not None:
+            request.metadata.CopyFrom(to_struct(metadata))
+        return await self._call(self.store.UpdateAttempt, request)
+
+    async def get_latest_attempt(self, rollout_id: str) -> types_pb2.Attempt | None:
+        """The rollout's latest attempt, ``None`` when it has none yet."""
+        request = store_pb2.GetLatestAttemptRequest(rollout_id=rollout_id)
+        response: store_pb2.GetLatestAttemptResponse = await self._call(
+            self.store.GetLatestAttempt, request, retry=True
+        )
+        return response.attempt if response.HasField("attempt") else None
+
+    async def add_spans(self, spans: Sequence[types_pb2.Span]) -> list[store_pb2.SpanAck]:
+        """Stores a batch of spans (build them with ``make_span``); returns one ack per span, in order, with its
+        sequence id, whether it was a duplicate and the attempt's status (``cancelled`` means stop the agent).
+        Retried on UNAVAILABLE: the store is idempotent by (rollout, attempt, span id)."""
+        request = store_pb2.AddSpansRequest(spans=list(spans))
+        response: store_pb2.AddSpansResponse = await self._call(self.store.AddSpans, request, retry=True)
+        return list(response.acks)
+
+    async def query_spans(
+        self,
+        rollout_id: str,
+        attempt_id: str = "",
+        *,
+        name: str = "",
+        after_sequence_id: int = 0,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> store_pb2.QuerySpansResponse:
+        """Spans of a rollout in sequence order: of one attempt (an id or ``"latest"``) or, with ``""``, of all;
+        ``after_sequence_id`` reads incrementally. ``response.spans`` and ``response.page.total``."""
+        request = store_pb2.QuerySpansRequest(
+            rollout_id=rollout_id,
+            attempt_id=attempt_id,
+            name=name,
+            after_sequence_id=after_sequence_id,
+            page=_page(limit, offset, "", "asc"),
+        )
+        return await self._call(self.store.QuerySpans, request, retry=True)
+
+    async def statistics(self) -> store_pb2.Statistics:
+        """Counts of rollouts, attempts, spans, resources and workers, the queue length and the backend name."""
+        return await self._call(self.store.GetStatistics, store_pb2.GetStatisticsRequest(), retry=True)
+
+    # -- resources ---------------------------------------------------------------------------------------------
+
+    async def add_resources(self, resources: Mapping[str, types_pb2.Resource]) -> types_pb2.ResourcesUpdate:
+        """Publishes a new snapshot under a fresh id (version 1); it becomes the latest. Not retried."""
+        request = resources_pb2.AddResourcesRequest(resources=dict(resources))
+        return await self._call(self.resources.AddResources, request)
+
+    async def update_resources(
+        self,
+        resources_id: str,
+        resources: Mapping[str, types_pb2.Resource],
+        create_if_missing: bool = False,
+    ) -> types_pb2.ResourcesUpdate:
+        """Publishes the next version of snapshot ``resources_id``; it becomes the latest. An unknown id is
+        ``NOT_FOUND`` unless ``create_if_missing``. Not retried."""
+        request = resources_pb2.UpdateResourcesRequest(
+            resources_id=resources_id, resources=dict(resources), create_if_missing=create_if_missing
+        )
+        return await self._call(self.resources.UpdateResources, request)
+
+    async def get_resources(self, resources_id: str) -> types_pb2.ResourcesUpdate:
+        """The latest version of snapshot ``resources_id``; ``NOT_FOUND`` for an unknown id."""
+        request = resources_pb2.GetResourcesRequest(resources_id=resources_id)
+        return await self._call(self.resources.GetResources, request, retry=True)
+
+    async def get_latest_resources(self) -> types_pb2.ResourcesUpdate | None:
+        """The snapshot published last, ``None`` while nothing has been published."""
+        response: resources_pb2.GetLatestResourcesResponse = await self._call(
+            self.resources.GetLatestResources, resources_pb2.GetLatestResourcesRequest(), retry=True
+        )
+        return response.resources if response.HasField("resources") else None
+
+    async def watch_resources(self, include_latest: bool = False) -> AsyncIterator[types_pb2.ResourcesUpdate]:
+        """Yields every snapshot as it is published, in order, until the caller stops iterating (the stream has no
+        deadline). With ``include_latest`` the current latest snapshot, if any, comes first — receiving it also
+        tells the caller the subscription is live. Close it with ``contextlib.aclosing`` or by breaking out."""
+        call = self.resources.WatchResources(
+            resources_pb2.WatchResourcesRequest(include_latest=include_latest), metadata=self._metadata
+        )
+        try:
+            async for update in call:
+                yield update
+        finally:
+            call.cancel()
