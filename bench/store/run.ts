@@ -23,6 +23,7 @@ const { values: args } = parseArgs({
     "span-bytes": { type: "string", default: "1024" },
     "span-batch": { type: "string", default: "10" },
     "enqueue-batch": { type: "string", default: "100" },
+    url: { type: "string" },
   },
 });
 const runners = Number(args.runners);
@@ -34,8 +35,9 @@ const payload = randomBytes(Math.max(0, Number(args["span-bytes"]) - 200) / 2).t
 
 const dir = mkdtempSync(join(tmpdir(), "agl-bench-"));
 const backendArgs = args.backend === "memory" ? ["--memory"] : ["--database", join(dir, "bench.db")];
-const server = await startServerProcess(backendArgs);
-const client = createStoreClient({ baseUrl: server.url });
+// --url measures a server started elsewhere (for example under a profiler); RSS is then not reported.
+const server = args.url ? undefined : await startServerProcess(backendArgs);
+const client = createStoreClient({ baseUrl: args.url ?? server?.url });
 
 const latencies = new Map<string, number[]>();
 async function timed<T>(name: string, call: () => Promise<T>): Promise<T> {
@@ -49,6 +51,7 @@ async function timed<T>(name: string, call: () => Promise<T>): Promise<T> {
 
 let peakRss = 0;
 const rssTimer = setInterval(() => {
+  if (!server) return;
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"));
   if (match) peakRss = Math.max(peakRss, Number(match[1]) * 1024);
 }, 100);
@@ -103,8 +106,8 @@ for (const [name, list] of latencies) {
     `  ${name.padEnd(16)} calls=${String(sorted.length).padStart(6)}  p50=${pct(sorted, 0.5).toFixed(2)} ms  p99=${pct(sorted, 0.99).toFixed(2)} ms`,
   );
 }
-console.log(`server peak RSS: ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
+if (server) console.log(`server peak RSS: ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
 
 client.close();
-await server.stop();
+await server?.stop();
 rmSync(dir, { recursive: true, force: true });

@@ -1,0 +1,87 @@
+import { parseArgs } from "node:util";
+
+/** What `agl serve` was asked to do. */
+export interface ServeArgs {
+  host: string;
+  port: number;
+  token?: string;
+  tls?: { certPath: string; keyPath: string };
+  backend: { kind: "memory" } | { kind: "sqlite"; path: string };
+  maxMessageBytes: number;
+  help: boolean;
+}
+
+const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+/** A command line the CLI cannot run; exits with code 2. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+export const SERVE_USAGE = `Usage: agl serve [options]
+
+Serves the store on one port: gRPC, Connect, gRPC-Web and JSON over HTTP.
+
+Options:
+  --host <host>               address to listen on (default 127.0.0.1)
+  --port <port>               port to listen on; 0 picks a free one (default 4747)
+  --token <token>             require 'authorization: Bearer <token>' (default: $AGL_TOKEN, else none)
+  --tls-cert <file>           PEM certificate chain; serve TLS (needs --tls-key)
+  --tls-key <file>            PEM private key
+  --memory                    keep data in memory only
+  --database <path>           SQLite database file (default ./agl.db)
+  --max-message-bytes <n>     largest request or response message (default 16777216)
+  -h, --help                  show this help
+`;
+
+/** Parses the arguments after `serve`; `env` supplies AGL_TOKEN. Throws {@link UsageError}. */
+export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ServeArgs {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        host: { type: "string" },
+        port: { type: "string" },
+        token: { type: "string" },
+        "tls-cert": { type: "string" },
+        "tls-key": { type: "string" },
+        memory: { type: "boolean" },
+        database: { type: "string" },
+        "max-message-bytes": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  if (values.memory === true && values.database !== undefined) {
+    throw new UsageError("--memory and --database exclude each other");
+  }
+  if ((values["tls-cert"] === undefined) !== (values["tls-key"] === undefined)) {
+    throw new UsageError("--tls-cert and --tls-key go together");
+  }
+  const token = values.token ?? env.AGL_TOKEN;
+  const certPath = values["tls-cert"];
+  const keyPath = values["tls-key"];
+  const maxBytes = values["max-message-bytes"];
+  return {
+    host: values.host ?? "127.0.0.1",
+    port: integer(values.port ?? "4747", "--port", 0, 65_535),
+    ...(token === undefined || token === "" ? {} : { token }),
+    ...(certPath === undefined || keyPath === undefined ? {} : { tls: { certPath, keyPath } }),
+    backend: values.memory === true ? { kind: "memory" } : { kind: "sqlite", path: values.database ?? "./agl.db" },
+    maxMessageBytes: integer(maxBytes ?? String(DEFAULT_MAX_MESSAGE_BYTES), "--max-message-bytes", 1, 2 ** 31 - 1),
+    help: values.help === true,
+  };
+}
+
+function integer(text: string, flag: string, min: number, max: number): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || value < min || value > max) {
+    throw new UsageError(`${flag} must be an integer from ${min} to ${max}, got "${text}"`);
+  }
+  return value;
+}

@@ -1,0 +1,53 @@
+import { readFileSync } from "node:fs";
+import { startStoreServer } from "../server/store-server.js";
+import { createMemoryBackend } from "../store/memory-backend.js";
+import { createStore, type Store } from "../store/store.js";
+import type { ServeArgs } from "./serve-args.js";
+
+/**
+ * Runs `agl serve` until SIGTERM or SIGINT: opens the store, starts the server, prints the one line other tools
+ * parse (`agl store listening on URL (backend: NAME[, tls])`), and on a signal closes the server, then the store.
+ * Resolves to the process exit code.
+ */
+export async function serve(args: ServeArgs): Promise<number> {
+  const tls = args.tls && { cert: readFileSync(args.tls.certPath), key: readFileSync(args.tls.keyPath) };
+  const store = await openStore(args.backend);
+  let server;
+  try {
+    server = await startStoreServer({
+      store,
+      host: args.host,
+      port: args.port,
+      maxMessageBytes: args.maxMessageBytes,
+      ...(args.token === undefined ? {} : { token: args.token }),
+      ...(tls === undefined ? {} : { tls }),
+    });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  process.stdout.write(`agl store listening on ${server.url} (backend: ${args.backend.kind}${tls ? ", tls" : ""})\n`);
+
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once("SIGTERM", resolve);
+    process.once("SIGINT", resolve);
+  });
+  // A second signal while draining means "now".
+  process.once(signal, () => process.exit(1));
+  await server.close();
+  await store.close();
+  return 0;
+}
+
+async function openStore(backend: ServeArgs["backend"]): Promise<Store> {
+  if (backend.kind === "memory") return createStore({ backend: createMemoryBackend() });
+  let sqlite: typeof import("../store/sqlite-backend.js");
+  try {
+    // Loaded on demand: the native driver is only needed for SQLite, and --memory works without it.
+    sqlite = await import("../store/sqlite-backend.js");
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`cannot load the SQLite backend (${reason}); use --memory`);
+  }
+  return createStore({ backend: sqlite.createSqliteBackend({ path: backend.path }) });
+}

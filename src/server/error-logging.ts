@@ -1,0 +1,61 @@
+import type { Message } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+
+/** Where the server reports what clients must not see. */
+export interface ServerLogger {
+  error(message: string, error?: unknown): void;
+}
+
+/** Writes to stderr with an ISO timestamp. */
+export const consoleLogger: ServerLogger = {
+  error(message, error) {
+    const line = `${new Date().toISOString()} ${message}`;
+    if (error === undefined) console.error(line);
+    else console.error(line, error);
+  },
+};
+
+/**
+ * An interceptor (for connect-node and the grpc-js adapter alike) that logs unexpected errors — anything but a
+ * ConnectError, and ConnectErrors with code INTERNAL or UNKNOWN — with the method name, and replaces them by
+ * INTERNAL "internal error" so no message or stack reaches the client. Errors of streams are handled the same way.
+ */
+export function createErrorLoggingInterceptor(logger: ServerLogger = consoleLogger): Interceptor {
+  return (next) => async (req) => {
+    const name = `/${req.service.typeName}/${req.method.name}`;
+    try {
+      const res = await next(req);
+      return res.stream ? { ...res, message: guard(res.message, name, req.signal, logger) } : res;
+    } catch (error) {
+      throw sanitizeError(error, name, req.signal, logger);
+    }
+  };
+}
+
+/**
+ * The error a client may see for `error`, logging it when it is unexpected. Errors that follow the call's abort
+ * (client cancel, deadline, shutdown) are the abort's consequence, not a fault, and are not logged.
+ */
+export function sanitizeError(error: unknown, method: string, signal: AbortSignal, logger: ServerLogger): ConnectError {
+  // The abort's reason (deadline, client cancel, UNAVAILABLE at shutdown) says more than what the store made of it.
+  if (signal.aborted) return ConnectError.from(signal.reason, Code.Canceled);
+  if (error instanceof ConnectError && error.code !== Code.Internal && error.code !== Code.Unknown) return error;
+  if (error instanceof Error && (error.name === "AbortError" || error.name === "TimeoutError")) {
+    return ConnectError.from(error);
+  }
+  logger.error(`unexpected error in ${method}:`, error);
+  return new ConnectError("internal error", Code.Internal, undefined, undefined, error);
+}
+
+async function* guard<T extends Message>(
+  messages: AsyncIterable<T>,
+  method: string,
+  signal: AbortSignal,
+  logger: ServerLogger,
+): AsyncIterable<T> {
+  try {
+    yield* messages;
+  } catch (error) {
+    throw sanitizeError(error, method, signal, logger);
+  }
+}

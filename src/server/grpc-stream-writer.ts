@@ -1,0 +1,79 @@
+import type { Message } from "@bufbuild/protobuf";
+import type { HandlerContext } from "@connectrpc/connect";
+import type * as grpc from "@grpc/grpc-js";
+import { abortError, hasHeaders, headersToMetadata } from "./grpc-metadata.js";
+
+/** The write side of a grpc-js server-streaming or bidi call. */
+export type GrpcWritable =
+  | grpc.ServerWritableStream<Uint8Array, Uint8Array>
+  | grpc.ServerDuplexStream<Uint8Array, Uint8Array>;
+
+const aborted = Symbol("aborted");
+
+/**
+ * Writes every message of `output` to `call`, sending response headers before the first one. Respects backpressure:
+ * when grpc-js buffers too much, the next message is not pulled until the call drains. When the call's signal aborts
+ * (client cancel, deadline, shutdown) the generator is stopped and the abort reason is thrown.
+ */
+export async function writeStream(
+  call: GrpcWritable,
+  output: AsyncIterable<Message>,
+  serialize: (message: Message) => Uint8Array,
+  ctx: HandlerContext,
+): Promise<void> {
+  const { signal } = ctx;
+  const iterator = output[Symbol.asyncIterator]();
+  let headerSent = false;
+  try {
+    for (;;) {
+      const next = await untilAborted(iterator.next(), signal);
+      if (next === aborted) throw abortError(signal);
+      if (next.done === true) break;
+      const bytes = serialize(next.value);
+      if (!headerSent) {
+        headerSent = true;
+        if (hasHeaders(ctx.responseHeader)) call.sendMetadata(headersToMetadata(ctx.responseHeader));
+      }
+      if (!call.write(bytes)) await drained(call, signal);
+      if (signal.aborted) throw abortError(signal);
+    }
+    if (signal.aborted) throw abortError(signal);
+  } finally {
+    // Ends the implementation's generator (its finally blocks run) when we stop early.
+    if (signal.aborted) iterator.return?.().catch(() => undefined);
+  }
+}
+
+function drained(call: GrpcWritable, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      call.off("drain", done);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    if (signal.aborted) return resolve();
+    call.on("drain", done);
+    signal.addEventListener("abort", done);
+  });
+}
+
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | typeof aborted> {
+  if (signal.aborted) {
+    promise.catch(() => undefined);
+    return Promise.resolve(aborted);
+  }
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(aborted);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,137 @@
+import type { DescMethod } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import * as grpc from "@grpc/grpc-js";
+import type { StoreApi } from "../store/store-api.js";
+import { createBearerAuthInterceptor } from "./auth.js";
+import { consoleLogger, createErrorLoggingInterceptor, type ServerLogger } from "./error-logging.js";
+import { createFrontServer } from "./front-server.js";
+import { addConnectService } from "./grpc-adapter.js";
+import { createHealthService, ServingStatus } from "./health-service.js";
+import { createHttpServer, type HttpFallback } from "./http-handler.js";
+import { createReflectionServices } from "./reflection-service.js";
+import type { ServiceRegistration } from "./service-registration.js";
+import { createStoreServices } from "./store-services.js";
+import { trackHttpConnections } from "./http-connections.js";
+
+/** Options of {@link startStoreServer}. */
+export interface StoreServerOptions {
+  /** The store the RPCs delegate to. The server never closes it. */
+  store: StoreApi;
+  /** Default: 127.0.0.1. */
+  host?: string;
+  /** Default: 4747; 0 picks a free port. */
+  port?: number;
+  /** When set, every LightningStore and ResourceService call needs `authorization: Bearer <token>`. */
+  token?: string;
+  /** PEM certificate chain and private key: serve TLS instead of plaintext. */
+  tls?: { cert: string | Buffer; key: string | Buffer };
+  /** Largest request or response message, on both stacks. Default: 16 MiB. */
+  maxMessageBytes?: number;
+  /** Unexpected errors go here. Default: stderr with a timestamp. */
+  logger?: ServerLogger;
+  /** How long `close()` lets calls in progress finish before cutting connections. Default: 5 s. */
+  shutdownGraceMs?: number;
+  /** Further connect-style services, served on both stacks and behind the token like the store services. */
+  extraServices?: readonly ServiceRegistration[];
+  /** Plain HTTP/1.1 requests no RPC route matches (OTLP `/v1/traces`, the LLM proxy); default: 404. */
+  fallback?: HttpFallback;
+  /** Cap on concurrent HTTP/2 streams per gRPC connection. Default: grpc-js's (unlimited). */
+  maxConcurrentStreams?: number;
+}
+
+/** A running store server. */
+export interface StoreServer {
+  /** `http://host:port`, or `https://` with TLS. */
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+  /** Stops accepting, reports NOT_SERVING, ends waits, lets calls finish (up to the grace period), then cuts off. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `store` on one port: native gRPC (grpc-js) for HTTP/2 connections, and Connect, gRPC-Web and JSON
+ * (connect-node) for HTTP/1.1 ones; with `grpc.health.v1.Health` on both and server reflection on gRPC.
+ */
+export async function startStoreServer(options: StoreServerOptions): Promise<StoreServer> {
+  const host = options.host ?? "127.0.0.1";
+  const maxMessageBytes = options.maxMessageBytes ?? 16 * 1024 * 1024;
+  const logger = options.logger ?? consoleLogger;
+  const shutdown = new AbortController();
+
+  const services = [...createStoreServices(options.store), ...(options.extraServices ?? [])];
+  const health = createHealthService({ services: services.map((s) => s.service.typeName) });
+  const served = [...services, health.registration];
+  const reflection = createReflectionServices({ services: served.map((s) => s.service) });
+  const interceptors = [
+    createErrorLoggingInterceptor(logger),
+    ...(options.token === undefined ? [] : [createBearerAuthInterceptor({ token: options.token })]),
+  ];
+
+  const grpcServer = new grpc.Server({
+    "grpc.max_receive_message_length": maxMessageBytes,
+    // The adapter enforces the limit on responses itself; grpc-js only adds the 5-byte frame header.
+    "grpc.max_send_message_length": maxMessageBytes + 5,
+    ...(options.maxConcurrentStreams === undefined
+      ? {}
+      : { "grpc.max_concurrent_streams": options.maxConcurrentStreams }),
+  });
+  const adapterOptions = {
+    interceptors,
+    shutdownSignal: shutdown.signal,
+    maxSendMessageBytes: maxMessageBytes,
+    onError: (error: unknown, method: DescMethod) =>
+      logger.error(`unexpected error in /${method.parent.typeName}/${method.name}:`, error),
+  };
+  for (const registration of [...served, ...reflection]) addConnectService(grpcServer, registration, adapterOptions);
+  const injector = grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+
+  const httpServer = createHttpServer({
+    services: served,
+    interceptors,
+    maxMessageBytes,
+    shutdownSignal: shutdown.signal,
+    isServing: () => health.status("") === ServingStatus.SERVING,
+    ...(options.fallback === undefined ? {} : { fallback: options.fallback }),
+  });
+  const http1 = trackHttpConnections(httpServer);
+
+  const front = createFrontServer({
+    targets: { http2: (socket) => injector.injectConnection(socket), http1: (socket) => http1.accept(socket) },
+    ...(options.tls === undefined ? {} : { tls: options.tls }),
+  });
+  let port: number;
+  try {
+    port = await front.listen(options.port ?? 4747, host);
+  } catch (error) {
+    grpcServer.forceShutdown();
+    httpServer.close();
+    throw error;
+  }
+  front.server.on("error", (error) => logger.error("server socket error:", error));
+
+  let closing: Promise<void> | undefined;
+  const close = async () => {
+    health.shutdown();
+    const allClosed = new Promise<void>((resolve) => front.server.close(() => resolve()));
+    // Lets Watch streams deliver NOT_SERVING before their signal ends them.
+    await new Promise((resolve) => setImmediate(resolve));
+    shutdown.abort(new ConnectError("the server is shutting down", Code.Unavailable));
+    const grpcDone = new Promise<void>((resolve) => grpcServer.tryShutdown(() => resolve()));
+    http1.closeIdle();
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, options.shutdownGraceMs ?? 5_000)));
+    await Promise.race([Promise.all([allClosed, grpcDone]), grace]);
+    clearTimeout(timer);
+    grpcServer.forceShutdown();
+    front.destroyConnections();
+    await allClosed;
+  };
+  const scheme = options.tls === undefined ? "http" : "https";
+  return {
+    url: `${scheme}://${host.includes(":") ? `[${host}]` : host}:${port}`,
+    host,
+    port,
+    close: () => (closing ??= close()),
+  };
+}

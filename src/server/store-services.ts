@@ -1,0 +1,37 @@
+import type { DescService } from "@bufbuild/protobuf";
+import type { CallOptions, HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { ResourceService } from "../gen/agl/v1/resources_pb.js";
+import { LightningStore } from "../gen/agl/v1/store_pb.js";
+import type { StoreApi } from "../store/store-api.js";
+import { serviceRegistration, type ServiceRegistration } from "./service-registration.js";
+
+/**
+ * The `LightningStore` and `ResourceService` implementations of a server: each RPC delegates to the same method of
+ * `store`, passing the call's signal and remaining deadline. Methods `store` lacks answer `UNIMPLEMENTED`.
+ */
+export function createStoreServices(store: StoreApi): ServiceRegistration[] {
+  return [
+    serviceRegistration(LightningStore, delegate(LightningStore, store)),
+    serviceRegistration(ResourceService, delegate(ResourceService, store)),
+  ];
+}
+
+/** Call options that carry a handler's cancellation and deadline into the store. */
+export function callOptionsOf(ctx: HandlerContext): CallOptions {
+  const timeoutMs = ctx.timeoutMs();
+  // ctx.signal also aborts when the RPC completes; by then the store call has settled, so passing it is harmless.
+  return timeoutMs === undefined ? { signal: ctx.signal } : { signal: ctx.signal, timeoutMs };
+}
+
+type AnyMethod = (request: unknown, options: CallOptions) => unknown;
+
+function delegate<S extends DescService>(service: S, client: object): Partial<ServiceImpl<S>> {
+  const impl: Record<string, (request: unknown, ctx: HandlerContext) => unknown> = {};
+  for (const method of service.methods) {
+    const fn = (client as Record<string, unknown>)[method.localName];
+    if (typeof fn !== "function") continue;
+    // Unary methods return a promise and server-streaming ones an AsyncIterable: both are valid handler results.
+    impl[method.localName] = (request, ctx) => (fn as AnyMethod).call(client, request, callOptionsOf(ctx));
+  }
+  return impl as Partial<ServiceImpl<S>>;
+}
