@@ -90,7 +90,8 @@ export function spanMethods(ctx: StoreContext): SpanMethods {
           const key = keyOf(span.rolloutId, span.attemptId, span.spanId);
           if (seen.has(key)) return false;
           seen.set(key, -1);
-          fresh.push(span);
+          // A shallow copy: sequence ids are assigned below, and the caller's message must stay as it was.
+          fresh.push({ ...span });
           return true;
         });
         await assignSequenceIds(tx, fresh);

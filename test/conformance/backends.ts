@@ -1,0 +1,63 @@
+/**
+ * The storage backends the conformance suite runs against. Backend-specific code lives only here: every test file
+ * iterates over `backends` with `describe.each`, so adding a backend (PostgreSQL) means adding one entry.
+ *
+ * `create()` returns a fresh, empty backend for one test. Closing it (the store closes it, and the harness closes it
+ * again, idempotently) releases everything it created (the SQLite temp file).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { StorageBackend } from "../../src/store/backend.js";
+import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createSqliteBackend } from "../../src/store/sqlite-backend.js";
+
+export interface BackendDef {
+  name: string;
+  create(): Promise<StorageBackend>;
+}
+
+/** Wraps a backend so that `close()` is idempotent and runs `cleanup` once after the backend closed. */
+function withCleanup(backend: StorageBackend, cleanup: () => void): StorageBackend {
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      try {
+        await backend.close();
+      } finally {
+        cleanup();
+      }
+    })();
+    return closing;
+  };
+  return new Proxy(backend, {
+    get(target, prop) {
+      if (prop === "close") return close;
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+const memory: BackendDef = {
+  name: "memory",
+  create: async () => withCleanup(createMemoryBackend(), () => {}),
+};
+
+/** SQLite on a fresh file per test, removed (with its WAL files) when the backend closes. */
+const sqlite: BackendDef = {
+  name: "sqlite",
+  create: async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agl-conformance-"));
+    try {
+      return withCleanup(createSqliteBackend({ path: join(dir, "store.db") }), () =>
+        rmSync(dir, { recursive: true, force: true }),
+      );
+    } catch (error) {
+      rmSync(dir, { recursive: true, force: true });
+      throw error;
+    }
+  },
+};
+
+export const backends: BackendDef[] = [memory, sqlite];

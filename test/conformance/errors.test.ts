@@ -1,0 +1,214 @@
+/**
+ * Bad input: unknown ids (NOT_FOUND naming the id), invalid enum numbers, invalid configs and limits
+ * (INVALID_ARGUMENT). After every rejected call the stored data is unchanged.
+ */
+import { Code } from "@connectrpc/connect";
+import { describe, expect, it } from "vitest";
+import { AttemptStatus, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
+import type { Store } from "../../src/store/store.js";
+import { backends } from "./backends.js";
+import {
+  addSpan,
+  enqueueN,
+  expectRejectedUnchanged,
+  makeSpan,
+  openStore,
+  spec,
+  type SpecExtra,
+  startRollout,
+} from "./harness.js";
+
+/** An out-of-range enum number, typed to fit any enum field. */
+const badEnum = (n: number) => n as never;
+
+const RO = "ro-0badc0ffee00";
+const AT = "at-0badc0de";
+
+/** Some state to protect: a started rollout with a span, a queued one, a worker and a resources snapshot. */
+async function seed(store: Store) {
+  const started = await startRollout(store, {}, "w");
+  await addSpan(store, started.rolloutId, started.attemptId);
+  const [queued] = await enqueueN(store, 1);
+  await store.updateWorker({ workerId: "w2", heartbeatStats: { a: 1 } });
+  const res = await store.addResources({ resources: {} });
+  return { ...started, queuedId: queued!.rolloutId, resourcesId: res.resourcesId };
+}
+
+describe.each(backends)("bad input [$name]", (def) => {
+  describe("unknown ids are NOT_FOUND naming the id", () => {
+    const cases: Array<[string, (s: Store, ctx: Awaited<ReturnType<typeof seed>>) => Promise<unknown>, string]> = [
+      ["GetRollout", (s) => s.getRollout({ rolloutId: RO }), RO],
+      ["UpdateRollout", (s) => s.updateRollout({ rolloutId: RO, status: RolloutStatus.SUCCEEDED }), RO],
+      ["StartAttempt", (s) => s.startAttempt({ rolloutId: RO, workerId: "w9" }), RO],
+      ["QueryAttempts", (s) => s.queryAttempts({ rolloutId: RO }), RO],
+      ["GetLatestAttempt", (s) => s.getLatestAttempt({ rolloutId: RO }), RO],
+      ["UpdateAttempt of an unknown rollout", (s) => s.updateAttempt({ rolloutId: RO, attemptId: "latest", status: AttemptStatus.FAILED }), RO],
+      [
+        "UpdateAttempt of an unknown attempt",
+        (s, c) => s.updateAttempt({ rolloutId: c.rolloutId, attemptId: AT, status: AttemptStatus.FAILED }),
+        AT,
+      ],
+      [
+        "UpdateAttempt of a rollout without attempts",
+        (s, c) => s.updateAttempt({ rolloutId: c.queuedId, attemptId: "latest", status: AttemptStatus.FAILED }),
+        "",
+      ],
+      ["WaitForRollouts", (s) => s.waitForRollouts({ rolloutIds: [RO], timeoutSeconds: 0 }), RO],
+      ["QuerySpans of an unknown rollout", (s) => s.querySpans({ rolloutId: RO }), RO],
+      ["QuerySpans of an unknown attempt", (s, c) => s.querySpans({ rolloutId: c.rolloutId, attemptId: AT }), AT],
+      ["AddSpans of an unknown rollout", (s, c) => s.addSpans({ spans: [makeSpan(RO, c.attemptId)] }), RO],
+      ["AddSpans of an unknown attempt", (s, c) => s.addSpans({ spans: [makeSpan(c.rolloutId, AT)] }), AT],
+      ["NextSpanSequenceIds", (s) => s.nextSpanSequenceIds({ requests: [{ rolloutId: RO, attemptId: AT }] }), RO],
+      ["GetWorker", (s) => s.getWorker({ workerId: "no-such-worker" }), "no-such-worker"],
+      ["GetResources", (s) => s.getResources({ resourcesId: "rs-000000000000" }), "rs-000000000000"],
+      ["UpdateResources", (s) => s.updateResources({ resourcesId: "rs-000000000000", resources: {} }), "rs-000000000000"],
+      ["EnqueueRollouts resources_id", (s) => s.enqueueRollouts({ rollouts: [spec({}, { resourcesId: "rs-000000000000" })] }), "rs-000000000000"],
+      ["StartRollout resources_id", (s) => s.startRollout({ rollout: spec({}, { resourcesId: "rs-000000000000" }) }), "rs-000000000000"],
+    ];
+    it.each(cases)("%s", async (_name, call, id) => {
+      const { store } = await openStore(def);
+      const ctx = await seed(store);
+      await expectRejectedUnchanged(store, () => call(store, ctx), Code.NotFound, id || ctx.queuedId);
+    });
+  });
+
+  describe("invalid enum numbers are INVALID_ARGUMENT", () => {
+    const cases: Array<[string, (s: Store, ctx: Awaited<ReturnType<typeof seed>>) => Promise<unknown>]> = [
+      ["UpdateRollout status 99", (s, c) => s.updateRollout({ rolloutId: c.rolloutId, status: badEnum(99) })],
+      ["UpdateRollout status unspecified", (s, c) => s.updateRollout({ rolloutId: c.rolloutId, status: badEnum(0) })],
+      ["UpdateRollout mode 99", (s, c) => s.updateRollout({ rolloutId: c.rolloutId, mode: badEnum(99) })],
+      ["UpdateAttempt status 99", (s, c) => s.updateAttempt({ rolloutId: c.rolloutId, attemptId: c.attemptId, status: badEnum(99) })],
+      ["UpdateAttempt status unspecified", (s, c) => s.updateAttempt({ rolloutId: c.rolloutId, attemptId: c.attemptId, status: badEnum(0) })],
+      ["EnqueueRollouts mode 99", (s) => s.enqueueRollouts({ rollouts: [spec(), { mode: badEnum(99) }] })],
+      ["StartRollout mode -1", (s) => s.startRollout({ rollout: { mode: badEnum(-1) } })],
+      ["EnqueueRollouts retry_condition 99", (s) => s.enqueueRollouts({ rollouts: [spec({}, { config: { retryCondition: [badEnum(99)] } })] })],
+      ["QueryRollouts status_in 99", (s) => s.queryRollouts({ statusIn: [RolloutStatus.QUEUING, badEnum(99)] })],
+      ["QueryRollouts filter_logic 5", (s) => s.queryRollouts({ filterLogic: badEnum(5) })],
+      ["QueryWorkers status_in 42", (s) => s.queryWorkers({ statusIn: [badEnum(42)] })],
+      ["QuerySpans filter_logic 3", (s, c) => s.querySpans({ rolloutId: c.rolloutId, filterLogic: badEnum(3) })],
+      ["QueryRollouts sort_order 7", (s) => s.queryRollouts({ page: { sortOrder: badEnum(7) } })],
+    ];
+    it.each(cases)("%s", async (_name, call) => {
+      const { store } = await openStore(def);
+      const ctx = await seed(store);
+      await expectRejectedUnchanged(store, () => call(store, ctx), Code.InvalidArgument);
+    });
+  });
+
+  describe("invalid configs are INVALID_ARGUMENT", () => {
+    const configs: Array<[string, SpecExtra["config"]]> = [
+      ["negative timeout_seconds", { timeoutSeconds: -1 }],
+      ["negative unresponsive_seconds", { unresponsiveSeconds: -5 }],
+      ["infinite timeout_seconds", { timeoutSeconds: Number.POSITIVE_INFINITY }],
+      ["max_attempts over the limit", { maxAttempts: 1_000_000 }],
+      ["a retry_condition that is not a failure", { retryCondition: [AttemptStatus.SUCCEEDED] }],
+    ];
+    it.each(configs)("%s on enqueue, start and update", async (_name, config) => {
+      const { store } = await openStore(def);
+      const ctx = await seed(store);
+      await expectRejectedUnchanged(
+        store,
+        () => store.enqueueRollouts({ rollouts: [spec(), spec({}, { config })] }),
+        Code.InvalidArgument,
+      );
+      await expectRejectedUnchanged(store, () => store.startRollout({ rollout: spec({}, { config }) }), Code.InvalidArgument);
+      await expectRejectedUnchanged(
+        store,
+        () => store.updateRollout({ rolloutId: ctx.rolloutId, config, metadata: { changed: true } }),
+        Code.InvalidArgument,
+      );
+    });
+
+    it("max_attempts at the limit is accepted", async () => {
+      const { store } = await openStore(def);
+      const [r] = await enqueueN(store, 1, { config: { maxAttempts: 1000 } });
+      expect(r!.config?.maxAttempts).toBe(1000);
+    });
+  });
+
+  describe("pagination limits", () => {
+    const queries: Array<[string, (s: Store, ctx: Awaited<ReturnType<typeof seed>>, limit: number) => Promise<unknown>]> = [
+      ["QueryRollouts", (s, _c, limit) => s.queryRollouts({ page: { limit } })],
+      ["QueryAttempts", (s, c, limit) => s.queryAttempts({ rolloutId: c.rolloutId, page: { limit } })],
+      ["QuerySpans", (s, c, limit) => s.querySpans({ rolloutId: c.rolloutId, page: { limit } })],
+      ["QueryWorkers", (s, _c, limit) => s.queryWorkers({ page: { limit } })],
+      ["QueryResources", (s, _c, limit) => s.queryResources({ page: { limit } })],
+    ];
+    it.each(queries)("%s: limits below -1 and above the maximum are INVALID_ARGUMENT", async (_name, q) => {
+      const { store } = await openStore(def);
+      const ctx = await seed(store);
+      for (const limit of [-2, -100, 100_001]) {
+        await expectRejectedUnchanged(store, () => q(store, ctx, limit), Code.InvalidArgument, "limit");
+      }
+      await q(store, ctx, 100_000);
+      await q(store, ctx, -1);
+    });
+  });
+
+  describe("request limits", () => {
+    it("too many rollouts in one enqueue store none", async () => {
+      const { store } = await openStore(def);
+      await seed(store);
+      const many = Array.from({ length: 10_001 }, () => ({}));
+      await expectRejectedUnchanged(store, () => store.enqueueRollouts({ rollouts: many }), Code.InvalidArgument);
+    });
+
+    it("too many spans in one batch store none", async () => {
+      const { store } = await openStore(def);
+      const ctx = await seed(store);
+      const many = Array.from({ length: 10_001 }, () => makeSpan(ctx.rolloutId, ctx.attemptId));
+      await expectRejectedUnchanged(store, () => store.addSpans({ spans: many }), Code.InvalidArgument);
+    });
+
+    it("a dequeue limit over the maximum claims nothing", async () => {
+      const { store } = await openStore(def);
+      await seed(store);
+      await expectRejectedUnchanged(store, () => store.dequeueRollouts({ limit: 1001 }), Code.InvalidArgument);
+    });
+
+    it("waits over the maximum are INVALID_ARGUMENT", async () => {
+      const { store } = await openStore(def);
+      const ctx = await seed(store);
+      await expectRejectedUnchanged(store, () => store.dequeueRollouts({ waitSeconds: 3601 }), Code.InvalidArgument);
+      await expectRejectedUnchanged(
+        store,
+        () => store.waitForRollouts({ rolloutIds: [ctx.rolloutId], timeoutSeconds: 3601 }),
+        Code.InvalidArgument,
+      );
+      await expectRejectedUnchanged(
+        store,
+        () => store.waitForRollouts({ rolloutIds: [ctx.rolloutId], timeoutSeconds: Number.NaN }),
+        Code.InvalidArgument,
+      );
+    });
+  });
+
+  describe("missing ids are INVALID_ARGUMENT", () => {
+    const cases: Array<[string, (s: Store) => Promise<unknown>]> = [
+      ["GetRollout", (s) => s.getRollout({})],
+      ["UpdateAttempt without attempt id", (s) => s.updateAttempt({ rolloutId: RO, status: AttemptStatus.FAILED })],
+      ["UpdateWorker", (s) => s.updateWorker({ heartbeatStats: {} })],
+      ["AddSpans without span id", (s) => s.addSpans({ spans: [{ rolloutId: RO, attemptId: AT }] })],
+      ["UpdateResources", (s) => s.updateResources({ resources: {}, createIfMissing: true })],
+    ];
+    it.each(cases)("%s", async (_name, call) => {
+      const { store } = await openStore(def);
+      await seed(store);
+      await expectRejectedUnchanged(store, () => call(store), Code.InvalidArgument);
+    });
+  });
+
+  it("a rejected batch span leaves earlier spans and the attempt as they were", async () => {
+    const { store, clock } = await openStore(def);
+    const { rolloutId, attemptId } = await startRollout(store);
+    await addSpan(store, rolloutId, attemptId);
+    clock.advance(10);
+    const before = (await store.getLatestAttempt({ rolloutId })).attempt!;
+    await expectRejectedUnchanged(
+      store,
+      () => store.addSpans({ spans: [makeSpan(rolloutId, attemptId), makeSpan(rolloutId, attemptId, { spanId: "" })] }),
+      Code.InvalidArgument,
+    );
+    expect((await store.getLatestAttempt({ rolloutId })).attempt?.lastHeartbeatTime).toBe(before.lastHeartbeatTime);
+  });
+});
