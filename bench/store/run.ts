@@ -1,7 +1,8 @@
 /**
- * Store load generator: N simulated runners do the full lifecycle against a real `agl serve` process
- * (enqueue in batches, dequeue, spans of ~1 KB in batches, succeed). Prints rollouts/s, spans/s, latency
- * percentiles per RPC and the server's RSS.
+ * Store load generator: N simulated runners do the full lifecycle against a real `agl serve` process: the algorithm
+ * enqueues in batches; each runner claims up to --dequeue-batch rollouts at once (its free slots) and, per rollout,
+ * sends spans of ~1 KB in batches of --span-batch, the last batch riding with the UpdateAttempt that reports success.
+ * Prints rollouts/s, spans/s, latency percentiles per RPC and the server's peak RSS.
  *
  *   npx tsx bench/store/run.ts --backend sqlite --runners 64 --rollouts 5000
  */
@@ -21,7 +22,8 @@ const { values: args } = parseArgs({
     rollouts: { type: "string", default: "5000" },
     spans: { type: "string", default: "10" },
     "span-bytes": { type: "string", default: "1024" },
-    "span-batch": { type: "string", default: "10" },
+    "span-batch": { type: "string", default: "5" },
+    "dequeue-batch": { type: "string", default: "4" },
     "enqueue-batch": { type: "string", default: "100" },
     url: { type: "string" },
   },
@@ -31,6 +33,7 @@ const total = Number(args.rollouts);
 const spansPerRollout = Number(args.spans);
 const spanBatch = Number(args["span-batch"]);
 const enqueueBatch = Number(args["enqueue-batch"]);
+const dequeueBatch = Number(args["dequeue-batch"]);
 const payload = randomBytes(Math.max(0, Number(args["span-bytes"]) - 200) / 2).toString("hex");
 
 const dir = mkdtempSync(join(tmpdir(), "agl-bench-"));
@@ -68,28 +71,38 @@ async function enqueueAll() {
   }
 }
 
+function makeSpans(rolloutId: string, attemptId: string, count: number) {
+  // One random draw per batch, as a tracer's id generator would amortise it.
+  const ids = randomBytes(24 * count).toString("hex");
+  return Array.from({ length: count }, (_, i) => ({
+    rolloutId,
+    attemptId,
+    spanId: ids.slice(48 * i, 48 * i + 16),
+    traceId: ids.slice(48 * i + 16, 48 * i + 48),
+    name: "llm.call",
+    attributes: { payload: { value: { case: "stringValue" as const, value: payload } } },
+  }));
+}
+
+async function runOne(rolloutId: string, attemptId: string) {
+  let sent = 0;
+  while (spansPerRollout - sent > spanBatch) {
+    const { acks } = await timed("AddSpans", () => client.addSpans({ spans: makeSpans(rolloutId, attemptId, spanBatch) }));
+    sent += acks.length;
+  }
+  const spans = makeSpans(rolloutId, attemptId, spansPerRollout - sent);
+  await timed("UpdateAttempt", () => client.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED, spans }));
+  spansStored += spansPerRollout;
+  done++;
+}
+
 async function runner(index: number) {
   const workerId = `bench-${index}`;
   while (done < total) {
-    const { rollouts } = await timed("DequeueRollouts", () => client.dequeueRollouts({ workerId, waitSeconds: 0.2 }));
-    const rollout = rollouts[0];
-    if (!rollout?.latestAttempt) continue;
-    const { rolloutId } = rollout;
-    const { attemptId } = rollout.latestAttempt;
-    for (let first = 0; first < spansPerRollout; first += spanBatch) {
-      const spans = Array.from({ length: Math.min(spanBatch, spansPerRollout - first) }, () => ({
-        rolloutId,
-        attemptId,
-        spanId: randomBytes(8).toString("hex"),
-        traceId: randomBytes(16).toString("hex"),
-        name: "llm.call",
-        attributes: { payload: { value: { case: "stringValue" as const, value: payload } } },
-      }));
-      const { acks } = await timed("AddSpans", () => client.addSpans({ spans }));
-      spansStored += acks.length;
-    }
-    await timed("UpdateAttempt", () => client.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED }));
-    done++;
+    const { rollouts } = await timed("DequeueRollouts", () =>
+      client.dequeueRollouts({ workerId, limit: dequeueBatch, waitSeconds: 0.2 }),
+    );
+    await Promise.all(rollouts.map((r) => runOne(r.rolloutId, r.latestAttempt?.attemptId ?? "")));
   }
 }
 
@@ -98,7 +111,9 @@ const seconds = (performance.now() - started) / 1000;
 clearInterval(rssTimer);
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
-console.log(`backend=${args.backend} runners=${runners} rollouts=${total} spans/rollout=${spansPerRollout} span-batch=${spanBatch}`);
+console.log(
+  `backend=${args.backend} runners=${runners} dequeue-batch=${dequeueBatch} rollouts=${total} spans/rollout=${spansPerRollout} span-batch=${spanBatch}`,
+);
 console.log(`rollouts/s: ${(done / seconds).toFixed(0)}   spans/s: ${(spansStored / seconds).toFixed(0)}   wall: ${seconds.toFixed(2)} s`);
 for (const [name, list] of latencies) {
   const sorted = [...list].sort((a, b) => a - b);

@@ -91,7 +91,7 @@ function createHandler(spec: MethodImplSpec, options: GrpcServiceAdapterOptions)
       } catch (error) {
         callback(statusOf(error, ctx));
       } finally {
-        ctx.abort();
+        ctx.end();
       }
     }) as grpc.UntypedHandleCall;
   }
@@ -109,7 +109,7 @@ function createHandler(spec: MethodImplSpec, options: GrpcServiceAdapterOptions)
       // grpc-js turns an 'error' event on a server stream into the call's final status.
       call.emit("error", statusOf(error, ctx));
     } finally {
-      ctx.abort();
+      ctx.end();
     }
   }) as grpc.UntypedHandleCall;
 }

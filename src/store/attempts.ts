@@ -4,9 +4,10 @@ import {
   QueryAttemptsRequestSchema,
   UpdateAttemptRequestSchema,
 } from "../gen/agl/v1/store_pb.js";
-import { AttemptStatus } from "../gen/agl/v1/types_pb.js";
+import { type Attempt, AttemptStatus } from "../gen/agl/v1/types_pb.js";
 import { pageInfo, requireRollout, type StoreContext } from "./context.js";
-import { notFound } from "./errors.js";
+import { invalidArgument, notFound } from "./errors.js";
+import { checkSpans, storeSpans } from "./span-batch.js";
 import type { StoreApi } from "./store-api.js";
 import { setAttemptStatus, settleAttempt, syncAttemptWorker } from "./transitions.js";
 import { checkEnum, checkId, toPageSpec } from "./validate.js";
@@ -50,12 +51,29 @@ export function attemptMethods(ctx: StoreContext): AttemptMethods {
       checkId(req.attemptId, "attempt_id", limits);
       if (req.status !== undefined) checkEnum(req.status, AttemptStatus, "status");
       if (req.workerId) checkId(req.workerId, "worker_id", limits);
+      checkSpans(req.spans, limits);
+      for (const [i, span] of req.spans.entries()) {
+        const ownAttempt = span.attemptId === req.attemptId || req.attemptId === "latest";
+        if (span.rolloutId !== req.rolloutId || !ownAttempt) {
+          throw invalidArgument(`spans[${i}] belongs to another rollout or attempt than the one updated`);
+        }
+      }
       await ctx.maybeScan();
       return backend.transaction(async (tx) => {
         const now = ctx.now();
-        const rollout = await requireRollout(tx, req.rolloutId);
-        const latest = (await tx.latestAttempts([req.rolloutId])).get(req.rolloutId);
+        let rollout = await requireRollout(tx, req.rolloutId);
+        let latest = (await tx.latestAttempts([req.rolloutId])).get(req.rolloutId);
         if (!latest) throw notFound(`rollout ${JSON.stringify(req.rolloutId)} has no attempts`);
+        if (req.spans.length > 0) {
+          const latestId = latest.attemptId;
+          if (req.attemptId === "latest" && req.spans.some((span) => span.attemptId !== latestId)) {
+            throw invalidArgument(`spans must belong to the latest attempt (${latestId}) of rollout ${JSON.stringify(req.rolloutId)}`);
+          }
+          // Stored first: as heartbeats they may move the attempt and rollout, and the update applies on top.
+          await storeSpans(tx, req.spans, now);
+          rollout = await requireRollout(tx, req.rolloutId);
+          latest = (await tx.latestAttempts([req.rolloutId])).get(req.rolloutId) as Attempt;
+        }
         const attempt = req.attemptId === "latest" ? latest : await tx.getAttempt(req.rolloutId, req.attemptId);
         if (!attempt) {
           throw notFound(`attempt ${JSON.stringify(req.attemptId)} not found for rollout ${JSON.stringify(req.rolloutId)}`);

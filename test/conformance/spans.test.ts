@@ -358,3 +358,64 @@ describe.each(backends)("spans [$name]", (def) => {
     });
   });
 });
+
+describe.each(backends)("spans carried by UpdateAttempt [$name]", (def) => {
+  it("stores the last spans and the outcome in one call", async () => {
+    const { store } = await openStore(def);
+    const { rolloutId, attemptId } = await startRollout(store);
+    await addSpan(store, rolloutId, attemptId);
+    const spans = [makeSpan(rolloutId, attemptId), makeSpan(rolloutId, attemptId)];
+    const attempt = await store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED, spans });
+    expect(attempt.status).toBe(AttemptStatus.SUCCEEDED);
+    expect(attempt.lastHeartbeatTime).toBeDefined();
+    const stored = (await store.querySpans({ rolloutId })).spans;
+    expect(stored.map((s) => [s.spanId, s.sequenceId]).slice(1)).toEqual([
+      [spans[0]!.spanId, 2],
+      [spans[1]!.spanId, 3],
+    ]);
+    expect((await store.getRollout({ rolloutId })).status).toBe(RolloutStatus.SUCCEEDED);
+  });
+
+  it("a retried call stores nothing twice", async () => {
+    const { store } = await openStore(def);
+    const { rolloutId, attemptId } = await startRollout(store);
+    const spans = [makeSpan(rolloutId, attemptId), makeSpan(rolloutId, attemptId)];
+    await store.updateAttempt({ rolloutId, attemptId: "latest", status: AttemptStatus.SUCCEEDED, spans });
+    await store.updateAttempt({ rolloutId, attemptId: "latest", status: AttemptStatus.SUCCEEDED, spans });
+    expect((await store.querySpans({ rolloutId })).page?.total).toBe(2);
+  });
+
+  it("spans of another attempt are INVALID_ARGUMENT and nothing changes", async () => {
+    const { store } = await openStore(def);
+    const { rolloutId, attemptId } = await startRollout(store);
+    const other = await startRollout(store);
+    await expectRejectedUnchanged(
+      store,
+      () =>
+        store.updateAttempt({
+          rolloutId,
+          attemptId,
+          status: AttemptStatus.SUCCEEDED,
+          spans: [makeSpan(rolloutId, attemptId), makeSpan(other.rolloutId, other.attemptId)],
+        }),
+      Code.InvalidArgument,
+    );
+  });
+
+  it("an unknown attempt in the spans rejects the whole call", async () => {
+    const { store } = await openStore(def);
+    const { rolloutId, attemptId } = await startRollout(store);
+    const retry = (await store.startAttempt({ rolloutId })).latestAttempt!.attemptId;
+    await expectRejectedUnchanged(
+      store,
+      () =>
+        store.updateAttempt({
+          rolloutId,
+          attemptId: "latest",
+          status: AttemptStatus.SUCCEEDED,
+          spans: [makeSpan(rolloutId, retry), makeSpan(rolloutId, attemptId)],
+        }),
+      Code.InvalidArgument,
+    );
+  });
+});

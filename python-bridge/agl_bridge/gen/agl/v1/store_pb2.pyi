@@ -143,20 +143,22 @@ class GetLatestAttemptResponse(_message.Message):
     def __init__(self, attempt: _Optional[_Union[_types_pb2.Attempt, _Mapping]] = ...) -> None: ...
 
 class UpdateAttemptRequest(_message.Message):
-    __slots__ = ("rollout_id", "attempt_id", "status", "worker_id", "last_heartbeat_time", "metadata")
+    __slots__ = ("rollout_id", "attempt_id", "status", "worker_id", "last_heartbeat_time", "metadata", "spans")
     ROLLOUT_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     LAST_HEARTBEAT_TIME_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPANS_FIELD_NUMBER: _ClassVar[int]
     rollout_id: str
     attempt_id: str
     status: _types_pb2.AttemptStatus
     worker_id: str
     last_heartbeat_time: float
     metadata: _struct_pb2.Struct
-    def __init__(self, rollout_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., status: _Optional[_Union[_types_pb2.AttemptStatus, str]] = ..., worker_id: _Optional[str] = ..., last_heartbeat_time: _Optional[float] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    spans: _containers.RepeatedCompositeFieldContainer[_types_pb2.Span]
+    def __init__(self, rollout_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., status: _Optional[_Union[_types_pb2.AttemptStatus, str]] = ..., worker_id: _Optional[str] = ..., last_heartbeat_time: _Optional[float] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., spans: _Optional[_Iterable[_Union[_types_pb2.Span, _Mapping]]] = ...) -> None: ...
 
 class AddSpansRequest(_message.Message):
     __slots__ = ("spans",)

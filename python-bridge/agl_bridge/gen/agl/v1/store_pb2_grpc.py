@@ -197,7 +197,9 @@ class LightningStoreServicer:
         raise NotImplementedError('Method not implemented!')
 
     def UpdateAttempt(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Updates an attempt; when it is the latest, its rollout follows (retries included). May carry the attempt's last
+        spans, stored atomically with the update.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')

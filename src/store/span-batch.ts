@@ -1,0 +1,112 @@
+import type { SpanAck } from "../gen/agl/v1/store_pb.js";
+import type { Attempt, Rollout, Span } from "../gen/agl/v1/types_pb.js";
+import type { StorageTx } from "./backend.js";
+import { requireRollout } from "./context.js";
+import { notFound } from "./errors.js";
+import { heartbeat } from "./transitions.js";
+import { checkCount, checkId, type StoreLimits } from "./validate.js";
+
+const keyOf = (rolloutId: string, attemptId: string, spanId: string) => `${rolloutId}\0${attemptId}\0${spanId}`;
+
+interface Owner {
+  rollout: Rollout;
+  attempt: Attempt;
+  latestSequenceId: number;
+  inserted: boolean;
+}
+
+/** Checks a batch before any transaction: its size and every span's ids. */
+export function checkSpans(spans: Span[], limits: StoreLimits, field = "spans"): void {
+  checkCount(spans.length, limits.spansPerBatch, field);
+  spans.forEach((span, i) => {
+    checkId(span.rolloutId, `${field}[${i}].rollout_id`, limits);
+    checkId(span.attemptId, `${field}[${i}].attempt_id`, limits);
+    checkId(span.spanId, `${field}[${i}].span_id`, limits);
+  });
+}
+
+/** Loads each (rollout, attempt) the batch refers to; any unknown one rejects the whole batch. */
+async function loadOwners(tx: StorageTx, spans: Span[]): Promise<Map<string, Owner>> {
+  const owners = new Map<string, Owner>();
+  for (const span of spans) {
+    const key = `${span.rolloutId}\0${span.attemptId}`;
+    if (owners.has(key)) continue;
+    const rollout = await requireRollout(tx, span.rolloutId);
+    const attempt = await tx.getAttempt(span.rolloutId, span.attemptId);
+    if (!attempt) {
+      throw notFound(`attempt ${JSON.stringify(span.attemptId)} not found for rollout ${JSON.stringify(span.rolloutId)}`);
+    }
+    const latest = (await tx.latestAttempts([span.rolloutId])).get(span.rolloutId) as Attempt;
+    owners.set(key, { rollout, attempt, latestSequenceId: latest.sequenceId, inserted: false });
+  }
+  return owners;
+}
+
+/** Gives sequence ids to spans that have none, after raising counters past the explicit ones. */
+async function assignSequenceIds(tx: StorageTx, spans: Span[]) {
+  const explicitMax = new Map<string, number>();
+  const missing = new Map<string, Span[]>();
+  for (const span of spans) {
+    if (span.sequenceId > 0) {
+      explicitMax.set(span.rolloutId, Math.max(explicitMax.get(span.rolloutId) ?? 0, span.sequenceId));
+    } else {
+      const list = missing.get(span.rolloutId) ?? [];
+      list.push(span);
+      missing.set(span.rolloutId, list);
+    }
+  }
+  for (const [rolloutId, max] of explicitMax) await tx.raiseSequenceId(rolloutId, max);
+  for (const [rolloutId, list] of missing) {
+    const last = await tx.nextSequenceId(rolloutId, list.length);
+    list.forEach((span, i) => {
+      span.sequenceId = last - list.length + 1 + i;
+    });
+  }
+}
+
+/**
+ * Stores a checked batch inside a transaction: every (rollout, attempt) must exist or nothing is stored; spans whose
+ * key is stored already (or repeated in the batch) are acknowledged as duplicates; new spans get sequence ids and
+ * count as heartbeats of their attempts. Returns one ack per input span, in order.
+ */
+export async function storeSpans(tx: StorageTx, spans: Span[], now: number): Promise<SpanAck[]> {
+  const owners = await loadOwners(tx, spans);
+  const existing = await tx.existingSpans(spans.map((s) => [s.rolloutId, s.attemptId, s.spanId]));
+  // A span is new unless stored already or repeated earlier in this batch (the first copy wins).
+  const seen = new Map(existing);
+  const fresh: Span[] = [];
+  const firstCopy = spans.map((span) => {
+    const key = keyOf(span.rolloutId, span.attemptId, span.spanId);
+    if (seen.has(key)) return false;
+    seen.set(key, -1);
+    // A shallow copy: sequence ids are assigned below, and the caller's message must stay as it was.
+    fresh.push({ ...span });
+    return true;
+  });
+  await assignSequenceIds(tx, fresh);
+  // Another server sharing the database may have stored the same span meanwhile: trust the backend's answer.
+  const raced = new Set<string>();
+  (await tx.insertSpans(fresh)).forEach((result, j) => {
+    const span = fresh[j] as Span;
+    const key = keyOf(span.rolloutId, span.attemptId, span.spanId);
+    seen.set(key, result.sequenceId);
+    if (result.duplicate) raced.add(key);
+    else (owners.get(`${span.rolloutId}\0${span.attemptId}`) as Owner).inserted = true;
+  });
+  for (const owner of owners.values()) {
+    if (!owner.inserted) continue;
+    const isLatest = owner.attempt.sequenceId === owner.latestSequenceId;
+    await heartbeat(tx, owner.rollout, owner.attempt, isLatest, now);
+  }
+  return spans.map(
+    (span, i): SpanAck => ({
+      $typeName: "agl.v1.SpanAck",
+      rolloutId: span.rolloutId,
+      attemptId: span.attemptId,
+      spanId: span.spanId,
+      sequenceId: seen.get(keyOf(span.rolloutId, span.attemptId, span.spanId)) as number,
+      duplicate: !firstCopy[i] || raced.has(keyOf(span.rolloutId, span.attemptId, span.spanId)),
+      attemptStatus: (owners.get(`${span.rolloutId}\0${span.attemptId}`) as Owner).attempt.status,
+    }),
+  );
+}
