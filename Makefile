@@ -58,8 +58,9 @@ test-py: deps
 
 test: deps check-proto typecheck lint-py test-ts test-py
 
-bench-store: deps
-	npx tsx bench/store/run.ts
+bench-store: build
+	npx tsx bench/store/run.ts --backend memory
+	npx tsx bench/store/run.ts --backend sqlite
 
 clean:
 	rm -rf dist $(STAMPS)

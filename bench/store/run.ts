@@ -4,6 +4,8 @@
  * sends spans of ~1 KB in batches of --span-batch, the last batch riding with the UpdateAttempt that reports success.
  * Prints rollouts/s, spans/s, latency percentiles per RPC and the server's peak RSS.
  *
+ * The server runs compiled (`make build` first; `make bench-store` does both), as it would in production.
+ *
  *   npx tsx bench/store/run.ts --backend sqlite --runners 64 --rollouts 5000
  */
 import { randomBytes } from "node:crypto";
@@ -39,7 +41,7 @@ const payload = randomBytes(Math.max(0, Number(args["span-bytes"]) - 200) / 2).t
 const dir = mkdtempSync(join(tmpdir(), "agl-bench-"));
 const backendArgs = args.backend === "memory" ? ["--memory"] : ["--database", join(dir, "bench.db")];
 // --url measures a server started elsewhere (for example under a profiler); RSS is then not reported.
-const server = args.url ? undefined : await startServerProcess(backendArgs);
+const server = args.url ? undefined : await startServerProcess(backendArgs, { compiled: true });
 const client = createStoreClient({ baseUrl: args.url ?? server?.url });
 
 const latencies = new Map<string, number[]>();
@@ -52,6 +54,13 @@ async function timed<T>(name: string, call: () => Promise<T>): Promise<T> {
   return result;
 }
 
+/** User + system CPU seconds the server process has used so far (Linux /proc). */
+function serverCpuSeconds(): number {
+  if (!server) return 0;
+  const fields = readFileSync(`/proc/${server.pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 let peakRss = 0;
 const rssTimer = setInterval(() => {
   if (!server) return;
@@ -61,6 +70,8 @@ const rssTimer = setInterval(() => {
 
 let done = 0;
 let spansStored = 0;
+const serverCpuStart = serverCpuSeconds();
+const clientCpuStart = process.cpuUsage();
 const started = performance.now();
 
 async function enqueueAll() {
@@ -108,6 +119,9 @@ async function runner(index: number) {
 
 await Promise.all([enqueueAll(), ...Array.from({ length: runners }, (_, i) => runner(i))]);
 const seconds = (performance.now() - started) / 1000;
+const serverCpu = serverCpuSeconds() - serverCpuStart;
+const clientCpuUsage = process.cpuUsage(clientCpuStart);
+const clientCpu = (clientCpuUsage.user + clientCpuUsage.system) / 1e6;
 clearInterval(rssTimer);
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
@@ -121,7 +135,12 @@ for (const [name, list] of latencies) {
     `  ${name.padEnd(16)} calls=${String(sorted.length).padStart(6)}  p50=${pct(sorted, 0.5).toFixed(2)} ms  p99=${pct(sorted, 0.99).toFixed(2)} ms`,
   );
 }
-if (server) console.log(`server peak RSS: ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
+if (server) {
+  console.log(`server peak RSS: ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
+  // CPU per rollout does not depend on what else the machine runs, unlike rollouts/s.
+  const perRollout = (cpu: number) => ((cpu / done) * 1000).toFixed(3);
+  console.log(`CPU per rollout: server ${perRollout(serverCpu)} ms, load generator ${perRollout(clientCpu)} ms`);
+}
 
 client.close();
 await server?.stop();

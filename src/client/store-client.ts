@@ -8,6 +8,7 @@ import { ResourceService } from "../gen/agl/v1/resources_pb.js";
 import { LightningStore } from "../gen/agl/v1/store_pb.js";
 import type { StoreApi } from "../store/store-api.js";
 import { createGrpcJsTransport } from "./grpc-js-transport.js";
+import { useNodeTextEncoding } from "../wire/node-text-encoding.js";
 
 export interface StoreClientOptions {
   /** `http://host:port` or `https://host:port` (default `http://127.0.0.1:4747`). */
@@ -75,6 +76,7 @@ function withPolicy(inner: Transport, options: Required<Pick<StoreClientOptions,
  * Calls have deadlines; reads, span batches and heartbeats are retried while the server is unavailable.
  */
 export function createStoreClient(options: StoreClientOptions = {}): StoreClient {
+  useNodeTextEncoding();
   const url = new URL(options.baseUrl ?? "http://127.0.0.1:4747");
   const tls = url.protocol === "https:";
   const protocol = options.protocol ?? "grpc";

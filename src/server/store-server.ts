@@ -12,6 +12,7 @@ import { createReflectionServices } from "./reflection-service.js";
 import type { ServiceRegistration } from "./service-registration.js";
 import { createStoreServices } from "./store-services.js";
 import { trackHttpConnections } from "./http-connections.js";
+import { useNodeTextEncoding } from "../wire/node-text-encoding.js";
 
 /** Options of {@link startStoreServer}. */
 export interface StoreServerOptions {
@@ -54,6 +55,7 @@ export interface StoreServer {
  * (connect-node) for HTTP/1.1 ones; with `grpc.health.v1.Health` on both and server reflection on gRPC.
  */
 export async function startStoreServer(options: StoreServerOptions): Promise<StoreServer> {
+  useNodeTextEncoding();
   const host = options.host ?? "127.0.0.1";
   const maxMessageBytes = options.maxMessageBytes ?? 16 * 1024 * 1024;
   const logger = options.logger ?? consoleLogger;

@@ -11,6 +11,8 @@ import type { Waiters } from "./waiters.js";
 /** What the store's method groups share. */
 export interface StoreContext {
   backend: StorageBackend;
+  /** A backend transaction through a per-transaction row cache (tx-cache.ts). */
+  transaction<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T>;
   limits: StoreLimits;
   waiters: Waiters;
   /** Current time in epoch seconds. */

@@ -19,13 +19,13 @@ const match = (exact: string, contains: string): StringMatch | undefined =>
 
 /** Spans: idempotent batches that also act as heartbeats, queries, and per-rollout sequence ids. */
 export function spanMethods(ctx: StoreContext): SpanMethods {
-  const { backend, limits } = ctx;
+  const { limits } = ctx;
 
   return {
     async addSpans(init) {
       const req = create(AddSpansRequestSchema, init);
       checkSpans(req.spans, limits);
-      const acks = await backend.transaction((tx) => storeSpans(tx, req.spans, ctx.now()));
+      const acks = await ctx.transaction((tx) => storeSpans(tx, req.spans, ctx.now()));
       return { $typeName: "agl.v1.AddSpansResponse", acks };
     },
 
@@ -35,7 +35,7 @@ export function spanMethods(ctx: StoreContext): SpanMethods {
       checkEnum(req.filterLogic, FilterLogic, "filter_logic", true);
       const page = toPageSpec(req.page, "spans", limits);
       await ctx.maybeScan();
-      const result = await backend.transaction(async (tx) => {
+      const result = await ctx.transaction(async (tx) => {
         await requireRollout(tx, req.rolloutId);
         let attemptId: string | undefined = req.attemptId || undefined;
         if (attemptId === "latest") {
@@ -62,7 +62,7 @@ export function spanMethods(ctx: StoreContext): SpanMethods {
     async nextSpanSequenceIds(init) {
       const req = create(NextSpanSequenceIdsRequestSchema, init);
       checkCount(req.requests.length, limits.spansPerBatch, "sequence id requests");
-      const sequenceIds = await backend.transaction(async (tx) => {
+      const sequenceIds = await ctx.transaction(async (tx) => {
         const ids: number[] = [];
         for (const [i, { rolloutId }] of req.requests.entries()) {
           checkId(rolloutId, `requests[${i}].rollout_id`, limits);

@@ -10,8 +10,10 @@ import { spanMethods } from "./spans.js";
 import type { StoreApi } from "./store-api.js";
 import { defaultLimits, type StoreLimits } from "./validate.js";
 import { createWaiters } from "./waiters.js";
+import { withTxCache } from "./tx-cache.js";
 import { scanOnce } from "./watchdog.js";
 import { workerMethods } from "./workers.js";
+import { useNodeTextEncoding } from "../wire/node-text-encoding.js";
 
 export interface StoreOptions {
   /** Where data lives: `createMemoryBackend()`, `createSqliteBackend({ path })`, … */
@@ -39,6 +41,7 @@ export interface Store extends StoreApi {
 
 /** Creates a store over `options.backend`. */
 export function createStore(options: StoreOptions): Store {
+  useNodeTextEncoding();
   const { backend } = options;
   const now = options.now ?? (() => Date.now() / 1000);
   const debounce = options.scanDebounceSeconds ?? 10;
@@ -49,7 +52,7 @@ export function createStore(options: StoreOptions): Store {
 
   const runWatchdog = () => {
     // One scan at a time; concurrent callers share the one in flight.
-    scanning ??= scanOnce(backend, now).finally(() => {
+    scanning ??= scanOnce(ctx.transaction, now).finally(() => {
       scanning = undefined;
     });
     return scanning;
@@ -58,6 +61,13 @@ export function createStore(options: StoreOptions): Store {
   const closing = new AbortController();
   const ctx: StoreContext = {
     backend,
+    transaction: (fn) =>
+      backend.transaction(async (raw) => {
+        const tx = withTxCache(raw);
+        const result = await fn(tx);
+        await tx.flush();
+        return result;
+      }),
     closing: closing.signal,
     limits: { ...defaultLimits, ...options.limits },
     waiters: createWaiters(backend),
@@ -82,7 +92,7 @@ export function createStore(options: StoreOptions): Store {
     ...workerMethods(ctx),
     ...resourceMethods(ctx),
     async getStatistics() {
-      const counts = await backend.transaction((tx) => tx.counts());
+      const counts = await ctx.transaction((tx) => tx.counts());
       const byStatus: Record<string, number> = {};
       for (const [status, count] of counts.rolloutsByStatus) byStatus[`ROLLOUT_STATUS_${RolloutStatus[status]}`] = count;
       return create(StatisticsSchema, {

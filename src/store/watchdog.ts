@@ -1,5 +1,5 @@
 import { AttemptStatus } from "../gen/agl/v1/types_pb.js";
-import type { StorageBackend } from "./backend.js";
+import type { StorageTx } from "./backend.js";
 import { isAttemptFinal } from "./state-machine.js";
 import { setAttemptStatus, settleAttempt, syncAttemptWorker } from "./transitions.js";
 
@@ -8,8 +8,11 @@ import { setAttemptStatus, settleAttempt, syncAttemptWorker } from "./transition
  * `timeout_seconds`, or marks it unresponsive after `unresponsive_seconds` without a heartbeat (counting from the
  * attempt's start when it never sent one). Returns how many attempts it changed.
  */
-export function scanOnce(backend: StorageBackend, now: () => number): Promise<number> {
-  return backend.transaction(async (tx) => {
+export function scanOnce(
+  transaction: <T>(fn: (tx: StorageTx) => Promise<T>) => Promise<T>,
+  now: () => number,
+): Promise<number> {
+  return transaction(async (tx) => {
     const rollouts = (await tx.activeRollouts()).filter(
       (r) => r.config?.timeoutSeconds !== undefined || r.config?.unresponsiveSeconds !== undefined,
     );

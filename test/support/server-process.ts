@@ -17,11 +17,18 @@ export interface ServerProcess {
   kill(): Promise<void>;
 }
 
-/** Starts `node bin/agl.js serve <args> --port 0` and resolves once it prints the address it listens on. */
-export async function startServerProcess(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ["bin/agl.js", "serve", "--port", "0", ...args], {
+export interface ServerProcessOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Run the compiled CLI (`dist/`, after `make build`) rather than the sources through tsx, as benchmarks should. */
+  compiled?: boolean;
+}
+
+/** Starts `agl serve <args> --port 0` and resolves once it prints the address it listens on. */
+export async function startServerProcess(args: string[], options: ServerProcessOptions = {}): Promise<ServerProcess> {
+  const entry = options.compiled ? "dist/cli/main.js" : "bin/agl.js";
+  const child = spawn(process.execPath, [entry, "serve", "--port", "0", ...args], {
     cwd: repoRoot,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";
