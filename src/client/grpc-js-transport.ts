@@ -38,6 +38,9 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): GrpcJsTr
   const client = new Client(options.address, options.credentials ?? credentials.createInsecure(), {
     "grpc.max_receive_message_length": 16 * 1024 * 1024,
     "grpc.max_send_message_length": 16 * 1024 * 1024,
+    // grpc-js waits 1 s (then longer) before reconnecting; a restarted or failed-over store is back much sooner.
+    "grpc.initial_reconnect_backoff_ms": 100,
+    "grpc.max_reconnect_backoff_ms": 2_000,
     ...options.channelOptions,
   });
   return {

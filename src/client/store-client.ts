@@ -19,7 +19,7 @@ export interface StoreClientOptions {
   protocol?: "grpc" | "connect" | "grpc-web";
   /** Deadline of a call that sets none, beyond any server-side wait it asks for (default 30 s). */
   timeoutMs?: number;
-  /** Tries of a call that is safe to repeat, when the server is unavailable (default 4). */
+  /** Tries of a call that is safe to repeat, when the server is unavailable (default 6: about 3 s of backoff). */
   maxTries?: number;
   /** PEM file of the certificate authority to trust for https (default: the system's). */
   caFile?: string;
@@ -61,7 +61,7 @@ function withPolicy(inner: Transport, options: Required<Pick<StoreClientOptions,
         } catch (error) {
           const retry = attempt < tries && ConnectError.from(error).code === Code.Unavailable && !signal?.aborted;
           if (!retry) throw error;
-          await sleep(50 * 2 ** (attempt - 1));
+          await sleep(100 * 2 ** (attempt - 1) * (0.5 + Math.random() / 2));
         }
       }
     },
@@ -96,7 +96,7 @@ export function createStoreClient(options: StoreClientOptions = {}): StoreClient
   }
   const transport = withPolicy(inner, {
     timeoutMs: options.timeoutMs ?? 30_000,
-    maxTries: options.maxTries ?? 4,
+    maxTries: options.maxTries ?? 6,
     token: options.token ?? process.env.AGL_TOKEN,
   });
   return { ...createClient(LightningStore, transport), ...createClient(ResourceService, transport), close };
