@@ -9,7 +9,7 @@ PY_GEN    := $(PY_DIR)/agl_bridge/gen
 TS_GEN    := src/gen
 STAMPS    := .make
 
-.PHONY: help deps proto check-proto build typecheck test test-ts test-py lint-py bench-store clean
+.PHONY: help deps proto check-proto build typecheck test test-ts test-py lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo clean
 
 help:
 	@echo "make test    install what is needed, check generated code, run the whole suite"
@@ -61,6 +61,18 @@ test: deps check-proto typecheck lint-py test-ts test-py
 bench-store: build
 	npx tsx bench/store/run.ts --backend memory
 	npx tsx bench/store/run.ts --backend sqlite
+
+bench-proxy: build
+	npx tsx bench/proxy/run.ts --compiled
+
+bench-adapter: deps
+	npx tsx bench/adapter/run.ts
+
+bench-triplets: deps
+	npx tsx bench/triplets/run.ts
+
+bench-apo: deps
+	npx tsx bench/apo/run.ts
 
 clean:
 	rm -rf dist $(STAMPS)

@@ -7,15 +7,21 @@
  * The server runs compiled (`make build` first; `make bench-store` does both), as it would in production.
  *
  *   npx tsx bench/store/run.ts --backend sqlite --runners 64 --rollouts 5000
+ *   npx tsx bench/store/run.ts --backend postgres --servers 2     # two servers on one database, runners split
+ *
+ * PostgreSQL: --database URL, else $AGL_TEST_POSTGRES_URL, else the project's private server (scripts/postgres.sh
+ * start). Each run uses a fresh schema, dropped afterwards.
  */
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import pg from "pg";
 import { createStoreClient } from "../../src/client/store-client.js";
 import { AttemptStatus } from "../../src/gen/agl/v1/types_pb.js";
-import { startServerProcess } from "../../test/support/server-process.js";
+import { type ServerProcess, startServerProcess } from "../../test/support/server-process.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -28,8 +34,13 @@ const { values: args } = parseArgs({
     "dequeue-batch": { type: "string", default: "4" },
     "enqueue-batch": { type: "string", default: "100" },
     url: { type: "string" },
+    database: { type: "string" },
+    servers: { type: "string", default: "1" },
   },
 });
+const serverCount = Number(args.servers);
+if (!(serverCount >= 1)) throw new Error("--servers must be at least 1");
+if (serverCount > 1 && args.backend !== "postgres") throw new Error("--servers above 1 needs --backend postgres");
 const runners = Number(args.runners);
 const total = Number(args.rollouts);
 const spansPerRollout = Number(args.spans);
@@ -39,10 +50,32 @@ const dequeueBatch = Number(args["dequeue-batch"]);
 const payload = randomBytes(Math.max(0, Number(args["span-bytes"]) - 200) / 2).toString("hex");
 
 const dir = mkdtempSync(join(tmpdir(), "agl-bench-"));
-const backendArgs = args.backend === "memory" ? ["--memory"] : ["--database", join(dir, "bench.db")];
+let postgres: { url: string; schema: string; stop?: () => void } | undefined;
+if (args.backend === "postgres" && !args.url) {
+  const url = args.database ?? process.env["AGL_TEST_POSTGRES_URL"];
+  if (url) postgres = { url, schema: `bench_${randomBytes(6).toString("hex")}` };
+  else {
+    // Under a lease: a test run that shares the server does not stop it under us, nor we under it.
+    const script = new URL("../../scripts/postgres.sh", import.meta.url).pathname;
+    const env = { ...process.env, AGL_POSTGRES_LEASE: String(process.pid) };
+    postgres = {
+      url: execFileSync(script, ["start"], { encoding: "utf8", env }).trim(),
+      schema: `bench_${randomBytes(6).toString("hex")}`,
+      stop: () => execFileSync(script, ["stop"], { env, stdio: "inherit" }),
+    };
+  }
+}
+const backendArgs =
+  args.backend === "memory"
+    ? ["--memory"]
+    : postgres
+      ? ["--database", `${postgres.url}${postgres.url.includes("?") ? "&" : "?"}schema=${postgres.schema}`]
+      : ["--database", join(dir, "bench.db")];
 // --url measures a server started elsewhere (for example under a profiler); RSS is then not reported.
-const server = args.url ? undefined : await startServerProcess(backendArgs, { compiled: true });
-const client = createStoreClient({ baseUrl: args.url ?? server?.url });
+const servers: ServerProcess[] = [];
+for (let i = 0; !args.url && i < serverCount; i++) servers.push(await startServerProcess(backendArgs, { compiled: true }));
+const clients = args.url ? [createStoreClient({ baseUrl: args.url })] : servers.map((s) => createStoreClient({ baseUrl: s.url }));
+const client = clients[0]!;
 
 const latencies = new Map<string, number[]>();
 async function timed<T>(name: string, call: () => Promise<T>): Promise<T> {
@@ -54,18 +87,22 @@ async function timed<T>(name: string, call: () => Promise<T>): Promise<T> {
   return result;
 }
 
-/** User + system CPU seconds the server process has used so far (Linux /proc). */
+/** User + system CPU seconds the server processes have used so far (Linux /proc). */
 function serverCpuSeconds(): number {
-  if (!server) return 0;
-  const fields = readFileSync(`/proc/${server.pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  let total = 0;
+  for (const server of servers) {
+    const fields = readFileSync(`/proc/${server.pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    total += (Number(fields[11]) + Number(fields[12])) / 100;
+  }
+  return total;
 }
 
 let peakRss = 0;
 const rssTimer = setInterval(() => {
-  if (!server) return;
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"));
-  if (match) peakRss = Math.max(peakRss, Number(match[1]) * 1024);
+  for (const server of servers) {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"));
+    if (match) peakRss = Math.max(peakRss, Number(match[1]) * 1024);
+  }
 }, 100);
 
 let done = 0;
@@ -95,7 +132,7 @@ function makeSpans(rolloutId: string, attemptId: string, count: number) {
   }));
 }
 
-async function runOne(rolloutId: string, attemptId: string) {
+async function runOne(client: (typeof clients)[number], rolloutId: string, attemptId: string) {
   let sent = 0;
   while (spansPerRollout - sent > spanBatch) {
     const { acks } = await timed("AddSpans", () => client.addSpans({ spans: makeSpans(rolloutId, attemptId, spanBatch) }));
@@ -109,11 +146,13 @@ async function runOne(rolloutId: string, attemptId: string) {
 
 async function runner(index: number) {
   const workerId = `bench-${index}`;
+  // Runners are split evenly across the servers.
+  const client = clients[index % clients.length]!;
   while (done < total) {
     const { rollouts } = await timed("DequeueRollouts", () =>
       client.dequeueRollouts({ workerId, limit: dequeueBatch, waitSeconds: 0.2 }),
     );
-    await Promise.all(rollouts.map((r) => runOne(r.rolloutId, r.latestAttempt?.attemptId ?? "")));
+    await Promise.all(rollouts.map((r) => runOne(client, r.rolloutId, r.latestAttempt?.attemptId ?? "")));
   }
 }
 
@@ -126,7 +165,7 @@ clearInterval(rssTimer);
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
 console.log(
-  `backend=${args.backend} runners=${runners} dequeue-batch=${dequeueBatch} rollouts=${total} spans/rollout=${spansPerRollout} span-batch=${spanBatch}`,
+  `backend=${args.backend} servers=${clients.length} runners=${runners} dequeue-batch=${dequeueBatch} rollouts=${total} spans/rollout=${spansPerRollout} span-batch=${spanBatch}`,
 );
 console.log(`rollouts/s: ${(done / seconds).toFixed(0)}   spans/s: ${(spansStored / seconds).toFixed(0)}   wall: ${seconds.toFixed(2)} s`);
 for (const [name, list] of latencies) {
@@ -135,13 +174,20 @@ for (const [name, list] of latencies) {
     `  ${name.padEnd(16)} calls=${String(sorted.length).padStart(6)}  p50=${pct(sorted, 0.5).toFixed(2)} ms  p99=${pct(sorted, 0.99).toFixed(2)} ms`,
   );
 }
-if (server) {
-  console.log(`server peak RSS: ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
+if (servers.length > 0) {
+  console.log(`server peak RSS: ${(peakRss / 2 ** 20).toFixed(0)} MiB${servers.length > 1 ? " (largest server)" : ""}`);
   // CPU per rollout does not depend on what else the machine runs, unlike rollouts/s.
   const perRollout = (cpu: number) => ((cpu / done) * 1000).toFixed(3);
-  console.log(`CPU per rollout: server ${perRollout(serverCpu)} ms, load generator ${perRollout(clientCpu)} ms`);
+  console.log(`CPU per rollout: server${servers.length > 1 ? "s" : ""} ${perRollout(serverCpu)} ms, load generator ${perRollout(clientCpu)} ms`);
 }
 
-client.close();
-await server?.stop();
+for (const c of clients) c.close();
+await Promise.all(servers.map((s) => s.stop()));
+if (postgres) {
+  const admin = new pg.Client({ connectionString: postgres.url });
+  await admin.connect();
+  await admin.query(`DROP SCHEMA IF EXISTS ${postgres.schema} CASCADE`);
+  await admin.end();
+  postgres.stop?.();
+}
 rmSync(dir, { recursive: true, force: true });

@@ -19,7 +19,15 @@ import grpc.aio
 from google.protobuf import json_format
 
 from agl_bridge.convert import _enum_number, to_struct, to_value
-from agl_bridge.gen.agl.v1 import resources_pb2, resources_pb2_grpc, store_pb2, store_pb2_grpc, types_pb2
+from agl_bridge.gen.agl.v1 import (
+    resources_pb2,
+    resources_pb2_grpc,
+    store_pb2,
+    store_pb2_grpc,
+    triplets_pb2,
+    triplets_pb2_grpc,
+    types_pb2,
+)
 
 __all__ = ["StoreClient", "new_group_id", "parse_address"]
 
@@ -105,6 +113,7 @@ class StoreClient:
         self._channel: grpc.aio.Channel | None = None
         self._store_stub: store_pb2_grpc.LightningStoreStub | None = None
         self._resources_stub: resources_pb2_grpc.ResourceServiceStub | None = None
+        self._triplets_stub: triplets_pb2_grpc.TripletServiceStub | None = None
         self._closed = False
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
@@ -133,6 +142,13 @@ class StoreClient:
         assert self._resources_stub is not None
         return self._resources_stub
 
+    @property
+    def triplets(self) -> triplets_pb2_grpc.TripletServiceStub:
+        """The raw ``TripletService`` stub (pass ``metadata=client.metadata``)."""
+        self._connect()
+        assert self._triplets_stub is not None
+        return self._triplets_stub
+
     def _connect(self) -> None:
         if self._closed:
             raise RuntimeError("StoreClient is closed")
@@ -148,6 +164,7 @@ class StoreClient:
             self._channel = grpc.aio.insecure_channel(self._target, options=options)
         self._store_stub = store_pb2_grpc.LightningStoreStub(self._channel)
         self._resources_stub = resources_pb2_grpc.ResourceServiceStub(self._channel)
+        self._triplets_stub = triplets_pb2_grpc.TripletServiceStub(self._channel)
 
     async def close(self) -> None:
         """Closes the channel, cancelling calls in flight. Idempotent."""
@@ -446,3 +463,60 @@ class StoreClient:
                 yield update
         finally:
             call.cancel()
+
+    # -- triplets ----------------------------------------------------------------------------------------------
+
+    async def stream_triplets(
+        self,
+        *,
+        cursor: str = "",
+        follow: bool = False,
+        rollout_ids: Sequence[str] = (),
+        group_id: str = "",
+        mode: int | str | None = None,
+        resources_id: str = "",
+        resources_version: int = 0,
+        status_in: Iterable[RolloutStatusLike] = (),
+        options: triplets_pb2.TripletOptions | Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> AsyncIterator[triplets_pb2.StreamTripletsResponse]:
+        """Yields ``StreamTripletsResponse`` messages (one finished rollout each, or a ``caught_up`` marker) after
+        ``cursor``. Keep the last ``response.cursor`` you handled and pass it back to resume with nothing lost or
+        repeated (a cursor belongs to the ``rollout_ids``/``group_id`` filters it was issued for). With ``follow`` the
+        stream stays open until the caller stops iterating or ``timeout`` (seconds) passes."""
+        request = triplets_pb2.StreamTripletsRequest(
+            rollout_ids=list(rollout_ids),
+            group_id=group_id,
+            rollout_mode=0 if mode is None else _enum_number(types_pb2.RolloutMode, "ROLLOUT_MODE_", mode),  # type: ignore[arg-type]
+            resources_id=resources_id,
+            resources_version=resources_version,
+            status_in=[_rollout_status(status) for status in status_in],
+            cursor=cursor,
+            follow=follow,
+        )
+        if options is not None:
+            if isinstance(options, triplets_pb2.TripletOptions):
+                request.options.CopyFrom(options)
+            else:
+                json_format.ParseDict(dict(options), request.options)
+        call = self.triplets.StreamTriplets(request, timeout=timeout, metadata=self._metadata)
+        try:
+            async for response in call:
+                yield response
+        finally:
+            call.cancel()
+
+    async def get_rollout_triplets(
+        self,
+        rollout_id: str,
+        attempt_id: str = "",
+        options: triplets_pb2.TripletOptions | Mapping[str, Any] | None = None,
+    ) -> triplets_pb2.RolloutTriplets:
+        """The triplets of one rollout (latest attempt unless ``attempt_id`` is given), finished or not."""
+        request = triplets_pb2.GetRolloutTripletsRequest(rollout_id=rollout_id, attempt_id=attempt_id)
+        if options is not None:
+            if isinstance(options, triplets_pb2.TripletOptions):
+                request.options.CopyFrom(options)
+            else:
+                json_format.ParseDict(dict(options), request.options)
+        return await self._call(self.triplets.GetRolloutTriplets, request, retry=True)

@@ -1,10 +1,19 @@
+import { APO_USAGE, parseApoArgs } from "./apo-args.js";
+import { apo } from "./apo.js";
+import { PROXY_USAGE, parseProxyArgs } from "./proxy-args.js";
+import { runProxy } from "./proxy.js";
 import { SERVE_USAGE, UsageError, parseServeArgs } from "./serve-args.js";
 import { serve } from "./serve.js";
+import { parseRunArgs, RUN_USAGE } from "./run-args.js";
+import { runAgent } from "./run.js";
 
 const USAGE = `Usage: agl <command> [options]
 
 Commands:
   serve    run the store server (agl serve --help for its options)
+  run      run an agent against a store (agl run --help for its options)
+  apo      optimize an agent's prompt templates (agl apo --help)
+  proxy    run the LLM proxy on its own port (agl proxy --help)
 `;
 
 /** Runs the `agl` command line; resolves to the exit code (0 ok, 1 failure, 2 usage error). */
@@ -20,6 +29,30 @@ export async function main(argv: readonly string[]): Promise<number> {
         }
         return await serve(args);
       }
+      case "proxy": {
+        const args = parseProxyArgs(rest);
+        if (args.help) {
+          process.stdout.write(PROXY_USAGE);
+          return 0;
+        }
+        return await runProxy(args);
+      }
+      case "apo": {
+        const args = parseApoArgs(rest);
+        if (args.help) {
+          process.stdout.write(APO_USAGE);
+          return 0;
+        }
+        return await apo(args);
+      }
+      case "run": {
+        const args = parseRunArgs(rest);
+        if (args.help) {
+          process.stdout.write(RUN_USAGE);
+          return 0;
+        }
+        return await runAgent(args);
+      }
       case undefined:
       case "help":
       case "-h":
@@ -31,7 +64,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`agl: ${error.message}\nRun 'agl ${command === "serve" ? "serve " : ""}--help' for usage.\n`);
+      process.stderr.write(`agl: ${error.message}\nRun 'agl ${command === "serve" || command === "proxy" || command === "apo" || command === "run" ? `${command} ` : ""}--help' for usage.\n`);
       return 2;
     }
     process.stderr.write(`agl: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -6,8 +6,10 @@ export interface ServeArgs {
   port: number;
   token?: string;
   tls?: { certPath: string; keyPath: string };
-  backend: { kind: "memory" } | { kind: "sqlite"; path: string };
+  backend: { kind: "memory" } | { kind: "sqlite"; path: string } | { kind: "postgres"; url: string };
   maxMessageBytes: number;
+  /** Serve the LLM proxy on the same port; `backends` are fixed engines (none: follow the store's LLM resource). */
+  proxy?: { backends: string[]; model?: string };
   help: boolean;
 }
 
@@ -29,8 +31,13 @@ Options:
   --tls-cert <file>           PEM certificate chain; serve TLS (needs --tls-key)
   --tls-key <file>            PEM private key
   --memory                    keep data in memory only
-  --database <path>           SQLite database file (default ./agl.db)
+  --database <path|url>       SQLite database file (default ./agl.db), or a postgres://… URL: PostgreSQL,
+                              which several servers may share (add ?schema=NAME to pick the schema, default agl)
   --max-message-bytes <n>     largest request or response message (default 16777216)
+  --proxy                     also serve the LLM proxy (/v1/..., /rollout/{id}/attempt/{id}/v1/..., /proxy/...)
+                              on this port; engines come from the latest LLM resource in the store
+  --proxy-backend <url>       a fixed engine for the proxy instead (OpenAI base URL; repeatable; implies --proxy)
+  --proxy-model <name>        the model the fixed engines serve
   -h, --help                  show this help
 `;
 
@@ -51,6 +58,9 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
         memory: { type: "boolean" },
         database: { type: "string" },
         "max-message-bytes": { type: "string" },
+        proxy: { type: "boolean" },
+        "proxy-backend": { type: "string", multiple: true },
+        "proxy-model": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -67,18 +77,40 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   const certPath = values["tls-cert"];
   const keyPath = values["tls-key"];
   const maxBytes = values["max-message-bytes"];
+  const proxyBackends = values["proxy-backend"] ?? [];
+  for (const url of proxyBackends) checkUrl(url, "--proxy-backend");
+  const proxyModel = values["proxy-model"];
+  const proxy = values.proxy === true || proxyBackends.length > 0 ? { backends: proxyBackends, ...(proxyModel ? { model: proxyModel } : {}) } : undefined;
   return {
     host: values.host ?? "127.0.0.1",
     port: integer(values.port ?? "4747", "--port", 0, 65_535),
     ...(token === undefined || token === "" ? {} : { token }),
     ...(certPath === undefined || keyPath === undefined ? {} : { tls: { certPath, keyPath } }),
-    backend: values.memory === true ? { kind: "memory" } : { kind: "sqlite", path: values.database ?? "./agl.db" },
+    backend: values.memory === true ? { kind: "memory" } : databaseBackend(values.database ?? "./agl.db"),
     maxMessageBytes: integer(maxBytes ?? String(DEFAULT_MAX_MESSAGE_BYTES), "--max-message-bytes", 1, 2 ** 31 - 1),
+    ...(proxy ? { proxy } : {}),
     help: values.help === true,
   };
 }
 
-function integer(text: string, flag: string, min: number, max: number): number {
+/** `--database`: a postgres:// or postgresql:// URL selects PostgreSQL; anything else is a SQLite file path. */
+function databaseBackend(database: string): ServeArgs["backend"] {
+  return /^postgres(ql)?:\/\//i.test(database) ? { kind: "postgres", url: database } : { kind: "sqlite", path: database };
+}
+
+/** Throws {@link UsageError} unless `text` is an http(s) URL. */
+export function checkUrl(text: string, flag: string): void {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UsageError(`${flag} must be an http(s) URL, got "${text}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError(`${flag} must be an http(s) URL, got "${text}"`);
+}
+
+/** Parses an integer flag value in [min, max]; throws {@link UsageError}. */
+export function integer(text: string, flag: string, min: number, max: number): number {
   const value = Number(text);
   if (!/^\d+$/.test(text) || value < min || value > max) {
     throw new UsageError(`${flag} must be an integer from ${min} to ${max}, got "${text}"`);

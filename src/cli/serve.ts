@@ -1,7 +1,10 @@
 import { readFileSync } from "node:fs";
+import { createLlmProxy } from "../proxy/llm-proxy.js";
+import { createOtlpTracesHandler } from "../otlp/otlp-route.js";
 import { startStoreServer } from "../server/store-server.js";
 import { createMemoryBackend } from "../store/memory-backend.js";
 import { createStore, type Store } from "../store/store.js";
+import { createTripletService } from "../triplets/triplet-service.js";
 import type { ServeArgs } from "./serve-args.js";
 
 /**
@@ -12,6 +15,13 @@ import type { ServeArgs } from "./serve-args.js";
 export async function serve(args: ServeArgs): Promise<number> {
   const tls = args.tls && { cert: readFileSync(args.tls.certPath), key: readFileSync(args.tls.keyPath) };
   const store = await openStore(args.backend);
+  const proxy = args.proxy
+    ? createLlmProxy({
+        store,
+        ...(args.token === undefined ? {} : { token: args.token }),
+        ...(args.proxy.backends.length > 0 ? { backends: args.proxy.backends.map((endpoint) => ({ endpoint, model: args.proxy?.model ?? "" })) } : {}),
+      })
+    : undefined;
   let server;
   try {
     server = await startStoreServer({
@@ -20,13 +30,24 @@ export async function serve(args: ServeArgs): Promise<number> {
       port: args.port,
       maxMessageBytes: args.maxMessageBytes,
       ...(args.token === undefined ? {} : { token: args.token }),
+      // OTLP/HTTP trace ingest (POST /v1/traces): spans from agents using a standard OpenTelemetry exporter.
+      fallback: createOtlpTracesHandler({
+        store,
+        maxBodyBytes: args.maxMessageBytes,
+        ...(args.token === undefined ? {} : { token: args.token }),
+        onError: (error) => console.error("agl serve: OTLP ingest failed:", error),
+        // Every other plain-HTTP route goes to the LLM proxy, when it runs.
+        ...(proxy ? { next: (req, res) => proxy.handle(req, res) } : {}),
+      }),
       ...(tls === undefined ? {} : { tls }),
+      extraServices: [createTripletService({ store })],
     });
   } catch (error) {
+    await proxy?.close();
     await store.close();
     throw error;
   }
-  process.stdout.write(`agl store listening on ${server.url} (backend: ${args.backend.kind}${tls ? ", tls" : ""})\n`);
+  process.stdout.write(`agl store listening on ${server.url} (backend: ${args.backend.kind}${tls ? ", tls" : ""}${proxy ? ", llm proxy" : ""})\n`);
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGTERM", resolve);
@@ -34,13 +55,19 @@ export async function serve(args: ServeArgs): Promise<number> {
   });
   // A second signal while draining means "now".
   process.once(signal, () => process.exit(1));
+  proxy?.pause({ mode: "reject", retryAfterSeconds: 1 });
   await server.close();
+  await proxy?.close();
   await store.close();
   return 0;
 }
 
 async function openStore(backend: ServeArgs["backend"]): Promise<Store> {
   if (backend.kind === "memory") return createStore({ backend: createMemoryBackend() });
+  if (backend.kind === "postgres") {
+    const { createPostgresBackend } = await import("../store/postgres-backend.js");
+    return createStore({ backend: await createPostgresBackend({ connectionString: backend.url }) });
+  }
   let sqlite: typeof import("../store/sqlite-backend.js");
   try {
     // Loaded on demand: the native driver is only needed for SQLite, and --memory works without it.

@@ -3,14 +3,16 @@
  * iterates over `backends` with `describe.each`, so adding a backend (PostgreSQL) means adding one entry.
  *
  * `create()` returns a fresh, empty backend for one test. Closing it (the store closes it, and the harness closes it
- * again, idempotently) releases everything it created (the SQLite temp file).
+ * again, idempotently) releases everything it created (the SQLite temp file, the PostgreSQL schema).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StorageBackend } from "../../src/store/backend.js";
 import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createPostgresBackend } from "../../src/store/postgres-backend.js";
 import { createSqliteBackend } from "../../src/store/sqlite-backend.js";
+import { dropSchema, freshSchema, postgresUrl } from "../support/postgres.js";
 
 export interface BackendDef {
   name: string;
@@ -18,14 +20,14 @@ export interface BackendDef {
 }
 
 /** Wraps a backend so that `close()` is idempotent and runs `cleanup` once after the backend closed. */
-function withCleanup(backend: StorageBackend, cleanup: () => void): StorageBackend {
+function withCleanup(backend: StorageBackend, cleanup: () => void | Promise<void>): StorageBackend {
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
       try {
         await backend.close();
       } finally {
-        cleanup();
+        await cleanup();
       }
     })();
     return closing;
@@ -60,4 +62,17 @@ const sqlite: BackendDef = {
   },
 };
 
-export const backends: BackendDef[] = [memory, sqlite];
+/**
+ * PostgreSQL (the server of test/support/postgres-global-setup.ts) in a fresh schema per test, dropped when the
+ * backend closes. Without a server the tests fail with the reason; they are never skipped.
+ */
+const postgres: BackendDef = {
+  name: "postgres",
+  create: async () => {
+    const schema = freshSchema();
+    const backend = await createPostgresBackend({ connectionString: postgresUrl(), schema, poolSize: 4 });
+    return withCleanup(backend, () => dropSchema(schema));
+  },
+};
+
+export const backends: BackendDef[] = [memory, sqlite, postgres];

@@ -1,0 +1,206 @@
+"""The local policy: one causal LM that both serves completions and is trained, with every use of the weights on one
+thread so generation never sees a half-applied update."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from transformers import PreTrainedTokenizerBase
+from verl import DataProto
+from verl.trainer.ppo import core_algos
+from verl.utils.torch_functional import logprobs_from_logits
+from verl.workers.config import ActorConfig
+
+__all__ = ["Generation", "GrpoConfig", "Policy"]
+
+
+@dataclass
+class Generation:
+    """What the engine sampled: ids, their logprobs under the model (before temperature, like vLLM's default raw
+    logprobs) and why it stopped (``stop``: an EOS or stop token; ``length``: ``max_tokens``)."""
+
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: str
+
+
+@dataclass
+class GrpoConfig:
+    """The update: VERL's policy loss ``loss_mode`` with PPO clipping, ``ppo_epochs`` passes over the batch in
+    mini-batches of ``mini_batch_size`` rows (all rows when ``None``)."""
+
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    optimizer: str = "adamw"
+    betas: tuple[float, float] = (0.9, 0.999)
+    loss_mode: str = "vanilla"
+    loss_agg_mode: str = "token-mean"
+    clip_ratio: float = 0.2
+    ppo_epochs: int = 1
+    mini_batch_size: int | None = None
+    grad_clip: float = 1.0
+
+    def actor_config(self) -> ActorConfig:
+        return ActorConfig(
+            strategy="fsdp",
+            rollout_n=1,
+            ppo_mini_batch_size=1,
+            ppo_micro_batch_size_per_gpu=1,
+            clip_ratio=self.clip_ratio,
+            loss_agg_mode=self.loss_agg_mode,
+            ppo_epochs=self.ppo_epochs,
+        )
+
+
+class Policy:
+    """A model, its tokenizer and its optimizer. ``run`` executes a function on the model thread; the async methods
+    are safe to call from the event loop while the policy server is serving."""
+
+    def __init__(self, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, grpo: GrpoConfig | None = None):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.grpo = grpo or GrpoConfig()
+        self.optimizer = self._make_optimizer()
+        self._actor_config = self.grpo.actor_config()
+        self._loss_fn = core_algos.get_policy_loss_fn(self.grpo.loss_mode)
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agl-policy")
+        # Bumped by every update; the policy server reports it so callers can tell which weights answered.
+        self.weights_version = 0
+
+    def _make_optimizer(self) -> torch.optim.Optimizer:
+        cfg, params = self.grpo, self.model.parameters()
+        if cfg.optimizer == "sgd":
+            return torch.optim.SGD(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        if cfg.optimizer == "adamw":
+            return torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
+        raise ValueError(f"unknown optimizer {cfg.optimizer!r} (adamw or sgd)")
+
+    async def run(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=True)
+
+    # -- serving -----------------------------------------------------------------------------------------------
+
+    def encode_chat(self, messages: list[dict[str, Any]]) -> list[int]:
+        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    @torch.no_grad()
+    def generate_sync(
+        self,
+        prompt_ids: list[int],
+        max_tokens: int,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        stop_ids: frozenset[int] = frozenset(),
+        seed: int | None = None,
+    ) -> Generation:
+        """Samples up to ``max_tokens`` ids after ``prompt_ids`` (greedy at temperature 0), with a KV cache."""
+        generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        eos = self.tokenizer.eos_token_id
+        stops = set(stop_ids) | ({eos} if eos is not None else set())
+        input_ids = torch.tensor([prompt_ids], dtype=torch.long)
+        past = None
+        out_ids: list[int] = []
+        out_lps: list[float] = []
+        finish = "length"
+        for _ in range(max_tokens):
+            out = self.model(input_ids=input_ids, past_key_values=past, use_cache=True)
+            past = out.past_key_values
+            logits = out.logits[0, -1].float()
+            logp = torch.log_softmax(logits, dim=-1)
+            if temperature <= 0:
+                token = int(torch.argmax(logits))
+            else:
+                probs = torch.softmax(logits / temperature, dim=-1)
+                if top_p < 1.0:
+                    sorted_p, order = torch.sort(probs, descending=True)
+                    keep = torch.cumsum(sorted_p, 0) - sorted_p < top_p
+                    probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_p[keep])
+                token = int(torch.multinomial(probs / probs.sum(), 1, generator=generator))
+            out_ids.append(token)
+            out_lps.append(float(logp[token]))
+            if token in stops:
+                finish = "stop"
+                break
+            input_ids = torch.tensor([[token]], dtype=torch.long)
+        return Generation(out_ids, out_lps, finish)
+
+    async def generate(self, prompt_ids: list[int], max_tokens: int, **kwargs: Any) -> Generation:
+        return await self.run(lambda: self.generate_sync(prompt_ids, max_tokens, **kwargs))
+
+    # -- training ----------------------------------------------------------------------------------------------
+
+    def response_log_probs(self, data: DataProto) -> torch.Tensor:
+        """Log-probs [B, R] of ``responses`` under the current weights (with grad when enabled)."""
+        batch = data.batch
+        r_len = batch["responses"].shape[1]
+        logits = self.model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], position_ids=batch["position_ids"]
+        ).logits
+        logits = logits[:, -r_len - 1 : -1].float()
+        return logprobs_from_logits(logits, batch["responses"])
+
+    def update_sync(self, data: DataProto) -> dict[str, float]:
+        """One GRPO/PPO update on a batch that has ``advantages``: old log-probs from the current weights, then
+        ``ppo_epochs`` passes of VERL's policy loss. Returns metrics."""
+        cfg = self.grpo
+        with torch.no_grad():
+            old = self.response_log_probs(data)
+        data.batch["old_log_probs"] = old
+        mask = data.batch["response_mask"].float()
+        metrics: dict[str, float] = {}
+        if "rollout_log_probs" in data.batch.keys():
+            diff = (old - data.batch["rollout_log_probs"]).abs() * mask
+            metrics["actor/rollout_logprob_abs_diff_max"] = float(diff.max())
+        n = len(data)
+        size = cfg.mini_batch_size or n
+        self.model.train()
+        losses, kls, clipfracs, norms = [], [], [], []
+        try:
+            for epoch in range(cfg.ppo_epochs):
+                order = torch.randperm(n, generator=torch.Generator().manual_seed(self.weights_version * 131 + epoch))
+                for start in range(0, n, size):
+                    idx = order[start : start + size].numpy()
+                    mb = data.select_idxs(idx)
+                    log_prob = self.response_log_probs(mb)
+                    pg_loss, pg_metrics = self._loss_fn(
+                        old_log_prob=mb.batch["old_log_probs"],
+                        log_prob=log_prob,
+                        advantages=mb.batch["advantages"],
+                        response_mask=mb.batch["response_mask"],
+                        loss_agg_mode=cfg.loss_agg_mode,
+                        config=self._actor_config,
+                    )
+                    self.optimizer.zero_grad(set_to_none=True)
+                    pg_loss.backward()
+                    norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
+                    if math.isfinite(float(norm)):
+                        self.optimizer.step()
+                    losses.append(float(pg_loss.detach()))
+                    kls.append(float(pg_metrics.get("actor/ppo_kl", 0.0)))
+                    clipfracs.append(float(pg_metrics.get("actor/pg_clipfrac", 0.0)))
+                    norms.append(float(norm))
+        finally:
+            self.model.eval()
+        self.weights_version += 1
+        metrics.update(
+            {
+                "actor/pg_loss": sum(losses) / len(losses),
+                "actor/ppo_kl": sum(kls) / len(kls),
+                "actor/pg_clipfrac": sum(clipfracs) / len(clipfracs),
+                "actor/grad_norm": sum(norms) / len(norms),
+                "actor/n_updates": float(len(losses)),
+            }
+        )
+        return metrics
+
+    async def update(self, data: DataProto) -> dict[str, float]:
+        return await self.run(self.update_sync, data)

@@ -1,0 +1,312 @@
+"""The training loop both trainers share: publish the policy, enqueue ``n`` rollouts per task as one group, wait,
+collect triplets, build the ``DataProto``, compute rollout-level advantages, update the policy through a backend,
+publish the next version, checkpoint, report.
+
+A backend owns the weights: ``LocalBackend`` (one CPU process) or the VERL backend (Ray workers). The loop owns the
+store side and the bookkeeping that makes a killed trainer resume without training any rollout twice: the batch of a
+step is recorded (``pending.json``) before it is enqueued-and-waited, and a checkpoint (weights, optimizer, step,
+triplet cursor) is written atomically after the update; ``history.jsonl`` lists the rollouts each step trained on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from verl import DataProto
+
+from agl_bridge.advantage import compute_rollout_level_advantage, drop_marked_rows
+from agl_bridge.client import StoreClient, new_group_id
+from agl_bridge.dataproto import ConvertOptions, to_dataproto
+from agl_bridge.gen.agl.v1 import types_pb2
+from agl_bridge.triplet_source import TripletSource, make_source
+from agl_bridge.triplets import RolloutSamples
+
+__all__ = ["LoopConfig", "PolicyBackend", "StepResult", "TrainingLoop"]
+
+
+@dataclass
+class LoopConfig:
+    """What the loop does each step. ``dataset`` rows are task inputs (any JSON); step ``k`` takes rows
+    ``k*tasks_per_step ...`` (cycling), so a resumed trainer sees the same tasks."""
+
+    total_steps: int = 100
+    tasks_per_step: int = 8
+    n: int = 8
+    adv_estimator: str = "grpo"
+    norm_adv_by_std_in_grpo: bool = True
+    max_prompt_length: int | None = 1024
+    max_response_length: int | None = 1024
+    reward_fillna: float = 0.0
+    resources_id: str = "agl-policy"
+    llm_name: str = "main_llm"
+    triplet_source: str = "auto"
+    rollout_timeout: float = 600.0
+    collect_timeout: float = 60.0
+    max_attempts: int = 2
+    checkpoint_dir: str | None = None
+    keep_checkpoints: int = 2
+    log_every: int = 1
+
+
+@dataclass
+class StepResult:
+    step: int
+    version: int
+    reward_mean: float
+    n_rollouts: int
+    n_rows: int
+    response_tokens: int
+    versions_seen: list[int]
+    timings: dict[str, float]
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+class PolicyBackend(Protocol):
+    """Owns the weights and the engines that serve them."""
+
+    def resources(self) -> dict[str, types_pb2.Resource]:
+        """The resources to publish (LLM endpoints serving the current weights)."""
+        ...
+
+    @property
+    def pad_token_id(self) -> int: ...
+
+    async def before_update(self) -> None:
+        """Generation is over for this step (pause or drain engines)."""
+        ...
+
+    async def update(self, data: DataProto) -> dict[str, float]:
+        """One policy update on a batch with ``advantages``; afterwards the engines serve the new weights."""
+        ...
+
+    def save(self, directory: Path) -> None: ...
+
+    def load(self, directory: Path) -> None: ...
+
+
+def _write_json_atomic(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj))
+    os.replace(tmp, path)
+
+
+class TrainingLoop:
+    """Drives ``backend`` against the store at ``client``."""
+
+    def __init__(
+        self,
+        client: StoreClient,
+        backend: PolicyBackend,
+        dataset: Sequence[Any],
+        config: LoopConfig,
+        *,
+        source: TripletSource | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        if not dataset:
+            raise ValueError("the dataset is empty")
+        self.client, self.backend, self.dataset, self.config = client, backend, list(dataset), config
+        self.source = source or make_source(config.triplet_source, client)
+        self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.step = 0
+        self.version = 0
+        self.history: list[StepResult] = []
+        self.ckpt = Path(config.checkpoint_dir) if config.checkpoint_dir else None
+
+    # -- checkpoints -------------------------------------------------------------------------------------------
+
+    def resume(self) -> bool:
+        """Loads the latest checkpoint, if any: weights, optimizer, step, triplet cursor."""
+        if self.ckpt is None or not (self.ckpt / "latest").exists():
+            return False
+        directory = self.ckpt / (self.ckpt / "latest").read_text().strip()
+        state = json.loads((directory / "state.json").read_text())
+        self.backend.load(directory)
+        self.step = int(state["step"])
+        self.version = int(state.get("version", 0))
+        self.source.load_state(state.get("source", {}))
+        self.log(f"[agl] resumed from {directory} at step {self.step} (last published version {self.version})")
+        return True
+
+    def _save(self) -> None:
+        if self.ckpt is None:
+            return
+        self.ckpt.mkdir(parents=True, exist_ok=True)
+        name = f"step-{self.step:06d}"
+        tmp = self.ckpt / f".{name}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        self.backend.save(tmp)
+        state = {"step": self.step, "version": self.version, "source": self.source.state(), "time": time.time()}
+        (tmp / "state.json").write_text(json.dumps(state))
+        final = self.ckpt / name
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+        latest = self.ckpt / "latest"
+        tmp_latest = self.ckpt / "latest.tmp"
+        tmp_latest.write_text(name)
+        os.replace(tmp_latest, latest)
+        kept = sorted(p for p in self.ckpt.glob("step-*") if p.is_dir())
+        for old in kept[: -self.config.keep_checkpoints]:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def _pending(self) -> dict[str, Any] | None:
+        if self.ckpt is None or not (self.ckpt / "pending.json").exists():
+            return None
+        pending = json.loads((self.ckpt / "pending.json").read_text())
+        return pending if pending.get("step") == self.step else None
+
+    # -- store side --------------------------------------------------------------------------------------------
+
+    async def publish(self) -> int:
+        """Publishes the backend's endpoints as the next version of ``resources_id``; returns the version."""
+        update = await self.client.update_resources(
+            self.config.resources_id, self.backend.resources(), create_if_missing=True
+        )
+        self.version = update.version
+        return self.version
+
+    def tasks_for(self, step: int) -> list[Any]:
+        k = self.config.tasks_per_step
+        return [self.dataset[(step * k + i) % len(self.dataset)] for i in range(k)]
+
+    async def _enqueue(self, step: int) -> list[str]:
+        pending = self._pending()
+        if pending is not None:
+            self.log(f"[agl] step {step}: reusing its {len(pending['rollout_ids'])} rollouts enqueued before a restart")
+            return list(pending["rollout_ids"])
+        specs = []
+        for task in self.tasks_for(step):
+            group = new_group_id()
+            specs.append((task, group))
+        ids: list[str] = []
+        config = {"max_attempts": self.config.max_attempts, "retry_condition": ["ATTEMPT_STATUS_FAILED"]}
+        for task, group in specs:
+            rollouts = await self.client.enqueue_group(
+                task, self.config.n, group_id=group, mode="train", resources_id=self.config.resources_id,
+                config=config, metadata={"step": step},
+            )
+            ids.extend(r.rollout_id for r in rollouts)
+        if self.ckpt is not None:
+            self.ckpt.mkdir(parents=True, exist_ok=True)
+            _write_json_atomic(self.ckpt / "pending.json", {"step": step, "rollout_ids": ids})
+        return ids
+
+    async def _wait(self, ids: list[str]) -> list[str]:
+        finished = await self.client.wait_for_rollouts(ids, self.config.rollout_timeout)
+        done = {r.rollout_id for r in finished}
+        late = [r for r in ids if r not in done]
+        for rollout_id in late:
+            try:
+                await self.client.update_rollout(rollout_id, status="cancelled")
+            except Exception as error:  # noqa: BLE001 - a rollout that finished meanwhile cannot be cancelled
+                self.log(f"[agl] could not cancel {rollout_id}: {error}")
+        if late:
+            self.log(f"[agl] {len(late)} rollouts did not finish within {self.config.rollout_timeout:.0f} s: cancelled")
+        return [r for r in ids if r in done]
+
+    # -- one step ----------------------------------------------------------------------------------------------
+
+    async def run_step(self) -> StepResult | None:
+        """Runs step ``self.step``; returns its result (``None`` when no trainable row came back)."""
+        cfg, step = self.config, self.step
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        ids = await self._enqueue(step)
+        timings["enqueue"] = time.perf_counter() - t
+        t = time.perf_counter()
+        finished = await self._wait(ids)
+        timings["wait"] = time.perf_counter() - t
+        t = time.perf_counter()
+        samples = await self.source.collect(finished, cfg.collect_timeout)
+        timings["collect"] = time.perf_counter() - t
+        await self.backend.before_update()
+        t = time.perf_counter()
+        result = await self._train(step, samples, timings)
+        self.step += 1
+        t = time.perf_counter()
+        await self.publish()
+        timings["publish"] = time.perf_counter() - t
+        t = time.perf_counter()
+        self._save()
+        timings["checkpoint"] = time.perf_counter() - t
+        if result is not None:
+            result.version = self.version
+            self.history.append(result)
+            if self.ckpt is not None:
+                with (self.ckpt / "history.jsonl").open("a") as f:
+                    f.write(json.dumps({**asdict(result), "rollout_ids": [s.rollout_id for s in samples]}) + "\n")
+            if cfg.log_every and (step % cfg.log_every == 0 or self.step == cfg.total_steps):
+                self.log(self.format_progress(result))
+        return result
+
+    async def _train(self, step: int, samples: list[RolloutSamples], timings: dict[str, float]) -> StepResult | None:
+        cfg = self.config
+        t = time.perf_counter()
+        options = ConvertOptions(
+            pad_token_id=self.backend.pad_token_id,
+            max_prompt_length=cfg.max_prompt_length,
+            max_response_length=cfg.max_response_length,
+            reward_fillna=cfg.reward_fillna,
+        )
+        try:
+            data, stats = to_dataproto(samples, options, meta_info={"global_steps": step})
+        except ValueError as error:
+            self.log(f"[agl] step {step}: skipped ({error})")
+            return None
+        data, adv_metrics = compute_rollout_level_advantage(
+            data, cfg.adv_estimator, norm_adv_by_std_in_grpo=cfg.norm_adv_by_std_in_grpo
+        )
+        data, dropped = drop_marked_rows(data)
+        timings["convert"] = time.perf_counter() - t
+        t = time.perf_counter()
+        metrics = await self.backend.update(data) if len(data) else {}
+        timings["update"] = time.perf_counter() - t
+        metrics.update(stats.metrics())
+        metrics.update(adv_metrics)
+        metrics["training/n_sample_dropped/marked"] = float(dropped)
+        versions = sorted({t.resources_version for s in samples for t in s.triplets})
+        response_tokens = int(data.batch["response_mask"].sum()) if len(data) else 0
+        return StepResult(
+            step=step,
+            version=0,
+            reward_mean=stats.reward_mean,
+            n_rollouts=stats.n_rollouts,
+            n_rows=stats.n_rows,
+            response_tokens=response_tokens,
+            versions_seen=versions,
+            timings=timings,
+            metrics=metrics,
+        )
+
+    def format_progress(self, r: StepResult) -> str:
+        gen_s = r.timings.get("wait", 0.0) + r.timings.get("enqueue", 0.0)
+        tok_s = r.response_tokens / gen_s if gen_s > 0 else 0.0
+        bridge = sum(r.timings.get(k, 0.0) for k in ("enqueue", "collect", "convert", "publish"))
+        return (
+            f"[agl] step {r.step + 1}/{self.config.total_steps}  reward {r.reward_mean:.3f}  "
+            f"rollouts {r.n_rollouts}  rows {r.n_rows}  tokens/s {tok_s:.0f}  "
+            f"served by v{','.join(map(str, r.versions_seen)) or '?'} -> published v{r.version}  "
+            f"time wait {r.timings.get('wait', 0):.2f}s update {r.timings.get('update', 0):.2f}s bridge {bridge:.2f}s"
+        )
+
+    async def run(self) -> list[StepResult]:
+        """Resumes if a checkpoint exists, publishes the current policy, and trains until ``total_steps``."""
+        self.resume()
+        version = await self.publish()
+        self.log(f"[agl] published {self.config.resources_id} v{version}; training from step {self.step}")
+        while self.step < self.config.total_steps:
+            await self.run_step()
+            await asyncio.sleep(0)
+        if self.ckpt is not None and (self.ckpt / "pending.json").exists():
+            (self.ckpt / "pending.json").unlink()
+        return self.history

@@ -1,0 +1,32 @@
+import { pathToFileURL } from "node:url";
+import { isAbsolute, resolve } from "node:path";
+import { type Agent, isAgent } from "./agent.js";
+import { AglError } from "./errors.js";
+
+/**
+ * Imports an agent module by path or URL and returns its agent: the named export `exportName` when given, else the
+ * default export, else an export named `agent`. An exported class is instantiated with no arguments.
+ */
+export async function loadAgent(modulePath: string, exportName?: string): Promise<Agent<unknown>> {
+  const url = /^[a-z]+:/i.test(modulePath) && !isAbsolute(modulePath)
+    ? modulePath
+    : pathToFileURL(resolve(modulePath)).href;
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(url)) as Record<string, unknown>;
+  } catch (error) {
+    throw new AglError("agent_load", `cannot import agent module ${modulePath}: ${(error as Error).message}`, { cause: error });
+  }
+  const names = exportName ? [exportName] : ["default", "agent"];
+  for (const name of names) {
+    let value = mod[name];
+    if (typeof value === "function" && typeof (value as { prototype?: Agent }).prototype?.rollout === "function") {
+      value = new (value as new () => Agent<unknown>)();
+    }
+    if (isAgent(value)) return value;
+  }
+  throw new AglError(
+    "agent_load",
+    `${modulePath} exports no agent${exportName ? ` named "${exportName}"` : ""}: export default rollout(fn), an object with rollout(), or a class with rollout()`,
+  );
+}

@@ -1,0 +1,73 @@
+import { parseArgs } from "node:util";
+import { checkUrl, integer, UsageError } from "./serve-args.js";
+
+/** What `agl proxy` was asked to do. */
+export interface ProxyArgs {
+  store: string;
+  host: string;
+  port: number;
+  /** Bearer token of the store, also required from the proxy's clients. */
+  token?: string;
+  /** Fixed engines; empty means the store's latest LLM resource. */
+  backends: string[];
+  model?: string;
+  maxRetries: number;
+  help: boolean;
+}
+
+export const PROXY_USAGE = `Usage: agl proxy --store <url> [options]
+
+Serves the LLM proxy on its own port: OpenAI-compatible /v1/chat/completions, /v1/completions and /v1/models, the
+same under /rollout/{rollout_id}/attempt/{attempt_id}/v1/..., and the admin routes /proxy/status, /proxy/pause,
+/proxy/drain and /proxy/resume. Every attributed call is stored as a span with the engine's token ids.
+
+Options:
+  --store <url>          the store server (required)
+  --host <host>          address to listen on (default 127.0.0.1)
+  --port <port>          port to listen on; 0 picks a free one (default 4748)
+  --token <token>        the store's token, also required from proxy clients (default: $AGL_TOKEN, else none)
+  --backend <url>        a fixed engine (OpenAI base URL, repeatable); default: the store's latest LLM resource
+  --model <name>         the model the fixed engines serve
+  --max-retries <n>      retries of 429/5xx/timeouts before the first byte (default 3)
+  -h, --help             show this help
+`;
+
+/** Parses the arguments after `proxy`; throws {@link UsageError}. */
+export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ProxyArgs {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        store: { type: "string" },
+        host: { type: "string" },
+        port: { type: "string" },
+        token: { type: "string" },
+        backend: { type: "string", multiple: true },
+        model: { type: "string" },
+        "max-retries": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  const help = values.help === true;
+  if (!help && values.store === undefined) throw new UsageError("--store is required");
+  if (values.store !== undefined) checkUrl(values.store, "--store");
+  const backends = values.backend ?? [];
+  for (const url of backends) checkUrl(url, "--backend");
+  const token = values.token ?? env.AGL_TOKEN;
+  return {
+    store: values.store ?? "",
+    host: values.host ?? "127.0.0.1",
+    port: integer(values.port ?? "4748", "--port", 0, 65_535),
+    ...(token ? { token } : {}),
+    backends,
+    ...(values.model ? { model: values.model } : {}),
+    maxRetries: integer(values["max-retries"] ?? "3", "--max-retries", 0, 100),
+    help,
+  };
+}

@@ -1,0 +1,102 @@
+import { parseArgs } from "node:util";
+import { UsageError } from "./serve-args.js";
+
+/** What `agl run` was asked to do. */
+export interface RunArgs {
+  agentModule: string;
+  exportName?: string;
+  store: string;
+  token?: string;
+  /** Worker threads; 0 runs agents on the main thread. */
+  workers: number;
+  concurrency: number;
+  workerId?: string;
+  maxRollouts?: number;
+  pollWaitSeconds: number;
+  blockedWorkerMs: number;
+  shutdownGraceMs: number;
+  help: boolean;
+}
+
+export const RUN_USAGE = `Usage: agl run <agent-module> [options]
+
+Runs an agent against a store: claims rollouts, runs them on worker threads, reports spans and outcomes.
+The module exports the agent: export default rollout(async (task, resources, ctx) => reward), or a class or
+object with rollout(). TypeScript modules load through tsx.
+
+Options:
+  --store <url>               the store server (default $AGL_STORE_URL, else http://127.0.0.1:4747)
+  --token <token>             bearer token of the store (default $AGL_TOKEN)
+  --workers <n>               worker threads; 0 runs agents on the main thread (default 1)
+  --concurrency <m>           rollouts each worker runs at once (default 8)
+  --export <name>             the module's export holding the agent (default: default, else agent)
+  --worker-id <id>            how this runner appears among the store's workers (default host-pid)
+  --max-rollouts <k>          exit after finishing k rollouts
+  --poll-wait <seconds>       server-side wait of each dequeue (default 2)
+  --blocked-worker-ms <ms>    terminate a worker thread whose event loop is blocked this long (default 10000)
+  --shutdown-grace <seconds>  on SIGTERM/SIGINT, let running rollouts finish this long before handing them back
+                              to the queue (default 30)
+  -h, --help                  show this help
+`;
+
+function integer(value: string | undefined, flag: string, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new UsageError(`${flag} needs an integer ≥ ${min}, got "${value}"`);
+  return n;
+}
+
+function seconds(value: string | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new UsageError(`${flag} needs a number of seconds ≥ 0, got "${value}"`);
+  return n;
+}
+
+/** Parses the arguments after `run`. Throws {@link UsageError}. */
+export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): RunArgs {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: true,
+      options: {
+        store: { type: "string" },
+        token: { type: "string" },
+        workers: { type: "string" },
+        concurrency: { type: "string" },
+        export: { type: "string" },
+        "worker-id": { type: "string" },
+        "max-rollouts": { type: "string" },
+        "poll-wait": { type: "string" },
+        "blocked-worker-ms": { type: "string" },
+        "shutdown-grace": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  const { values, positionals } = parsed;
+  const help = values.help === true;
+  if (!help && positionals.length !== 1) throw new UsageError("give exactly one agent module: agl run <agent-module>");
+  const store = values.store ?? env.AGL_STORE_URL ?? "http://127.0.0.1:4747";
+  if (!/^https?:\/\//.test(store)) throw new UsageError(`--store needs an http:// or https:// URL, got "${store}"`);
+  const token = values.token ?? env.AGL_TOKEN;
+  const args: RunArgs = {
+    agentModule: positionals[0] ?? "",
+    store,
+    workers: integer(values.workers, "--workers", 1, 0),
+    concurrency: integer(values.concurrency, "--concurrency", 8, 1),
+    pollWaitSeconds: seconds(values["poll-wait"], "--poll-wait", 2),
+    blockedWorkerMs: integer(values["blocked-worker-ms"], "--blocked-worker-ms", 10_000, 100),
+    shutdownGraceMs: seconds(values["shutdown-grace"], "--shutdown-grace", 30) * 1000,
+    help,
+  };
+  if (values.export !== undefined) args.exportName = values.export;
+  if (token) args.token = token;
+  if (values["worker-id"] !== undefined) args.workerId = values["worker-id"];
+  if (values["max-rollouts"] !== undefined) args.maxRollouts = integer(values["max-rollouts"], "--max-rollouts", 0, 1);
+  return args;
+}

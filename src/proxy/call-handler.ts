@@ -1,0 +1,96 @@
+import type * as http from "node:http";
+import { performance } from "node:perf_hooks";
+import { type BackendSet, backendsForModel, routeOrder } from "./backends.js";
+import { traceIdsFor } from "./call-span.js";
+import { type CallPlan, type ForwardPolicy, forwardCall } from "./forward-call.js";
+import { BodyTooLargeError, readRequestBody, sendError } from "./http-io.js";
+import type { PauseGate } from "./pause-gate.js";
+import type { ProxyRoute } from "./proxy-routes.js";
+import type { ScopeChecker } from "./scope-check.js";
+
+/** What {@link handleCall} works with; one per proxy. */
+export interface CallHandlerDeps {
+  policy: ForwardPolicy;
+  gate: PauseGate;
+  scopes: ScopeChecker;
+  maxBodyBytes: number;
+  /** The backends in force, waiting a little for the first ones. */
+  backends(): Promise<BackendSet | undefined>;
+  /** A call came without rollout/attempt scope. */
+  onUnattributed(): void;
+  /** Rotates unscoped calls over the engines. */
+  rotation(): number;
+}
+
+/**
+ * Serves one LLM call: reads and checks the body (400/413 with clear messages), checks the scope against the store
+ * (404/409), picks the engines (503 without any, 404 for a model none serves), waits at the pause gate (or 429), then
+ * forwards it. Resolves when the answer is complete.
+ */
+export async function handleCall(deps: CallHandlerDeps, route: Extract<ProxyRoute, { kind: "call" }>, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const startTime = Date.now() / 1000;
+  const startedAt = performance.now();
+  // The client may leave at any point: waiting in the gate, or mid-answer (then the engine's stream is stopped).
+  const abort = new AbortController();
+  res.on("close", () => {
+    if (!res.writableFinished) abort.abort();
+  });
+  let raw: Buffer;
+  try {
+    raw = await readRequestBody(req, deps.maxBodyBytes);
+  } catch (error) {
+    if (error instanceof BodyTooLargeError) return sendError(res, 413, "request_too_large", error.message, { connection: "close" });
+    if (abort.signal.aborted || req.destroyed) return; // the client left while sending its body
+    throw error;
+  }
+  const requestText = raw.toString("utf8");
+  let request: unknown;
+  try {
+    request = JSON.parse(requestText);
+  } catch (error) {
+    return sendError(res, 400, "invalid_json", `the request body is not valid JSON: ${(error as Error).message}`);
+  }
+  if (typeof request !== "object" || request === null || Array.isArray(request)) {
+    return sendError(res, 400, "invalid_request", "the request body must be a JSON object");
+  }
+  const body = request as Record<string, unknown>;
+  if (route.call === "chat" && !Array.isArray(body.messages)) return sendError(res, 400, "invalid_request", "`messages` must be an array of chat messages");
+  if (route.call === "completions" && body.prompt === undefined) return sendError(res, 400, "invalid_request", "`prompt` is required");
+  if (route.scope) {
+    const refusal = await deps.scopes.check(route.scope);
+    if (refusal) return sendError(res, refusal.status, refusal.code, refusal.message);
+  } else {
+    deps.onUnattributed();
+  }
+  const set = await deps.backends();
+  if (!set) return sendError(res, 503, "no_backend", "no engine is configured yet: publish an LLM resource or pass --backend", { "retry-after": "1" });
+  const model = typeof body.model === "string" ? body.model : undefined;
+  const { backends, rewrite } = backendsForModel(set.backends, model);
+  if (backends.length === 0) {
+    const served = [...new Set(set.backends.map((b) => b.model))].join(", ");
+    return sendError(res, 404, "model_not_found", `model ${JSON.stringify(model)} is not served here; models: ${served}`);
+  }
+  const refused = await deps.gate.enter(abort.signal);
+  if (refused) {
+    if (refused.reason === "aborted") return;
+    const message = refused.reason === "paused" ? "the proxy is paused for a weight update; retry later" : "the proxy stayed paused too long; retry later";
+    return sendError(res, 429, "proxy_paused", message, { "retry-after": String(refused.retryAfterSeconds) });
+  }
+  const plan: CallPlan = {
+    kind: route.call,
+    scope: route.scope,
+    request: body,
+    requestText,
+    ids: traceIdsFor(req.headers.traceparent),
+    order: routeOrder(backends, route.scope?.rolloutId, deps.rotation()),
+    rewrite,
+    set,
+    startTime,
+    startedAt,
+  };
+  try {
+    await forwardCall(deps.policy, plan, res, abort.signal);
+  } finally {
+    deps.gate.leave();
+  }
+}

@@ -1,0 +1,196 @@
+import type * as http from "node:http";
+import { performance } from "node:perf_hooks";
+import type { Backend, BackendSet } from "./backends.js";
+import { upstreamUrl } from "./backends.js";
+import type { CallRecord } from "./call-span.js";
+import { type CallKind, type CompletionRecord, readCompletion } from "./completion-reader.js";
+import { sendError } from "./http-io.js";
+import type { CallScope } from "./scope-check.js";
+import { streamThrough } from "./stream-through.js";
+import { backoffMs, isRetryableStatus, readBody, type Upstream, UpstreamError } from "./upstream.js";
+
+/** How calls are forwarded; shared by every call of a proxy. */
+export interface ForwardPolicy {
+  upstream: Upstream;
+  /** Stores the call's span before the client sees the end of the answer. */
+  record(call: CallRecord): Promise<void>;
+  /** Tries after the first one for 429, 5xx, refused connections and timeouts (before any byte reached the client). */
+  maxRetries: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** `auto`: ask, and stop asking an engine that rejects the field; `always`; `never`. */
+  returnTokenIds: "auto" | "always" | "never";
+  requestLogprobs: boolean;
+  /** Endpoints that rejected `return_token_ids` (auto mode). */
+  noTokenIds: Set<string>;
+  onRetry(): void;
+}
+
+/** One call, routed and ready to go. */
+export interface CallPlan {
+  kind: CallKind;
+  scope: CallScope | undefined;
+  request: Record<string, unknown>;
+  /** The body exactly as the client sent it. */
+  requestText: string;
+  ids: { traceId: string; spanId: string; parentId: string };
+  /** Backends in the order to try them. */
+  order: Backend[];
+  /** Model name to send instead of the client's. */
+  rewrite: string | undefined;
+  set: BackendSet;
+  /** Epoch seconds and `performance.now()` at arrival. */
+  startTime: number;
+  startedAt: number;
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+  });
+
+function upstreamBody(plan: CallPlan, policy: ForwardPolicy, backend: Backend): { body: Buffer; askedIds: boolean } {
+  const askedIds = policy.returnTokenIds === "always" || (policy.returnTokenIds === "auto" && !policy.noTokenIds.has(backend.endpoint));
+  const extra: Record<string, unknown> = {};
+  if (plan.rewrite !== undefined) extra.model = plan.rewrite;
+  if (askedIds) extra.return_token_ids = true;
+  if (policy.requestLogprobs) {
+    if (plan.kind === "chat") extra.logprobs = true;
+    else if (typeof plan.request.logprobs !== "number") extra.logprobs = 0;
+  }
+  const keys = Object.keys(extra);
+  // Appending the new fields to the client's own text saves re-serializing a large prompt; only when no key repeats.
+  const text = plan.requestText.trimEnd();
+  if (text.endsWith("}") && Object.keys(plan.request).length > 0 && keys.every((k) => !(k in plan.request))) {
+    const tail = keys.map((k) => `,${JSON.stringify(k)}:${JSON.stringify(extra[k])}`).join("");
+    return { body: Buffer.from(text.slice(0, -1) + tail + "}"), askedIds };
+  }
+  return { body: Buffer.from(JSON.stringify({ ...plan.request, ...extra })), askedIds };
+}
+
+/**
+ * Forwards a call with retries, answers the client (streamed chunk by chunk, or whole) and records its span. Retries
+ * happen only before the first byte of the answer reached the client; after that a failure ends the answer with an
+ * error event. Never throws.
+ */
+export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: http.ServerResponse, signal: AbortSignal): Promise<void> {
+  const stream = plan.request.stream === true;
+  const base: Omit<CallRecord, "endTime" | "httpStatus" | "completion" | "error" | "tries" | "backendEndpoint" | "timeToFirstByteMs"> = {
+    scope: plan.scope,
+    kind: plan.kind,
+    ...plan.ids,
+    request: plan.request,
+    requestText: plan.requestText,
+    stream,
+    startTime: plan.startTime,
+    resourcesId: plan.set.resourcesId,
+    resourcesVersion: plan.set.resourcesVersion,
+  };
+  const finish = (
+    httpStatus: number,
+    tries: number,
+    backend: Backend | undefined,
+    ttfb: number | undefined,
+    completion: CompletionRecord | undefined,
+    error?: { type: string; message: string },
+  ) =>
+    policy.record({
+      ...base,
+      endTime: plan.startTime + (performance.now() - plan.startedAt) / 1000,
+      httpStatus,
+      tries,
+      backendEndpoint: backend?.endpoint,
+      timeToFirstByteMs: ttfb,
+      completion,
+      error,
+    });
+
+  let tries = 0;
+  let probing = 0;
+  for (;;) {
+    const backend = plan.order[tries % plan.order.length] as Backend;
+    tries++;
+    const { body, askedIds } = upstreamBody(plan, policy, backend);
+    const url = upstreamUrl(backend.endpoint, plan.kind === "chat" ? "/chat/completions" : "/completions");
+    let upstream: http.IncomingMessage;
+    try {
+      upstream = await policy.upstream.post(url, body, backend.apiKey, signal);
+    } catch (error) {
+      const e = error as UpstreamError;
+      if (e.kind === "aborted") return finish(499, tries, backend, undefined, undefined, { type: "client_disconnected", message: e.message });
+      if (tries <= policy.maxRetries) {
+        policy.onRetry();
+        await sleep(backoffMs(tries, policy.backoffBaseMs, policy.backoffMaxMs), signal);
+        continue;
+      }
+      const status = e.kind === "timeout" ? 504 : 502;
+      const message = `the engine did not answer after ${tries} ${tries === 1 ? "try" : "tries"}: ${e.message}`;
+      await finish(status, tries, backend, undefined, undefined, { type: "upstream_error", message });
+      return sendError(res, status, e.kind === "timeout" ? "engine_timeout" : "engine_unavailable", message);
+    }
+    const ttfb = performance.now() - plan.startedAt;
+    const status = upstream.statusCode ?? 502;
+    if (status >= 400) {
+      let text: Buffer;
+      try {
+        text = await readBody(upstream);
+      } catch {
+        text = Buffer.alloc(0);
+      }
+      if (status === 400 && askedIds && policy.returnTokenIds === "auto" && text.includes("return_token_ids") && probing++ < plan.order.length) {
+        // The engine does not know the field: stop asking it, and repeat this try without it.
+        policy.noTokenIds.add(backend.endpoint);
+        tries--;
+        continue;
+      }
+      if (isRetryableStatus(status) && tries <= policy.maxRetries && !signal.aborted) {
+        policy.onRetry();
+        await sleep(backoffMs(tries, policy.backoffBaseMs, policy.backoffMaxMs, upstream.headers["retry-after"]), signal);
+        if (!signal.aborted) continue;
+      }
+      const message = `the engine answered ${status}: ${text.toString("utf8").slice(0, 500)}`;
+      await finish(status, tries, backend, ttfb, undefined, { type: "upstream_status", message });
+      if (res.headersSent || signal.aborted) return void res.end();
+      const headers: http.OutgoingHttpHeaders = { "content-type": upstream.headers["content-type"] ?? "application/json", "content-length": text.length };
+      if (upstream.headers["retry-after"]) headers["retry-after"] = upstream.headers["retry-after"];
+      res.writeHead(status, headers);
+      return void res.end(text);
+    }
+    const isStream = stream && /text\/event-stream/i.test(upstream.headers["content-type"] ?? "");
+    if (isStream) {
+      const outcome = await streamThrough(upstream, res, plan.kind, plan.ids.spanId, signal);
+      await finish(outcome.error ? (outcome.error.type === "client_disconnected" ? 499 : 502) : status, tries, backend, ttfb, outcome.completion, outcome.error);
+      outcome.release();
+      return;
+    }
+    let text: Buffer;
+    try {
+      text = await readBody(upstream);
+    } catch (error) {
+      const message = `the engine's answer broke off: ${error instanceof Error ? error.message : String(error)}`;
+      const disconnected = signal.aborted;
+      await finish(disconnected ? 499 : 502, tries, backend, ttfb, undefined, { type: disconnected ? "client_disconnected" : "upstream_error", message });
+      return disconnected ? void res.end() : sendError(res, 502, "engine_broke_off", message);
+    }
+    let completion: CompletionRecord | undefined;
+    try {
+      completion = readCompletion(JSON.parse(text.toString("utf8")));
+    } catch {
+      completion = undefined;
+    }
+    await finish(status, tries, backend, ttfb, completion);
+    if (signal.aborted) return;
+    res.writeHead(status, {
+      "content-type": upstream.headers["content-type"] ?? "application/json",
+      "content-length": text.length,
+      "x-agl-span-id": plan.ids.spanId,
+    });
+    return void res.end(text);
+  }
+}

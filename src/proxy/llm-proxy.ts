@@ -1,0 +1,208 @@
+import * as http from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import type { StoreApi } from "../store/store-api.js";
+import { handleAdmin } from "./admin-routes.js";
+import { type BackendSource, staticBackends, storeBackends } from "./backend-source.js";
+import type { Backend } from "./backends.js";
+import { type CallHandlerDeps, handleCall } from "./call-handler.js";
+import type { ForwardPolicy } from "./forward-call.js";
+import { bearerProblem, sendError, sendJson } from "./http-io.js";
+import { createPauseGate, type PauseOptions, type PauseState } from "./pause-gate.js";
+import { routeRequest } from "./proxy-routes.js";
+import { createScopeChecker } from "./scope-check.js";
+import { createSpanRecorder } from "./span-recorder.js";
+import { createUpstream, type UpstreamOptions } from "./upstream.js";
+
+/** Options of {@link createLlmProxy}. */
+export interface LlmProxyOptions {
+  /** Where calls are checked (rollout and attempt exist) and recorded (one span each). */
+  store: StoreApi;
+  /** Fixed backends; without them the proxy follows the `llm` resources of the store's latest snapshot. */
+  backends?: readonly Backend[];
+  /** With store backends: only the `llm` resources of these names. */
+  resourceNames?: readonly string[];
+  /** When set, every proxy route (LLM and admin) needs `authorization: Bearer <token>`. */
+  token?: string;
+  /** Retries of 429, 5xx, refused connections and timeouts, before any byte reached the client (default 3). */
+  maxRetries?: number;
+  /** Backoff before the first retry (default 200 ms; doubles, with jitter), and its cap (default 10,000 ms). */
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  /** Engine timeouts. */
+  upstream?: UpstreamOptions;
+  /** Ask engines for `return_token_ids` (default `auto`: ask, and stop asking an engine that rejects it). */
+  returnTokenIds?: "auto" | "always" | "never";
+  /** Ask engines for chosen-token logprobs (default true). */
+  requestLogprobs?: boolean;
+  /** Largest request body (default 16 MiB). */
+  maxBodyBytes?: number;
+  /** Longest a call waits while paused before a 429 (default 300,000 ms). */
+  pauseMaxWaitMs?: number;
+  /** Longest a call waits for the first backends to be known before a 503 (default 2,000 ms). */
+  noBackendWaitMs?: number;
+  /** Where problems are reported (default: stderr). */
+  log?: (message: string) => void;
+}
+
+/** What `GET /proxy/status` reports. */
+export interface ProxyStatus extends PauseState {
+  backends: { endpoint: string; model: string; name?: string }[];
+  resourcesId: string;
+  resourcesVersion: number;
+  requests: number;
+  retries: number;
+  /** Calls made without `/rollout/{id}/attempt/{id}`: served, counted here, not stored. */
+  unattributedCalls: number;
+  spansRecorded: number;
+  spanWriteErrors: number;
+  /** Answers by HTTP status. */
+  responses: Record<string, number>;
+}
+
+/** The LLM proxy: a request handler plus the pause/drain controls. */
+export interface LlmProxy {
+  /** Serves a request; with `next`, requests that are not the proxy's go there instead of a 404. */
+  handle(req: http.IncomingMessage, res: http.ServerResponse, next?: () => void): void;
+  /** Serves the proxy on its own port; resolves to its URL. `close()` stops it. */
+  listen(port?: number, host?: string): Promise<string>;
+  pause(options?: PauseOptions): void;
+  resume(): void;
+  /** Resolves true once no call is in flight (false when `timeoutMs` passes first). */
+  drain(timeoutMs?: number): Promise<boolean>;
+  status(): ProxyStatus;
+  /** Resolves once backends are known. */
+  readonly ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Creates the LLM proxy: OpenAI-compatible routes (plain and attempt-scoped), sticky routing per rollout, token ids
+ * and logprobs requested from engines, streaming passed through chunk by chunk, retries before the first byte,
+ * pause/drain, and one span per attributed call in the store.
+ */
+export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
+  const log = options.log ?? ((message: string) => process.stderr.write(`${message}\n`));
+  const source: BackendSource = options.backends
+    ? staticBackends(options.backends)
+    : storeBackends({ store: options.store, resourceNames: options.resourceNames, onError: (e) => log(`agl proxy: watching resources failed: ${String(e)}`) });
+  const gate = createPauseGate({ maxWaitMs: options.pauseMaxWaitMs });
+  const scopes = createScopeChecker(options.store);
+  const recorder = createSpanRecorder({ store: options.store, scopes, log });
+  const upstream = createUpstream(options.upstream);
+  const counters = { requests: 0, retries: 0, unattributedCalls: 0, responses: {} as Record<string, number> };
+  const policy: ForwardPolicy = {
+    upstream,
+    record: (call) => recorder.record(call),
+    maxRetries: options.maxRetries ?? 3,
+    backoffBaseMs: options.backoffBaseMs ?? 200,
+    backoffMaxMs: options.backoffMaxMs ?? 10_000,
+    returnTokenIds: options.returnTokenIds ?? "auto",
+    requestLogprobs: options.requestLogprobs ?? true,
+    noTokenIds: new Set(),
+    onRetry: () => counters.retries++,
+  };
+  let rotation = 0;
+
+  const status = (): ProxyStatus => {
+    const set = source.current();
+    return {
+      ...gate.state(),
+      backends: (set?.backends ?? []).map((b) => ({ endpoint: b.endpoint, model: b.model, ...(b.name ? { name: b.name } : {}) })),
+      resourcesId: set?.resourcesId ?? "",
+      resourcesVersion: set?.resourcesVersion ?? 0,
+      requests: counters.requests,
+      retries: counters.retries,
+      unattributedCalls: counters.unattributedCalls,
+      ...recorder.stats(),
+      responses: { ...counters.responses },
+    };
+  };
+
+  const callDeps: CallHandlerDeps = {
+    policy,
+    gate,
+    scopes,
+    maxBodyBytes: options.maxBodyBytes ?? 16 * 1024 * 1024,
+    async backends() {
+      if (source.current()) return source.current();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([source.ready, new Promise((resolve) => (timer = setTimeout(resolve, options.noBackendWaitMs ?? 2_000)))]);
+      clearTimeout(timer);
+      return source.current();
+    },
+    onUnattributed() {
+      if (counters.unattributedCalls++ === 0) {
+        log("agl proxy: serving calls without /rollout/{rollout_id}/attempt/{attempt_id}; they are counted, not stored");
+      }
+    },
+    rotation: () => rotation++,
+  };
+
+  const handle = (req: http.IncomingMessage, res: http.ServerResponse, next?: () => void) => {
+    const route = routeRequest(req.method ?? "GET", req.url ?? "/");
+    if (!route) return next ? next() : sendError(res, 404, "not_found", `no route ${req.method} ${req.url}`);
+    counters.requests++;
+    res.on("finish", () => {
+      counters.responses[res.statusCode] = (counters.responses[res.statusCode] ?? 0) + 1;
+    });
+    if (options.token !== undefined) {
+      const problem = bearerProblem(req, options.token);
+      if (problem) return sendError(res, 401, "unauthenticated", problem);
+    }
+    let work: Promise<void> | void;
+    switch (route.kind) {
+      case "method_not_allowed":
+        return sendError(res, 405, "method_not_allowed", `use ${route.allow}`, { allow: route.allow });
+      case "models": {
+        const models = [...new Set((source.current()?.backends ?? []).map((b) => b.model))];
+        return sendJson(res, 200, { object: "list", data: models.map((id) => ({ id, object: "model", created: 0, owned_by: "agl" })) });
+      }
+      case "admin":
+        work = handleAdmin(proxy, route.action, req, res);
+        break;
+      case "call":
+        work = handleCall(callDeps, route, req, res);
+        break;
+    }
+    work.catch((error: unknown) => {
+      log(`agl proxy: unexpected error on ${req.method} ${req.url}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      if (!res.headersSent) sendError(res, 500, "internal_error", "the proxy failed unexpectedly; see its log");
+      else res.destroy();
+    });
+  };
+
+  let server: http.Server | undefined;
+  const sockets = new Set<Socket>();
+  const proxy: LlmProxy = {
+    handle,
+    async listen(port = 0, host = "127.0.0.1") {
+      server = http.createServer({ keepAliveTimeout: 65_000, headersTimeout: 30_000, requestTimeout: 0 }, (req, res) => handle(req, res));
+      server.on("connection", (socket) => {
+        sockets.add(socket);
+        socket.on("close", () => sockets.delete(socket));
+      });
+      await new Promise<void>((resolve, reject) => {
+        server?.once("error", reject);
+        server?.listen(port, host, () => resolve());
+      });
+      const address = server.address() as AddressInfo;
+      return `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`;
+    },
+    pause: (opts) => gate.pause(opts),
+    resume: () => gate.resume(),
+    drain: (timeoutMs) => gate.drain(timeoutMs),
+    status,
+    ready: source.ready,
+    async close() {
+      source.close();
+      if (server) {
+        const closed = new Promise<void>((resolve) => server?.close(() => resolve()));
+        server.closeIdleConnections();
+        await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+        for (const socket of sockets) socket.destroy();
+      }
+      upstream.close();
+    },
+  };
+  return proxy;
+}

@@ -1,0 +1,55 @@
+import { StringDecoder } from "node:string_decoder";
+
+/** One complete server-sent event: its exact text (separator included) and its joined `data:` lines. */
+export interface SseEvent {
+  raw: string;
+  data: string;
+}
+
+/**
+ * Cuts a server-sent-event byte stream into complete events as bytes arrive. UTF-8 sequences split across network
+ * chunks are kept whole; `\n\n`, `\r\n\r\n` and `\r\r` all end an event.
+ */
+export interface SseSplitter {
+  /** The events completed by `chunk`. */
+  push(chunk: Buffer): SseEvent[];
+  /** Whatever is left when the stream ends (an event without its final blank line), if anything. */
+  end(): SseEvent | undefined;
+}
+
+const boundary = /\r\n\r\n|\n\n|\r\r/g;
+
+/** Creates an {@link SseSplitter}. */
+export function createSseSplitter(): SseSplitter {
+  const decoder = new StringDecoder("utf8");
+  let pending = "";
+  return {
+    push(chunk) {
+      pending += decoder.write(chunk);
+      const events: SseEvent[] = [];
+      let from = 0;
+      boundary.lastIndex = 0;
+      for (let m = boundary.exec(pending); m; m = boundary.exec(pending)) {
+        const end = m.index + m[0].length;
+        events.push(parse(pending.slice(from, end)));
+        from = end;
+      }
+      pending = pending.slice(from);
+      return events;
+    },
+    end() {
+      pending += decoder.end();
+      const rest = pending;
+      pending = "";
+      return rest.trim() === "" ? undefined : parse(rest);
+    },
+  };
+}
+
+function parse(raw: string): SseEvent {
+  const data: string[] = [];
+  for (const line of raw.split(/\r\n|\n|\r/)) {
+    if (line.startsWith("data:")) data.push(line.slice(line[5] === " " ? 6 : 5));
+  }
+  return { raw, data: data.join("\n") };
+}

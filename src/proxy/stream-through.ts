@@ -1,0 +1,97 @@
+import type * as http from "node:http";
+import { type CallKind, type CompletionRecord, createStreamAssembler } from "./completion-reader.js";
+import { createSseSplitter } from "./sse-splitter.js";
+
+/** How a streamed answer ended. */
+export interface StreamOutcome {
+  completion: CompletionRecord;
+  error: { type: string; message: string } | undefined;
+  /** Sends what was held back (the `[DONE]` event) and ends the answer: call it once the span is stored. */
+  release(): void;
+}
+
+/**
+ * Passes an engine's server-sent events to the client as each one completes, and assembles ids, logprobs, content
+ * and tool calls from them on the way. The final `data: [DONE]` is held back until {@link StreamOutcome.release}, so
+ * a client that finished reading has its call in the store. A slow client slows the engine's stream (backpressure);
+ * a client that leaves stops it.
+ */
+export function streamThrough(
+  upstream: http.IncomingMessage,
+  res: http.ServerResponse,
+  kind: CallKind,
+  spanId: string,
+  signal: AbortSignal,
+): Promise<StreamOutcome> {
+  const splitter = createSseSplitter();
+  const assembler = createStreamAssembler(kind);
+  let held = "";
+  let engineError: string | undefined;
+  res.writeHead(upstream.statusCode ?? 200, {
+    "content-type": upstream.headers["content-type"] ?? "text/event-stream",
+    "cache-control": "no-cache",
+    "x-accel-buffering": "no",
+    "x-agl-span-id": spanId,
+  });
+  res.flushHeaders();
+
+  const forward = (events: ReturnType<typeof splitter.push>) => {
+    let out = "";
+    for (const event of events) {
+      if (event.data === "[DONE]") {
+        held += event.raw;
+        continue;
+      }
+      out += event.raw;
+      if (event.data === "") continue;
+      try {
+        const chunk = JSON.parse(event.data);
+        if (chunk && typeof chunk === "object") {
+          if (chunk.error) engineError ??= typeof chunk.error.message === "string" ? chunk.error.message : JSON.stringify(chunk.error);
+          else assembler.add(chunk);
+        }
+      } catch {
+        // Not JSON: passed through untouched, nothing to assemble.
+      }
+    }
+    if (out !== "" && !res.write(out)) {
+      upstream.pause();
+      res.once("drain", () => upstream.resume());
+    }
+  };
+
+  return new Promise((resolve) => {
+    let done = false;
+    const end = (error: StreamOutcome["error"]) => {
+      if (done) return;
+      done = true;
+      signal.removeEventListener("abort", onAbort);
+      const rest = splitter.end();
+      if (rest && !error) forward([rest]);
+      if (!error && engineError) error = { type: "engine_error", message: engineError };
+      resolve({
+        completion: assembler.result(),
+        error,
+        release: () => {
+          if (signal.aborted || res.writableEnded) return;
+          if (error && error.type === "upstream_error") {
+            res.write(`data: ${JSON.stringify({ error: { message: error.message, type: "upstream_error", code: "engine_broke_off" } })}\n\n`);
+          }
+          res.end(held);
+        },
+      });
+    };
+    const onAbort = () => {
+      upstream.destroy();
+      end({ type: "client_disconnected", message: "the client closed the connection mid-stream" });
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    upstream.on("data", (chunk: Buffer) => forward(splitter.push(chunk)));
+    upstream.on("end", () => end(undefined));
+    upstream.on("error", (error) => end({ type: "upstream_error", message: `the engine's stream broke off: ${error.message}` }));
+    upstream.on("close", () => {
+      if (!upstream.complete) end({ type: "upstream_error", message: "the engine closed the stream before its end" });
+    });
+    if (signal.aborted) onAbort();
+  });
+}

@@ -1,0 +1,62 @@
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import type { RolloutMode } from "../agent/agent.js";
+import type { ErrorInfo } from "../agent/errors.js";
+import type { ResourcesData } from "../agent/resources.js";
+import type { Span } from "../gen/agl/v1/types_pb.js";
+
+/** One attempt as handed to the thread that runs the agent (plain data: it crosses threads by structured clone). */
+export interface AttemptTask {
+  rolloutId: string;
+  attemptId: string;
+  attemptSequence: number;
+  input: JsonValue;
+  mode: RolloutMode | undefined;
+  metadata: JsonObject;
+  groupId: string;
+  resources: ResourcesData;
+  /** Epoch ms after which the attempt times out (from the rollout's `timeout_seconds`). */
+  deadlineMs?: number;
+  /** How long an aborted agent gets to finish before the attempt ends without it. */
+  abortGraceMs: number;
+  /** Spans per batch and the longest a span waits before its batch is handed on. */
+  spanBatchSize: number;
+  spanFlushMs: number;
+}
+
+/** Why an attempt is stopped from outside. */
+export type AbortKind = "cancelled" | "timeout" | "shutdown";
+
+/**
+ * How an attempt ended. `interrupted`: the runner shut down before the agent finished, so the rollout goes back to
+ * the queue rather than failing.
+ */
+export type AttemptEnd = "succeeded" | "failed" | "timeout" | "cancelled" | "interrupted";
+
+/** The result of running one attempt. */
+export interface AttemptOutcome {
+  end: AttemptEnd;
+  error?: ErrorInfo;
+  /** Spans recorded but not yet handed on: they ride on the attempt's final update. */
+  spans: Span[];
+  /** Spans the agent ended after the attempt was over (never stored). */
+  lateSpans: number;
+  /** Milliseconds spent in the agent's rollout function. */
+  agentMs: number;
+}
+
+/** A running attempt: its outcome, and a way to stop it. */
+export interface AttemptHandle {
+  readonly done: Promise<AttemptOutcome>;
+  abort(kind: AbortKind): void;
+}
+
+/** Runs attempts somewhere: in this thread, or in a pool of worker threads. */
+export interface AttemptExecutor {
+  /** Attempts it runs at once. */
+  readonly capacity: number;
+  /** Starts an attempt; `onSpans` receives batches of finished spans while it runs. */
+  start(task: AttemptTask, onSpans: (spans: Span[]) => void): AttemptHandle;
+  /** Figures for worker heartbeats. */
+  stats(): Record<string, number>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,89 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Logger } from "../agent/logger.js";
+import { AttemptStatus, RolloutStatus, type Span } from "../gen/agl/v1/types_pb.js";
+import type { StoreApi } from "../store/store-api.js";
+import type { AttemptEnd, AttemptOutcome } from "./attempt-task.js";
+import { withRetries } from "./retry.js";
+
+const statusOf: Record<Exclude<AttemptEnd, "interrupted">, AttemptStatus> = {
+  succeeded: AttemptStatus.SUCCEEDED,
+  failed: AttemptStatus.FAILED,
+  timeout: AttemptStatus.TIMEOUT,
+  cancelled: AttemptStatus.CANCELLED,
+};
+// UpdateAttempt carries at most this many spans; the rest go first through AddSpans.
+const maxSpansPerUpdate = 1_000;
+const finalStatuses = new Set([AttemptStatus.SUCCEEDED, AttemptStatus.FAILED, AttemptStatus.TIMEOUT, AttemptStatus.CANCELLED]);
+
+/** What the runner knows when an attempt ends. */
+export interface FinishInput {
+  rolloutId: string;
+  attemptId: string;
+  outcome: AttemptOutcome;
+  /** The attempt's remaining spans (shipper leftovers and the agent thread's last ones). */
+  spans: Span[];
+  /** Spans of the attempt dropped on the way. */
+  droppedSpans: number;
+  /** Metadata the attempt had when claimed (kept, with `error`/`spans_dropped` added). */
+  metadata: JsonObject;
+  /** The store already finished the attempt (cancelled, timed out): report spans only, not a status. */
+  settledByStore: boolean;
+  logger: Logger;
+}
+
+/**
+ * Reports an attempt's end to the store in one call: its last spans and its status (with the error and dropped-span
+ * count in the attempt's metadata). An interrupted attempt (runner shutdown) is handed back: its spans are stored and
+ * its rollout goes back to the queue, unless the store has already finished the attempt.
+ */
+export async function finishAttempt(store: StoreApi, input: FinishInput): Promise<void> {
+  const { rolloutId, attemptId, outcome } = input;
+  let spans = input.spans;
+  let dropped = input.droppedSpans;
+  while (spans.length > maxSpansPerUpdate) {
+    const chunk = spans.slice(0, maxSpansPerUpdate);
+    spans = spans.slice(maxSpansPerUpdate);
+    await withRetries(() => store.addSpans({ spans: chunk })).catch((error) => {
+      dropped += chunk.length;
+      input.logger.warn(`could not store ${chunk.length} final spans of ${rolloutId} ${attemptId}: ${String(error)}`);
+    });
+  }
+  const metadata: JsonObject = { ...input.metadata };
+  if (outcome.error) {
+    metadata.error = { type: outcome.error.type, message: outcome.error.message.slice(0, 4_000), ...(outcome.error.stack ? { stack: outcome.error.stack.slice(0, 4_000) } : {}) };
+  }
+  if (dropped > 0) metadata.spans_dropped = dropped;
+  const interrupted = outcome.end === "interrupted";
+  if (interrupted) metadata.handed_back = "the runner shut down before the agent finished";
+  let changed = outcome.error !== undefined || dropped > 0 || interrupted;
+  const status = interrupted || input.settledByStore ? undefined : statusOf[outcome.end as Exclude<AttemptEnd, "interrupted">];
+  const update = (withSpans: Span[]) =>
+    withRetries(() =>
+      store.updateAttempt({
+        rolloutId,
+        attemptId,
+        spans: withSpans,
+        ...(status === undefined ? {} : { status }),
+        ...(changed ? { metadata } : {}),
+      }),
+    );
+  let attempt;
+  try {
+    attempt = await update(spans);
+  } catch (error) {
+    if (spans.length === 0) throw error;
+    // A span the store refuses must not keep the status from landing.
+    input.logger.warn(`the final spans of ${rolloutId} ${attemptId} were refused (${String(error)}); reporting the status without them`);
+    metadata.spans_dropped = dropped + spans.length;
+    changed = true;
+    attempt = await update([]);
+  }
+  if (interrupted && !finalStatuses.has(attempt.status) && attempt.status !== AttemptStatus.UNRESPONSIVE) {
+    await withRetries(() => store.updateRollout({ rolloutId, status: RolloutStatus.REQUEUING }));
+  }
+}
+
+/** Hands a rollout claimed during shutdown back to the queue without running it. */
+export async function handBackUnstarted(store: StoreApi, rolloutId: string): Promise<void> {
+  await withRetries(() => store.updateRollout({ rolloutId, status: RolloutStatus.REQUEUING }));
+}

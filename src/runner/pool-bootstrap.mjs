@@ -1,0 +1,9 @@
+// Entry of pool worker threads when agl runs from its TypeScript sources (tsx, vitest): Node 20 does not hand a
+// parent's loader hooks to worker threads, so register tsx here before loading the worker module. Built installs
+// point the pool at dist/runner/pool-worker.js instead.
+import { register } from "tsx/esm/api";
+
+register();
+globalThis.__aglTsxRegistered = true;
+const { default: runPoolTask } = await import("./pool-worker.ts");
+export default runPoolTask;

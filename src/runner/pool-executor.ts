@@ -1,0 +1,114 @@
+import { availableParallelism } from "node:os";
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { MessageChannel } from "node:worker_threads";
+import { Piscina } from "piscina";
+import { createConsoleLogger, type Logger } from "../agent/logger.js";
+import type { AbortKind, AttemptExecutor, AttemptHandle, AttemptOutcome } from "./attempt-task.js";
+import { createHeartbeatBoard, readBoard, releaseSlot } from "./heartbeat-board.js";
+import type { PoolTask, PoolWorkerData, RunnerMessage, WorkerMessage } from "./pool-protocol.js";
+
+/** Options of {@link createPoolExecutor}. */
+export interface PoolExecutorOptions {
+  /** Path (or file URL) of the module exporting the agent; `.ts` modules load through tsx. */
+  agentModule: string;
+  /** The export holding the agent. Default: `default`, else `agent`. */
+  exportName?: string;
+  /** Worker threads. Default: the machine's available parallelism. */
+  workers?: number;
+  /** Rollouts each worker runs at once. Default 8. */
+  concurrency?: number;
+  /** A worker whose event loop shows no sign of life for this long is terminated. Default 10 s. */
+  blockedWorkerMs?: number;
+  logger?: Logger;
+}
+
+// From the sources, threads start at a bootstrap that registers tsx (Node 20 gives threads no loader hooks).
+const workerFile = new URL(import.meta.url.endsWith(".ts") ? "./pool-bootstrap.mjs" : "./pool-worker.js", import.meta.url);
+
+/**
+ * Runs attempts on a piscina pool: `workers` threads, each running up to `concurrency` rollouts on its own event loop.
+ * A supervisor reads every thread's heartbeat from shared memory; a thread blocked longer than `blockedWorkerMs` is
+ * terminated, its attempts fail (the store retries them as their config allows), and piscina starts a replacement.
+ */
+export function createPoolExecutor(options: PoolExecutorOptions): AttemptExecutor {
+  const workers = options.workers ?? availableParallelism();
+  const concurrency = options.concurrency ?? 8;
+  const blockedMs = options.blockedWorkerMs ?? 10_000;
+  const logger = options.logger ?? createConsoleLogger({ prefix: "[pool]" });
+  const beatMs = Math.max(10, Math.min(250, Math.floor(blockedMs / 10)));
+  const board = createHeartbeatBoard(Math.max(64, workers * 8));
+  const agentModule = /^[a-z]+:/i.test(options.agentModule) ? options.agentModule : pathToFileURL(resolve(options.agentModule)).href;
+  const workerData: PoolWorkerData = { agentModule, board, beatMs, ...(options.exportName ? { exportName: options.exportName } : {}) };
+  const pool = new Piscina<PoolTask, void>({
+    filename: workerFile.href,
+    minThreads: workers,
+    maxThreads: workers,
+    concurrentTasksPerWorker: concurrency,
+    idleTimeout: Number.POSITIVE_INFINITY,
+    // Atomics.wait would freeze a worker's event loop between tasks, and with it the rollouts it is running.
+    atomics: "disabled",
+    workerData,
+  });
+  const killed = new Map<number, string>();
+  let running = 0;
+  let finished = 0;
+
+  const supervisor = setInterval(() => {
+    const now = Date.now();
+    for (const { slot, threadId, lastBeatMs } of readBoard(board)) {
+      const worker = pool.threads.find((t) => t.threadId === threadId);
+      if (!worker) {
+        releaseSlot(board, slot);
+        continue;
+      }
+      const silentMs = now - lastBeatMs;
+      if (silentMs <= blockedMs || killed.has(threadId)) continue;
+      const reason = `its event loop was blocked for ${silentMs} ms (a synchronous loop in the agent?), so the worker thread was terminated`;
+      killed.set(threadId, reason);
+      releaseSlot(board, slot);
+      logger.warn(`worker thread ${threadId}: ${reason}`);
+      void worker.terminate();
+    }
+  }, Math.max(10, Math.floor(blockedMs / 4)));
+  supervisor.unref();
+
+  return {
+    capacity: workers * concurrency,
+    start(task, onSpans): AttemptHandle {
+      const { port1, port2 } = new MessageChannel();
+      let threadId: number | undefined;
+      let settle!: (outcome: AttemptOutcome) => void;
+      let fail!: (error: Error) => void;
+      const done = new Promise<AttemptOutcome>((resolve, reject) => ((settle = resolve), (fail = reject)));
+      running++;
+      port1.on("message", (message: WorkerMessage) => {
+        if (message.t === "started") threadId = message.threadId;
+        else if (message.t === "spans") onSpans(message.spans);
+        else settle(message.outcome);
+      });
+      pool.run({ task, port: port2 }, { transferList: [port2] }).then(
+        // `done` travels on the task's own port; give it a moment if piscina's answer overtook it.
+        () => setTimeout(() => fail(new Error("the worker finished the task without reporting its outcome")), 5_000).unref(),
+        (error: unknown) => {
+          const why = threadId === undefined ? undefined : killed.get(threadId);
+          fail(new Error(why ?? `the worker thread failed: ${error instanceof Error ? error.message : String(error)}`));
+        },
+      );
+      const ended = done.finally(() => {
+        running--;
+        finished++;
+        port1.close();
+      });
+      return {
+        done: ended,
+        abort: (kind: AbortKind) => port1.postMessage({ t: "abort", kind } satisfies RunnerMessage),
+      };
+    },
+    stats: () => ({ pool_threads: pool.threads.length, pool_running: running, pool_finished: finished, pool_killed: killed.size }),
+    async close() {
+      clearInterval(supervisor);
+      await pool.destroy();
+    },
+  };
+}

@@ -1,0 +1,51 @@
+/**
+ * The module each pool worker thread loads: it stamps the heartbeat board from its event loop, imports the user's
+ * agent module once, and runs attempts (many at a time) as piscina tasks, talking to the runner over each task's port.
+ */
+import { threadId, workerData } from "node:worker_threads";
+import { type Agent } from "../agent/agent.js";
+import { AglError, errorInfo } from "../agent/errors.js";
+import { loadAgent } from "../agent/load-agent.js";
+import type { AbortKind } from "./attempt-task.js";
+import { executeAttempt } from "./execute-attempt.js";
+import { beat, claimSlot } from "./heartbeat-board.js";
+import type { PoolTask, PoolWorkerData, RunnerMessage, WorkerMessage } from "./pool-protocol.js";
+
+const data = workerData as PoolWorkerData;
+const slot = claimSlot(data.board, threadId);
+if (slot >= 0) setInterval(() => beat(data.board, slot), data.beatMs).unref();
+
+/** Loads the agent, registering tsx first for a TypeScript module (Node 20 threads get no loader hooks of their own). */
+async function load(): Promise<Agent<unknown>> {
+  const flag = globalThis as { __aglTsxRegistered?: boolean };
+  if (/\.[mc]?tsx?$/.test(data.agentModule) && !flag.__aglTsxRegistered) {
+    const { register } = await import("tsx/esm/api");
+    register();
+    flag.__aglTsxRegistered = true;
+  }
+  return loadAgent(data.agentModule, data.exportName);
+}
+
+const agent: Promise<Agent<unknown> | AglError> = load().catch((error: unknown) => AglError.from(error, "agent_load"));
+
+/** Runs one attempt; its outcome goes over the task's port, after every span batch. */
+export default async function runPoolTask({ task, port }: PoolTask): Promise<void> {
+  const post = (message: WorkerMessage) => port.postMessage(message);
+  post({ t: "started", threadId });
+  const loaded = await agent;
+  if (loaded instanceof Error) {
+    post({ t: "done", outcome: { end: "failed", error: errorInfo(loaded), spans: [], lateSpans: 0, agentMs: 0 } });
+    port.close();
+    return;
+  }
+  const controller = new AbortController();
+  port.on("message", (message: RunnerMessage) => {
+    if (message.t === "abort") controller.abort(message.kind satisfies AbortKind);
+  });
+  const outcome = await executeAttempt(loaded, task, {
+    onSpans: (spans) => post({ t: "spans", spans }),
+    signal: controller.signal,
+  });
+  post({ t: "done", outcome });
+  port.close();
+}

@@ -1,0 +1,156 @@
+import type pg from "pg";
+
+/**
+ * Schema of the PostgreSQL backend, in its own schema (`agl` by default). It mirrors the SQLite one: every entity is
+ * its protobuf binary (`data`) plus the columns that filters, sorts and joins need, and `seq` (a bigserial) is the
+ * insertion order. Text columns use the "C" collation so that sorting is by code point, as in SQLite and memory,
+ * whatever the database's locale.
+ *
+ * Added for several servers on one database: `resource_versions` keeps every published resources version so that a
+ * server can hand a version announced by NOTIFY (which carries at most 8,000 bytes) to its watchers whole.
+ */
+
+/** Version of the schema this code writes; kept in the `schema_version` table. */
+export const SCHEMA_VERSION = 1;
+
+/** Migrations by the version they produce: `migrations[n - 1]` turns version n-1 into n. */
+const migrations: string[] = [
+  `
+  CREATE TABLE rollouts (
+    seq          bigserial        PRIMARY KEY,
+    rollout_id   text COLLATE "C" NOT NULL UNIQUE,
+    status       integer          NOT NULL,
+    start_time   double precision NOT NULL,
+    end_time     double precision,
+    mode         integer          NOT NULL,
+    resources_id text COLLATE "C" NOT NULL,
+    group_id     text COLLATE "C" NOT NULL,
+    data         bytea            NOT NULL
+  );
+  CREATE INDEX rollouts_status ON rollouts (status);
+  CREATE INDEX rollouts_group ON rollouts (group_id);
+
+  CREATE TABLE attempts (
+    seq                 bigserial        PRIMARY KEY,
+    rollout_id          text COLLATE "C" NOT NULL,
+    attempt_id          text COLLATE "C" NOT NULL,
+    sequence_id         bigint           NOT NULL,
+    start_time          double precision NOT NULL,
+    end_time            double precision,
+    status              integer          NOT NULL,
+    worker_id           text COLLATE "C" NOT NULL,
+    last_heartbeat_time double precision,
+    data                bytea            NOT NULL,
+    UNIQUE (rollout_id, attempt_id),
+    -- Also a guard: two transactions numbering a rollout's next attempt at once cannot both commit.
+    UNIQUE (rollout_id, sequence_id)
+  );
+
+  -- FIFO of rollout ids; a rollout is at most once in the queue. Dequeue takes its head with SKIP LOCKED.
+  CREATE TABLE queue (
+    seq        bigserial        PRIMARY KEY,
+    rollout_id text COLLATE "C" NOT NULL UNIQUE
+  );
+
+  CREATE TABLE spans (
+    seq         bigserial        PRIMARY KEY,
+    rollout_id  text COLLATE "C" NOT NULL,
+    attempt_id  text COLLATE "C" NOT NULL,
+    span_id     text COLLATE "C" NOT NULL,
+    sequence_id bigint           NOT NULL,
+    trace_id    text COLLATE "C" NOT NULL,
+    parent_id   text COLLATE "C" NOT NULL,
+    name        text COLLATE "C" NOT NULL,
+    start_time  double precision,
+    end_time    double precision,
+    data        bytea            NOT NULL,
+    UNIQUE (rollout_id, attempt_id, span_id)
+  );
+  CREATE INDEX spans_sequence ON spans (rollout_id, sequence_id);
+
+  -- Per-rollout span sequence counters: the last sequence id issued.
+  CREATE TABLE span_counters (
+    rollout_id text COLLATE "C" PRIMARY KEY,
+    value      bigint           NOT NULL
+  );
+
+  CREATE TABLE resources (
+    seq          bigserial        PRIMARY KEY,
+    resources_id text COLLATE "C" NOT NULL UNIQUE,
+    create_time  double precision NOT NULL,
+    update_time  double precision NOT NULL,
+    version      bigint           NOT NULL,
+    data         bytea            NOT NULL
+  );
+
+  -- Every published version, for watchers on other servers (NOTIFY carries only its id and version when large).
+  CREATE TABLE resource_versions (
+    seq          bigserial        PRIMARY KEY,
+    resources_id text COLLATE "C" NOT NULL,
+    version      bigint           NOT NULL,
+    data         bytea            NOT NULL,
+    UNIQUE (resources_id, version)
+  );
+
+  -- Single row (id = 1): the snapshot written last.
+  CREATE TABLE latest_resources (
+    id           integer          PRIMARY KEY CHECK (id = 1),
+    resources_id text COLLATE "C" NOT NULL
+  );
+
+  CREATE TABLE workers (
+    seq                 bigserial        PRIMARY KEY,
+    worker_id           text COLLATE "C" NOT NULL UNIQUE,
+    status              integer          NOT NULL,
+    last_heartbeat_time double precision,
+    last_dequeue_time   double precision,
+    last_busy_time      double precision,
+    last_idle_time      double precision,
+    data                bytea            NOT NULL
+  );
+  `,
+];
+
+/** A schema name that needs no quoting anywhere (it also names the NOTIFY channel and advisory lock keys). */
+export function checkSchemaName(schema: string): void {
+  if (!/^[a-z_][a-z0-9_]{0,47}$/.test(schema)) {
+    throw new Error(`postgres store: schema must match [a-z_][a-z0-9_]{0,47}, got ${JSON.stringify(schema)}`);
+  }
+}
+
+/**
+ * Brings `schema` to `SCHEMA_VERSION` in one transaction. A transaction-level advisory lock serialises servers that
+ * start together, so each migration runs once; a database newer than this program is refused.
+ */
+export async function migrate(client: pg.ClientBase, schema: string): Promise<void> {
+  await client.query("BEGIN");
+  try {
+    await client.query("SELECT pg_advisory_xact_lock(hashtext($1)::bigint)", [`agl.migrate.${schema}`]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${schema}.schema_version (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)`,
+    );
+    const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${schema}.schema_version`);
+    const current = rows[0]?.version ?? 0;
+    if (current > SCHEMA_VERSION) {
+      throw new Error(
+        `postgres store: schema ${schema} has version ${current}, newer than this program's ${SCHEMA_VERSION}`,
+      );
+    }
+    for (let version = current + 1; version <= SCHEMA_VERSION; version++) {
+      await client.query(`SET LOCAL search_path TO ${schema}`);
+      await client.query(migrations[version - 1]!);
+    }
+    if (current < SCHEMA_VERSION) {
+      await client.query(
+        `INSERT INTO ${schema}.schema_version (id, version) VALUES (1, $1) ` +
+          "ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+        [SCHEMA_VERSION],
+      );
+    }
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,206 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Logger } from "../agent/logger.js";
+import type { AttemptStatus, Span } from "../gen/agl/v1/types_pb.js";
+import type { StoreApi } from "../store/store-api.js";
+
+/** Options of {@link createSpanShipper}. */
+export interface SpanShipperOptions {
+  store: StoreApi;
+  /** Spans per AddSpans call. Default 256. */
+  batchSize?: number;
+  /** Longest a span waits for its batch to fill. Default 100 ms. */
+  lingerMs?: number;
+  /** Spans held at most while the store is slow; beyond it new spans are dropped and counted. Default 20,000. */
+  maxQueued?: number;
+  /** AddSpans calls in flight at once. Default 4. */
+  maxInFlight?: number;
+  /** Tries per batch before its spans are dropped and counted. Default 6. */
+  maxTries?: number;
+  /** First retry delay; it doubles per try (with jitter, at most 5 s). Default 100 ms. */
+  retryBaseMs?: number;
+  /** Deadline of one AddSpans call. Default 10 s. */
+  callTimeoutMs?: number;
+  /** Called with the attempt status each acknowledgement reports (a runner stops cancelled attempts). */
+  onAttemptStatus?(rolloutId: string, attemptId: string, status: AttemptStatus): void;
+  logger?: Logger;
+}
+
+/** Counters of a shipper. */
+export interface SpanShipperStats {
+  queued: number;
+  inFlight: number;
+  shipped: number;
+  /** Spans the store had already stored (a retried batch): acknowledged, not stored again. */
+  duplicates: number;
+  dropped: number;
+  retries: number;
+}
+
+/**
+ * Ships finished spans to the store in batches, off the agent's path. Retries are safe because AddSpans is idempotent
+ * by span id: a batch whose answer was lost is sent again and the store acknowledges the copies as duplicates. Memory
+ * is bounded: past `maxQueued` new spans are dropped, counted per attempt and overall, and logged.
+ */
+export interface SpanShipper {
+  enqueue(spans: readonly Span[]): void;
+  /**
+   * Takes an attempt out of the shipper: removes its queued spans (returned, to ride on the attempt's final update),
+   * waits for its batches in flight, and reports how many of its spans were dropped.
+   */
+  drain(rolloutId: string, attemptId: string): Promise<{ spans: Span[]; dropped: number }>;
+  /** When a batch of the attempt was last acknowledged (epoch ms), if ever. */
+  lastShippedMs(rolloutId: string, attemptId: string): number | undefined;
+  /** More than half of `maxQueued` is waiting: a runner should take no new work. */
+  readonly congested: boolean;
+  whenUncongested(): Promise<void>;
+  stats(): SpanShipperStats;
+  /** Ships everything queued and waits for it. */
+  flush(): Promise<void>;
+}
+
+interface Account {
+  inFlight: Set<Promise<void>>;
+  dropped: number;
+  lastShippedMs?: number;
+}
+
+const keyOf = (s: { rolloutId: string; attemptId: string }) => `${s.rolloutId}\0${s.attemptId}`;
+const permanent = new Set([Code.InvalidArgument, Code.NotFound, Code.FailedPrecondition, Code.ResourceExhausted, Code.PermissionDenied, Code.Unauthenticated, Code.Unimplemented]);
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+/** Creates a span shipper over `options.store`. */
+export function createSpanShipper(options: SpanShipperOptions): SpanShipper {
+  const { store } = options;
+  const batchSize = options.batchSize ?? 256;
+  const lingerMs = options.lingerMs ?? 100;
+  const maxQueued = options.maxQueued ?? 20_000;
+  const maxInFlight = options.maxInFlight ?? 4;
+  const maxTries = options.maxTries ?? 6;
+  const retryBaseMs = options.retryBaseMs ?? 100;
+  const callTimeoutMs = options.callTimeoutMs ?? 10_000;
+  const stats: SpanShipperStats = { queued: 0, inFlight: 0, shipped: 0, duplicates: 0, dropped: 0, retries: 0 };
+  let queue: Span[] = [];
+  const accounts = new Map<string, Account>();
+  const inFlightAll = new Set<Promise<void>>();
+  let linger: NodeJS.Timeout | undefined;
+  let uncongested: (() => void)[] = [];
+
+  const account = (key: string) => {
+    let acc = accounts.get(key);
+    if (!acc) accounts.set(key, (acc = { inFlight: new Set(), dropped: 0 }));
+    return acc;
+  };
+  const drop = (spans: readonly Span[], reason: string) => {
+    const perAttempt = new Map<string, number>();
+    for (const span of spans) perAttempt.set(keyOf(span), (perAttempt.get(keyOf(span)) ?? 0) + 1);
+    for (const [key, n] of perAttempt) account(key).dropped += n;
+    stats.dropped += spans.length;
+    const [rolloutId, attemptId] = [...perAttempt.keys()][0]?.split("\0") ?? [];
+    options.logger?.warn(`dropped ${spans.length} span(s) (first of ${rolloutId} ${attemptId}): ${reason}; ${stats.dropped} dropped so far`);
+  };
+
+  const ship = async (batch: Span[]): Promise<void> => {
+    for (let tries = 1; ; tries++) {
+      try {
+        const response = await store.addSpans({ spans: batch }, { timeoutMs: callTimeoutMs });
+        stats.shipped += batch.length;
+        const now = Date.now();
+        const seen = new Set<string>();
+        for (const ack of response.acks) {
+          if (ack.duplicate) stats.duplicates++;
+          const key = keyOf(ack);
+          if (seen.has(key)) continue;
+          seen.add(key);
+          account(key).lastShippedMs = now;
+          options.onAttemptStatus?.(ack.rolloutId, ack.attemptId, ack.attemptStatus);
+        }
+        return;
+      } catch (error) {
+        const failure = ConnectError.from(error);
+        if (permanent.has(failure.code)) {
+          const groups = new Map<string, Span[]>();
+          for (const span of batch) groups.set(keyOf(span), [...(groups.get(keyOf(span)) ?? []), span]);
+          // One bad attempt (say, deleted) must not take the others' spans with it.
+          if (groups.size > 1) return void (await Promise.all([...groups.values()].map(ship)));
+          if (failure.code === Code.ResourceExhausted && batch.length > 1) {
+            const half = Math.ceil(batch.length / 2);
+            return void (await Promise.all([ship(batch.slice(0, half)), ship(batch.slice(half))]));
+          }
+          return drop(batch, `the store refused them (${Code[failure.code]}: ${failure.rawMessage})`);
+        }
+        if (tries >= maxTries) return drop(batch, `gave up after ${tries} tries (${Code[failure.code]}: ${failure.rawMessage})`);
+        stats.retries++;
+        await sleep(Math.min(5_000, retryBaseMs * 2 ** (tries - 1)) * (0.5 + Math.random() / 2));
+      }
+    }
+  };
+
+  const send = (batch: Span[]) => {
+    const accs = new Set(batch.map((span) => account(keyOf(span))));
+    stats.inFlight++;
+    const promise: Promise<void> = ship(batch).finally(() => {
+      stats.inFlight--;
+      inFlightAll.delete(promise);
+      for (const acc of accs) acc.inFlight.delete(promise);
+      pump(false);
+    });
+    inFlightAll.add(promise);
+    for (const acc of accs) acc.inFlight.add(promise);
+  };
+
+  const pump = (force: boolean) => {
+    while (stats.inFlight < maxInFlight && queue.length > 0) {
+      if (queue.length < batchSize && !force) {
+        linger ??= setTimeout(() => {
+          linger = undefined;
+          pump(true);
+        }, lingerMs).unref();
+        break;
+      }
+      send(queue.splice(0, batchSize));
+    }
+    stats.queued = queue.length;
+    if (queue.length <= maxQueued / 2 && uncongested.length > 0) {
+      for (const resolve of uncongested) resolve();
+      uncongested = [];
+    }
+  };
+
+  return {
+    enqueue(spans) {
+      const refused: Span[] = [];
+      for (const span of spans) {
+        if (queue.length >= maxQueued) refused.push(span);
+        else queue.push(span);
+      }
+      if (refused.length > 0) drop(refused, `more than ${maxQueued} spans are waiting for a slow store`);
+      pump(false);
+    },
+    async drain(rolloutId, attemptId) {
+      const key = keyOf({ rolloutId, attemptId });
+      const acc = accounts.get(key);
+      if (!acc) return { spans: [], dropped: 0 };
+      const mine: Span[] = [];
+      queue = queue.filter((span) => (keyOf(span) === key ? (mine.push(span), false) : true));
+      stats.queued = queue.length;
+      await Promise.all([...acc.inFlight]);
+      accounts.delete(key);
+      return { spans: mine, dropped: acc.dropped };
+    },
+    lastShippedMs: (rolloutId, attemptId) => accounts.get(keyOf({ rolloutId, attemptId }))?.lastShippedMs,
+    get congested() {
+      return queue.length > maxQueued / 2;
+    },
+    whenUncongested() {
+      if (queue.length <= maxQueued / 2) return Promise.resolve();
+      return new Promise((resolve) => uncongested.push(resolve));
+    },
+    stats: () => ({ ...stats }),
+    async flush() {
+      while (queue.length > 0 || inFlightAll.size > 0) {
+        pump(true);
+        await Promise.race([...inFlightAll]);
+      }
+    },
+  };
+}

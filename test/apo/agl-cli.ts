@@ -1,0 +1,16 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+export const repo = fileURLToPath(new URL("../..", import.meta.url));
+
+/** Runs `agl <args>` from the sources; resolves with the exit code and both streams. */
+export function agl(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ["bin/agl.js", ...args], { cwd: repo, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}

@@ -1,0 +1,99 @@
+/** `agl serve --proxy` (one port for store, triplets and proxy) and `agl proxy` (its own port), as real processes. */
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { attrInts } from "../../src/adapter/attributes.js";
+import { AGL_LLM_RESPONSE_TOKEN_IDS } from "../../src/adapter/semconv.js";
+import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
+import { createTripletClient } from "../../src/triplets/triplet-client.js";
+import { type FakeVllm, startFakeVllm } from "../support/fake-vllm.js";
+import { postJson } from "../support/proxy-harness.js";
+
+const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
+const cleanup: (() => Promise<unknown> | void)[] = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+/** Spawns `agl <args>` and resolves with the URL of its "listening on" line. */
+async function startAgl(args: string[]): Promise<{ url: string; line: string; child: ChildProcess; exited: Promise<unknown[]> }> {
+  const child = spawn(process.execPath, ["bin/agl.js", ...args], { cwd: repoRoot, env: { ...process.env, AGL_TOKEN: "" } });
+  const exited = once(child, "exit");
+  let stdout = "";
+  let stderr = "";
+  child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+  const line = await new Promise<string>((resolve, reject) => {
+    child.stdout?.on("data", (d: Buffer) => {
+      stdout += d.toString();
+      if (stdout.includes("\n")) resolve(stdout.split("\n")[0] as string);
+    });
+    void exited.then(([code]) => reject(new Error(`agl ${args[0]} exited with ${code}: ${stderr}`)));
+  });
+  cleanup.push(async () => {
+    if (child.exitCode === null) child.kill("SIGKILL");
+    await exited;
+  });
+  return { url: /listening on (\S+)/.exec(line)?.[1] as string, line, child, exited };
+}
+
+async function claim(store: StoreClient) {
+  await store.enqueueRollouts({ rollouts: [{}] });
+  const [r] = (await store.dequeueRollouts({ workerId: "cli-test" })).rollouts;
+  return { rolloutId: r?.rolloutId as string, attemptId: r?.latestAttempt?.attemptId as string };
+}
+
+describe("agl CLI with the proxy", () => {
+  let engine: FakeVllm;
+
+  it("agl serve --proxy serves store, triplets and the proxy on one port, following the LLM resource", async () => {
+    engine = await startFakeVllm();
+    cleanup.push(() => engine.close());
+    const server = await startAgl(["serve", "--memory", "--port", "0", "--proxy"]);
+    expect(server.line).toMatch(/\(backend: memory, llm proxy\)$/);
+    const store = createStoreClient({ baseUrl: server.url });
+    cleanup.push(() => store.close());
+    await store.addResources({ resources: { engine: { kind: { case: "llm", value: { endpoint: engine.url, model: engine.model } } } } });
+    const { rolloutId, attemptId } = await claim(store);
+    const res = await postJson(`${server.url}/rollout/${rolloutId}/attempt/${attemptId}/v1/chat/completions`, { model: engine.model, messages: [{ role: "user", content: "hi" }], stream: true });
+    expect(res.status).toBe(200);
+    await res.text();
+    const [span] = (await store.querySpans({ rolloutId })).spans;
+    expect(attrInts(span!.attributes, AGL_LLM_RESPONSE_TOKEN_IDS)).toEqual(engine.answers[0]?.responseIds);
+    const triplets = createTripletClient({ baseUrl: server.url });
+    cleanup.push(() => triplets.close());
+    const one = await triplets.getRolloutTriplets({ rolloutId });
+    expect(one.triplets[0]?.responseTokenIds).toEqual(engine.answers[0]?.responseIds);
+    expect((await (await fetch(`${server.url}/proxy/status`)).json()).backends).toEqual([{ endpoint: engine.url, model: engine.model, name: "engine" }]);
+    server.child.kill("SIGTERM");
+    expect((await server.exited)[0]).toBe(0);
+  });
+
+  it("agl proxy runs on its own port against a store server, with fixed backends", async () => {
+    engine = await startFakeVllm({ model: "served-name" });
+    cleanup.push(() => engine.close());
+    const server = await startAgl(["serve", "--memory", "--port", "0"]);
+    const proxy = await startAgl(["proxy", "--store", server.url, "--port", "0", "--backend", engine.url, "--model", "served-name"]);
+    expect(proxy.line).toBe(`agl proxy listening on ${proxy.url} (store: ${server.url})`);
+    const store = createStoreClient({ baseUrl: server.url });
+    cleanup.push(() => store.close());
+    const { rolloutId, attemptId } = await claim(store);
+    const res = await postJson(`${proxy.url}/rollout/${rolloutId}/attempt/${attemptId}/v1/chat/completions`, { model: "anything", messages: [{ role: "user", content: "hi" }] });
+    expect(res.status).toBe(200);
+    expect(engine.requests[0]?.body.model).toBe("served-name");
+    expect((await store.querySpans({ rolloutId })).spans).toHaveLength(1);
+    const unknown = await postJson(`${proxy.url}/rollout/${rolloutId}/attempt/at-00000000/v1/chat/completions`, { model: "x", messages: [] });
+    expect(unknown.status).toBe(404);
+    proxy.child.kill("SIGTERM");
+    expect((await proxy.exited)[0]).toBe(0);
+  });
+
+  it("rejects bad proxy flags with usage errors", async () => {
+    const child = spawn(process.execPath, ["bin/agl.js", "proxy", "--backend", "ftp://x"], { cwd: repoRoot });
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const [code] = await once(child, "exit");
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/--store is required/);
+  });
+});

@@ -1,0 +1,151 @@
+/** The proxy's happy paths: what the client receives, and the one span per call it stores. */
+import { afterEach, describe, expect, it } from "vitest";
+import { attrDoubles, attrInts, attrJson, attrNumber, attrString } from "../../src/adapter/attributes.js";
+import * as sc from "../../src/adapter/semconv.js";
+import { StatusCode } from "../../src/gen/agl/v1/types_pb.js";
+import { encode } from "../support/fake-tokenizer.js";
+import { type ProxyHarness, postJson, startProxyHarness } from "../support/proxy-harness.js";
+import { parseSse } from "../support/sse.js";
+
+let h: ProxyHarness;
+afterEach(() => h?.close());
+
+const toolPolicy = {
+  policy: (input: { tools: unknown[]; messages: { role: string }[] }) =>
+    input.tools.length > 0 && input.messages.at(-1)?.role === "user"
+      ? { content: "", toolCalls: [{ name: "lookup", arguments: { city: "Paris", days: 2 } }] }
+      : { content: "Sunny, 24°C — enjoy! 🌞" },
+};
+const tools = [{ type: "function", function: { name: "lookup", parameters: { type: "object" } } }];
+
+async function spansOf(rolloutId: string) {
+  return (await h.store.querySpans({ rolloutId })).spans;
+}
+
+describe("LLM proxy calls", () => {
+  it("forwards a chat call, asks for ids and logprobs, and stores one span with exactly the engine's ids", async () => {
+    h = await startProxyHarness();
+    const { rolloutId, attemptId, baseUrl } = await h.claim();
+    const res = await postJson(`${baseUrl}/chat/completions`, { model: "fake-model", messages: [{ role: "user", content: "hi" }], temperature: 0.5 });
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body.choices[0].message.content).toMatch(/^Answer 0/);
+    expect(h.engine.requests[0]?.body).toMatchObject({ return_token_ids: true, logprobs: true, temperature: 0.5 });
+
+    const [span] = await spansOf(rolloutId);
+    const answer = h.engine.answers[0];
+    expect(span?.attemptId).toBe(attemptId);
+    expect(res.headers.get("x-agl-span-id")).toBe(span?.spanId);
+    const a = span?.attributes ?? {};
+    expect(attrString(a, sc.AGL_LLM_SOURCE)).toBe("proxy");
+    expect(attrInts(a, sc.AGL_LLM_PROMPT_TOKEN_IDS)).toEqual(answer?.promptIds);
+    expect(attrInts(a, sc.AGL_LLM_RESPONSE_TOKEN_IDS)).toEqual(answer?.responseIds);
+    expect(attrDoubles(a, sc.AGL_LLM_LOGPROBS)).toEqual(answer?.logprobs);
+    expect(attrString(a, sc.GEN_AI_RESPONSE_ID)).toBe(answer?.responseId);
+    expect(attrString(a, sc.GEN_AI_REQUEST_MODEL)).toBe("fake-model");
+    expect(attrNumber(a, sc.GEN_AI_USAGE_INPUT_TOKENS)).toBe(answer?.promptIds.length);
+    expect(attrNumber(a, sc.GEN_AI_REQUEST_TEMPERATURE)).toBe(0.5);
+    expect(attrJson(a, sc.AGL_LLM_REQUEST)).toEqual({ model: "fake-model", messages: [{ role: "user", content: "hi" }], temperature: 0.5 });
+    expect((attrJson(a, sc.AGL_LLM_RESPONSE) as any).choices[0].message.content).toBe(body.choices[0].message.content);
+    expect(attrNumber(a, sc.AGL_LLM_LATENCY_MS)).toBeGreaterThan(0);
+    expect(span?.status?.code).toBe(StatusCode.OK);
+    expect(span?.name).toBe("chat fake-model");
+  });
+
+  it("streams chunk by chunk while assembling ids, content and tool calls", async () => {
+    h = await startProxyHarness({ engine: { ...toolPolicy, tokensPerChunk: 2, chunkDelayMs: 20 } });
+    const { rolloutId, baseUrl } = await h.claim();
+    const started = Date.now();
+    const res = await postJson(`${baseUrl}/chat/completions`, { model: "fake-model", messages: [{ role: "user", content: "weather?" }], tools, stream: true });
+    expect(res.headers.get("content-type")).toMatch(/text\/event-stream/);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const first = await reader.read();
+    const firstAt = Date.now() - started;
+    let text = new TextDecoder().decode(first.value);
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) break;
+      text += new TextDecoder().decode(next.value);
+    }
+    const total = Date.now() - started;
+    // About 25 chunks at 20 ms: the first one reached the client long before the last was produced.
+    expect(total - firstAt).toBeGreaterThan(200);
+    const events = parseSse(text);
+    expect(events.at(-1)).toBe("[DONE]");
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
+    const args = chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []).map((t: any) => t.function.arguments).join("");
+    expect(args).toBe('{"city":"Paris","days":2}');
+
+    const [span] = await spansOf(rolloutId);
+    const answer = h.engine.answers[0];
+    expect(attrInts(span!.attributes, sc.AGL_LLM_PROMPT_TOKEN_IDS)).toEqual(answer?.promptIds);
+    expect(attrInts(span!.attributes, sc.AGL_LLM_RESPONSE_TOKEN_IDS)).toEqual(answer?.responseIds);
+    expect(attrDoubles(span!.attributes, sc.AGL_LLM_LOGPROBS)).toEqual(answer?.logprobs);
+    const assembled = attrJson(span!.attributes, sc.AGL_LLM_RESPONSE) as any;
+    expect(assembled.choices[0].message.tool_calls[0].function).toEqual({ name: "lookup", arguments: '{"city":"Paris","days":2}' });
+    expect(assembled.choices[0].finish_reason).toBe("tool_calls");
+    expect(attrNumber(span!.attributes, sc.AGL_LLM_TTFT_MS)).toBeLessThan(attrNumber(span!.attributes, sc.AGL_LLM_LATENCY_MS) as number);
+  });
+
+  it("keeps multi-byte text intact across chunk boundaries", async () => {
+    h = await startProxyHarness({ engine: { ...toolPolicy, tokensPerChunk: 1 } });
+    const { rolloutId, baseUrl } = await h.claim();
+    const res = await postJson(`${baseUrl}/chat/completions`, { model: "fake-model", messages: [{ role: "user", content: "é" }], stream: true });
+    const chunks = parseSse(await res.text()).slice(0, -1).map((e) => JSON.parse(e));
+    expect(chunks.map((c) => c.choices[0].delta.content ?? "").join("")).toBe("Sunny, 24°C — enjoy! 🌞");
+    const [span] = await spansOf(rolloutId);
+    expect((attrJson(span!.attributes, sc.AGL_LLM_RESPONSE) as any).choices[0].message.content).toBe("Sunny, 24°C — enjoy! 🌞");
+  });
+
+  it("serves completions, streamed and not, from text and from token ids", async () => {
+    h = await startProxyHarness();
+    const { rolloutId, baseUrl } = await h.claim();
+    const plain = await postJson(`${baseUrl}/completions`, { model: "fake-model", prompt: "Once" });
+    expect(plain.status).toBe(200);
+    const streamed = await postJson(`${baseUrl}/completions`, { model: "fake-model", prompt: encode("Once"), stream: true });
+    expect(parseSse(await streamed.text()).at(-1)).toBe("[DONE]");
+    expect(h.engine.requests[0]?.body.logprobs).toBe(0);
+    const spans = await spansOf(rolloutId);
+    expect(spans).toHaveLength(2);
+    spans.forEach((span, i) => {
+      expect(span.name).toBe("text_completion fake-model");
+      expect(attrInts(span.attributes, sc.AGL_LLM_PROMPT_TOKEN_IDS)).toEqual(encode("Once"));
+      expect(attrInts(span.attributes, sc.AGL_LLM_RESPONSE_TOKEN_IDS)).toEqual(h.engine.answers[i]?.responseIds);
+      expect(attrDoubles(span.attributes, sc.AGL_LLM_LOGPROBS)).toEqual(h.engine.answers[i]?.logprobs);
+    });
+  });
+
+  it("joins the caller's trace from traceparent", async () => {
+    h = await startProxyHarness();
+    const { rolloutId, baseUrl } = await h.claim();
+    const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    await postJson(`${baseUrl}/chat/completions`, { model: "fake-model", messages: [{ role: "user", content: "x" }] }, { traceparent });
+    const [span] = await spansOf(rolloutId);
+    expect([span?.traceId, span?.parentId]).toEqual(["0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"]);
+  });
+
+  it("serves calls without scope and counts them, storing nothing", async () => {
+    h = await startProxyHarness();
+    const res = await postJson(`${h.url}/v1/chat/completions`, { model: "fake-model", messages: [{ role: "user", content: "x" }] });
+    expect(res.status).toBe(200);
+    expect(h.proxy.status().unattributedCalls).toBe(1);
+    expect((await h.store.getStatistics({})).totalSpans).toBe(0);
+    const models = await (await fetch(`${h.url}/v1/models`)).json();
+    expect(models.data.map((m: { id: string }) => m.id)).toEqual(["fake-model"]);
+  });
+
+  it("follows the store's latest LLM resource and records which version served each call", async () => {
+    h = await startProxyHarness({ viaResources: true });
+    const { rolloutId, baseUrl } = await h.claim();
+    await postJson(`${baseUrl}/chat/completions`, { model: "fake-model", messages: [{ role: "user", content: "x" }] });
+    const latest = (await h.store.getLatestResources({})).resources!;
+    await h.store.updateResources({ resourcesId: latest.resourcesId, resources: latest.resources });
+    await expect.poll(() => h.proxy.status().resourcesVersion).toBe(2);
+    await postJson(`${baseUrl}/chat/completions`, { model: "fake-model", messages: [{ role: "user", content: "y" }] });
+    const spans = await spansOf(rolloutId);
+    expect(spans.map((s) => [attrString(s.attributes, sc.AGL_LLM_RESOURCES_ID), attrNumber(s.attributes, sc.AGL_LLM_RESOURCES_VERSION)])).toEqual([
+      [latest.resourcesId, 1],
+      [latest.resourcesId, 2],
+    ]);
+  });
+});

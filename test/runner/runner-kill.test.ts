@@ -1,0 +1,90 @@
+/** `agl run` as real processes: a runner killed with SIGKILL, the watchdog, and another runner finishing the work. */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AttemptStatus, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
+import { type RunnerProcess, runCli, startRunnerProcess } from "../support/runner-process.js";
+import { jsonValue, type StoreHarness, startStoreHarness, waitFinished } from "../support/store-harness.js";
+
+const agentModule = "test/fixtures/agents.ts";
+let h: StoreHarness;
+const processes: RunnerProcess[] = [];
+beforeEach(async () => {
+  h = await startStoreHarness({ watchdogSeconds: 0.2 });
+});
+afterEach(async () => {
+  for (const p of processes.splice(0)) {
+    if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
+    await p.exited;
+  }
+  await h.close();
+});
+
+const waitFor = async (check: () => Promise<boolean>, ms = 20_000) => {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) {
+      const { rollouts } = await h.client.queryRollouts({});
+      const runners = processes.map((p) => `--- stdout\n${p.stdout()}--- stderr\n${p.stderr()}`).join("\n");
+      throw new Error(`condition not met in time; rollouts: ${rollouts.map((r) => RolloutStatus[r.status]).join(", ")}\n${runners}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+};
+
+describe("agl run", () => {
+  it("a runner killed with SIGKILL leaves attempts the watchdog marks unresponsive; another runner completes them", async () => {
+    const config = { unresponsiveSeconds: 1, maxAttempts: 2, retryCondition: [AttemptStatus.UNRESPONSIVE] };
+    const { rollouts } = await h.client.enqueueRollouts({ rollouts: Array.from({ length: 3 }, () => ({ input: jsonValue({}), config })) });
+    const ids = rollouts.map((r) => r.rolloutId);
+    const common = ["--store", h.url, "--export", "heartbeater", "--workers", "1", "--concurrency", "4", "--poll-wait", "0.3"];
+
+    const first = await startRunnerProcess([agentModule, ...common, "--worker-id", "runner-a"]);
+    processes.push(first);
+    // Alive, the agents' spans keep their attempts running well past unresponsive_seconds.
+    await waitFor(async () => (await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.every((r) => r.status === RolloutStatus.RUNNING));
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect((await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.every((r) => r.status === RolloutStatus.RUNNING)).toBe(true);
+
+    first.child.kill("SIGKILL");
+    expect(await first.exited).toBe("SIGKILL");
+    await waitFor(async () => (await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.every((r) => r.status === RolloutStatus.REQUEUING));
+
+    const second = await startRunnerProcess([agentModule, ...common, "--worker-id", "runner-b", "--max-rollouts", "3"]);
+    processes.push(second);
+    const finished = await waitFinished(h.client, ids, 30);
+    expect(finished.map((r) => r.status)).toEqual([RolloutStatus.SUCCEEDED, RolloutStatus.SUCCEEDED, RolloutStatus.SUCCEEDED]);
+    for (const id of ids) {
+      const { attempts } = await h.client.queryAttempts({ rolloutId: id });
+      expect(attempts.map((a) => [a.status, a.workerId])).toEqual([
+        [AttemptStatus.UNRESPONSIVE, "runner-a"],
+        [AttemptStatus.SUCCEEDED, "runner-b"],
+      ]);
+    }
+    // With --max-rollouts the second runner exits by itself once its rollouts are reported.
+    expect(await second.exited).toBe(0);
+    expect(second.stdout()).toMatch(/agl runner finished: \{"claimed":3,"succeeded":3,/);
+  });
+
+  it("SIGTERM stops a runner gracefully, handing its unfinished rollouts back to the queue", async () => {
+    const { rollouts } = await h.client.enqueueRollouts({ rollouts: [{ input: jsonValue({ sleepMs: 60_000 }) }] });
+    const runner = await startRunnerProcess([agentModule, "--store", h.url, "--export", "sleeper", "--workers", "1", "--shutdown-grace", "0.2", "--poll-wait", "0.3"]);
+    processes.push(runner);
+    const id = rollouts[0]!.rolloutId;
+    await waitFor(async () => (await h.client.getStatistics({})).queueLength === 0);
+    runner.child.kill("SIGTERM");
+    expect(await runner.exited).toBe(0);
+    expect(runner.stdout()).toMatch(/"interrupted":1/);
+    expect((await h.client.getRollout({ rolloutId: id })).status).toBe(RolloutStatus.REQUEUING);
+  });
+
+  it("explains its options and rejects bad ones", async () => {
+    const help = await runCli(["run", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("Usage: agl run <agent-module> [options]");
+    const missing = await runCli(["run"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("give exactly one agent module");
+    const bad = await runCli(["run", agentModule, "--concurrency", "0"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--concurrency needs an integer ≥ 1");
+  });
+});

@@ -1,0 +1,47 @@
+import { fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
+import type { Rollout } from "../../src/gen/agl/v1/types_pb.js";
+import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
+import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createStore, type Store } from "../../src/store/store.js";
+
+/** A real store server on a loopback socket, with a gRPC client to it. */
+export interface StoreHarness {
+  store: Store;
+  server: StoreServer;
+  client: StoreClient;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Starts an in-memory store behind a real server on port 0 (watchdog every `watchdogSeconds`, default 0.2 s). */
+export async function startStoreHarness(options: { watchdogSeconds?: number } = {}): Promise<StoreHarness> {
+  const store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: options.watchdogSeconds ?? 0.2, scanDebounceSeconds: 0 });
+  const server = await startStoreServer({ store, port: 0 });
+  const client = createStoreClient({ baseUrl: server.url });
+  return {
+    store,
+    server,
+    client,
+    url: server.url,
+    async close() {
+      client.close();
+      await server.close();
+      await store.close();
+    },
+  };
+}
+
+/** A protobuf `Value` for a rollout input. */
+export const jsonValue = (value: JsonValue) => fromJson(ValueSchema, value);
+
+/** Waits until `rolloutIds` are all finished (or throws after `timeoutSeconds`). */
+export async function waitFinished(client: StoreClient | Store, rolloutIds: string[], timeoutSeconds = 20): Promise<Rollout[]> {
+  const { rollouts } = await client.waitForRollouts({ rolloutIds, timeoutSeconds });
+  if (rollouts.length !== rolloutIds.length) {
+    const { rollouts: all } = await client.queryRollouts({ rolloutIdIn: rolloutIds });
+    throw new Error(`only ${rollouts.length} of ${rolloutIds.length} rollouts finished: ${all.map((r) => `${r.rolloutId}=${r.status}`).join(", ")}`);
+  }
+  return rollouts;
+}

@@ -1,0 +1,100 @@
+/** The span shipper against a real store server, through a TCP proxy that loses answers and stalls. */
+import { create } from "@bufbuild/protobuf";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Logger } from "../../src/agent/logger.js";
+import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
+import { AttemptStatus, RolloutStatus, type Span, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
+import { createSpanShipper } from "../../src/tracer/span-shipper.js";
+import { type FlakyTcpProxy, startFlakyTcpProxy } from "../support/flaky-tcp-proxy.js";
+import { jsonValue, type StoreHarness, startStoreHarness } from "../support/store-harness.js";
+
+let h: StoreHarness;
+let proxy: FlakyTcpProxy;
+let client: StoreClient;
+beforeEach(async () => {
+  h = await startStoreHarness();
+  proxy = await startFlakyTcpProxy(h.url);
+  // HTTP/1.1 (Connect) through the proxy, and no retries of its own: the shipper's retries are under test.
+  client = createStoreClient({ baseUrl: proxy.url, protocol: "connect", maxTries: 1 });
+});
+afterEach(async () => {
+  client.close();
+  await proxy.close();
+  await h.close();
+});
+
+async function claimAttempt() {
+  await h.client.enqueueRollouts({ rollouts: [{ input: jsonValue({}) }] });
+  const [rollout] = (await h.client.dequeueRollouts({ workerId: "w" })).rollouts;
+  return { rolloutId: rollout!.rolloutId, attemptId: rollout!.latestAttempt!.attemptId };
+}
+
+const makeSpans = (ids: { rolloutId: string; attemptId: string }, n: number, prefix = "s"): Span[] =>
+  Array.from({ length: n }, (_, i) =>
+    create(SpanSchema, { ...ids, spanId: `${prefix}${i.toString(16).padStart(15, "0")}`.slice(0, 16), traceId: "ab".repeat(16), name: `span-${i}` }),
+  );
+
+function capturingLogger(): Logger & { warnings: string[] } {
+  const warnings: string[] = [];
+  return { warnings, debug() {}, info() {}, warn: (m: string) => void warnings.push(m), error: (m: string) => void warnings.push(m) };
+}
+
+describe("span shipper", () => {
+  it("retries batches whose answer was lost, and the store never holds a span twice", async () => {
+    const ids = await claimAttempt();
+    const shipper = createSpanShipper({ store: client, batchSize: 50, lingerMs: 10, retryBaseMs: 10, maxInFlight: 1 });
+    proxy.loseNextAnswers(2);
+    shipper.enqueue(makeSpans(ids, 120));
+    await shipper.flush();
+    const stats = shipper.stats();
+    expect(proxy.lost).toBe(2);
+    expect(stats.retries).toBeGreaterThanOrEqual(2);
+    // The lost answers' batches had been stored: their retries were acknowledged as duplicates.
+    expect(stats.duplicates).toBeGreaterThanOrEqual(50);
+    expect(stats.dropped).toBe(0);
+    const { spans } = await h.client.querySpans({ rolloutId: ids.rolloutId });
+    expect(spans).toHaveLength(120);
+    expect(new Set(spans.map((s) => s.spanId)).size).toBe(120);
+    expect(new Set(spans.map((s) => s.sequenceId)).size).toBe(120);
+  });
+
+  it("bounds memory while the store is stalled: drops are counted per attempt, logged, and never silent", async () => {
+    const ids = await claimAttempt();
+    const logger = capturingLogger();
+    const shipper = createSpanShipper({ store: client, batchSize: 50, lingerMs: 10, maxQueued: 100, maxInFlight: 2, maxTries: 2, retryBaseMs: 10, callTimeoutMs: 200, logger });
+    proxy.stall(true);
+    shipper.enqueue(makeSpans(ids, 300));
+    expect(shipper.stats().dropped).toBe(200);
+    expect(logger.warnings.join("\n")).toMatch(/dropped 200 span\(s\).*more than 100 spans are waiting/);
+    await shipper.flush();
+    expect(shipper.stats().dropped).toBe(300);
+    expect(await shipper.drain(ids.rolloutId, ids.attemptId)).toEqual({ spans: [], dropped: 300 });
+    proxy.dropConnections();
+    proxy.stall(false);
+    expect((await h.client.querySpans({ rolloutId: ids.rolloutId })).spans).toHaveLength(0);
+    // Once the store answers again, spans flow.
+    shipper.enqueue(makeSpans(ids, 10, "t"));
+    await shipper.flush();
+    expect((await h.client.querySpans({ rolloutId: ids.rolloutId })).spans).toHaveLength(10);
+  });
+
+  it("keeps a batch's good spans when the store refuses another attempt's, and reports acknowledged statuses", async () => {
+    const ids = await claimAttempt();
+    const statuses: AttemptStatus[] = [];
+    const logger = capturingLogger();
+    const shipper = createSpanShipper({ store: client, batchSize: 100, lingerMs: 10, logger, onAttemptStatus: (_r, _a, s) => statuses.push(s) });
+    const unknown = { rolloutId: "ro-000000000000", attemptId: "at-00000000" };
+    shipper.enqueue([...makeSpans(ids, 5), ...makeSpans(unknown, 3, "u")]);
+    await shipper.flush();
+    expect((await h.client.querySpans({ rolloutId: ids.rolloutId })).spans).toHaveLength(5);
+    expect(shipper.stats()).toMatchObject({ shipped: 5, dropped: 3 });
+    expect(logger.warnings.join("\n")).toMatch(/dropped 3 span\(s\).*refused them \(NotFound/);
+    expect(statuses).toContain(AttemptStatus.RUNNING);
+    await h.client.updateRollout({ rolloutId: ids.rolloutId, status: RolloutStatus.CANCELLED });
+    shipper.enqueue(makeSpans(ids, 1, "c"));
+    await shipper.flush();
+    expect(statuses.at(-1)).toBe(AttemptStatus.CANCELLED);
+    const drained = await shipper.drain(ids.rolloutId, ids.attemptId);
+    expect(drained.dropped).toBe(0);
+  });
+});

@@ -1,0 +1,150 @@
+/** TripletService over a real server: order, resume by cursor, follow, filters, backpressure, unary RPCs. */
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type StreamTripletsResponse, TripletMode } from "../../src/gen/agl/v1/triplets_pb.js";
+import { AttemptStatus, RolloutMode, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
+import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
+import type { StoreApi } from "../../src/store/store-api.js";
+import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createStore, type Store } from "../../src/store/store.js";
+import { createTripletClient, type TripletClient } from "../../src/triplets/triplet-client.js";
+import { createTripletService } from "../../src/triplets/triplet-service.js";
+import { claimWithSpans, finish } from "../support/triplet-fixtures.js";
+
+let store: Store;
+let server: StoreServer;
+let client: TripletClient;
+let spanReads = 0;
+
+beforeEach(async () => {
+  store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: 0 });
+  // Counts how many rollouts the service built (one span read each), to observe backpressure.
+  const counted = new Proxy(store, {
+    get(target, key, receiver) {
+      if (key === "querySpans") return (...args: Parameters<StoreApi["querySpans"]>) => (spanReads++, target.querySpans(...args));
+      return Reflect.get(target, key, receiver);
+    },
+  }) as StoreApi;
+  spanReads = 0;
+  server = await startStoreServer({ store, port: 0, extraServices: [createTripletService({ store: counted, pollIntervalMs: 50 })] });
+  client = createTripletClient({ baseUrl: server.url });
+});
+afterEach(async () => {
+  client.close();
+  await server.close();
+  await store.close();
+});
+
+/** Reads a stream until `stop` says so (then cancels it) or it ends. */
+async function read(request: Parameters<TripletClient["streamTriplets"]>[0], stop?: (got: StreamTripletsResponse[]) => boolean) {
+  const abort = new AbortController();
+  const got: StreamTripletsResponse[] = [];
+  try {
+    for await (const message of client.streamTriplets(request, { signal: abort.signal, timeoutMs: 20_000 })) {
+      got.push(message);
+      if (stop?.(got)) abort.abort();
+    }
+  } catch (error) {
+    if (ConnectError.from(error).code !== Code.Canceled) throw error;
+  }
+  return got;
+}
+const ids = (got: StreamTripletsResponse[]) => got.flatMap((m) => (m.rollout ? [m.rollout.rolloutId] : []));
+
+describe("StreamTriplets", () => {
+  it("sends finished rollouts in creation order with their triplets, then caught_up", async () => {
+    const rs = await claimWithSpans(store, 5, { calls: 2 });
+    for (const i of [3, 0, 4]) await finish(store, rs[i]!);
+    const got = await read({});
+    expect(ids(got)).toEqual([0, 3, 4].map((i) => rs[i]!.rolloutId));
+    expect(got.at(-1)?.caughtUp).toBe(true);
+    expect(got.at(-1)?.rollout).toBeUndefined();
+    const first = got[0]!.rollout!;
+    expect(first.triplets.map((t) => [t.promptTokenIds, t.responseTokenIds])).toEqual(rs[0]!.prompts.map((p, c) => [p, rs[0]!.responses[c]]));
+    expect(first.triplets.map((t) => t.turnIndex)).toEqual([0, 1]);
+    expect(first).toMatchObject({ status: RolloutStatus.SUCCEEDED, attemptId: rs[0]!.attemptId, finalReward: 0 });
+    expect(got[1]!.rollout!.triplets.map((t) => t.reward)).toEqual([undefined, 0.3]);
+    expect(got[1]!.rollout!.triplets.every((t) => t.finalReward === 0.3 && t.logprobs.length === 3)).toBe(true);
+  });
+
+  it("resumes after a disconnect from the last cursor: nothing lost, nothing repeated, out-of-order finishes included", async () => {
+    const rs = await claimWithSpans(store, 12, { calls: 1 });
+    const order = [5, 1, 0, 7, 2, 9, 11, 3];
+    for (const i of order) await finish(store, rs[i]!);
+    const seen: string[] = [];
+    // Disconnect after 3 rollouts.
+    const part1 = await read({}, (got) => ids(got).length === 3);
+    seen.push(...ids(part1));
+    const cursor1 = part1.at(-1)!.cursor;
+    // More rollouts finish while the consumer is away, some before its position.
+    for (const i of [4, 10]) await finish(store, rs[i]!);
+    const part2 = await read({ cursor: cursor1 }, (got) => ids(got).length === 4);
+    seen.push(...ids(part2));
+    const part3 = await read({ cursor: part2.at(-1)!.cursor });
+    seen.push(...ids(part3));
+    const finished = [...order, 4, 10].sort((a, b) => a - b).map((i) => rs[i]!.rolloutId);
+    expect(seen.slice().sort()).toEqual(finished.slice().sort());
+    expect(new Set(seen).size).toBe(seen.length);
+
+    // Following from the caught-up cursor: the last two arrive as they finish, exactly once.
+    const following = read({ cursor: part3.at(-1)!.cursor, follow: true }, (got) => ids(got).length === 2);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await finish(store, rs[8]!, AttemptStatus.FAILED);
+    await finish(store, rs[6]!);
+    expect(ids(await following).sort()).toEqual([rs[6]!.rolloutId, rs[8]!.rolloutId].sort());
+  });
+
+  it("filters by group, ids, rollout mode, status and resources; rejects bad and foreign cursors", async () => {
+    const a = await claimWithSpans(store, 3, { groupId: "g-a", mode: RolloutMode.TRAIN });
+    const b = await claimWithSpans(store, 2, { groupId: "g-b", mode: RolloutMode.VAL });
+    for (const r of [...a, ...b]) await finish(store, r);
+    await finish(store, a[2]!, AttemptStatus.FAILED); // already finished: sticky, stays succeeded
+    expect(ids(await read({ groupId: "g-b" }))).toEqual(b.map((r) => r.rolloutId));
+    expect(ids(await read({ rolloutIds: [b[1]!.rolloutId, a[0]!.rolloutId] }))).toEqual([a[0]!.rolloutId, b[1]!.rolloutId]);
+    expect(ids(await read({ rolloutMode: RolloutMode.TRAIN }))).toEqual(a.map((r) => r.rolloutId));
+    expect(ids(await read({ statusIn: [RolloutStatus.FAILED] }))).toEqual([]);
+    const byResources = await read({ resourcesId: "rs-nothing" });
+    expect(byResources.flatMap((m) => m.rollout?.triplets ?? [])).toEqual([]);
+
+    const cursor = (await read({ groupId: "g-a" }, (got) => ids(got).length === 1)).at(-1)!.cursor;
+    await expect(read({ groupId: "g-b", cursor })).rejects.toMatchObject({ code: Code.InvalidArgument });
+    await expect(read({ cursor: "garbage!" })).rejects.toMatchObject({ code: Code.InvalidArgument });
+    await expect(read({ statusIn: [RolloutStatus.RUNNING] })).rejects.toMatchObject({ code: Code.InvalidArgument });
+  });
+
+  it("builds messages only as fast as the consumer takes them (backpressure)", async () => {
+    // ~60 KB per message. What may run ahead is bounded by the transports' buffers: grpc-js queues 16 messages on
+    // each side, plus one HTTP/2 flow-control window.
+    const rs = await claimWithSpans(store, 80, { calls: 1, promptLength: 20_000 });
+    for (const r of rs) await finish(store, r);
+    const abort = new AbortController();
+    const stream = client.streamTriplets({}, { signal: abort.signal })[Symbol.asyncIterator]();
+    await stream.next();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const builtWhileIdle = spanReads;
+    expect(builtWhileIdle).toBeLessThanOrEqual(40);
+    let count = 1;
+    for (let next = await stream.next(); !next.done && next.value.rollout; next = await stream.next()) count++;
+    expect(count).toBe(80);
+    expect(spanReads).toBe(80);
+    abort.abort();
+  });
+});
+
+describe("TripletService unary calls", () => {
+  it("builds one rollout's triplets in trajectory mode and its messages, also over Connect JSON", async () => {
+    const [r] = await claimWithSpans(store, 1, { calls: 2 });
+    const one = await client.getRolloutTriplets({ rolloutId: r!.rolloutId, options: { mode: TripletMode.TRAJECTORY } });
+    expect(one.triplets).toHaveLength(2); // the second prompt does not continue the first
+    expect(one.stats?.mismatches).toEqual({ prompt_changed: 1 });
+    const res = await fetch(`${server.url}/agl.v1.TripletService/GetRolloutMessages`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ rolloutIds: [r!.rolloutId] }),
+    });
+    const body = await res.json();
+    expect(body.rollouts[0]).toMatchObject({ rolloutId: r!.rolloutId, status: "ROLLOUT_STATUS_RUNNING" });
+    expect(body.rollouts[0].conversations).toHaveLength(2);
+    await expect(client.getRolloutTriplets({ rolloutId: "ro-000000000000" })).rejects.toMatchObject({ code: Code.NotFound });
+  });
+});
