@@ -6,7 +6,8 @@ import type { Attempt, ResourcesUpdate, Rollout, RolloutStatus, Span, Worker, Wo
  * persists, filters, sorts and paginates.
  *
  * Rules every backend keeps:
- * - A backend never keeps a reference to an object passed in or handed out: callers may mutate both freely.
+ * - A backend never keeps a reference to an object passed in or handed out: callers may mutate both freely. The
+ *   one exception: spans never change once stored, so a backend may hand out stored spans frozen and shared.
  * - Rollouts are stored without `latestAttempt`; the core attaches it.
  * - Ties in any sort keep insertion order, in ascending and descending order alike.
  * - Null optional times sort as +infinity (last ascending, first descending).

@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Attempt, ResourcesUpdate, Rollout, Span, Worker } from "../gen/agl/v1/types_pb.js";
 import { RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import type { StorageBackend, StorageCounts, StorageTx, StoreEvent } from "./backend.js";
-import { combine, fieldValue, matchString, sortAndPage } from "./memory-query.js";
+import { combine, deepFreeze, fieldValue, matchString, sortAndPage } from "./memory-query.js";
 import { deliver } from "./events.js";
 import { createMutex } from "./mutex.js";
 
@@ -152,7 +152,8 @@ export function createMemoryBackend(): StorageBackend {
           spans.set(span.rolloutId, list);
         }
         const target = list;
-        target.push(structuredClone(span));
+        // Spans never change once stored: keep a frozen copy and hand it out without cloning it again.
+        target.push(deepFreeze(structuredClone(span)));
         spanSeq.set(key, span.sequenceId);
         spanCount++;
         undo.push(() => {
@@ -183,7 +184,7 @@ export function createMemoryBackend(): StorageBackend {
         matchString(s.name, filter.name, conditions);
         return combine(conditions, filter.any);
       });
-      return sortAndPage(matches, page, fieldValue, "sequence_id");
+      return sortAndPage(matches, page, fieldValue, "sequence_id", (span) => span);
     },
     async nextSequenceId(rolloutId, count) {
       const previous = counters.get(rolloutId);

@@ -24,13 +24,14 @@ function compare(a: SortValue, b: SortValue): number {
 
 /**
  * Sorts (stably, so ties keep insertion order in both directions) and paginates matches given in insertion order.
- * Items are cloned on the way out so callers never alias stored objects.
+ * Items are copied on the way out (cloned by default) so callers never alias mutable stored objects.
  */
 export function sortAndPage<T>(
   matches: T[],
   page: PageSpec,
   sortValue: (item: T, field: string) => SortValue,
   defaultSort?: string,
+  copy: (item: T) => T = structuredClone,
 ): PageResult<T> {
   const field = page.sortBy ?? defaultSort;
   let items = matches;
@@ -42,7 +43,7 @@ export function sortAndPage<T>(
     items = keyed.map((k) => k.item);
   }
   const end = page.limit < 0 ? undefined : page.offset + page.limit;
-  return { items: items.slice(page.offset, end).map((item) => structuredClone(item)), total: matches.length };
+  return { items: items.slice(page.offset, end).map((item) => copy(item)), total: matches.length };
 }
 
 /** Reads a field by its proto name from a message whose TS properties are the lowerCamelCase names. */
@@ -50,4 +51,13 @@ export function fieldValue(item: object, protoName: string): SortValue {
   const camel = protoName.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
   const value = (item as Record<string, unknown>)[camel];
   return typeof value === "string" || typeof value === "number" ? value : undefined;
+}
+
+/** Freezes a value and everything reachable from it. */
+export function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
 }
