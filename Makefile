@@ -50,8 +50,14 @@ build: deps
 lint-py: deps
 	$(VENV)/bin/ruff check $(PY_DIR)
 
+# Against a real PostgreSQL too: scripts/postgres.sh installs Debian's server when missing (apt-get) and starts the
+# project's private cluster; it is stopped afterwards even when tests fail (unless another run still holds a lease).
 test-ts: deps
-	npx vitest run
+	@export AGL_POSTGRES_LEASE=$$$$ && \
+	  AGL_TEST_POSTGRES_URL=$$(scripts/postgres.sh start) && export AGL_TEST_POSTGRES_URL && \
+	  trap 'scripts/postgres.sh stop' EXIT && \
+	  echo "PostgreSQL for the tests: $$AGL_TEST_POSTGRES_URL" && \
+	  npx vitest run
 
 test-py: deps
 	cd $(PY_DIR) && .venv/bin/python -m pytest -q
@@ -61,6 +67,8 @@ test: deps check-proto typecheck lint-py test-ts test-py
 bench-store: build
 	npx tsx bench/store/run.ts --backend memory
 	npx tsx bench/store/run.ts --backend sqlite
+	npx tsx bench/store/run.ts --backend postgres
+	npx tsx bench/store/run.ts --backend postgres --servers 2
 
 bench-proxy: build
 	npx tsx bench/proxy/run.ts --compiled

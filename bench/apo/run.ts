@@ -15,6 +15,7 @@ import { runApo } from "../../src/algorithm/apo/apo.js";
 import { createOptimizerClient, type OptimizerClient } from "../../src/algorithm/apo/optimizer-client.js";
 import { createStoreEvaluator } from "../../src/algorithm/apo/store-evaluator.js";
 import { createStoreClient } from "../../src/client/store-client.js";
+import { TemplateEngine } from "../../src/gen/agl/v1/types_pb.js";
 import { createPoolExecutor } from "../../src/runner/pool-executor.js";
 import { createRunner } from "../../src/runner/runner.js";
 import { startStoreServer } from "../../src/server/store-server.js";
@@ -91,7 +92,7 @@ const optimizer: OptimizerClient = { ...baseOptimizer, complete: (request, signa
 
 // Warm the worker threads up (each loads the agent module on its first task).
 await createStoreEvaluator({ store: client, runId: "warm", resume: false }).evaluate({
-  key: "warm", resourcesId: (await client.addResources({ resources: { llm: { kind: { case: "llm", value: { endpoint: agentLlm.url, model: "agent-model" } } }, prompt: { kind: { case: "promptTemplate", value: { template: "{q}", engine: 1 } } } } })).resourcesId,
+  key: "warm", resourcesId: (await client.addResources({ resources: { llm: { kind: { case: "llm", value: { endpoint: agentLlm.url, model: "agent-model" } } }, prompt: { kind: { case: "promptTemplate", value: { template: "{q}", engine: TemplateEngine.F_STRING } } } } })).resourcesId,
   mode: "val", tasks: hintTasks(64).map((input, index) => ({ index, input })), withMessages: false,
 });
 
@@ -140,7 +141,7 @@ console.log(`whole run: ${total.toFixed(0)} ms, ${report.budget.used.rollouts} r
   `${(report.budget.used.rollouts / (waitTotal / 1000)).toFixed(0)} rollouts/s while rollouts were in flight`);
 
 // One saturated batch straight through the store and the pool.
-const resourcesId = (await client.addResources({ resources: { llm: { kind: { case: "llm", value: { endpoint: agentLlm.url, model: "agent-model" } } }, prompt: { kind: { case: "promptTemplate", value: { template: "{q} hint-a", engine: 1 } } } } })).resourcesId;
+const resourcesId = (await client.addResources({ resources: { llm: { kind: { case: "llm", value: { endpoint: agentLlm.url, model: "agent-model" } } }, prompt: { kind: { case: "promptTemplate", value: { template: "{q} hint-a", engine: TemplateEngine.F_STRING } } } } })).resourcesId;
 const n = Number(args.saturate);
 const reads = createIntervals();
 const satWaits = createIntervals();

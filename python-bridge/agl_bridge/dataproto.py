@@ -128,8 +128,17 @@ def _rows(rollouts: Sequence[RolloutSamples], options: ConvertOptions, stats: Co
                 stats.n_skipped_empty += 1
                 continue
             rows.append(
-                _Row(prompt, response, mask, logprobs, float(reward), drop, rollout.group_id, rollout.rollout_id,
-                     triplet.turn_index)
+                _Row(
+                    prompt,
+                    response,
+                    mask,
+                    logprobs,
+                    float(reward),
+                    drop,
+                    rollout.group_id,
+                    rollout.rollout_id,
+                    triplet.turn_index,
+                )
             )
     stats.n_rows = len(rows)
     return rows

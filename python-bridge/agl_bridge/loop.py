@@ -192,8 +192,13 @@ class TrainingLoop:
         config = {"max_attempts": self.config.max_attempts, "retry_condition": ["ATTEMPT_STATUS_FAILED"]}
         for task, group in specs:
             rollouts = await self.client.enqueue_group(
-                task, self.config.n, group_id=group, mode="train", resources_id=self.config.resources_id,
-                config=config, metadata={"step": step},
+                task,
+                self.config.n,
+                group_id=group,
+                mode="train",
+                resources_id=self.config.resources_id,
+                config=config,
+                metadata={"step": step},
             )
             ids.extend(r.rollout_id for r in rollouts)
         if self.ckpt is not None:

@@ -131,7 +131,9 @@ def spans_to_samples(rollout: types_pb2.Rollout, spans: Sequence[types_pb2.Span]
             values = from_attribute_value(span.attributes[LOGPROBS])
             if isinstance(values, list) and len(values) == len(response):
                 logprobs = [float(v) for v in values]
-        version = from_attribute_value(span.attributes[RESOURCES_VERSION]) if RESOURCES_VERSION in span.attributes else 0
+        version = (
+            from_attribute_value(span.attributes[RESOURCES_VERSION]) if RESOURCES_VERSION in span.attributes else 0
+        )
         samples.triplets.append(
             Triplet(
                 prompt_ids=prompt,

@@ -10,7 +10,7 @@ import type { AbortKind, AttemptEnd, AttemptExecutor, AttemptHandle, AttemptOutc
 import { buildTask } from "./build-task.js";
 import { finishAttempt, handBackUnstarted } from "./finish-attempt.js";
 import { startHeartbeats } from "./heartbeats.js";
-import { resolveBatchResources } from "./resolve-batch.js";
+import { type ResourcesCache, resolveBatchResources } from "./resolve-batch.js";
 
 /** Options of {@link createRunner}. */
 export interface RunnerOptions {
@@ -29,6 +29,11 @@ export interface RunnerOptions {
   abortGraceMs?: number;
   /** How long `stop()` lets running attempts finish before aborting and handing them back. Default 30 s. */
   shutdownGraceMs?: number;
+  /**
+   * How long a fetched resources snapshot is reused for later claims (a snapshot updated under the same id reaches
+   * new attempts at most this late). Default 1 s; 0 fetches for every dequeued batch.
+   */
+  resourcesCacheMs?: number;
   /** Stop after claiming this many rollouts (and finishing them). Default: run until `stop()`. */
   maxRollouts?: number;
   /** Spans per batch and linger in the agent's thread. Defaults 64 and 200 ms. */
@@ -97,6 +102,7 @@ export function createRunner(options: RunnerOptions): Runner {
     spanFlushMs: options.spanFlushMs ?? 200,
   };
   const active = new Map<string, Active>();
+  const resourcesCache: ResourcesCache = new Map();
   const summary: RunnerSummary = { claimed: 0, succeeded: 0, failed: 0, timeout: 0, cancelled: 0, interrupted: 0 };
   let stopping = false;
   let running: Promise<RunnerSummary> | undefined;
@@ -168,6 +174,12 @@ export function createRunner(options: RunnerOptions): Runner {
       const woken = new Promise<void>((resolve) => (wake = resolve));
       await (shipper.congested ? Promise.race([woken, shipper.whenUncongested()]) : woken);
     }
+    // With most slots busy, let a few more free up (briefly) so one dequeue claims several rollouts.
+    const enough = Math.max(1, Math.floor(executor.capacity / 4));
+    if (!stopping && active.size > 0 && executor.capacity - active.size < enough) {
+      const woken = new Promise<void>((resolve) => (wake = resolve));
+      await Promise.race([woken, new Promise((resolve) => setTimeout(resolve, 5))]);
+    }
   };
 
   const loop = async (): Promise<RunnerSummary> => {
@@ -209,7 +221,7 @@ export function createRunner(options: RunnerOptions): Runner {
           summary.interrupted += rollouts.length;
           break;
         }
-        const resources = await resolveBatchResources(store, rollouts);
+        const resources = await resolveBatchResources(store, rollouts, resourcesCache, options.resourcesCacheMs ?? 1_000);
         for (const rollout of rollouts) start(rollout, resources.get(rollout.rolloutId) as ResourcesData | Error);
       }
       while (active.size > 0) await Promise.all([...active.values()].map((e) => e.finished));

@@ -32,6 +32,7 @@ export function createCallContext(
   };
   const onCancel = () => abort(new ConnectError("the client cancelled the call", Code.Canceled));
   const onShutdown = () => abort(shutdownSignal?.reason);
+  const stopWatchingShutdown = shutdownSignal ? watchShutdown(shutdownSignal, onShutdown) : () => {};
   const deadline = call.getDeadline();
   const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
   const timer = Number.isFinite(deadlineMs)
@@ -39,8 +40,6 @@ export function createCallContext(
     : undefined;
   if (call.cancelled) onCancel();
   else events.once("cancelled", onCancel);
-  if (shutdownSignal?.aborted) onShutdown();
-  else shutdownSignal?.addEventListener("abort", onShutdown, { once: true });
   return {
     service: spec.method.parent,
     method: spec.method,
@@ -56,9 +55,32 @@ export function createCallContext(
     end() {
       clearTimeout(timer);
       events.off("cancelled", onCancel);
-      shutdownSignal?.removeEventListener("abort", onShutdown);
+      stopWatchingShutdown();
     },
   };
+}
+
+const shutdownWatchers = new WeakMap<AbortSignal, Set<() => void>>();
+
+/**
+ * Calls `onAbort` when `signal` aborts (at once if it has). One listener per signal serves every call in flight:
+ * a listener per call would trip Node's MaxListenersExceededWarning beyond ten concurrent calls.
+ */
+function watchShutdown(signal: AbortSignal, onAbort: () => void): () => void {
+  if (signal.aborted) {
+    onAbort();
+    return () => {};
+  }
+  let watchers = shutdownWatchers.get(signal);
+  if (!watchers) {
+    const set = new Set<() => void>();
+    watchers = set;
+    shutdownWatchers.set(signal, set);
+    signal.addEventListener("abort", () => set.forEach((watcher) => watcher()), { once: true });
+  }
+  watchers.add(onAbort);
+  const registered = watchers;
+  return () => registered.delete(onAbort);
 }
 
 /** Decodes a request; bytes that are not a valid message are the client's fault: INVALID_ARGUMENT. */

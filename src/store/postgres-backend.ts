@@ -104,7 +104,8 @@ class PostgresBackend implements StorageBackend {
       // A server that stalls inside a transaction must not hold row locks forever.
       idle_in_transaction_session_timeout: 60_000,
     };
-    this.pool = new pg.Pool({ ...connection, max: options.poolSize ?? 10, idleTimeoutMillis: 30_000 });
+    // Pipelined: a transaction sends its writes without waiting for each (see PostgresTx.send).
+    this.pool = new pg.Pool({ ...connection, pipeline: true, max: options.poolSize ?? 10, idleTimeoutMillis: 30_000 });
     // Idle connections die when PostgreSQL restarts: the pool drops them; without a handler the process would crash.
     this.pool.on("error", (error) => this.onError("an idle database connection failed", error));
     this.events = new EventListener({
@@ -158,37 +159,52 @@ class PostgresBackend implements StorageBackend {
       const tx = new PostgresTx(client, this.schema, locking, `agl.watchdog.${this.schema}`);
       let committing = false;
       try {
-        await client.query(locking === "snapshot" ? beginSnapshot : beginLocking);
+        // Statements are pipelined: BEGIN travels with the first read, writes with whatever follows them.
+        tx.send(locking === "snapshot" ? beginSnapshot : beginLocking);
         const result = await fn(tx);
         tx.open = false;
         const token = payloadToken(this.tokenPrefix, ++this.transactions);
+        if (tx.events.some((event) => event.kind === "resources")) await tx.settle(); // their version seqs
         const payloads = encodeEvents(tx.events, (update) => tx.versionSeq(update), token);
         if (payloads.length > 0) {
-          await client.query("SELECT pg_notify($1, payload) FROM unnest($2::text[]) WITH ORDINALITY AS p(payload, n) ORDER BY n", [
+          tx.send("SELECT pg_notify($1, payload) FROM unnest($2::text[]) WITH ORDINALITY AS p(payload, n) ORDER BY n", [
             `agl.${this.schema}`,
             payloads,
           ]);
         }
-        committing = true;
         // Armed before COMMIT: the notifications may arrive as soon as it is done.
         const delivered = payloads.length > 0 ? this.events.delivered(token) : undefined;
+        committing = true;
+        const commit = client.query("COMMIT").then(
+          () => undefined,
+          (error: unknown) => error ?? new Error("COMMIT failed"),
+        );
+        let failure: unknown;
         try {
-          await client.query("COMMIT");
+          await tx.settle();
         } catch (error) {
-          void delivered?.catch(() => undefined);
-          throw error;
+          // A statement sent before COMMIT failed: the transaction was aborted and COMMIT rolled it back.
+          failure = error;
+          if (classify(error) !== "connection") committing = false;
+        }
+        const commitError = await commit;
+        if (failure !== undefined || commitError !== undefined) {
+          delivered?.cancel();
+          throw failure ?? commitError;
         }
         client.off("error", onError);
         client.release();
-        await delivered;
+        await delivered?.promise;
         return result;
       } catch (caught) {
         tx.open = false;
-        const error = broken ?? caught;
+        const error = broken ?? tx.failure ?? caught;
         const kind = classify(error);
         if (kind !== "connection" && broken === undefined) {
           try {
-            await client.query("ROLLBACK");
+            const rollback = client.query("ROLLBACK");
+            await tx.settle().catch(() => undefined);
+            await rollback;
           } catch {
             broken = error;
           }
@@ -197,7 +213,6 @@ class PostgresBackend implements StorageBackend {
         // A connection in an unknown state is closed instead of going back to the pool.
         client.release(kind === "connection" || broken !== undefined ? asError(error) : undefined);
         if (kind === "conflict" || (kind === "duplicate" && conflicts < 5)) {
-          if (process.env["AGL_PG_DEBUG"]) console.error("conflict", locking, (error as Error).message);
           if (++conflicts < MAX_CONFLICT_TRIES) {
             locking = "rows";
             await backoff(conflicts, 1, 100);
@@ -213,7 +228,7 @@ class PostgresBackend implements StorageBackend {
           throw unavailable(error, committing);
         }
         if (kind === "text") throw invalidArgument("text fields cannot contain NUL characters with PostgreSQL storage");
-        throw caught;
+        throw error;
       }
     }
   }

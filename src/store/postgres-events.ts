@@ -112,20 +112,21 @@ export class EventListener {
   /**
    * Resolves once the notifications of the transaction named `token` have been delivered to this backend's
    * subscribers (so that, as with the other backends, a transaction's events precede its return), or at once when
-   * not listening, or after `timeoutMs`.
+   * not listening, or after `timeoutMs`. `cancel` stops waiting (the transaction did not commit).
    */
-  delivered(token: string, timeoutMs = 2_000): Promise<void> {
-    if (!this.client || this.closed) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, timeoutMs);
-      const self = this;
-      function done() {
+  delivered(token: string, timeoutMs = 2_000): { promise: Promise<void>; cancel(): void } {
+    if (!this.client || this.closed) return { promise: Promise.resolve(), cancel: () => {} };
+    let done = () => {};
+    const promise = new Promise<void>((resolve) => {
+      const timer = setTimeout(() => done(), timeoutMs);
+      done = () => {
         clearTimeout(timer);
-        self.pending.delete(token);
+        this.pending.delete(token);
         resolve();
-      }
+      };
       this.pending.set(token, done);
     });
+    return { promise, cancel: () => done() };
   }
 
   async close(): Promise<void> {

@@ -74,17 +74,53 @@ export class PostgresTx implements StorageTx {
     this.forUpdate = locking === "rows" ? " FOR UPDATE" : "";
   }
 
+  /**
+   * The first failure of a statement sent without waiting (see `send`). It aborted the transaction, so every later
+   * statement fails too, with a less telling error: this one is the cause.
+   */
+  failure: unknown;
+  /** Statements sent and not yet answered. */
+  private readonly sent: Array<Promise<unknown>> = [];
+
   /** Runs a prepared statement and returns its rows. */
   private readonly run = async (text: string, values: unknown[] = []): Promise<Array<Record<string, unknown>>> => {
-    if (!this.open) throw new Error("postgres store: transaction already ended");
+    this.check();
     try {
       const result = await this.client.query({ name: statementName(text), text, values });
       return result.rows as Array<Record<string, unknown>>;
-    } catch (e) {
-      if (process.env["AGL_PG_DEBUG"]) console.error("stmt-fail", (e as Error).message, text.slice(0, 70));
-      throw e;
+    } catch (error) {
+      throw this.failure ?? error;
     }
   };
+
+  /**
+   * Sends a statement whose result nobody needs without waiting for it: the connection pipelines it with the
+   * statements that follow, saving a round trip per write. Its failure is kept in `failure` and reported by the next
+   * statement, by `settle`, or at COMMIT (which then rolls back).
+   */
+  send(text: string, values: unknown[] = []): void {
+    this.sent.push(
+      this.client.query(values.length > 0 ? { name: statementName(text), text, values } : text).catch((error: unknown) => {
+        this.failure ??= error;
+      }),
+    );
+  }
+
+  /** Waits for every statement sent; throws the first failure. */
+  async settle(): Promise<void> {
+    while (this.sent.length > 0) await Promise.all(this.sent.splice(0));
+    if (this.failure !== undefined) throw this.failure;
+  }
+
+  private check(): void {
+    if (!this.open) throw new Error("postgres store: transaction already ended");
+  }
+
+  private write(text: string, values: unknown[]): Promise<void> {
+    this.check();
+    this.send(text, values);
+    return Promise.resolve();
+  }
 
   private async one(text: string, values: unknown[]): Promise<Uint8Array | undefined> {
     const [row] = await this.run(text, values);
@@ -102,7 +138,7 @@ export class PostgresTx implements StorageTx {
   async insertRollouts(rollouts: Rollout[]): Promise<void> {
     if (rollouts.length === 0) return;
     const rows = rollouts.map(rolloutRow);
-    await this.run(
+    await this.write(
       `INSERT INTO ${this.t("rollouts")} (rollout_id, status, start_time, end_time, mode, resources_id, group_id, data) ` +
         "SELECT * FROM unnest($1::text[], $2::integer[], $3::float8[], $4::float8[], $5::integer[], $6::text[], " +
         "$7::text[], $8::bytea[])",
@@ -126,7 +162,7 @@ export class PostgresTx implements StorageTx {
 
   async putRollout(rollout: Rollout): Promise<void> {
     const r = rolloutRow(rollout);
-    await this.run(
+    await this.write(
       `INSERT INTO ${this.t("rollouts")} (rollout_id, status, start_time, end_time, mode, resources_id, group_id, data) ` +
         "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (rollout_id) DO UPDATE SET status = excluded.status, " +
         "start_time = excluded.start_time, end_time = excluded.end_time, mode = excluded.mode, " +
@@ -157,7 +193,7 @@ export class PostgresTx implements StorageTx {
 
   async insertAttempt(attempt: Attempt): Promise<void> {
     const a = attemptRow(attempt);
-    await this.run(
+    await this.write(
       `INSERT INTO ${this.t("attempts")} (rollout_id, attempt_id, sequence_id, start_time, end_time, status, worker_id, ` +
         "last_heartbeat_time, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
       a,
@@ -197,7 +233,7 @@ export class PostgresTx implements StorageTx {
   }
 
   async putAttempt(attempt: Attempt): Promise<void> {
-    await this.run(
+    await this.write(
       `INSERT INTO ${this.t("attempts")} (rollout_id, attempt_id, sequence_id, start_time, end_time, status, worker_id, ` +
         "last_heartbeat_time, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) " +
         "ON CONFLICT (rollout_id, attempt_id) DO UPDATE SET sequence_id = excluded.sequence_id, " +
@@ -213,7 +249,7 @@ export class PostgresTx implements StorageTx {
 
   async enqueue(rolloutIds: string[]): Promise<void> {
     if (rolloutIds.length === 0) return;
-    await this.run(
+    await this.write(
       `INSERT INTO ${this.t("queue")} (rollout_id) SELECT id FROM unnest($1::text[]) WITH ORDINALITY AS u(id, n) ` +
         "ORDER BY n ON CONFLICT (rollout_id) DO NOTHING",
       [rolloutIds],
@@ -297,7 +333,7 @@ export class PostgresTx implements StorageTx {
   }
 
   async raiseSequenceId(rolloutId: string, value: number): Promise<void> {
-    await this.run(
+    await this.write(
       `INSERT INTO ${this.t("span_counters")} AS c (rollout_id, value) VALUES ($1, $2) ` +
         "ON CONFLICT (rollout_id) DO UPDATE SET value = excluded.value WHERE c.value < excluded.value",
       [rolloutId, value],
@@ -306,7 +342,7 @@ export class PostgresTx implements StorageTx {
 
   async insertResources(update: ResourcesUpdate): Promise<void> {
     const r = resourcesRow(update);
-    await this.run(
+    await this.write(
       `INSERT INTO ${this.t("resources")} (resources_id, create_time, update_time, version, data) ` +
         "VALUES ($1, $2, $3, $4, $5)",
       r,
@@ -316,7 +352,7 @@ export class PostgresTx implements StorageTx {
 
   async putResources(update: ResourcesUpdate): Promise<void> {
     const r = resourcesRow(update);
-    await this.run(
+    await this.write(
       `INSERT INTO ${this.t("resources")} (resources_id, create_time, update_time, version, data) ` +
         "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (resources_id) DO UPDATE SET create_time = excluded.create_time, " +
         "update_time = excluded.update_time, version = excluded.version, data = excluded.data",
@@ -333,7 +369,7 @@ export class PostgresTx implements StorageTx {
       [update.resourcesId, update.version, data],
     );
     this.versionSeqs.set(versionKey(update.resourcesId, update.version), row?.["seq"] as number);
-    await this.run(
+    await this.write(
       `INSERT INTO ${this.t("latest_resources")} (id, resources_id) VALUES (1, $1) ` +
         "ON CONFLICT (id) DO UPDATE SET resources_id = excluded.resources_id",
       [update.resourcesId],
@@ -367,7 +403,7 @@ export class PostgresTx implements StorageTx {
   }
 
   async putWorker(worker: Worker): Promise<void> {
-    await this.run(
+    await this.write(
       `INSERT INTO ${this.t("workers")} (worker_id, status, last_heartbeat_time, last_dequeue_time, last_busy_time, ` +
         "last_idle_time, data) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (worker_id) DO UPDATE SET " +
         "status = excluded.status, last_heartbeat_time = excluded.last_heartbeat_time, " +
@@ -411,7 +447,7 @@ export class PostgresTx implements StorageTx {
   }
 
   notify(event: StoreEvent): void {
-    if (!this.open) throw new Error("postgres store: transaction already ended");
+    this.check();
     this.events.push(event);
   }
 }

@@ -20,7 +20,7 @@ import {
   RolloutSpecSchema,
   RolloutStatus,
 } from "../gen/agl/v1/types_pb.js";
-import type { StorageTx, StoreEvent } from "./backend.js";
+import type { StorageTx } from "./backend.js";
 import { callScope, newAttempt, pageInfo, requireRollout, type StoreContext, withLatestAttempts } from "./context.js";
 import { notFound } from "./errors.js";
 import { newRolloutId } from "./ids.js";
@@ -248,33 +248,58 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       for (const id of req.rolloutIds) checkId(id, "rollout_ids[]", limits);
       await ctx.maybeScan();
       const scope = callScope(ctx, options);
-      const wanted = new Set(req.rolloutIds);
       const deadline = Date.now() + Math.max(0, req.timeoutSeconds ?? Number.POSITIVE_INFINITY) * 1000;
-      const isWanted = (e: StoreEvent) => e.kind === "finished" && e.rolloutIds.some((id) => wanted.has(id));
-      const read = () =>
+      const pending = new Set(req.rolloutIds);
+      const finished = new Map<string, Rollout>();
+      // Each rollout is read once more when an event says it finished, so a wait on n rollouts costs O(n) reads.
+      let named = new Set<string>();
+      let wake: (() => void) | undefined;
+      const stopListening = ctx.waiters.listen((event) => {
+        if (event.kind !== "finished") return;
+        for (const id of event.rolloutIds) if (pending.has(id)) named.add(id);
+        if (named.size > 0) wake?.();
+      });
+      const readFinished = (ids: string[]) =>
         ctx.transaction(async (tx) => {
-          const rollouts: Rollout[] = [];
-          for (const id of req.rolloutIds) rollouts.push(await requireRollout(tx, id));
-          return withLatestAttempts(tx, rollouts.filter((r) => isFinished(r.status)));
+          const done: Rollout[] = [];
+          for (const id of ids) {
+            const rollout = await requireRollout(tx, id);
+            if (isFinished(rollout.status)) done.push(rollout);
+          }
+          for (const rollout of await withLatestAttempts(tx, done)) {
+            finished.set(rollout.rolloutId, rollout);
+            pending.delete(rollout.rolloutId);
+          }
         });
-      for (;;) {
-        const remaining = (deadline - Date.now()) / 1000;
-        const wait = remaining > 0 ? ctx.waiters.arm(isWanted, remaining, scope.signal) : undefined;
-        let finished: Rollout[] = [];
-        let done = false;
-        try {
-          finished = await read();
-          done = new Set(finished.map((r) => r.rolloutId)).size === wanted.size;
-        } finally {
-          if (done || !wait) wait?.cancel();
+      try {
+        await readFinished([...pending]);
+        while (pending.size > 0 && Date.now() < deadline && !scope.signal.aborted) {
+          if (named.size === 0) await sleepUntilWoken(deadline, scope.signal, (resolve) => (wake = resolve));
+          wake = undefined;
+          scope.check();
+          const ids = [...named];
+          named = new Set();
+          await readFinished(ids);
         }
-        if (done || !wait) {
-          return { $typeName: "agl.v1.WaitForRolloutsResponse", rollouts: finished };
-        }
-        await wait.promise;
-        scope.check();
-        if (scope.signal.aborted) return { $typeName: "agl.v1.WaitForRolloutsResponse", rollouts: finished };
+      } finally {
+        stopListening();
       }
+      const rollouts = req.rolloutIds.flatMap((id) => finished.get(id) ?? []);
+      return { $typeName: "agl.v1.WaitForRolloutsResponse", rollouts };
     },
   };
+}
+
+/** Resolves when `register`'s callback is called, at the deadline (epoch ms), or when `signal` aborts. */
+function sleepUntilWoken(deadline: number, signal: AbortSignal, register: (wake: () => void) => void): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = Number.isFinite(deadline) ? setTimeout(done, Math.max(0, deadline - Date.now())) : undefined;
+    signal.addEventListener("abort", done, { once: true });
+    register(done);
+  });
 }

@@ -23,7 +23,8 @@ class AttemptSpanProcessor implements SpanProcessor {
     const scope = owners.get(span);
     if (!scope) return;
     owners.delete(span);
-    scope.record(toStoreSpan(span, scope.rolloutId, scope.attemptId, typedAttributes.get(span)));
+    // This provider's resource is generic (service name, SDK version); it would only repeat itself on every span.
+    scope.record(toStoreSpan(span, scope.rolloutId, scope.attemptId, typedAttributes.get(span), false));
   }
   forceFlush = () => Promise.resolve();
   shutdown = () => Promise.resolve();

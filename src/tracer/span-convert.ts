@@ -28,12 +28,13 @@ const resourceCache = new WeakMap<object, AttributeMap>();
 
 /**
  * Converts a finished OpenTelemetry span into the store's span of (`rolloutId`, `attemptId`). The sequence id is left
- * at 0 so the store allocates it.
+ * at 0 so the store allocates it. `withResource: false` leaves out the OpenTelemetry resource (agl's own, which says
+ * nothing the attempt does not).
  */
-export function toStoreSpan(span: ReadableSpan, rolloutId: string, attemptId: string, typed?: AttributeMap): Span {
+export function toStoreSpan(span: ReadableSpan, rolloutId: string, attemptId: string, typed?: AttributeMap, withResource = true): Span {
   const ctx = span.spanContext();
   const parent = span.parentSpanContext;
-  let resource = resourceCache.get(span.resource);
+  let resource = withResource ? resourceCache.get(span.resource) : {};
   if (!resource) {
     resource = convertAttributes(span.resource.attributes);
     resourceCache.set(span.resource, resource);

@@ -28,7 +28,7 @@ const search = (runId: string, extra: Partial<ApoOptions> = {}): ApoOptions => (
   ...extra,
 });
 
-describe("beam search", () => {
+describe("beam search", { timeout: 90_000 }, () => {
   test("parents, children, selection and the history best, all through real rollouts", async () => {
     const store = h.store.client;
     const report = await runApo(search("mech"));

@@ -31,7 +31,7 @@ const rolloutsOf = async (runId: string) => {
   return rollouts.filter((r) => r.metadata?.apo_run === runId).length;
 };
 
-describe("budget", () => {
+describe("budget", { timeout: 60_000 }, () => {
   test("a budget too small for one round is announced up front, and never exceeded", async () => {
     const events: ApoEvent[] = [];
     const report = await runApo(search("small", { budget: { rollouts: 30 }, onEvent: (e) => events.push(e) }));

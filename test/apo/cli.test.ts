@@ -71,7 +71,7 @@ describe("agl apo", () => {
     expect(run.stderr).toContain("stopped: round 1 may need 96 rollouts");
     expect(run.code).toBe(0);
     expect(run.stdout).toContain("budget_exhausted");
-  }, 60_000);
+  }, 120_000);
 
   test("usage and input errors are clear", async () => {
     const missing = await agl(["apo", `${example}/agent.ts`, "--val", "x", "--prompt", "a=b"]);
@@ -98,5 +98,5 @@ describe("agl apo", () => {
     const help = await agl(["apo", "--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("--budget-rollouts N");
-  }, 60_000);
+  }, 120_000);
 });

@@ -48,7 +48,7 @@ const nothingRan = async (runId: string) => {
   expect(rollouts.filter((r) => r.metadata?.apo_run === runId)).toEqual([]);
 };
 
-describe("clear errors", () => {
+describe("clear errors", { timeout: 60_000 }, () => {
   test("an optimizer endpoint nobody listens on fails before any rollout", async () => {
     const error = await failure(search("dead", { optimizer: { baseUrl: closedUrl } }));
     expect(error.code).toBe("optimizer_unreachable");

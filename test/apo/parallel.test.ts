@@ -38,4 +38,4 @@ test("candidates are evaluated in parallel through the runner pool", async () =>
   expect(new Set(scoring.map((r) => r.groupId)).size).toBeGreaterThan(1);
   expect(maxOverlap(scoring)).toBeGreaterThan(4);
   expect(report.best.score).toBeGreaterThan(0);
-});
+}, 60_000);

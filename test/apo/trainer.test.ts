@@ -39,4 +39,4 @@ test("APO runs as a Trainer algorithm: in-memory store, the agent module on work
   expect(report.status).toBe("completed");
   expect(report.baseline).toBe(0);
   expect(report.best.score).toBeCloseTo(2 / 3, 10);
-});
+}, 60_000);

@@ -63,7 +63,9 @@ class LocalBackend:
     def load(self, directory: Path) -> None:
         from transformers import AutoModelForCausalLM
 
-        loaded = AutoModelForCausalLM.from_pretrained(str(directory / "model"), local_files_only=True, dtype=torch.float32)
+        loaded = AutoModelForCausalLM.from_pretrained(
+            str(directory / "model"), local_files_only=True, dtype=torch.float32
+        )
         self.policy.model.load_state_dict(loaded.state_dict())
         state = torch.load(directory / "optimizer.pt", weights_only=False)
         self.policy.optimizer.load_state_dict(state["optimizer"])

@@ -11,7 +11,14 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-__all__ = ["CHAT_TEMPLATE", "SPECIAL_TOKENS", "TinyModelConfig", "build_tiny_model", "build_word_tokenizer", "load_model"]
+__all__ = [
+    "CHAT_TEMPLATE",
+    "SPECIAL_TOKENS",
+    "TinyModelConfig",
+    "build_tiny_model",
+    "build_word_tokenizer",
+    "load_model",
+]
 
 PAD, UNK, END = "<pad>", "<unk>", "<|end|>"
 SPECIAL_TOKENS = [PAD, UNK, "<|system|>", "<|user|>", "<|assistant|>", END]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections import deque
 from typing import Any
 
 from aiohttp import web
@@ -39,6 +40,8 @@ class PolicyServer:
         self.host, self.port = host, port
         self.requests = 0
         self.generated_tokens = 0
+        # The last samples served, (prompt ids, response ids): lets tests compare them with the training batch.
+        self.sampled: deque[tuple[list[int], list[int]]] = deque(maxlen=4096)
         self._runner: web.AppRunner | None = None
         self.base_url = ""
         app = web.Application(client_max_size=16 * 1024 * 1024)
@@ -92,6 +95,7 @@ class PolicyServer:
         version = self.policy.weights_version
         generations = [await self.policy.generate(prompt_ids, **params) for _ in range(n)]
         self.generated_tokens += sum(len(g.token_ids) for g in generations)
+        self.sampled.extend((prompt_ids, g.token_ids) for g in generations)
         want_ids = bool(body.get("return_token_ids"))
         want_logprobs = bool(body.get("logprobs")) if chat else body.get("logprobs") is not None
         meta = {
@@ -107,11 +111,16 @@ class PolicyServer:
         }
         headers = {"x-agl-policy-version": str(version)}
         if body.get("stream"):
-            return await self._stream(request, chat, meta, generations, prompt_ids, want_ids, want_logprobs, body,
-                                      usage, headers)
+            return await self._stream(
+                request, chat, meta, generations, prompt_ids, want_ids, want_logprobs, body, usage, headers
+            )
         choices = [self._choice(chat, i, g, want_ids, want_logprobs) for i, g in enumerate(generations)]
-        answer: dict[str, Any] = {**meta, "object": "chat.completion" if chat else "text_completion",
-                                  "choices": choices, "usage": usage}
+        answer: dict[str, Any] = {
+            **meta,
+            "object": "chat.completion" if chat else "text_completion",
+            "choices": choices,
+            "usage": usage,
+        }
         if want_ids:
             answer["prompt_token_ids"] = prompt_ids
         return web.json_response(answer, headers=headers)
@@ -207,8 +216,9 @@ class PolicyServer:
         usage: dict[str, int],
         headers: dict[str, str],
     ) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"content-type": "text/event-stream", "cache-control": "no-cache",
-                                               **headers})
+        response = web.StreamResponse(
+            headers={"content-type": "text/event-stream", "cache-control": "no-cache", **headers}
+        )
         await response.prepare(request)
         obj = "chat.completion.chunk" if chat else "text_completion"
 
@@ -218,8 +228,13 @@ class PolicyServer:
 
         first_extra = {"prompt_token_ids": prompt_ids} if want_ids else None
         if chat:
-            await send([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                         "finish_reason": None} for i in range(len(generations))], first_extra)
+            await send(
+                [
+                    {"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}
+                    for i in range(len(generations))
+                ],
+                first_extra,
+            )
             first_extra = None
         for i, g in enumerate(generations):
             for k, token in enumerate(g.token_ids):

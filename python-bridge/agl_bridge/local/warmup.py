@@ -12,8 +12,9 @@ from agl_bridge.local.policy import Policy
 __all__ = ["warmup"]
 
 
-def warmup(policy: Policy, pairs: Sequence[tuple[str, str]], steps: int, batch_size: int = 32, lr: float = 3e-3,
-           seed: int = 0) -> float:
+def warmup(
+    policy: Policy, pairs: Sequence[tuple[str, str]], steps: int, batch_size: int = 32, lr: float = 3e-3, seed: int = 0
+) -> float:
     """Trains ``policy.model`` to answer each user prompt with its answer then EOS; returns the last loss. Runs on the
     calling thread (before the policy server starts)."""
     tok, model = policy.tokenizer, policy.model

@@ -118,6 +118,7 @@ export function createStoreEvaluator(options: StoreEvaluatorOptions): RolloutEva
       const reads: Promise<void>[] = [];
       const late: string[] = [];
       let finished = 0;
+      let failure: { error: unknown } | undefined;
       // The store re-reads every listed rollout whenever one finishes, so waits cover short chunks; each chunk's
       // spans are read while the next chunk still runs.
       for (let at = 0; at < rollouts.length; at += waitChunkSize) {
@@ -131,7 +132,9 @@ export function createStoreEvaluator(options: StoreEvaluatorOptions): RolloutEva
           const input = rollout.input ? toJson(ValueSchema, rollout.input) : task.input;
           const result = done.get(rollout.rolloutId);
           if (!result) late.push(rollout.rolloutId);
-          reads.push(limit(async () => void (outcomes[i] = await read(result, rollout.rolloutId, task.index, input, request.withMessages))));
+          // Handled at once: a failed read must not go unhandled while later chunks are still being waited for.
+          const reading = limit(async () => void (outcomes[i] = await read(result, rollout.rolloutId, task.index, input, request.withMessages)));
+          reads.push(reading.catch((error: unknown) => void (failure ??= { error })));
         });
       }
       if (late.length > 0) options.onLate?.(request.key, late.length, timeoutMs / 1000);
@@ -139,6 +142,7 @@ export function createStoreEvaluator(options: StoreEvaluatorOptions): RolloutEva
         ...reads,
         ...late.map((rolloutId) => store.updateRollout({ rolloutId, status: RolloutStatus.CANCELLED }).catch(() => undefined)),
       ]);
+      if (failure) throw failure.error;
       return outcomes;
     },
   };

@@ -1,0 +1,76 @@
+"""``python -m agl_bridge.local``: the local CPU trainer (policy server + GRPO with VERL's functions)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+from agl_bridge.local.run import LocalTrainerOptions, run_local_trainer
+
+
+def parse_args(argv: list[str] | None = None) -> LocalTrainerOptions:
+    p = argparse.ArgumentParser(prog="python -m agl_bridge.local", description=__doc__)
+    p.add_argument("--store", required=True, help="store address, http://HOST:PORT")
+    p.add_argument("--token", default=None, help="store token (or AGL_TOKEN)")
+    p.add_argument("--proxy", default=None, help="agl LLM proxy URL to publish as the agents' LLM (proxy_llm)")
+    p.add_argument("--model", default=None, help="directory of a Hugging Face causal LM (default: build a tiny one)")
+    p.add_argument("--task", default="kind", help="built-in dataset when --dataset is not given: 'kind' (the demo)")
+    p.add_argument("--dataset", default=None, help="JSONL file of task inputs (needs --model)")
+    p.add_argument("--steps", type=int, default=120)
+    p.add_argument("--tasks-per-step", type=int, default=8)
+    p.add_argument("--n", type=int, default=8, help="rollouts per task (one GRPO group)")
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--ppo-epochs", type=int, default=1)
+    p.add_argument("--mini-batch", type=int, default=None)
+    p.add_argument("--warmup-steps", type=int, default=300, help="supervised format warm-up of a new tiny model")
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--max-tokens", type=int, default=8, help="max_tokens published with the LLM resource")
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--checkpoint-dir", default=None)
+    p.add_argument("--host", default="127.0.0.1", help="policy server host")
+    p.add_argument("--port", type=int, default=0, help="policy server port (0: any)")
+    p.add_argument("--model-name", default="agl-local-policy")
+    p.add_argument("--resources-id", default="agl-policy")
+    p.add_argument("--llm-name", default="main_llm")
+    p.add_argument("--triplets", default="auto", choices=["auto", "stream", "spans"])
+    p.add_argument("--rollout-timeout", type=float, default=300.0)
+    p.add_argument(
+        "--python-agents",
+        type=int,
+        default=0,
+        help="also run N in-process Python agents for the built-in task (no TS runner needed)",
+    )
+    p.add_argument("--summary", default=None, help="write a JSON summary (reward per step, versions) here")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    a = p.parse_args(argv)
+    return LocalTrainerOptions(**{k: v for k, v in vars(a).items()})
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse_args(argv)
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(run_local_trainer(options))
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
+    started = time.time()
+    try:
+        summary = loop.run_until_complete(task)
+    except asyncio.CancelledError:
+        print("[agl] stopped; the next start resumes from the last checkpoint", file=sys.stderr, flush=True)
+        return 130
+    finally:
+        loop.close()
+    if options.summary:
+        Path(options.summary).write_text(json.dumps({**summary, "wall_s": time.time() - started}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

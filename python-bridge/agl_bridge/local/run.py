@@ -1,0 +1,170 @@
+"""Wiring of the local trainer: model, policy server, store client, training loop (and optional Python agents)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from agl_bridge.client import StoreClient
+from agl_bridge.local import tasks
+from agl_bridge.local.backend import LocalBackend
+from agl_bridge.local.model import TinyModelConfig, build_tiny_model, build_word_tokenizer, load_model
+from agl_bridge.local.policy import GrpoConfig, Policy
+from agl_bridge.local.python_agent import run_python_agents
+from agl_bridge.local.server import PolicyServer
+from agl_bridge.local.warmup import warmup
+from agl_bridge.loop import LoopConfig, TrainingLoop
+from agl_bridge.plot import reward_plot
+
+__all__ = ["LocalTrainerOptions", "run_local_trainer"]
+
+
+@dataclass
+class LocalTrainerOptions:
+    store: str
+    token: str | None = None
+    proxy: str | None = None
+    model: str | None = None
+    task: str = "kind"
+    dataset: str | None = None
+    steps: int = 120
+    tasks_per_step: int = 8
+    n: int = 8
+    lr: float = 2e-3
+    ppo_epochs: int = 1
+    mini_batch: int | None = None
+    warmup_steps: int = 300
+    hidden: int = 64
+    layers: int = 2
+    max_tokens: int = 8
+    temperature: float = 1.0
+    checkpoint_dir: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 0
+    model_name: str = "agl-local-policy"
+    resources_id: str = "agl-policy"
+    llm_name: str = "main_llm"
+    triplets: str = "auto"
+    rollout_timeout: float = 300.0
+    python_agents: int = 0
+    summary: str | None = None
+    seed: int = 0
+    threads: int = 1
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _dataset(options: LocalTrainerOptions) -> list[Any]:
+    if options.dataset:
+        with open(options.dataset, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    if options.task != "kind":
+        raise SystemExit(f"unknown built-in task {options.task!r} (kind); give --dataset for your own")
+    return tasks.make_tasks(4096, seed=options.seed + 7)
+
+
+def _has_checkpoint(options: LocalTrainerOptions) -> bool:
+    return bool(options.checkpoint_dir) and (Path(options.checkpoint_dir) / "latest").exists()  # type: ignore[arg-type]
+
+
+def build_policy(options: LocalTrainerOptions) -> Policy:
+    """The policy from ``--model``, or a new tiny model for the built-in task (warmed up unless resuming)."""
+    torch.manual_seed(options.seed)
+    grpo = GrpoConfig(lr=options.lr, ppo_epochs=options.ppo_epochs, mini_batch_size=options.mini_batch)
+    if options.model:
+        model, tokenizer = load_model(options.model)
+        return Policy(model, tokenizer, grpo)
+    if options.dataset:
+        raise SystemExit("a custom --dataset needs --model (a local Hugging Face causal LM directory)")
+    tokenizer = build_word_tokenizer(tasks.vocabulary())
+    config = TinyModelConfig(
+        hidden_size=options.hidden, layers=options.layers, intermediate_size=4 * options.hidden, seed=options.seed
+    )
+    policy = Policy(build_tiny_model(tokenizer, config), tokenizer, grpo)
+    if options.warmup_steps > 0 and not _has_checkpoint(options):
+        loss = warmup(
+            policy,
+            tasks.warmup_pairs(4000, seed=options.seed + 1),
+            options.warmup_steps,
+            batch_size=64,
+            lr=3e-3,
+            seed=options.seed,
+        )
+        _log(
+            f"[agl] format warm-up: {options.warmup_steps} supervised steps on random-category answers, loss {loss:.3f}"
+        )
+    return policy
+
+
+async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
+    """Trains until ``options.steps``; returns a summary (rewards per step, versions, timings)."""
+    torch.set_num_threads(max(1, options.threads))
+    policy = build_policy(options)
+    server = PolicyServer(policy, options.model_name, options.host, options.port)
+    url = await server.start()
+    _log(f"[agl] policy server on {url} (model {options.model_name})")
+    backend = LocalBackend(
+        policy,
+        server,
+        llm_name=options.llm_name,
+        proxy_url=options.proxy,
+        sampling={"temperature": options.temperature, "max_tokens": options.max_tokens},
+    )
+    config = LoopConfig(
+        total_steps=options.steps,
+        tasks_per_step=options.tasks_per_step,
+        n=options.n,
+        resources_id=options.resources_id,
+        llm_name=options.llm_name,
+        triplet_source=options.triplets,
+        rollout_timeout=options.rollout_timeout,
+        checkpoint_dir=options.checkpoint_dir,
+        max_prompt_length=256,
+        max_response_length=max(options.max_tokens, 1),
+    )
+    token = options.token or os.environ.get("AGL_TOKEN") or None
+    agents: asyncio.Task[None] | None = None
+    try:
+        async with StoreClient(options.store, token) as client:
+            loop = TrainingLoop(client, backend, _dataset(options), config, log=_log)
+            if options.python_agents > 0:
+                agents = asyncio.create_task(run_python_agents(options.store, token, options.python_agents))
+            history = await loop.run()
+    finally:
+        if agents is not None:
+            agents.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await agents
+        await server.stop()
+        policy.close()
+    rewards = [r.reward_mean for r in history]
+    summary = {
+        "rewards": rewards,
+        "steps": [r.step for r in history],
+        "versions_published": [r.version for r in history],
+        "versions_seen": [r.versions_seen for r in history],
+        "timings": [r.timings for r in history],
+        "response_tokens": [r.response_tokens for r in history],
+        "triplet_source": loop.source.name,
+        "policy_requests": server.requests,
+    }
+    if rewards:
+        tail = rewards[-5:]
+        _log("\nreward per step\n" + reward_plot(rewards))
+        _log(
+            f"\n[agl] initial reward {rewards[0]:.3f} (step {history[0].step + 1})  ->  final reward "
+            f"{sum(tail) / len(tail):.3f} (mean of the last {len(tail)} steps)"
+        )
+        summary["initial_reward"] = rewards[0]
+        summary["final_reward"] = sum(tail) / len(tail)
+    return summary
