@@ -9,7 +9,7 @@ PY_GEN    := $(PY_DIR)/agl_bridge/gen
 TS_GEN    := src/gen
 STAMPS    := .make
 
-.PHONY: help deps proto check-proto build typecheck test test-ts test-py lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo clean
+.PHONY: help deps proto check-proto build typecheck test test-ts test-py lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo clean
 
 help:
 	@echo "make test    install what is needed, check generated code, run the whole suite"
@@ -24,9 +24,10 @@ $(STAMPS)/npm: package-lock.json | $(STAMPS)
 	npm ci --no-audit --no-fund
 	@touch $@
 
+# [train] brings verl 0.8.0 with torch 2.13.0 (the CPU wheel on this machine's disk), ray, transformers: ~2 min.
 $(STAMPS)/venv: $(PY_DIR)/pyproject.toml | $(STAMPS)
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '$(PY_DIR)[dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '$(PY_DIR)[dev,train]'
 	@touch $@
 
 deps: $(STAMPS)/npm $(STAMPS)/venv
@@ -81,6 +82,13 @@ bench-triplets: deps
 
 bench-apo: deps
 	npx tsx bench/apo/run.ts
+
+bench-runner: deps
+	npx tsx bench/runner/run.ts
+
+# RL end to end on CPU: store (SQLite) + LLM proxy + TS runner pool + local trainer; prints the reward curve.
+demo: deps
+	python-bridge/scripts/demo.sh
 
 clean:
 	rm -rf dist $(STAMPS)

@@ -7,8 +7,12 @@
  *    through a real store server over gRPC.
  * 2. 1,000 concurrent I/O-bound rollouts (each awaiting 1 s) on 2 worker threads: wall time and peak RSS.
  *
+ * The store is a separate `agl serve --memory` process; peak RSS is the runner process's (worker threads included).
+ *
  * Run: npx tsx bench/runner/run.ts
  */
+import { readFileSync } from "node:fs";
+import { availableParallelism, loadavg } from "node:os";
 import { fromJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { silentLogger } from "../../src/agent/logger.js";
@@ -17,9 +21,7 @@ import type { AttemptExecutor } from "../../src/runner/attempt-task.js";
 import { createInProcessExecutor } from "../../src/runner/in-process-executor.js";
 import { createPoolExecutor } from "../../src/runner/pool-executor.js";
 import { createRunner, type AttemptEndEvent } from "../../src/runner/runner.js";
-import { startStoreServer } from "../../src/server/store-server.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
-import { createStore } from "../../src/store/store.js";
+import { startServerProcess } from "../../test/support/server-process.js";
 import { noop } from "./agents.js";
 
 const agents = new URL("./agents.ts", import.meta.url).pathname;
@@ -28,10 +30,19 @@ const quantile = (xs: number[], q: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 };
 const ms = (x: number) => `${x.toFixed(3)} ms`;
+/** CPU milliseconds (user + system) a process has used so far, from /proc (Linux). */
+function processCpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
 
 async function session(makeExecutor: () => AttemptExecutor, inputs: unknown[], label: string, extra: (wallMs: number, events: AttemptEndEvent[]) => string[]) {
-  const store = createStore({ backend: createMemoryBackend() });
-  const server = await startStoreServer({ store, port: 0 });
+  // The store runs as its own process (`agl serve --memory`), as in a deployment.
+  const server = await startServerProcess(["--memory"]);
   const client = createStoreClient({ baseUrl: server.url });
   const executor = makeExecutor();
   const events: AttemptEndEvent[] = [];
@@ -44,13 +55,14 @@ async function session(makeExecutor: () => AttemptExecutor, inputs: unknown[], l
 
   let peakRss = 0;
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 20);
+  const cpuBefore = { runner: process.cpuUsage(), store: processCpuMs(server.pid) };
   const started = performance.now();
   const ids: string[] = [];
   for (let i = 0; i < inputs.length; i += 1_000) {
     const batch = inputs.slice(i, i + 1_000).map((input) => ({ input: fromJson(ValueSchema, input as never) }));
     ids.push(...(await client.enqueueRollouts({ rollouts: batch })).rollouts.map((r) => r.rolloutId));
   }
-  // Polls the counts: one long WaitForRollouts over thousands of ids would make the store re-read them all per finish.
+  // Polls the store's counts (cheap), so the figure includes no waiting machinery.
   let succeeded = 0;
   for (;;) {
     const byStatus = (await client.getStatistics({})).rolloutsByStatus;
@@ -61,18 +73,24 @@ async function session(makeExecutor: () => AttemptExecutor, inputs: unknown[], l
   }
   succeeded -= 1; // the warm-up rollout
   const wallMs = performance.now() - started;
+  const runnerCpu = process.cpuUsage(cpuBefore.runner);
+  const runnerCpuMs = (runnerCpu.user + runnerCpu.system) / 1000;
+  const storeCpuMs = processCpuMs(server.pid) - cpuBefore.store;
   clearInterval(sampler);
   peakRss = Math.max(peakRss, process.memoryUsage().rss);
   console.log(`\n${label}`);
   console.log(`  rollouts: ${ids.length} (${succeeded} succeeded) in ${(wallMs / 1000).toFixed(2)} s wall`);
   for (const line of extra(wallMs, events)) console.log(`  ${line}`);
+  // CPU time does not depend on what else the machine runs; wall time does (a busy shared machine stretches it).
+  console.log(
+    `  CPU per rollout: runner process ${(runnerCpuMs / ids.length).toFixed(2)} ms (all threads), store process ${(storeCpuMs / ids.length).toFixed(2)} ms; load average ${loadavg()[0]?.toFixed(1)} on ${availableParallelism()} cores`,
+  );
   console.log(`  peak RSS (process, worker threads included): ${(peakRss / 1048576).toFixed(0)} MiB`);
   await runner.stop({ graceMs: 0 });
   await running;
   await executor.close();
   client.close();
-  await server.close();
-  await store.close();
+  await server.stop();
 }
 
 const overheadLines = (wallMs: number, events: AttemptEndEvent[]) => {

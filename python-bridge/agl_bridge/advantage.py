@@ -51,15 +51,19 @@ def compute_rollout_level_advantage(
     rows = _rollout_rows(data)
     uids = data.non_tensor_batch["uid"]
     totals = data.batch["token_level_rewards"].sum(dim=-1)
-    representatives: list[int] = []
-    for rollout_id, idxs in rows.items():
-        first = idxs[0]
-        for i in idxs[1:]:
-            if uids[i] != uids[first]:
-                raise ValueError(f"rows of rollout {rollout_id} have different uids ({uids[first]}, {uids[i]})")
-            if not torch.isclose(totals[i], totals[first]):
-                raise ValueError(f"rows of rollout {rollout_id} have different rewards")
-        representatives.append(first)
+    representatives = [idxs[0] for idxs in rows.values()]
+    row_rollout = np.empty(len(data), dtype=np.int64)  # row -> position of its rollout in `representatives`
+    for j, idxs in enumerate(rows.values()):
+        row_rollout[idxs] = j
+    rep_of_row = np.asarray(representatives, dtype=np.int64)[row_rollout]
+    bad_uid = np.nonzero(uids != uids[rep_of_row])[0]
+    if bad_uid.size:
+        i = int(bad_uid[0])
+        raise ValueError(f"rows of rollout {data.non_tensor_batch['rollout_id_list'][i]} have different uids")
+    bad_reward = torch.nonzero(~torch.isclose(totals, totals[torch.from_numpy(rep_of_row)])).flatten()
+    if bad_reward.numel():
+        i = int(bad_reward[0])
+        raise ValueError(f"rows of rollout {data.non_tensor_batch['rollout_id_list'][i]} have different rewards")
 
     rep = data.select_idxs(np.array(representatives, dtype=np.int64))
     rep = compute_advantage(
@@ -70,22 +74,17 @@ def compute_rollout_level_advantage(
         norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo,
         config=config,
     )
+    rep_mask = rep.batch["response_mask"].to(torch.float32)
+    count = rep_mask.sum(dim=-1).clamp(min=1.0)
+    scalar_adv = (rep.batch["advantages"] * rep_mask).sum(dim=-1) / count
+    scalar_ret = (rep.batch["returns"] * rep_mask).sum(dim=-1) / count
+    spread = ((rep.batch["advantages"] - scalar_adv[:, None]).abs() * rep_mask).amax(dim=-1)
+    if spread.numel() and float(spread.max()) > 1e-5:
+        raise ValueError(f"estimator {estimator} gave a per-token advantage, not one number per rollout")
     mask = data.batch["response_mask"].to(torch.float32)
-    advantages = torch.zeros_like(mask)
-    returns = torch.zeros_like(mask)
-    for j, (rollout_id, idxs) in enumerate(rows.items()):
-        rep_mask = rep.batch["response_mask"][j].bool()
-        values = rep.batch["advantages"][j][rep_mask]
-        if values.numel() and not torch.allclose(values, values[0].expand_as(values), atol=1e-5):
-            raise ValueError(f"estimator {estimator} gave rollout {rollout_id} a per-token advantage, not a scalar")
-        adv = float(values[0]) if values.numel() else 0.0
-        ret_values = rep.batch["returns"][j][rep_mask]
-        ret = float(ret_values[0]) if ret_values.numel() else 0.0
-        for i in idxs:
-            advantages[i] = adv * mask[i]
-            returns[i] = ret * mask[i]
-    data.batch["advantages"] = advantages
-    data.batch["returns"] = returns
+    index = torch.from_numpy(row_rollout)
+    data.batch["advantages"] = scalar_adv[index][:, None] * mask
+    data.batch["returns"] = scalar_ret[index][:, None] * mask
     metrics = {
         "training/rollout_level_advantage/n_rows": float(len(data)),
         "training/rollout_level_advantage/n_rollouts": float(len(rows)),

@@ -267,6 +267,43 @@ class StoreClient:
             resources_id=resources_id,
         )
 
+    async def enqueue_groups(
+        self,
+        inputs: Sequence[Any],
+        n: int,
+        *,
+        mode: int | str | None = None,
+        config: types_pb2.RolloutConfig | Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        resources_id: str = "",
+    ) -> list[list[types_pb2.Rollout]]:
+        """Enqueues ``n`` rollouts of each task input, each task's under a fresh group id, in one atomic call.
+        Returns one list of ``n`` rollouts per input, in order. Not retried."""
+        if n < 1:
+            raise ValueError(f"a group needs at least one rollout, got n={n}")
+        mode_number = 0 if mode is None else _enum_number(types_pb2.RolloutMode, "ROLLOUT_MODE_", mode)
+        rollout_config = _rollout_config(config)
+        specs = []
+        for task_input in inputs:
+            group_id = new_group_id()
+            value = to_value(task_input)
+            for _ in range(n):
+                spec = types_pb2.RolloutSpec(
+                    input=value,
+                    mode=mode_number,
+                    group_id=group_id,
+                    resources_id=resources_id,  # type: ignore[arg-type]
+                )
+                if rollout_config is not None:
+                    spec.config.CopyFrom(rollout_config)
+                if metadata is not None:
+                    spec.metadata.CopyFrom(to_struct(metadata))
+                specs.append(spec)
+        request = store_pb2.EnqueueRolloutsRequest(rollouts=specs)
+        response: store_pb2.EnqueueRolloutsResponse = await self._call(self.store.EnqueueRollouts, request)
+        rollouts = list(response.rollouts)
+        return [rollouts[i * n : (i + 1) * n] for i in range(len(inputs))]
+
     async def dequeue(self, limit: int = 1, worker_id: str = "", wait_seconds: float = 0.0) -> list[types_pb2.Rollout]:
         """Claims up to ``limit`` queued rollouts for ``worker_id``, each with its new attempt as ``latest_attempt``.
         With ``wait_seconds`` the server waits that long for work when the queue is empty. Not retried (a lost

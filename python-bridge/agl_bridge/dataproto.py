@@ -160,41 +160,44 @@ def to_dataproto(
     assert p_len is not None and r_len is not None
     b, pad = len(rows), options.pad_token_id
 
-    prompts = torch.full((b, p_len), pad, dtype=torch.long)
-    responses = torch.full((b, r_len), pad, dtype=torch.long)
-    prompt_attn = torch.zeros((b, p_len), dtype=torch.long)
-    response_attn = torch.zeros((b, r_len), dtype=torch.long)
-    response_mask = torch.zeros((b, r_len), dtype=torch.long)
-    scores = torch.zeros((b, r_len), dtype=torch.float32)
-    log_probs = torch.zeros((b, r_len), dtype=torch.float32)
+    # Filled as numpy arrays (a slice assignment from a list is far cheaper than a tensor per row), then wrapped.
+    prompts = np.full((b, p_len), pad, dtype=np.int64)
+    responses = np.full((b, r_len), pad, dtype=np.int64)
+    prompt_attn = np.zeros((b, p_len), dtype=np.int64)
+    response_attn = np.zeros((b, r_len), dtype=np.int64)
+    response_mask = np.zeros((b, r_len), dtype=np.int64)
+    scores = np.zeros((b, r_len), dtype=np.float32)
+    log_probs = np.zeros((b, r_len), dtype=np.float32)
     all_logprobs = all(r.logprobs is not None for r in rows)
     for i, row in enumerate(rows):
         n_p, n_r = len(row.prompt), len(row.response)
         if n_p:
-            prompts[i, p_len - n_p :] = torch.tensor(row.prompt, dtype=torch.long)
+            prompts[i, p_len - n_p :] = row.prompt
             prompt_attn[i, p_len - n_p :] = 1
-        responses[i, :n_r] = torch.tensor(row.response, dtype=torch.long)
+        responses[i, :n_r] = row.response
         response_attn[i, :n_r] = 1
-        response_mask[i, :n_r] = torch.tensor(row.mask, dtype=torch.long)
+        response_mask[i, :n_r] = row.mask
         # The reward sits on the last real response token (n_r > 0: empty rows were skipped).
         scores[i, n_r - 1] = row.reward
         if all_logprobs and row.logprobs is not None:
-            log_probs[i, :n_r] = torch.tensor(row.logprobs, dtype=torch.float32) * response_mask[i, :n_r]
+            log_probs[i, :n_r] = row.logprobs
+    if all_logprobs:
+        log_probs *= response_mask
 
-    attention_mask = torch.cat([prompt_attn, response_attn], dim=1)
+    attention_mask = torch.from_numpy(np.concatenate([prompt_attn, response_attn], axis=1))
     position_ids = torch.clamp(torch.cumsum(attention_mask, dim=1) - 1, min=0)
     tensors: dict[str, torch.Tensor] = {
-        "prompts": prompts,
-        "responses": responses,
-        "input_ids": torch.cat([prompts, responses], dim=1),
+        "prompts": torch.from_numpy(prompts),
+        "responses": torch.from_numpy(responses),
+        "input_ids": torch.from_numpy(np.concatenate([prompts, responses], axis=1)),
         "attention_mask": attention_mask,
         "position_ids": position_ids,
-        "response_mask": response_mask * response_attn,
-        "token_level_scores": scores,
+        "response_mask": torch.from_numpy(response_mask * response_attn),
+        "token_level_scores": torch.from_numpy(scores),
         "is_drop_mask": torch.tensor([r.drop for r in rows], dtype=torch.bool),
     }
     if all_logprobs:
-        tensors["rollout_log_probs"] = log_probs
+        tensors["rollout_log_probs"] = torch.from_numpy(log_probs)
     group_ids = np.array([r.group_id for r in rows], dtype=object)
     non_tensors = {
         "uid": group_ids,

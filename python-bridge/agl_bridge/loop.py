@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from verl import DataProto
 
 from agl_bridge.advantage import compute_rollout_level_advantage, drop_marked_rows
-from agl_bridge.client import StoreClient, new_group_id
+from agl_bridge.client import StoreClient
 from agl_bridge.dataproto import ConvertOptions, to_dataproto
 from agl_bridge.gen.agl.v1 import types_pb2
 from agl_bridge.triplet_source import TripletSource, make_source
@@ -184,23 +184,16 @@ class TrainingLoop:
         if pending is not None:
             self.log(f"[agl] step {step}: reusing its {len(pending['rollout_ids'])} rollouts enqueued before a restart")
             return list(pending["rollout_ids"])
-        specs = []
-        for task in self.tasks_for(step):
-            group = new_group_id()
-            specs.append((task, group))
-        ids: list[str] = []
         config = {"max_attempts": self.config.max_attempts, "retry_condition": ["ATTEMPT_STATUS_FAILED"]}
-        for task, group in specs:
-            rollouts = await self.client.enqueue_group(
-                task,
-                self.config.n,
-                group_id=group,
-                mode="train",
-                resources_id=self.config.resources_id,
-                config=config,
-                metadata={"step": step},
-            )
-            ids.extend(r.rollout_id for r in rollouts)
+        groups = await self.client.enqueue_groups(
+            self.tasks_for(step),
+            self.config.n,
+            mode="train",
+            resources_id=self.config.resources_id,
+            config=config,
+            metadata={"step": step},
+        )
+        ids = [r.rollout_id for group in groups for r in group]
         if self.ckpt is not None:
             self.ckpt.mkdir(parents=True, exist_ok=True)
             _write_json_atomic(self.ckpt / "pending.json", {"step": step, "rollout_ids": ids})

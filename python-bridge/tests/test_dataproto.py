@@ -34,8 +34,15 @@ def test_keys_shapes_and_dtypes():
     data, stats = to_dataproto(rollouts(), ConvertOptions(pad_token_id=PAD))
     b = data.batch
     assert set(b.keys()) == {
-        "prompts", "responses", "input_ids", "attention_mask", "position_ids", "response_mask",
-        "token_level_scores", "rollout_log_probs", "is_drop_mask",
+        "prompts",
+        "responses",
+        "input_ids",
+        "attention_mask",
+        "position_ids",
+        "response_mask",
+        "token_level_scores",
+        "rollout_log_probs",
+        "is_drop_mask",
     }
     assert b["prompts"].shape == (3, 6) and b["responses"].shape == (3, 3)
     for key in ("input_ids", "attention_mask", "position_ids"):
@@ -112,8 +119,14 @@ def test_pad_to_max_gives_fixed_shapes():
 
 
 def test_trajectory_mask_zero_on_inserted_tokens():
-    rs = [RolloutSamples("r", "g", [Triplet([1], [5, 6, 7, 8], response_mask=[1, 0, 0, 1], logprobs=[-1, 0, 0, -2])],
-                         final_reward=1.0)]
+    rs = [
+        RolloutSamples(
+            "r",
+            "g",
+            [Triplet([1], [5, 6, 7, 8], response_mask=[1, 0, 0, 1], logprobs=[-1, 0, 0, -2])],
+            final_reward=1.0,
+        )
+    ]
     data, _ = to_dataproto(rs, ConvertOptions(pad_token_id=PAD))
     assert data.batch["response_mask"][0].tolist() == [1, 0, 0, 1]
     assert data.batch["rollout_log_probs"][0].tolist() == pytest.approx([-1.0, 0.0, 0.0, -2.0])
@@ -142,10 +155,19 @@ def test_no_rows_is_an_error_and_group_id_required():
 
 def test_from_proto_roundtrip():
     message = triplets_pb2.RolloutTriplets(
-        rollout_id="r", group_id="g", status=types_pb2.ROLLOUT_STATUS_SUCCEEDED, final_reward=0.5,
+        rollout_id="r",
+        group_id="g",
+        status=types_pb2.ROLLOUT_STATUS_SUCCEEDED,
+        final_reward=0.5,
         triplets=[
-            triplets_pb2.Triplet(prompt_token_ids=[1, 2], response_token_ids=[3, 4], response_mask=[1, 1],
-                                 logprobs=[-0.5, -0.25], turn_index=2, resources_version=7),
+            triplets_pb2.Triplet(
+                prompt_token_ids=[1, 2],
+                response_token_ids=[3, 4],
+                response_mask=[1, 1],
+                logprobs=[-0.5, -0.25],
+                turn_index=2,
+                resources_version=7,
+            ),
             triplets_pb2.Triplet(prompt_token_ids=[1], response_token_ids=[5]),
         ],
     )

@@ -26,8 +26,9 @@ from agl_bridge.loop import LoopConfig, TrainingLoop  # noqa: E402
 
 def tiny_policy(seed: int = 0, warm: bool = True) -> Policy:
     tokenizer = build_word_tokenizer(tasks.vocabulary())
-    model = build_tiny_model(tokenizer, TinyModelConfig(hidden_size=32, layers=1, heads=2, intermediate_size=64,
-                                                        seed=seed))
+    model = build_tiny_model(
+        tokenizer, TinyModelConfig(hidden_size=32, layers=1, heads=2, intermediate_size=64, seed=seed)
+    )
     policy = Policy(model, tokenizer, GrpoConfig(lr=1e-2))
     if warm:  # answers in the task's format, right 1/4 of the time: groups with mixed rewards
         warmup(policy, tasks.warmup_pairs(500), 80, batch_size=32, lr=1e-2)
@@ -42,8 +43,14 @@ async def test_policy_server_wire_format():
         async with aiohttp.ClientSession() as http:
             models = await (await http.get(f"{url}/models")).json()
             assert models["data"][0]["id"] == "tiny"
-            body = {"model": "tiny", "messages": [{"role": "user", "content": "kind of fox ?"}], "max_tokens": 3,
-                    "return_token_ids": True, "logprobs": True, "seed": 3}
+            body = {
+                "model": "tiny",
+                "messages": [{"role": "user", "content": "kind of fox ?"}],
+                "max_tokens": 3,
+                "return_token_ids": True,
+                "logprobs": True,
+                "seed": 3,
+            }
             answer = await (await http.post(f"{url}/chat/completions", json=body)).json()
             choice = answer["choices"][0]
             assert answer["prompt_token_ids"] == policy.encode_chat(body["messages"])
@@ -53,19 +60,31 @@ async def test_policy_server_wire_format():
             assert choice["finish_reason"] in ("stop", "length")
             assert answer["usage"]["completion_tokens"] == len(choice["token_ids"])
             # Same seed, same sample; plain requests carry no token fields.
-            plain = await (await http.post(f"{url}/chat/completions", json={**body, "return_token_ids": False,
-                                                                             "logprobs": False})).json()
+            plain = await (
+                await http.post(f"{url}/chat/completions", json={**body, "return_token_ids": False, "logprobs": False})
+            ).json()
             assert "prompt_token_ids" not in plain and "token_ids" not in plain["choices"][0]
             assert plain["choices"][0]["message"]["content"] == choice["message"]["content"]
             # Completions with a token-id prompt.
-            comp = await (await http.post(f"{url}/completions", json={"prompt": answer["prompt_token_ids"],
-                                                                     "max_tokens": 2, "logprobs": 0,
-                                                                     "return_token_ids": True})).json()
+            comp = await (
+                await http.post(
+                    f"{url}/completions",
+                    json={
+                        "prompt": answer["prompt_token_ids"],
+                        "max_tokens": 2,
+                        "logprobs": 0,
+                        "return_token_ids": True,
+                    },
+                )
+            ).json()
             assert len(comp["choices"][0]["logprobs"]["token_logprobs"]) == len(comp["choices"][0]["token_ids"])
             # Streaming: prompt ids in the first chunk, the new ids in each chunk.
             stream = await http.post(f"{url}/chat/completions", json={**body, "stream": True})
-            chunks = [json.loads(line[6:]) for line in (await stream.text()).splitlines()
-                      if line.startswith("data: ") and line != "data: [DONE]"]
+            chunks = [
+                json.loads(line[6:])
+                for line in (await stream.text()).splitlines()
+                if line.startswith("data: ") and line != "data: [DONE]"
+            ]
             assert chunks[0]["prompt_token_ids"] == answer["prompt_token_ids"]
             ids = [t for c in chunks for ch in c["choices"] for t in ch.get("token_ids", [])]
             assert ids == choice["token_ids"]
@@ -96,11 +115,19 @@ class RecordingBackend(LocalBackend):
         return await super().update(data)
 
 
-async def _loop(address: str, policy: Policy, server: PolicyServer, ckpt: Path | None, steps: int,
-                resources_id: str) -> tuple[TrainingLoop, RecordingBackend]:
+async def _loop(
+    address: str, policy: Policy, server: PolicyServer, ckpt: Path | None, steps: int, resources_id: str
+) -> tuple[TrainingLoop, RecordingBackend]:
     backend = RecordingBackend(policy, server, sampling={"temperature": 1.0, "max_tokens": 4})
-    config = LoopConfig(total_steps=steps, tasks_per_step=2, n=4, resources_id=resources_id, rollout_timeout=60,
-                        checkpoint_dir=str(ckpt) if ckpt else None, max_response_length=4)
+    config = LoopConfig(
+        total_steps=steps,
+        tasks_per_step=2,
+        n=4,
+        resources_id=resources_id,
+        rollout_timeout=60,
+        checkpoint_dir=str(ckpt) if ckpt else None,
+        max_response_length=4,
+    )
     client = StoreClient(address)
     return TrainingLoop(client, backend, tasks.make_tasks(64), config, log=lambda _: None), backend
 

@@ -80,12 +80,8 @@ export function createBaseline(options: BaselineOptions = {}): Algorithm<Baselin
           });
           ids.push(...queued.map((r) => r.rolloutId));
         }
-        // Waits in parallel chunks: the store re-reads a waiter's whole list whenever one of its rollouts finishes.
-        const chunks = Array.from({ length: Math.ceil(ids.length / 64) }, (_, i) => ids.slice(i * 64, i * 64 + 64));
-        const answers = await Promise.all(
-          chunks.map((rolloutIds) => store.waitForRollouts({ rolloutIds, timeoutSeconds: options.timeoutSeconds ?? 3600 })),
-        );
-        const done = new Map(answers.flatMap((a) => a.rollouts).map((r) => [r.rolloutId, r]));
+        const { rollouts: finished } = await store.waitForRollouts({ rolloutIds: ids, timeoutSeconds: options.timeoutSeconds ?? 3600 });
+        const done = new Map(finished.map((r) => [r.rolloutId, r]));
         for (const [i, rolloutId] of ids.entries()) {
           const task = tasks[i] as (typeof tasks)[number];
           const rollout = done.get(rolloutId);

@@ -6,6 +6,8 @@ import { SERVE_USAGE, UsageError, parseServeArgs } from "./serve-args.js";
 import { serve } from "./serve.js";
 import { parseRunArgs, RUN_USAGE } from "./run-args.js";
 import { runAgent } from "./run.js";
+import { parseTrainArgs, TRAIN_USAGE } from "./train-args.js";
+import { defaultPython, train } from "./train.js";
 
 const USAGE = `Usage: agl <command> [options]
 
@@ -14,6 +16,7 @@ Commands:
   run      run an agent against a store (agl run --help for its options)
   apo      optimize an agent's prompt templates (agl apo --help)
   proxy    run the LLM proxy on its own port (agl proxy --help)
+  train    train the model an agent calls by RL: store, proxy, runners and trainer (agl train --help)
 `;
 
 /** Runs the `agl` command line; resolves to the exit code (0 ok, 1 failure, 2 usage error). */
@@ -53,6 +56,14 @@ export async function main(argv: readonly string[]): Promise<number> {
         }
         return await runAgent(args);
       }
+      case "train": {
+        const args = parseTrainArgs(rest, process.env, defaultPython());
+        if (args.help) {
+          process.stdout.write(TRAIN_USAGE);
+          return 0;
+        }
+        return await train(args);
+      }
       case undefined:
       case "help":
       case "-h":
@@ -64,7 +75,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`agl: ${error.message}\nRun 'agl ${command === "serve" || command === "proxy" || command === "apo" || command === "run" ? `${command} ` : ""}--help' for usage.\n`);
+      process.stderr.write(`agl: ${error.message}\nRun 'agl ${["serve", "proxy", "apo", "run", "train"].includes(command ?? "") ? `${command} ` : ""}--help' for usage.\n`);
       return 2;
     }
     process.stderr.write(`agl: ${error instanceof Error ? error.message : String(error)}\n`);

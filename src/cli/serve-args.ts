@@ -32,7 +32,8 @@ Options:
   --tls-key <file>            PEM private key
   --memory                    keep data in memory only
   --database <path|url>       SQLite database file (default ./agl.db), or a postgres://… URL: PostgreSQL,
-                              which several servers may share (add ?schema=NAME to pick the schema, default agl)
+                              which several servers may share (URL parameters: schema=NAME, default agl;
+                              pool_size=N connections, default 10)
   --max-message-bytes <n>     largest request or response message (default 16777216)
   --proxy                     also serve the LLM proxy (/v1/..., /rollout/{id}/attempt/{id}/v1/..., /proxy/...)
                               on this port; engines come from the latest LLM resource in the store

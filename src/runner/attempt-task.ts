@@ -56,6 +56,8 @@ export interface AttemptExecutor {
   readonly capacity: number;
   /** Starts an attempt; `onSpans` receives batches of finished spans while it runs. */
   start(task: AttemptTask, onSpans: (spans: Span[]) => void): AttemptHandle;
+  /** Resolves once attempts can start (worker threads up, agent loaded); rejects when the agent cannot be loaded. */
+  ready?(): Promise<void>;
   /** Figures for worker heartbeats. */
   stats(): Record<string, number>;
   close(): Promise<void>;

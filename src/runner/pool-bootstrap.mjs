@@ -5,5 +5,6 @@ import { register } from "tsx/esm/api";
 
 register();
 globalThis.__aglTsxRegistered = true;
-const { default: runPoolTask } = await import("./pool-worker.ts");
-export default runPoolTask;
+const worker = await import("./pool-worker.ts");
+export default worker.default;
+export const ping = worker.ping;

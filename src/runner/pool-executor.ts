@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { MessageChannel } from "node:worker_threads";
 import { Piscina } from "piscina";
+import { AglError } from "../agent/errors.js";
 import { createConsoleLogger, type Logger } from "../agent/logger.js";
 import type { AbortKind, AttemptExecutor, AttemptHandle, AttemptOutcome } from "./attempt-task.js";
 import { createHeartbeatBoard, readBoard, releaseSlot } from "./heartbeat-board.js";
@@ -73,8 +74,15 @@ export function createPoolExecutor(options: PoolExecutorOptions): AttemptExecuto
   }, Math.max(10, Math.floor(blockedMs / 4)));
   supervisor.unref();
 
+  let ready: Promise<void> | undefined;
   return {
     capacity: workers * concurrency,
+    ready() {
+      ready ??= (pool.run(undefined as never, { name: "ping" }) as Promise<unknown>).then((failure) => {
+        if (typeof failure === "string") throw new AglError("agent_load", failure);
+      });
+      return ready;
+    },
     start(task, onSpans): AttemptHandle {
       const { port1, port2 } = new MessageChannel();
       let threadId: number | undefined;

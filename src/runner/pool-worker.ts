@@ -28,6 +28,12 @@ async function load(): Promise<Agent<unknown>> {
 
 const agent: Promise<Agent<unknown> | AglError> = load().catch((error: unknown) => AglError.from(error, "agent_load"));
 
+/** Resolves once the agent module is loaded: undefined, or why it could not be. */
+export async function ping(): Promise<string | undefined> {
+  const loaded = await agent;
+  return loaded instanceof Error ? loaded.message : undefined;
+}
+
 /** Runs one attempt; its outcome goes over the task's port, after every span batch. */
 export default async function runPoolTask({ task, port }: PoolTask): Promise<void> {
   const post = (message: WorkerMessage) => port.postMessage(message);

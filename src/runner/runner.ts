@@ -1,77 +1,18 @@
 import { hostname } from "node:os";
 import { ConnectError } from "@connectrpc/connect";
 import { errorInfo } from "../agent/errors.js";
-import { createConsoleLogger, type Logger } from "../agent/logger.js";
+import { createConsoleLogger } from "../agent/logger.js";
 import type { ResourcesData } from "../agent/resources.js";
 import { AttemptStatus, type Rollout } from "../gen/agl/v1/types_pb.js";
-import type { StoreApi } from "../store/store-api.js";
-import { createSpanShipper, type SpanShipper, type SpanShipperOptions } from "../tracer/span-shipper.js";
-import type { AbortKind, AttemptEnd, AttemptExecutor, AttemptHandle, AttemptOutcome } from "./attempt-task.js";
+import { createSpanShipper, type SpanShipper } from "../tracer/span-shipper.js";
+import type { AbortKind, AttemptHandle, AttemptOutcome } from "./attempt-task.js";
 import { buildTask } from "./build-task.js";
 import { finishAttempt, handBackUnstarted } from "./finish-attempt.js";
 import { startHeartbeats } from "./heartbeats.js";
 import { type ResourcesCache, resolveBatchResources } from "./resolve-batch.js";
+import type { Runner, RunnerOptions, RunnerSummary } from "./runner-options.js";
 
-/** Options of {@link createRunner}. */
-export interface RunnerOptions {
-  store: StoreApi;
-  /** Where attempts run: `createInProcessExecutor({ agent })` or `createPoolExecutor({ agentModule, … })`. */
-  executor: AttemptExecutor;
-  /** How this runner appears in the store's workers. Default `{hostname}-{pid}`. */
-  workerId?: string;
-  /** Server-side wait of each dequeue when the queue is empty. Default 2 s. */
-  pollWaitSeconds?: number;
-  /** An attempt that shipped no span for this long sends a heartbeat (and learns whether it was cancelled). Default 5 s. */
-  heartbeatIntervalMs?: number;
-  /** Period of the worker heartbeat (`UpdateWorker` with stats). Default 10 s. */
-  workerHeartbeatMs?: number;
-  /** How long an aborted agent (cancellation, timeout, shutdown) gets to stop by itself. Default 5 s. */
-  abortGraceMs?: number;
-  /** How long `stop()` lets running attempts finish before aborting and handing them back. Default 30 s. */
-  shutdownGraceMs?: number;
-  /**
-   * How long a fetched resources snapshot is reused for later claims (a snapshot updated under the same id reaches
-   * new attempts at most this late). Default 1 s; 0 fetches for every dequeued batch.
-   */
-  resourcesCacheMs?: number;
-  /** Stop after claiming this many rollouts (and finishing them). Default: run until `stop()`. */
-  maxRollouts?: number;
-  /** Spans per batch and linger in the agent's thread. Defaults 64 and 200 ms. */
-  spanBatchSize?: number;
-  spanFlushMs?: number;
-  /** Tuning of the span shipper (batch size, queue bound, retries). */
-  shipper?: Omit<SpanShipperOptions, "store" | "onAttemptStatus" | "logger">;
-  logger?: Logger;
-  /** Called after each attempt's end was reported (or failed to be). */
-  onAttemptEnd?(event: AttemptEndEvent): void;
-}
-
-/** One finished attempt, as reported by {@link RunnerOptions.onAttemptEnd}. */
-export interface AttemptEndEvent {
-  rolloutId: string;
-  attemptId: string;
-  end: AttemptEnd;
-  /** Time in the agent's rollout function. */
-  agentMs: number;
-  /** Time from the claimed rollout being dispatched to its final update being sent, minus `agentMs`. */
-  overheadMs: number;
-}
-
-/** Counts of a runner's attempts by how they ended. */
-export type RunnerSummary = Record<AttemptEnd, number> & { claimed: number };
-
-/** A runner: claims rollouts from the store, runs them on its executor, reports spans and outcomes. */
-export interface Runner {
-  readonly workerId: string;
-  /** Runs until `stop()` (or `maxRollouts`); resolves with the counts once every claimed attempt is reported. */
-  run(): Promise<RunnerSummary>;
-  /**
-   * Stops claiming, lets running attempts finish for `graceMs` (default `shutdownGraceMs`), then aborts the rest and
-   * hands them back to the queue. Resolves when `run()` has returned.
-   */
-  stop(options?: { graceMs?: number }): Promise<void>;
-  stats(): Record<string, number>;
-}
+export type { AttemptEndEvent, Runner, RunnerOptions, RunnerSummary } from "./runner-options.js";
 
 interface Active {
   rollout: Rollout;
@@ -107,6 +48,8 @@ export function createRunner(options: RunnerOptions): Runner {
   let stopping = false;
   let running: Promise<RunnerSummary> | undefined;
   let wake: () => void = () => {};
+  let claimingEnded!: () => void;
+  const claimingDone = new Promise<void>((resolve) => (claimingEnded = resolve));
 
   /** The store finished the attempt (cancelled it, timed it out): stop the agent. */
   const onStoreStatus = (rolloutId: string, attemptId: string, status: AttemptStatus) => {
@@ -183,6 +126,8 @@ export function createRunner(options: RunnerOptions): Runner {
   };
 
   const loop = async (): Promise<RunnerSummary> => {
+    // Claim nothing before the agent can run: a claimed rollout would wait (and look unresponsive) meanwhile.
+    await executor.ready?.();
     const heartbeats = startHeartbeats({
       store,
       workerId,
@@ -224,8 +169,10 @@ export function createRunner(options: RunnerOptions): Runner {
         const resources = await resolveBatchResources(store, rollouts, resourcesCache, options.resourcesCacheMs ?? 1_000);
         for (const rollout of rollouts) start(rollout, resources.get(rollout.rolloutId) as ResourcesData | Error);
       }
+      claimingEnded();
       while (active.size > 0) await Promise.all([...active.values()].map((e) => e.finished));
     } finally {
+      claimingEnded();
       heartbeats.stop();
       await shipper.flush();
     }
@@ -257,8 +204,11 @@ export function createRunner(options: RunnerOptions): Runner {
       const allDone = Promise.all([...active.values()].map((e) => e.finished));
       await Promise.race([allDone, new Promise((resolve) => (timer = setTimeout(resolve, grace)))]);
       clearTimeout(timer);
+      // A dequeue still waiting server-side would claim the rollouts handed back below: let it return first.
+      if (running) await claimingDone;
       for (const entry of active.values()) entry.handle?.abort("shutdown");
-      await running;
+      // run() reports its own failure to its caller.
+      await running?.catch(() => {});
     },
     stats,
   };

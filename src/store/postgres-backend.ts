@@ -16,7 +16,7 @@ export interface PostgresBackendOptions {
    * stores may share a database in separate schemas.
    */
   schema?: string;
-  /** Connections in the pool (default 10), plus one for LISTEN. */
+  /** Connections in the pool (default: the URL's `pool_size` parameter, else 10), plus one for LISTEN. */
   poolSize?: number;
   /**
    * Lock rows from the first run of every transaction on, instead of only when a run conflicted (see
@@ -63,10 +63,14 @@ const types = {
  * never crash the process; the pool and the LISTEN connection reconnect by themselves.
  */
 export async function createPostgresBackend(options: PostgresBackendOptions): Promise<StorageBackend> {
-  const fromUrl = splitSchema(options.connectionString);
+  const fromUrl = ourParameters(options.connectionString);
   const schema = options.schema ?? fromUrl.schema ?? "agl";
   checkSchemaName(schema);
-  const backend = new PostgresBackend({ ...options, connectionString: fromUrl.connectionString }, schema);
+  const poolSize = options.poolSize ?? fromUrl.poolSize;
+  const backend = new PostgresBackend(
+    { ...options, connectionString: fromUrl.connectionString, ...(poolSize === undefined ? {} : { poolSize }) },
+    schema,
+  );
   try {
     await backend.start();
   } catch (error) {
@@ -93,7 +97,7 @@ class PostgresBackend implements StorageBackend {
     options: PostgresBackendOptions,
     private readonly schema: string,
   ) {
-    this.alwaysLock = options.alwaysLock ?? process.env["AGL_PG_ALWAYS_LOCK"] === "1";
+    this.alwaysLock = options.alwaysLock ?? false;
     this.onError = options.onError ?? rateLimitedLog();
     const connection: pg.ClientConfig = {
       connectionString: options.connectionString,
@@ -248,18 +252,30 @@ class PostgresBackend implements StorageBackend {
   }
 }
 
-/** A `schema` query parameter of the URL (`postgres://host/db?schema=team_a`) is ours, not the driver's. */
-function splitSchema(connectionString: string): { connectionString: string; schema?: string } {
+/**
+ * Query parameters of the URL that are ours, not the driver's: `schema` and `pool_size`
+ * (`postgres://host/db?schema=team_a&pool_size=20`). They are removed before the driver sees the URL.
+ */
+function ourParameters(connectionString: string): { connectionString: string; schema?: string; poolSize?: number } {
   let url: URL;
   try {
     url = new URL(connectionString);
   } catch {
     return { connectionString };
   }
-  const schema = url.searchParams.get("schema");
-  if (schema === null) return { connectionString };
+  const schema = url.searchParams.get("schema") ?? undefined;
+  const size = url.searchParams.get("pool_size");
+  if (schema === undefined && size === null) return { connectionString };
+  let poolSize: number | undefined;
+  if (size !== null) {
+    poolSize = Number(size);
+    if (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > 1000) {
+      throw new Error(`postgres store: pool_size must be an integer from 1 to 1000, got ${JSON.stringify(size)}`);
+    }
+  }
   url.searchParams.delete("schema");
-  return { connectionString: url.toString(), schema };
+  url.searchParams.delete("pool_size");
+  return { connectionString: url.toString(), ...(schema === undefined ? {} : { schema }), ...(poolSize === undefined ? {} : { poolSize }) };
 }
 
 const payloadToken = (prefix: string, n: number) => `${prefix}.${n}`;

@@ -1,4 +1,5 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import type { Writable } from "node:stream";
 import type pg from "pg";
 import {
   type Attempt,
@@ -81,10 +82,14 @@ export class PostgresTx implements StorageTx {
   failure: unknown;
   /** Statements sent and not yet answered. */
   private readonly sent: Array<Promise<unknown>> = [];
+  /** The latest attempt of each rollout read by `getRollout` (null: none), kept current by this transaction's writes. */
+  private readonly latestKnown = new Map<string, { attemptId: string; sequenceId: number; data: Uint8Array } | null>();
+  private corked = false;
 
   /** Runs a prepared statement and returns its rows. */
   private readonly run = async (text: string, values: unknown[] = []): Promise<Array<Record<string, unknown>>> => {
     this.check();
+    this.cork();
     try {
       const result = await this.client.query({ name: statementName(text), text, values });
       return result.rows as Array<Record<string, unknown>>;
@@ -99,6 +104,7 @@ export class PostgresTx implements StorageTx {
    * statement, by `settle`, or at COMMIT (which then rolls back).
    */
   send(text: string, values: unknown[] = []): void {
+    this.cork();
     this.sent.push(
       this.client.query(values.length > 0 ? { name: statementName(text), text, values } : text).catch((error: unknown) => {
         this.failure ??= error;
@@ -110,6 +116,22 @@ export class PostgresTx implements StorageTx {
   async settle(): Promise<void> {
     while (this.sent.length > 0) await Promise.all(this.sent.splice(0));
     if (this.failure !== undefined) throw this.failure;
+  }
+
+  /**
+   * Holds the socket's writes until the end of this tick, so that the statements issued together (a transaction's
+   * writes and COMMIT, say) leave in one system call rather than one each.
+   */
+  private cork(): void {
+    if (this.corked) return;
+    const stream = (this.client as unknown as { connection?: { stream?: Partial<Writable> } }).connection?.stream;
+    if (!stream?.cork || !stream.uncork) return;
+    this.corked = true;
+    stream.cork();
+    process.nextTick(() => {
+      this.corked = false;
+      stream.uncork?.();
+    });
   }
 
   private check(): void {
@@ -155,9 +177,37 @@ export class PostgresTx implements StorageTx {
     );
   }
 
+  /**
+   * Reads (and with row locking, locks) a rollout, and in the same round trip its latest attempt, which the callers
+   * of getRollout nearly always read next. The attempt is read by a second statement, after the first: with row
+   * locking it sees what the rollout's previous lock holder committed.
+   */
   async getRollout(rolloutId: string): Promise<Rollout | undefined> {
-    const data = await this.one(`SELECT data FROM ${this.t("rollouts")} WHERE rollout_id = $1${this.forUpdate}`, [rolloutId]);
-    return data && decodeRollout(data);
+    const [rollouts, attempts] = await Promise.all([
+      this.run(`SELECT data FROM ${this.t("rollouts")} WHERE rollout_id = $1${this.forUpdate}`, [rolloutId]),
+      this.run(this.latestAttemptSql(), [rolloutId]),
+    ]);
+    const data = rollouts[0]?.["data"] as Uint8Array | undefined;
+    if (!data) return undefined;
+    const attempt = attempts[0];
+    this.latestKnown.set(
+      rolloutId,
+      attempt
+        ? {
+            attemptId: attempt["attempt_id"] as string,
+            sequenceId: attempt["sequence_id"] as number,
+            data: attempt["data"] as Uint8Array,
+          }
+        : null,
+    );
+    return decodeRollout(data);
+  }
+
+  private latestAttemptSql(): string {
+    return (
+      `SELECT attempt_id, sequence_id, data FROM ${this.t("attempts")} WHERE rollout_id = $1 ` +
+      "ORDER BY sequence_id DESC, seq DESC LIMIT 1"
+    );
   }
 
   async putRollout(rollout: Rollout): Promise<void> {
@@ -193,6 +243,7 @@ export class PostgresTx implements StorageTx {
 
   async insertAttempt(attempt: Attempt): Promise<void> {
     const a = attemptRow(attempt);
+    this.knowAttempt(attempt, a[8] as Uint8Array, true);
     await this.write(
       `INSERT INTO ${this.t("attempts")} (rollout_id, attempt_id, sequence_id, start_time, end_time, status, worker_id, ` +
         "last_heartbeat_time, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
@@ -200,7 +251,19 @@ export class PostgresTx implements StorageTx {
     );
   }
 
+  /** Keeps the known latest attempt current: a new attempt numbered above it replaces it, as does its own update. */
+  private knowAttempt(attempt: Attempt, data: Uint8Array, inserted: boolean): void {
+    const known = this.latestKnown.get(attempt.rolloutId);
+    if (known === undefined) return;
+    const replaces = inserted ? !known || attempt.sequenceId >= known.sequenceId : known?.attemptId === attempt.attemptId;
+    if (replaces) {
+      this.latestKnown.set(attempt.rolloutId, { attemptId: attempt.attemptId, sequenceId: attempt.sequenceId, data });
+    }
+  }
+
   async getAttempt(rolloutId: string, attemptId: string): Promise<Attempt | undefined> {
+    const known = this.latestKnown.get(rolloutId);
+    if (known?.attemptId === attemptId) return decodeAttempt(known.data);
     const data = await this.one(
       `SELECT data FROM ${this.t("attempts")} WHERE rollout_id = $1 AND attempt_id = $2`,
       [rolloutId, attemptId],
@@ -210,12 +273,14 @@ export class PostgresTx implements StorageTx {
 
   async latestAttempts(rolloutIds: string[]): Promise<Map<string, Attempt>> {
     const result = new Map<string, Attempt>();
-    const ids = [...new Set(rolloutIds)];
+    const ids: string[] = [];
+    for (const id of new Set(rolloutIds)) {
+      const known = this.latestKnown.get(id);
+      if (known === undefined) ids.push(id);
+      else if (known) result.set(id, decodeAttempt(known.data));
+    }
     if (ids.length === 1) {
-      const data = await this.one(
-        `SELECT data FROM ${this.t("attempts")} WHERE rollout_id = $1 ORDER BY sequence_id DESC, seq DESC LIMIT 1`,
-        [ids[0]],
-      );
+      const data = await this.one(this.latestAttemptSql(), [ids[0]]);
       if (data) result.set(ids[0]!, decodeAttempt(data));
       return result;
     }
@@ -233,13 +298,15 @@ export class PostgresTx implements StorageTx {
   }
 
   async putAttempt(attempt: Attempt): Promise<void> {
+    const a = attemptRow(attempt);
+    this.knowAttempt(attempt, a[8] as Uint8Array, false);
     await this.write(
       `INSERT INTO ${this.t("attempts")} (rollout_id, attempt_id, sequence_id, start_time, end_time, status, worker_id, ` +
         "last_heartbeat_time, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) " +
         "ON CONFLICT (rollout_id, attempt_id) DO UPDATE SET sequence_id = excluded.sequence_id, " +
         "start_time = excluded.start_time, end_time = excluded.end_time, status = excluded.status, " +
         "worker_id = excluded.worker_id, last_heartbeat_time = excluded.last_heartbeat_time, data = excluded.data",
-      attemptRow(attempt),
+      a,
     );
   }
 
@@ -271,7 +338,7 @@ export class PostgresTx implements StorageTx {
 
   async insertSpans(spans: Span[]): Promise<Array<{ sequenceId: number; duplicate: boolean }>> {
     if (spans.length === 0) return [];
-    const inserted = await this.run(
+    const rows = await this.run(
       `INSERT INTO ${this.t("spans")} (rollout_id, attempt_id, span_id, sequence_id, trace_id, parent_id, name, ` +
         "start_time, end_time, data) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], " +
         "$5::text[], $6::text[], $7::text[], $8::float8[], $9::float8[], $10::bytea[]) " +
@@ -290,14 +357,17 @@ export class PostgresTx implements StorageTx {
       ],
     );
     // Each key inserted here was inserted by its first copy in the batch; every other copy is a duplicate.
-    const fresh = new Set(inserted.map((row) => spanKey(row["rollout_id"] as string, row["attempt_id"] as string, row["span_id"] as string)));
-    const duplicates = spans.filter((s) => !fresh.has(spanKey(s.rolloutId, s.attemptId, s.spanId)));
-    const stored = duplicates.length > 0 ? await this.existingSpans(duplicates.map((s) => [s.rolloutId, s.attemptId, s.spanId])) : new Map<string, number>();
-    return spans.map((span) => {
-      const key = spanKey(span.rolloutId, span.attemptId, span.spanId);
-      if (fresh.delete(key)) return { sequenceId: span.sequenceId, duplicate: false };
-      return { sequenceId: stored.get(key) ?? span.sequenceId, duplicate: true };
-    });
+    const inserted = new Set(rows.map((row) => spanKey(row["rollout_id"] as string, row["attempt_id"] as string, row["span_id"] as string)));
+    const keys = spans.map((s) => spanKey(s.rolloutId, s.attemptId, s.spanId));
+    const isNew = keys.map((key) => inserted.delete(key));
+    const duplicates = spans.filter((_, i) => !isNew[i]);
+    const stored =
+      duplicates.length > 0
+        ? await this.existingSpans(duplicates.map((s) => [s.rolloutId, s.attemptId, s.spanId]))
+        : new Map<string, number>();
+    return spans.map((span, i) =>
+      isNew[i] ? { sequenceId: span.sequenceId, duplicate: false } : { sequenceId: stored.get(keys[i]!) ?? span.sequenceId, duplicate: true },
+    );
   }
 
   async existingSpans(keys: Array<[string, string, string]>): Promise<Map<string, number>> {

@@ -12,7 +12,7 @@ import type { StorageBackend } from "../../src/store/backend.js";
 import { createMemoryBackend } from "../../src/store/memory-backend.js";
 import { createPostgresBackend } from "../../src/store/postgres-backend.js";
 import { createSqliteBackend } from "../../src/store/sqlite-backend.js";
-import { dropSchema, freshSchema, postgresUrl } from "../support/postgres.js";
+import { borrowSchema, postgresUrl, releaseSchema } from "../support/postgres.js";
 
 export interface BackendDef {
   name: string;
@@ -63,15 +63,20 @@ const sqlite: BackendDef = {
 };
 
 /**
- * PostgreSQL (the server of test/support/postgres-global-setup.ts) in a fresh schema per test, dropped when the
- * backend closes. Without a server the tests fail with the reason; they are never skipped.
+ * PostgreSQL (the server of test/support/postgres-global-setup.ts) in an empty schema per test, emptied again when
+ * the backend closes. Without a server the tests fail with the reason; they are never skipped.
  */
 const postgres: BackendDef = {
   name: "postgres",
   create: async () => {
-    const schema = freshSchema();
-    const backend = await createPostgresBackend({ connectionString: postgresUrl(), schema, poolSize: 4 });
-    return withCleanup(backend, () => dropSchema(schema));
+    const schema = borrowSchema();
+    try {
+      const backend = await createPostgresBackend({ connectionString: postgresUrl(), schema, poolSize: 4 });
+      return withCleanup(backend, () => releaseSchema(schema));
+    } catch (error) {
+      await releaseSchema(schema).catch(() => undefined);
+      throw error;
+    }
   },
 };
 

@@ -32,7 +32,7 @@ const waitFor = async (check: () => Promise<boolean>, ms = 20_000) => {
 
 describe("agl run", () => {
   it("a runner killed with SIGKILL leaves attempts the watchdog marks unresponsive; another runner completes them", async () => {
-    const config = { unresponsiveSeconds: 1, maxAttempts: 2, retryCondition: [AttemptStatus.UNRESPONSIVE] };
+    const config = { unresponsiveSeconds: 2, maxAttempts: 2, retryCondition: [AttemptStatus.UNRESPONSIVE] };
     const { rollouts } = await h.client.enqueueRollouts({ rollouts: Array.from({ length: 3 }, () => ({ input: jsonValue({}), config })) });
     const ids = rollouts.map((r) => r.rolloutId);
     const common = ["--store", h.url, "--export", "heartbeater", "--workers", "1", "--concurrency", "4", "--poll-wait", "0.3"];
@@ -41,7 +41,7 @@ describe("agl run", () => {
     processes.push(first);
     // Alive, the agents' spans keep their attempts running well past unresponsive_seconds.
     await waitFor(async () => (await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.every((r) => r.status === RolloutStatus.RUNNING));
-    await new Promise((r) => setTimeout(r, 1_500));
+    await new Promise((r) => setTimeout(r, 2_500));
     expect((await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.every((r) => r.status === RolloutStatus.RUNNING)).toBe(true);
 
     first.child.kill("SIGKILL");
@@ -62,7 +62,7 @@ describe("agl run", () => {
     // With --max-rollouts the second runner exits by itself once its rollouts are reported.
     expect(await second.exited).toBe(0);
     expect(second.stdout()).toMatch(/agl runner finished: \{"claimed":3,"succeeded":3,/);
-  });
+  }, 90_000);
 
   it("SIGTERM stops a runner gracefully, handing its unfinished rollouts back to the queue", async () => {
     const { rollouts } = await h.client.enqueueRollouts({ rollouts: [{ input: jsonValue({ sleepMs: 60_000 }) }] });
@@ -74,7 +74,7 @@ describe("agl run", () => {
     expect(await runner.exited).toBe(0);
     expect(runner.stdout()).toMatch(/"interrupted":1/);
     expect((await h.client.getRollout({ rolloutId: id })).status).toBe(RolloutStatus.REQUEUING);
-  });
+  }, 60_000);
 
   it("explains its options and rejects bad ones", async () => {
     const help = await runCli(["run", "--help"]);
@@ -86,5 +86,10 @@ describe("agl run", () => {
     const bad = await runCli(["run", agentModule, "--concurrency", "0"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("--concurrency needs an integer ≥ 1");
-  });
+    // An agent module that exports no agent stops the runner before it claims anything.
+    const noAgent = await runCli(["run", "test/fixtures/not-an-agent.ts", "--store", h.url]);
+    expect(noAgent.code).toBe(1);
+    expect(noAgent.stderr).toContain("exports no agent");
+    expect((await h.client.getStatistics({})).totalRollouts).toBe(0);
+  }, 60_000);
 });

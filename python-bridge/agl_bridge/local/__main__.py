@@ -5,12 +5,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 import time
+import warnings
 from pathlib import Path
 
-from agl_bridge.local.run import LocalTrainerOptions, run_local_trainer
+# Quiet third-party import chatter (ray, verl's NPU notes, transformers progress bars) in a command-line run.
+warnings.filterwarnings("ignore")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+from transformers.utils import logging as hf_logging  # noqa: E402
+
+from agl_bridge.local.run import LocalTrainerOptions, run_local_trainer  # noqa: E402
+
+hf_logging.disable_progress_bar()
 
 
 def parse_args(argv: list[str] | None = None) -> LocalTrainerOptions:

@@ -1,0 +1,27 @@
+"""``python -m agl_bridge.verl [hydra overrides]``: VERL's PPO trainer on the agl store.
+
+    python -m agl_bridge.verl agl.store=http://store:4747 agl.proxy=http://proxy:4748/v1 \\
+        agl.train_dataset=tasks.jsonl actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct \\
+        data.train_files=prompts.parquet data.val_files=prompts.parquet trainer.total_training_steps=2
+"""
+
+from __future__ import annotations
+
+import hydra
+import ray
+from omegaconf import DictConfig
+
+from agl_bridge.verl.compose import CONFIG_DIR
+
+
+@hydra.main(config_path=str(CONFIG_DIR), config_name="agl_trainer", version_base=None)
+def main(config: DictConfig) -> None:
+    from verl.trainer.main_ppo import run_ppo
+
+    from agl_bridge.verl.trainer import AglTaskRunner
+
+    run_ppo(config, task_runner_class=ray.remote(num_cpus=1)(AglTaskRunner))
+
+
+if __name__ == "__main__":
+    main()

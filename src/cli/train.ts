@@ -1,0 +1,95 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { TrainArgs } from "./train-args.js";
+
+const CLI = fileURLToPath(new URL("../../bin/agl.js", import.meta.url));
+
+/** The Python of the repository's venv when there is one (a checkout), else `python3`. */
+export function defaultPython(): string {
+  const venv = fileURLToPath(new URL("../../python-bridge/.venv/bin/python", import.meta.url));
+  return existsSync(venv) ? venv : "python3";
+}
+
+/** Starts `command` and resolves with the first URL of the first output line matching `ready`. */
+function startService(name: string, command: string, args: string[], ready: RegExp, children: ChildProcess[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
+    children.push(child);
+    let buffer = "";
+    const onData = (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const line = buffer.split("\n").find((l) => ready.test(l));
+      const url = line?.match(/https?:\/\/[^\s)]+/)?.[0];
+      if (url) {
+        child.stdout?.off("data", onData);
+        resolve(url);
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", (chunk: Buffer) => process.stderr.write(`[${name}] ${chunk.toString()}`));
+    child.once("exit", (code) => reject(new Error(`${name} exited (code ${code}) before it was ready: ${buffer.trim()}`)));
+    child.once("error", reject);
+  });
+}
+
+function trainerCommand(args: TrainArgs, store: string, proxy: string): string[] {
+  const common = (flag: string, value: string | number | undefined) => (value === undefined ? [] : [flag, String(value)]);
+  if (args.trainer === "verl") {
+    return [
+      "-m", "agl_bridge.verl", `agl.store=${store}`, `agl.proxy=${proxy}/v1`, `agl.train_dataset=${args.dataset}`,
+      ...(args.steps ? [`trainer.total_training_steps=${args.steps}`] : []),
+      ...(args.n ? [`actor_rollout_ref.rollout.n=${args.n}`] : []),
+      ...(args.tasksPerStep ? [`data.train_batch_size=${args.tasksPerStep}`] : []),
+      ...(args.model ? [`actor_rollout_ref.model.path=${args.model}`] : []),
+      ...(args.checkpointDir ? [`trainer.default_local_dir=${args.checkpointDir}`] : []),
+      ...args.trainerArgs,
+    ];
+  }
+  return [
+    "-m", "agl_bridge.local", "--store", store, "--proxy", `${proxy}/v1`,
+    ...common("--dataset", args.dataset), ...common("--steps", args.steps), ...common("--n", args.n),
+    ...common("--tasks-per-step", args.tasksPerStep), ...common("--model", args.model),
+    ...common("--checkpoint-dir", args.checkpointDir), ...args.trainerArgs,
+  ];
+}
+
+/**
+ * Runs `agl train`: store (unless given), LLM proxy, runner pool and trainer as child processes; resolves to the
+ * trainer's exit code once it ends, after stopping the others. SIGINT/SIGTERM stop the trainer first (it resumes from
+ * its checkpoint next time).
+ */
+export async function train(args: TrainArgs): Promise<number> {
+  const children: ChildProcess[] = [];
+  const token = args.token ? ["--token", args.token] : [];
+  const env = { ...process.env, ...(args.token ? { AGL_TOKEN: args.token } : {}) };
+  const stopAll = () => {
+    for (const child of children.reverse()) if (child.exitCode === null) child.kill("SIGTERM");
+  };
+  try {
+    const store = args.store ?? (await startService("store", process.execPath, [CLI, "serve", "--database", args.database, "--port", "0", ...token], /agl store listening on/, children));
+    process.stderr.write(`agl train: store ${store}\n`);
+    const proxy = await startService("proxy", process.execPath, [CLI, "proxy", "--store", store, "--port", "0", ...token], /agl proxy listening on/, children);
+    process.stderr.write(`agl train: proxy ${proxy}\n`);
+    const runner = spawn(process.execPath, [CLI, "run", args.agentModule, "--store", store, "--workers", String(args.workers), "--concurrency", String(args.concurrency), ...token], { stdio: ["ignore", "ignore", "pipe"], env });
+    children.push(runner);
+    runner.stderr?.on("data", (chunk: Buffer) => {
+      if (/error|fail/i.test(chunk.toString())) process.stderr.write(`[runner] ${chunk.toString()}`);
+    });
+    process.stderr.write(`agl train: runner pool for ${args.agentModule}; trainer ${args.trainer}\n`);
+    const trainer = spawn(args.python, trainerCommand(args, store, proxy), { stdio: "inherit", env });
+    children.push(trainer);
+    const forward = (signal: NodeJS.Signals) => trainer.kill(signal);
+    process.on("SIGINT", forward);
+    process.on("SIGTERM", forward);
+    const code = await new Promise<number>((resolve, reject) => {
+      trainer.once("exit", (c, signal) => resolve(c ?? (signal ? 130 : 1)));
+      trainer.once("error", reject);
+    });
+    process.off("SIGINT", forward);
+    process.off("SIGTERM", forward);
+    return code;
+  } finally {
+    stopAll();
+  }
+}
