@@ -118,7 +118,7 @@ export class EventListener {
     if (!this.client || this.closed) return { promise: Promise.resolve(), cancel: () => {} };
     let done = () => {};
     const promise = new Promise<void>((resolve) => {
-      const timer = setTimeout(() => done(), timeoutMs);
+      const timer = setTimeout(() => done(), timeoutMs).unref();
       done = () => {
         clearTimeout(timer);
         this.pending.delete(token);
@@ -177,7 +177,8 @@ export class EventListener {
     this.reconnecting = true;
     try {
       for (let attempt = 0; !this.closed; attempt++) {
-        await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2)));
+        const delay = Math.min(5_000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2);
+        await new Promise((resolve) => setTimeout(resolve, delay).unref());
         if (this.closed) return;
         try {
           await this.connect();

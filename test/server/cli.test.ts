@@ -122,6 +122,6 @@ describe("agl serve", () => {
     expect(halfTls.code).toBe(2);
     const help = await runCli("serve", "--help");
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/--database <path>/);
+    expect(help.stdout).toMatch(/--database <path\|url>/);
   });
 });
