@@ -51,7 +51,10 @@ class LoopConfig:
     triplet_source: str = "auto"
     rollout_timeout: float = 600.0
     collect_timeout: float = 60.0
-    max_attempts: int = 2
+    max_attempts: int = 3
+    # The store's watchdog times an attempt out after this long (its runner may have died with a trainer it shared a
+    # process with, or hung); timed-out, failed and unresponsive attempts are retried up to ``max_attempts``.
+    attempt_timeout: float = 120.0
     checkpoint_dir: str | None = None
     keep_checkpoints: int = 2
     log_every: int = 1
@@ -134,10 +137,26 @@ class TrainingLoop:
         self.step = int(state["step"])
         self.version = int(state.get("version", 0))
         self.source.load_state(state.get("source", {}))
+        # A kill between the checkpoint and its history line: the checkpoint's record of what it trained completes it.
+        last = state.get("last_trained")
+        if last is not None and last["step"] not in self._history_steps():
+            self._append_history(last)
         self.log(f"[agl] resumed from {directory} at step {self.step} (last published version {self.version})")
         return True
 
-    def _save(self) -> None:
+    def _history_steps(self) -> set[int]:
+        if self.ckpt is None or not (self.ckpt / "history.jsonl").exists():
+            return set()
+        lines = (self.ckpt / "history.jsonl").read_text().splitlines()
+        return {int(json.loads(line)["step"]) for line in lines if line.strip()}
+
+    def _append_history(self, record: dict[str, Any]) -> None:
+        if self.ckpt is None:
+            return
+        with (self.ckpt / "history.jsonl").open("a") as f:
+            f.write(json.dumps(record) + "\n")
+
+    def _save(self, last_trained: dict[str, Any] | None = None) -> None:
         if self.ckpt is None:
             return
         self.ckpt.mkdir(parents=True, exist_ok=True)
@@ -146,7 +165,13 @@ class TrainingLoop:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         self.backend.save(tmp)
-        state = {"step": self.step, "version": self.version, "source": self.source.state(), "time": time.time()}
+        state = {
+            "step": self.step,
+            "version": self.version,
+            "source": self.source.state(),
+            "time": time.time(),
+            "last_trained": last_trained,
+        }
         (tmp / "state.json").write_text(json.dumps(state))
         final = self.ckpt / name
         shutil.rmtree(final, ignore_errors=True)
@@ -184,7 +209,11 @@ class TrainingLoop:
         if pending is not None:
             self.log(f"[agl] step {step}: reusing its {len(pending['rollout_ids'])} rollouts enqueued before a restart")
             return list(pending["rollout_ids"])
-        config = {"max_attempts": self.config.max_attempts, "retry_condition": ["ATTEMPT_STATUS_FAILED"]}
+        config = {
+            "max_attempts": self.config.max_attempts,
+            "timeout_seconds": self.config.attempt_timeout,
+            "retry_condition": ["ATTEMPT_STATUS_FAILED", "ATTEMPT_STATUS_TIMEOUT", "ATTEMPT_STATUS_UNRESPONSIVE"],
+        }
         groups = await self.client.enqueue_groups(
             self.tasks_for(step),
             self.config.n,
@@ -234,15 +263,16 @@ class TrainingLoop:
         t = time.perf_counter()
         await self.publish()
         timings["publish"] = time.perf_counter() - t
-        t = time.perf_counter()
-        self._save()
-        timings["checkpoint"] = time.perf_counter() - t
         if result is not None:
             result.version = self.version
+        trained_ids = [s.rollout_id for s in samples]
+        record = {**asdict(result), "rollout_ids": trained_ids} if result else {"step": step, "rollout_ids": []}
+        t = time.perf_counter()
+        self._save(record)
+        timings["checkpoint"] = time.perf_counter() - t
+        self._append_history(record)
+        if result is not None:
             self.history.append(result)
-            if self.ckpt is not None:
-                with (self.ckpt / "history.jsonl").open("a") as f:
-                    f.write(json.dumps({**asdict(result), "rollout_ids": [s.rollout_id for s in samples]}) + "\n")
             if cfg.log_every and (step % cfg.log_every == 0 or self.step == cfg.total_steps):
                 self.log(self.format_progress(result))
         return result

@@ -42,15 +42,24 @@ def synthetic(n_rollouts: int, group: int, seed: int = 0) -> list[triplets_pb2.R
     rng = random.Random(seed)
     out = []
     for i in range(n_rollouts):
-        msg = triplets_pb2.RolloutTriplets(rollout_id=f"ro-{i}", group_id=f"grp-{i // group}",
-                                           status=types_pb2.ROLLOUT_STATUS_SUCCEEDED, final_reward=rng.random())
+        msg = triplets_pb2.RolloutTriplets(
+            rollout_id=f"ro-{i}",
+            group_id=f"grp-{i // group}",
+            status=types_pb2.ROLLOUT_STATUS_SUCCEEDED,
+            final_reward=rng.random(),
+        )
         for turn in range(rng.randint(1, 4)):
             p, r = rng.randint(32, 512), rng.randint(16, 256)
-            msg.triplets.append(triplets_pb2.Triplet(
-                rollout_id=msg.rollout_id, group_id=msg.group_id, turn_index=turn,
-                prompt_token_ids=[rng.randrange(32000) for _ in range(p)],
-                response_token_ids=[rng.randrange(32000) for _ in range(r)],
-                logprobs=[-rng.random() for _ in range(r)]))
+            msg.triplets.append(
+                triplets_pb2.Triplet(
+                    rollout_id=msg.rollout_id,
+                    group_id=msg.group_id,
+                    turn_index=turn,
+                    prompt_token_ids=[rng.randrange(32000) for _ in range(p)],
+                    response_token_ids=[rng.randrange(32000) for _ in range(r)],
+                    logprobs=[-rng.random() for _ in range(r)],
+                )
+            )
         out.append(msg)
     return out
 
@@ -67,15 +76,22 @@ def bench_convert(n_rollouts: int) -> None:
     compute_rollout_level_advantage(data, "grpo")
     t3 = time.perf_counter()
     total = t3 - t0
-    print(f"triplets -> DataProto: {n_rollouts} rollouts, {n_triplets} triplets, {tokens / 1e6:.1f} M tokens, "
-          f"batch {tuple(data.batch['input_ids'].shape)}")
+    print(
+        f"triplets -> DataProto: {n_rollouts} rollouts, {n_triplets} triplets, {tokens / 1e6:.1f} M tokens, "
+        f"batch {tuple(data.batch['input_ids'].shape)}"
+    )
     print(f"  from_proto {t1 - t0:.3f} s, to_dataproto {t2 - t1:.3f} s, rollout-level GRPO {t3 - t2:.3f} s")
     print(f"  => {n_triplets / total:,.0f} triplets/s, {tokens / total / 1e6:.2f} M tokens/s end to end")
 
 
 def start_store() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(["node", "bin/agl.js", "serve", "--memory", "--port", "0"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        ["node", "bin/agl.js", "serve", "--memory", "--port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         match = re.search(r"listening on (http://\S+)", line)
@@ -88,8 +104,14 @@ def bench_steps(steps: int) -> None:
     proc, address = start_store()
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            options = LocalTrainerOptions(store=address, steps=steps, warmup_steps=200, python_agents=2,
-                                          checkpoint_dir=f"{tmp}/ckpt", triplets="stream")
+            options = LocalTrainerOptions(
+                store=address,
+                steps=steps,
+                warmup_steps=200,
+                python_agents=2,
+                checkpoint_dir=f"{tmp}/ckpt",
+                triplets="stream",
+            )
             started = time.perf_counter()
             summary = asyncio.run(run_local_trainer(options))
             wall = time.perf_counter() - started
@@ -101,12 +123,16 @@ def bench_steps(steps: int) -> None:
     means = {p: statistics.mean(t.get(p, 0.0) for t in timings) for p in phases}
     step_s = sum(means.values())
     bridge = means["enqueue"] + means["collect"] + means["convert"] + means["publish"]
-    print(f"\nper training step (local trainer, 8 tasks x 8 rollouts, memory store, mean of {len(timings)} steps, "
-          f"triplets from {summary['triplet_source']}):")
+    print(
+        f"\nper training step (local trainer, 8 tasks x 8 rollouts, memory store, mean of {len(timings)} steps, "
+        f"triplets from {summary['triplet_source']}):"
+    )
     for p in phases:
         print(f"  {p:<10} {means[p] * 1000:8.1f} ms  {100 * means[p] / step_s:5.1f} %")
-    print(f"  bridge (enqueue + collect + convert + publish) {bridge * 1000:.1f} ms = {100 * bridge / step_s:.1f} % "
-          f"of a step; generation (wait) + update {100 * (means['wait'] + means['update']) / step_s:.1f} %")
+    print(
+        f"  bridge (enqueue + collect + convert + publish) {bridge * 1000:.1f} ms = {100 * bridge / step_s:.1f} % "
+        f"of a step; generation (wait) + update {100 * (means['wait'] + means['update']) / step_s:.1f} %"
+    )
     print(f"  {steps} steps in {wall:.1f} s wall")
 
 

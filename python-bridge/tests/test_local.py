@@ -199,3 +199,65 @@ async def test_kill_and_restart_resumes_without_training_anything_twice(store_ad
     assert len(ids) == 32 and len(set(ids)) == 32, "a rollout was trained twice"
     # Step 3 (index 2) trained exactly the rollouts enqueued before the kill.
     assert sorted(lines[2]["rollout_ids"]) == sorted(pending_ids)
+
+
+def test_sigkill_of_the_trainer_process_and_restart(store_address, tmp_path):
+    """The real thing: `python -m agl_bridge.local` killed with SIGKILL mid-training, then started again."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    ckpt = tmp_path / "ck"
+    command = [
+        sys.executable,
+        "-m",
+        "agl_bridge.local",
+        "--store",
+        store_address,
+        "--checkpoint-dir",
+        str(ckpt),
+        "--tasks-per-step",
+        "2",
+        "--n",
+        "4",
+        "--warmup-steps",
+        "20",
+        "--hidden",
+        "32",
+        "--layers",
+        "1",
+        "--python-agents",
+        "1",
+        "--resources-id",
+        "res-kill",
+        "--attempt-timeout",
+        "3",
+    ]
+    history = ckpt / "history.jsonl"
+    first = subprocess.Popen(
+        [*command, "--steps", "50"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if history.exists() and len(history.read_text().splitlines()) >= 2:
+                break
+            assert first.poll() is None, "the trainer exited early"
+            time.sleep(0.05)
+        first.send_signal(signal.SIGKILL)
+    finally:
+        first.wait(timeout=30)
+    killed_at = len({json.loads(line)["step"] for line in history.read_text().splitlines()})
+    target = killed_at + 2
+    second = subprocess.run([*command, "--steps", str(target)], capture_output=True, text=True, timeout=180)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "resumed from" in second.stderr
+    lines = [json.loads(line) for line in history.read_text().splitlines()]
+    assert [line["step"] for line in lines] == list(range(target)), "a step was lost or trained twice"
+    ids = [rid for line in lines for rid in line["rollout_ids"]]
+    assert len(ids) == len(set(ids)), "a rollout was trained twice"

@@ -33,6 +33,7 @@ const MAX_CONFLICT_TRIES = 60;
 const MAX_CONNECTION_TRIES = 3;
 
 const beginSnapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ";
+const beginReadOnly = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 const beginLocking = "BEGIN ISOLATION LEVEL READ COMMITTED";
 
 const int8 = 20;
@@ -131,19 +132,23 @@ class PostgresBackend implements StorageBackend {
     await this.events.start();
   }
 
-  transaction<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T> {
+  /**
+   * `options.readOnly`, when the caller knows it, skips the guess: read-only transactions run in a read-only snapshot,
+   * others lock rows from the first run (the store core does not pass it yet; `StorageBackend` has no such parameter).
+   */
+  transaction<T>(fn: (tx: StorageTx) => Promise<T>, options?: { readOnly?: boolean }): Promise<T> {
     if (this.closing) return Promise.reject(new ConnectError("the store is closed", Code.Unavailable));
-    const run = this.run(fn);
+    const run = this.run(fn, options?.readOnly);
     this.inFlight.add(run);
     const forget = () => this.inFlight.delete(run);
     run.then(forget, forget);
     return run;
   }
 
-  private async run<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T> {
+  private async run<T>(fn: (tx: StorageTx) => Promise<T>, readOnly: boolean | undefined): Promise<T> {
     let conflicts = 0;
     let connectionFailures = 0;
-    let locking: Locking = this.alwaysLock ? "rows" : "snapshot";
+    let locking: Locking = readOnly !== true && (this.alwaysLock || readOnly === false) ? "rows" : "snapshot";
     for (;;) {
       let client: pg.PoolClient;
       try {
@@ -162,9 +167,11 @@ class PostgresBackend implements StorageBackend {
       client.on("error", onError);
       const tx = new PostgresTx(client, this.schema, locking, `agl.watchdog.${this.schema}`);
       let committing = false;
+      /** COMMIT was sent: it ends the transaction, committed or (after a failed statement) rolled back. */
+      let ended = false;
       try {
         // Statements are pipelined: BEGIN travels with the first read, writes with whatever follows them.
-        tx.send(locking === "snapshot" ? beginSnapshot : beginLocking);
+        tx.send(readOnly === true ? beginReadOnly : locking === "snapshot" ? beginSnapshot : beginLocking);
         const result = await fn(tx);
         tx.open = false;
         const token = payloadToken(this.tokenPrefix, ++this.transactions);
@@ -179,6 +186,7 @@ class PostgresBackend implements StorageBackend {
         // Armed before COMMIT: the notifications may arrive as soon as it is done.
         const delivered = payloads.length > 0 ? this.events.delivered(token) : undefined;
         committing = true;
+        ended = true;
         const commit = client.query("COMMIT").then(
           () => undefined,
           (error: unknown) => error ?? new Error("COMMIT failed"),
@@ -204,7 +212,7 @@ class PostgresBackend implements StorageBackend {
         tx.open = false;
         const error = broken ?? tx.failure ?? caught;
         const kind = classify(error);
-        if (kind !== "connection" && broken === undefined) {
+        if (!ended && kind !== "connection" && broken === undefined) {
           try {
             const rollback = client.query("ROLLBACK");
             await tx.settle().catch(() => undefined);

@@ -6,8 +6,8 @@ import type pg from "pg";
  * insertion order. Text columns use the "C" collation so that sorting is by code point, as in SQLite and memory,
  * whatever the database's locale.
  *
- * Added for several servers on one database: `resource_versions` keeps every published resources version so that a
- * server can hand a version announced by NOTIFY (which carries at most 8,000 bytes) to its watchers whole.
+ * Added for several servers on one database: `resource_versions` keeps the recently published resources versions so
+ * that a server can hand a version announced by NOTIFY (which carries at most 8,000 bytes) to its watchers whole.
  */
 
 /** Version of the schema this code writes; kept in the `schema_version` table. */
@@ -83,7 +83,7 @@ const migrations: string[] = [
     data         bytea            NOT NULL
   );
 
-  -- Every published version, for watchers on other servers (NOTIFY carries only its id and version when large).
+  -- Recently published versions, for watchers on other servers (NOTIFY carries only id and version when large).
   CREATE TABLE resource_versions (
     seq          bigserial        PRIMARY KEY,
     resources_id text COLLATE "C" NOT NULL,

@@ -1,13 +1,10 @@
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { toBinary } from "@bufbuild/protobuf";
 import type { Writable } from "node:stream";
 import type pg from "pg";
 import {
   type Attempt,
-  AttemptSchema,
   type ResourcesUpdate,
-  ResourcesUpdateSchema,
   type Rollout,
-  RolloutSchema,
   RolloutStatus,
   type Span,
   SpanSchema,
@@ -26,30 +23,28 @@ import type {
   WorkerFilter,
 } from "./backend.js";
 import { attemptWhere, queryPage, resourcesWhere, rolloutWhere, spanWhere, workerWhere } from "./postgres-queries.js";
+import {
+  attemptRow,
+  bytes,
+  decodeAttempt,
+  decodeResources,
+  decodeRollout,
+  decodeSpan,
+  decodeWorker,
+  resourcesRow,
+  rolloutRow,
+  spanKey,
+  statementName,
+  time,
+  versionKey,
+} from "./postgres-rows.js";
 
 /** One transaction of the PostgreSQL backend, on one pooled connection. */
 
-const decodeRollout = (data: Uint8Array) => fromBinary(RolloutSchema, data);
-const decodeAttempt = (data: Uint8Array) => fromBinary(AttemptSchema, data);
-const decodeSpan = (data: Uint8Array) => fromBinary(SpanSchema, data);
-const decodeWorker = (data: Uint8Array) => fromBinary(WorkerSchema, data);
-const decodeResources = (data: Uint8Array) => fromBinary(ResourcesUpdateSchema, data);
 
-const bytes = (data: Uint8Array) => Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-const time = (value: number | undefined) => value ?? null;
-const spanKey = (rolloutId: string, attemptId: string, spanId: string) => `${rolloutId}\0${attemptId}\0${spanId}`;
-const versionKey = (resourcesId: string, version: number) => `${resourcesId}\0${version}`;
+/** Resources versions kept in `resource_versions` for other servers' watchers (the newest; older ones are pruned). */
+const KEPT_VERSIONS = 1_000;
 
-/** Names of prepared statements by SQL text, shared by every connection (each prepares a statement on first use). */
-const statementNames = new Map<string, string>();
-function statementName(text: string): string {
-  let name = statementNames.get(text);
-  if (!name) {
-    name = `agl_${statementNames.size + 1}`;
-    statementNames.set(text, name);
-  }
-  return name;
-}
 
 /**
  * How a run of a transaction protects what it reads and writes back (see postgres-backend.ts): "snapshot" reads
@@ -438,7 +433,10 @@ export class PostgresTx implements StorageTx {
         "ON CONFLICT (resources_id, version) DO UPDATE SET data = excluded.data RETURNING seq",
       [update.resourcesId, update.version, data],
     );
-    this.versionSeqs.set(versionKey(update.resourcesId, update.version), row?.["seq"] as number);
+    const seq = row?.["seq"] as number;
+    this.versionSeqs.set(versionKey(update.resourcesId, update.version), seq);
+    // Listeners load a version moments after it is announced (or after a reconnect): keep only the recent ones.
+    await this.write(`DELETE FROM ${this.t("resource_versions")} WHERE seq <= $1`, [seq - KEPT_VERSIONS]);
     await this.write(
       `INSERT INTO ${this.t("latest_resources")} (id, resources_id) VALUES (1, $1) ` +
         "ON CONFLICT (id) DO UPDATE SET resources_id = excluded.resources_id",
@@ -520,37 +518,4 @@ export class PostgresTx implements StorageTx {
     this.check();
     this.events.push(event);
   }
-}
-
-function rolloutRow(rollout: Rollout) {
-  // Stored without latestAttempt: the core attaches it on reads.
-  const data = toBinary(RolloutSchema, rollout.latestAttempt ? { ...rollout, latestAttempt: undefined } : rollout);
-  return {
-    rolloutId: rollout.rolloutId,
-    status: rollout.status,
-    startTime: rollout.startTime,
-    endTime: time(rollout.endTime),
-    mode: rollout.mode,
-    resourcesId: rollout.resourcesId,
-    groupId: rollout.groupId,
-    data: bytes(data),
-  };
-}
-
-function attemptRow(attempt: Attempt): unknown[] {
-  return [
-    attempt.rolloutId,
-    attempt.attemptId,
-    attempt.sequenceId,
-    attempt.startTime,
-    time(attempt.endTime),
-    attempt.status,
-    attempt.workerId,
-    time(attempt.lastHeartbeatTime),
-    bytes(toBinary(AttemptSchema, attempt)),
-  ];
-}
-
-function resourcesRow(update: ResourcesUpdate): [string, number, number, number, Buffer] {
-  return [update.resourcesId, update.createTime, update.updateTime, update.version, bytes(toBinary(ResourcesUpdateSchema, update))];
 }

@@ -7,7 +7,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
 import { ResourcesUpdateSchema, RolloutSchema, RolloutStatus, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
-import type { StorageBackend, StoreEvent } from "../../src/store/backend.js";
+import type { StorageBackend, StorageTx, StoreEvent } from "../../src/store/backend.js";
 import { createPostgresBackend, type PostgresBackendOptions } from "../../src/store/postgres-backend.js";
 import { encodeEvents } from "../../src/store/postgres-events.js";
 import { createStore } from "../../src/store/store.js";
@@ -149,6 +149,48 @@ describe("PostgreSQL backend", () => {
     expect(runs).toBe(2);
     const stored = await backend.transaction((tx) => tx.getRollout("ro-1"));
     expect(Object.keys(stored!.metadata ?? {}).sort()).toEqual(["a", "b"]);
+  });
+
+  it("with the caller's hint, writers lock rows from the first run and readers read one snapshot without locks", async () => {
+    const name = schema();
+    const backend = (await open(name)) as StorageBackend & {
+      transaction<T>(fn: (tx: StorageTx) => Promise<T>, options?: { readOnly?: boolean }): Promise<T>;
+    };
+    await backend.transaction((tx) => tx.insertRollouts([rollout("ro-1")]));
+    const bothRead = barrier(2, 300);
+    let runs = 0;
+    const update = (key: string) =>
+      backend.transaction(
+        async (tx) => {
+          runs++;
+          const r = (await tx.getRollout("ro-1"))!;
+          await bothRead();
+          r.metadata = { ...r.metadata, [key]: true };
+          await tx.putRollout(r);
+        },
+        { readOnly: false },
+      );
+    // A reader holding its snapshot neither waits for the writers nor sees their commits.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const reader = backend.transaction(
+      async (tx) => {
+        const before = await tx.getRollout("ro-1");
+        await held;
+        return [before, await tx.getRollout("ro-1")];
+      },
+      { readOnly: true },
+    );
+    await Promise.all([update("a"), update("b")]);
+    release();
+    const [before, after] = await reader;
+    expect(after).toEqual(before);
+    expect(runs).toBe(2);
+    const stored = await backend.transaction((tx) => tx.getRollout("ro-1"), { readOnly: true });
+    expect(Object.keys(stored!.metadata ?? {}).sort()).toEqual(["a", "b"]);
+    await expect(backend.transaction((tx) => tx.putRollout(stored!), { readOnly: true })).rejects.toThrow(/read-only/);
   });
 
   it("the watchdog's candidates go to one server at a time", async () => {

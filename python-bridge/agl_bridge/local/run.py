@@ -54,6 +54,7 @@ class LocalTrainerOptions:
     llm_name: str = "main_llm"
     triplets: str = "auto"
     rollout_timeout: float = 300.0
+    attempt_timeout: float = 120.0
     python_agents: int = 0
     summary: str | None = None
     seed: int = 0
@@ -128,6 +129,7 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
         llm_name=options.llm_name,
         triplet_source=options.triplets,
         rollout_timeout=options.rollout_timeout,
+        attempt_timeout=options.attempt_timeout,
         checkpoint_dir=options.checkpoint_dir,
         max_prompt_length=256,
         max_response_length=max(options.max_tokens, 1),

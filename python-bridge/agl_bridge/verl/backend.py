@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from verl import DataProto
-from verl.trainer.ppo.metric_utils import reduce_metrics
+from verl.utils.metric import reduce_metrics
 
 from agl_bridge.advantage import shape_batch
 from agl_bridge.convert import llm_resource
