@@ -1,6 +1,10 @@
-"""agl_bridge: the Python side of the agl store — an asyncio gRPC client and value conversions.
+"""agl_bridge: the Python side of agl — an asyncio gRPC client of the store, value conversions, and RL training.
 
-Generated messages and stubs live in ``agl_bridge.gen.agl.v1`` (``types_pb2``, ``store_pb2``, ``resources_pb2``).
+Generated messages and stubs live in ``agl_bridge.gen.agl.v1`` (``types_pb2``, ``store_pb2``, ``resources_pb2``,
+``triplets_pb2``). Training (the ``[train]`` extra: verl, torch, transformers) lives in submodules imported on demand:
+``triplets`` and ``triplet_source`` (where triplets come from), ``dataproto`` (triplets → VERL ``DataProto``),
+``advantage`` (rollout-level advantages), ``loop`` (the training loop both trainers share), ``local`` (the CPU trainer
+and its policy server: ``python -m agl_bridge.local``) and ``verl`` (``python -m agl_bridge.verl``).
 """
 
 from agl_bridge.client import StoreClient, new_group_id, parse_address

@@ -32,7 +32,8 @@ recorded and publishes each new version. Ends when the trainer does; stops every
 
 Options:
   --trainer <local|verl>   local: CPU trainer with a small model (python -m agl_bridge.local, default);
-                           verl: VERL on GPU nodes (python -m agl_bridge.verl, Hydra overrides after --)
+                           verl: VERL on GPU nodes (python -m agl_bridge.verl); give its Hydra overrides after --,
+                           data.train_files and data.val_files included (VERL's TaskRunner loads them)
   --dataset <file.jsonl>   task inputs, one JSON value a line (the local trainer's built-in task needs none)
   --store <url>            use this store instead of starting one
   --database <path>        SQLite file of the store started here (default ./agl-train.db)

@@ -23,7 +23,7 @@ export function attemptMethods(ctx: StoreContext): AttemptMethods {
       checkId(req.rolloutId, "rollout_id", limits);
       const page = toPageSpec(req.page, "attempts", limits);
       await ctx.maybeScan();
-      return ctx.transaction(async (tx) => {
+      return ctx.read(async (tx) => {
         await requireRollout(tx, req.rolloutId);
         const result = await tx.queryAttempts(req.rolloutId, page);
         return {
@@ -38,7 +38,7 @@ export function attemptMethods(ctx: StoreContext): AttemptMethods {
       const req = create(GetLatestAttemptRequestSchema, init);
       checkId(req.rolloutId, "rollout_id", limits);
       await ctx.maybeScan();
-      return ctx.transaction(async (tx) => {
+      return ctx.read(async (tx) => {
         await requireRollout(tx, req.rolloutId);
         const attempt = (await tx.latestAttempts([req.rolloutId])).get(req.rolloutId);
         return { $typeName: "agl.v1.GetLatestAttemptResponse", attempt };
@@ -59,7 +59,7 @@ export function attemptMethods(ctx: StoreContext): AttemptMethods {
         }
       }
       await ctx.maybeScan();
-      return ctx.transaction(async (tx) => {
+      return ctx.write(async (tx) => {
         const now = ctx.now();
         let rollout = await requireRollout(tx, req.rolloutId);
         let latest = (await tx.latestAttempts([req.rolloutId])).get(req.rolloutId);

@@ -19,10 +19,16 @@ export interface StorageBackend {
    * Runs `fn` atomically and in isolation from other transactions. If `fn` throws, nothing it wrote is kept.
    * Events passed to `tx.notify` are delivered to subscribers (of every process sharing the storage) after commit.
    */
-  transaction<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: StorageTx) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** Subscribes to committed events; returns the unsubscribe function. */
   subscribe(listener: (event: StoreEvent) => void): () => void;
   close(): Promise<void>;
+}
+
+/** What the caller knows of a transaction; backends that lock rows (PostgreSQL) use it to choose how. */
+export interface TransactionOptions {
+  /** true: it only reads; false: it writes (rows it reads may be locked from the start); absent: unknown. */
+  readOnly?: boolean;
 }
 
 /**

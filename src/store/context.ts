@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
 import type { Attempt, PageInfo, Rollout } from "../gen/agl/v1/types_pb.js";
 import { AttemptSchema, AttemptStatus } from "../gen/agl/v1/types_pb.js";
-import type { PageSpec, StorageBackend, StorageTx } from "./backend.js";
+import type { PageSpec, StorageBackend, StorageTx, TransactionOptions } from "./backend.js";
 import { notFound } from "./errors.js";
 import { newAttemptId } from "./ids.js";
 import type { StoreLimits } from "./validate.js";
@@ -12,7 +12,11 @@ import type { Waiters } from "./waiters.js";
 export interface StoreContext {
   backend: StorageBackend;
   /** A backend transaction through a per-transaction row cache (tx-cache.ts). */
-  transaction<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: StorageTx) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /** A transaction that only reads. */
+  read<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T>;
+  /** A transaction that writes. */
+  write<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T>;
   limits: StoreLimits;
   waiters: Waiters;
   /** Current time in epoch seconds. */

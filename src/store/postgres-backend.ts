@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import pg from "pg";
-import type { StorageBackend, StorageTx, StoreEvent } from "./backend.js";
+import type { StorageBackend, StorageTx, StoreEvent, TransactionOptions } from "./backend.js";
 import { invalidArgument } from "./errors.js";
 import { classify, unavailable } from "./postgres-errors.js";
 import { encodeEvents, EventListener } from "./postgres-events.js";
@@ -136,7 +136,7 @@ class PostgresBackend implements StorageBackend {
    * `options.readOnly`, when the caller knows it, skips the guess: read-only transactions run in a read-only snapshot,
    * others lock rows from the first run (the store core does not pass it yet; `StorageBackend` has no such parameter).
    */
-  transaction<T>(fn: (tx: StorageTx) => Promise<T>, options?: { readOnly?: boolean }): Promise<T> {
+  transaction<T>(fn: (tx: StorageTx) => Promise<T>, options?: TransactionOptions): Promise<T> {
     if (this.closing) return Promise.reject(new ConnectError("the store is closed", Code.Unavailable));
     const run = this.run(fn, options?.readOnly);
     this.inFlight.add(run);

@@ -49,7 +49,7 @@ export function resourceMethods(ctx: StoreContext): ResourceMethods {
     async addResources(init) {
       const req = create(AddResourcesRequestSchema, init);
       checkResources(req.resources);
-      return ctx.transaction(async (tx) => {
+      return ctx.write(async (tx) => {
         const now = ctx.now();
         const update = create(ResourcesUpdateSchema, {
           resourcesId: newResourcesId(),
@@ -69,7 +69,7 @@ export function resourceMethods(ctx: StoreContext): ResourceMethods {
       checkId(req.resourcesId, "resources_id", limits);
       checkResources(req.resources);
       await ctx.maybeScan();
-      return ctx.transaction(async (tx) => {
+      return ctx.write(async (tx) => {
         const now = ctx.now();
         const existing = await tx.getResources(req.resourcesId);
         if (!existing && !req.createIfMissing) {
@@ -92,13 +92,13 @@ export function resourceMethods(ctx: StoreContext): ResourceMethods {
     async getResources(init) {
       const req = create(GetResourcesRequestSchema, init);
       checkId(req.resourcesId, "resources_id", limits);
-      const update = await ctx.transaction((tx) => tx.getResources(req.resourcesId));
+      const update = await ctx.read((tx) => tx.getResources(req.resourcesId));
       if (!update) throw notFound(`resources ${JSON.stringify(req.resourcesId)} not found`);
       return update;
     },
 
     async getLatestResources() {
-      const resources = await ctx.transaction((tx) => tx.latestResources());
+      const resources = await ctx.read((tx) => tx.latestResources());
       return { $typeName: "agl.v1.GetLatestResourcesResponse", resources };
     },
 
@@ -109,7 +109,7 @@ export function resourceMethods(ctx: StoreContext): ResourceMethods {
         resourcesId: req.resourcesId || undefined,
         resourcesIdContains: req.resourcesIdContains || undefined,
       };
-      const result = await ctx.transaction((tx) => tx.queryResources(filter, page));
+      const result = await ctx.read((tx) => tx.queryResources(filter, page));
       return { $typeName: "agl.v1.QueryResourcesResponse", resources: result.items, page: pageInfo(result.total, page) };
     },
 
@@ -131,7 +131,7 @@ export function resourceMethods(ctx: StoreContext): ResourceMethods {
       try {
         let lastSent: ResourcesUpdate | undefined;
         if (req.includeLatest) {
-          lastSent = await ctx.transaction((tx) => tx.latestResources());
+          lastSent = await ctx.read((tx) => tx.latestResources());
           if (lastSent) yield lastSent;
         }
         while (!signal?.aborted) {

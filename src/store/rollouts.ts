@@ -75,7 +75,7 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
 
   /** Claims up to `limit` queued rollouts in one transaction. */
   function claim(limit: number, workerId: string): Promise<Rollout[]> {
-    return ctx.transaction(async (tx) => {
+    return ctx.write(async (tx) => {
       const now = ctx.now();
       const claimed: Rollout[] = [];
       while (claimed.length < limit) {
@@ -105,7 +105,7 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       const req = create(EnqueueRolloutsRequestSchema, init);
       checkCount(req.rollouts.length, limits.rolloutsPerEnqueue, "rollouts");
       await ctx.maybeScan();
-      const rollouts = await ctx.transaction(async (tx) => {
+      const rollouts = await ctx.write(async (tx) => {
         const latest = await latestResourcesId(tx);
         const built: Rollout[] = [];
         for (const spec of req.rollouts) built.push(await buildRollout(tx, spec, RolloutStatus.QUEUING, latest));
@@ -147,7 +147,7 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       const req = create(StartRolloutRequestSchema, init);
       if (req.workerId) checkId(req.workerId, "worker_id", limits);
       await ctx.maybeScan();
-      return ctx.transaction(async (tx) => {
+      return ctx.write(async (tx) => {
         const now = ctx.now();
         const spec = req.rollout ?? create(RolloutSpecSchema);
         const rollout = await buildRollout(tx, spec, RolloutStatus.PREPARING, await latestResourcesId(tx));
@@ -164,7 +164,7 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       const req = create(StartAttemptRequestSchema, init);
       checkId(req.rolloutId, "rollout_id", limits);
       await ctx.maybeScan();
-      return ctx.transaction(async (tx) => {
+      return ctx.write(async (tx) => {
         const now = ctx.now();
         const rollout = await requireRollout(tx, req.rolloutId);
         const attempt = await newAttempt(tx, rollout.rolloutId, req.workerId, now);
@@ -182,7 +182,7 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       const req = create(GetRolloutRequestSchema, init);
       checkId(req.rolloutId, "rollout_id", limits);
       await ctx.maybeScan();
-      return ctx.transaction(async (tx) => {
+      return ctx.read(async (tx) => {
         const [rollout] = await withLatestAttempts(tx, [await requireRollout(tx, req.rolloutId)]);
         return rollout as Rollout;
       });
@@ -194,7 +194,7 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       checkEnum(req.filterLogic, FilterLogic, "filter_logic", true);
       const page = toPageSpec(req.page, "rollouts", limits);
       await ctx.maybeScan();
-      return ctx.transaction(async (tx) => {
+      return ctx.read(async (tx) => {
         const filter = {
           statusIn: req.statusIn,
           rolloutIdIn: req.rolloutIdIn,
@@ -218,7 +218,7 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       if (req.mode !== undefined) checkEnum(req.mode, RolloutMode, "mode", true);
       if (req.config !== undefined) checkConfig(req.config, limits);
       await ctx.maybeScan();
-      return ctx.transaction(async (tx) => {
+      return ctx.write(async (tx) => {
         const now = ctx.now();
         const rollout = await requireRollout(tx, req.rolloutId);
         if (req.resourcesId !== undefined) {
@@ -260,7 +260,7 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
         if (named.size > 0) wake?.();
       });
       const readFinished = (ids: string[]) =>
-        ctx.transaction(async (tx) => {
+        ctx.read(async (tx) => {
           const done: Rollout[] = [];
           for (const id of ids) {
             const rollout = await requireRollout(tx, id);

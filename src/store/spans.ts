@@ -25,7 +25,7 @@ export function spanMethods(ctx: StoreContext): SpanMethods {
     async addSpans(init) {
       const req = create(AddSpansRequestSchema, init);
       checkSpans(req.spans, limits);
-      const acks = await ctx.transaction((tx) => storeSpans(tx, req.spans, ctx.now()));
+      const acks = await ctx.write((tx) => storeSpans(tx, req.spans, ctx.now()));
       return { $typeName: "agl.v1.AddSpansResponse", acks };
     },
 
@@ -35,7 +35,7 @@ export function spanMethods(ctx: StoreContext): SpanMethods {
       checkEnum(req.filterLogic, FilterLogic, "filter_logic", true);
       const page = toPageSpec(req.page, "spans", limits);
       await ctx.maybeScan();
-      const result = await ctx.transaction(async (tx) => {
+      const result = await ctx.read(async (tx) => {
         await requireRollout(tx, req.rolloutId);
         let attemptId: string | undefined = req.attemptId || undefined;
         if (attemptId === "latest") {
@@ -62,7 +62,7 @@ export function spanMethods(ctx: StoreContext): SpanMethods {
     async nextSpanSequenceIds(init) {
       const req = create(NextSpanSequenceIdsRequestSchema, init);
       checkCount(req.requests.length, limits.spansPerBatch, "sequence id requests");
-      const sequenceIds = await ctx.transaction(async (tx) => {
+      const sequenceIds = await ctx.write(async (tx) => {
         const ids: number[] = [];
         for (const [i, { rolloutId }] of req.requests.entries()) {
           checkId(rolloutId, `requests[${i}].rollout_id`, limits);

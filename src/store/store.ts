@@ -61,13 +61,15 @@ export function createStore(options: StoreOptions): Store {
   const closing = new AbortController();
   const ctx: StoreContext = {
     backend,
-    transaction: (fn) =>
+    transaction: (fn, transactionOptions) =>
       backend.transaction(async (raw) => {
         const tx = withTxCache(raw);
         const result = await fn(tx);
         await tx.flush();
         return result;
-      }),
+      }, transactionOptions),
+    read: (fn) => ctx.transaction(fn, { readOnly: true }),
+    write: (fn) => ctx.transaction(fn, { readOnly: false }),
     closing: closing.signal,
     limits: { ...defaultLimits, ...options.limits },
     waiters: createWaiters(backend),
@@ -92,7 +94,7 @@ export function createStore(options: StoreOptions): Store {
     ...workerMethods(ctx),
     ...resourceMethods(ctx),
     async getStatistics() {
-      const counts = await ctx.transaction((tx) => tx.counts());
+      const counts = await ctx.read((tx) => tx.counts());
       const byStatus: Record<string, number> = {};
       for (const [status, count] of counts.rolloutsByStatus) byStatus[`ROLLOUT_STATUS_${RolloutStatus[status]}`] = count;
       return create(StatisticsSchema, {

@@ -15,7 +15,7 @@ export function workerMethods(ctx: StoreContext): WorkerMethods {
     async updateWorker(init) {
       const req = create(UpdateWorkerRequestSchema, init);
       checkId(req.workerId, "worker_id", limits);
-      return ctx.transaction(async (tx) => {
+      return ctx.write(async (tx) => {
         const worker =
           (await tx.getWorker(req.workerId)) ??
           create(WorkerSchema, { workerId: req.workerId, status: WorkerStatus.UNKNOWN });
@@ -29,7 +29,7 @@ export function workerMethods(ctx: StoreContext): WorkerMethods {
     async getWorker(init) {
       const req = create(GetWorkerRequestSchema, init);
       checkId(req.workerId, "worker_id", limits);
-      const worker = await ctx.transaction((tx) => tx.getWorker(req.workerId));
+      const worker = await ctx.read((tx) => tx.getWorker(req.workerId));
       if (!worker) throw notFound(`worker ${JSON.stringify(req.workerId)} not found`);
       return worker;
     },
@@ -40,7 +40,7 @@ export function workerMethods(ctx: StoreContext): WorkerMethods {
       checkEnum(req.filterLogic, FilterLogic, "filter_logic", true);
       const page = toPageSpec(req.page, "workers", limits);
       await ctx.maybeScan();
-      const result = await ctx.transaction((tx) =>
+      const result = await ctx.read((tx) =>
         tx.queryWorkers(
           {
             statusIn: req.statusIn,
