@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { StatisticsSchema } from "../gen/agl/v1/store_pb.js";
 import { RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import { attemptMethods } from "./attempts.js";
@@ -45,7 +46,7 @@ export function createStore(options: StoreOptions): Store {
   const { backend } = options;
   const now = options.now ?? (() => Date.now() / 1000);
   const debounce = options.scanDebounceSeconds ?? 10;
-  const onError = options.onError ?? ((error) => console.error("agl store: watchdog failed", error));
+  const onError = options.onError ?? logWatchdogError();
   const startedAt = now();
   let lastScan: number | undefined;
   let scanning: Promise<number> | undefined;
@@ -117,5 +118,22 @@ export function createStore(options: StoreOptions): Store {
       await scanning?.catch(() => undefined);
       await backend.close();
     },
+  };
+}
+
+/**
+ * The default watchdog error log. While the database is unreachable every scan fails the same way: say so once per
+ * minute, briefly, rather than a stack trace every second.
+ */
+function logWatchdogError(): (error: unknown) => void {
+  let lastUnavailable = Number.NEGATIVE_INFINITY;
+  return (error) => {
+    if (error instanceof ConnectError && error.code === Code.Unavailable) {
+      if (Date.now() - lastUnavailable < 60_000) return;
+      lastUnavailable = Date.now();
+      console.error(`agl store: watchdog paused, storage unavailable: ${error.rawMessage}`);
+      return;
+    }
+    console.error("agl store: watchdog failed", error);
   };
 }
