@@ -36,6 +36,7 @@ const { values: args } = parseArgs({
     url: { type: "string" },
     database: { type: "string" },
     servers: { type: "string", default: "1" },
+    connections: { type: "string", default: "8" },
   },
 });
 const serverCount = Number(args.servers);
@@ -74,7 +75,10 @@ const backendArgs =
 // --url measures a server started elsewhere (for example under a profiler); RSS is then not reported.
 const servers: ServerProcess[] = [];
 for (let i = 0; !args.url && i < serverCount; i++) servers.push(await startServerProcess(backendArgs, { compiled: true }));
-const clients = args.url ? [createStoreClient({ baseUrl: args.url })] : servers.map((s) => createStoreClient({ baseUrl: s.url }));
+const urls = args.url ? [args.url] : servers.map((s) => s.url);
+// Real runners each hold their own connection; one HTTP/2 connection for all of them would serialise their traffic.
+const connections = Math.max(urls.length, Number(args.connections));
+const clients = Array.from({ length: connections }, (_, i) => createStoreClient({ baseUrl: urls[i % urls.length] }));
 const client = clients[0]!;
 
 const latencies = new Map<string, number[]>();
@@ -146,7 +150,7 @@ async function runOne(client: (typeof clients)[number], rolloutId: string, attem
 
 async function runner(index: number) {
   const workerId = `bench-${index}`;
-  // Runners are split evenly across the servers.
+  // Runners are split evenly across the connections, and so across the servers.
   const client = clients[index % clients.length]!;
   while (done < total) {
     const { rollouts } = await timed("DequeueRollouts", () =>
@@ -165,7 +169,7 @@ clearInterval(rssTimer);
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
 console.log(
-  `backend=${args.backend} servers=${clients.length} runners=${runners} dequeue-batch=${dequeueBatch} rollouts=${total} spans/rollout=${spansPerRollout} span-batch=${spanBatch}`,
+  `backend=${args.backend} servers=${urls.length} connections=${clients.length} runners=${runners} dequeue-batch=${dequeueBatch} rollouts=${total} spans/rollout=${spansPerRollout} span-batch=${spanBatch}`,
 );
 console.log(`rollouts/s: ${(done / seconds).toFixed(0)}   spans/s: ${(spansStored / seconds).toFixed(0)}   wall: ${seconds.toFixed(2)} s`);
 for (const [name, list] of latencies) {

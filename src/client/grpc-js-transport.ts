@@ -41,6 +41,8 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): GrpcJsTr
     // grpc-js waits 1 s (then longer) before reconnecting; a restarted or failed-over store is back much sooner.
     "grpc.initial_reconnect_backoff_ms": 100,
     "grpc.max_reconnect_backoff_ms": 2_000,
+    // Each client its own connection: grpc-js would otherwise share one among all clients of the same address.
+    "grpc.use_local_subchannel_pool": 1,
     ...options.channelOptions,
   });
   return {
