@@ -1,3 +1,4 @@
+import { orderClause } from "./sql-order.js";
 import {
   sortableFields,
   type PageResult,
@@ -30,35 +31,6 @@ type Condition = (p: Params) => string;
 
 type TableName = keyof typeof sortableFields;
 
-const tableOrder: Record<TableName, { defaultKey: string; nullable: ReadonlySet<string> }> = {
-  rollouts: { defaultKey: "seq", nullable: new Set(["end_time"]) },
-  attempts: { defaultKey: "sequence_id", nullable: new Set(["end_time", "last_heartbeat_time"]) },
-  spans: { defaultKey: "sequence_id", nullable: new Set(["start_time", "end_time"]) },
-  workers: {
-    defaultKey: "seq",
-    nullable: new Set(["last_heartbeat_time", "last_dequeue_time", "last_busy_time", "last_idle_time"]),
-  },
-  resources: { defaultKey: "seq", nullable: new Set() },
-};
-
-/**
- * ORDER BY for a page: the key in the page's direction, then insertion order (`seq`) ascending so ties keep
- * insertion order in both directions. NULLs are +infinity: last ascending, first descending.
- */
-export function orderClause(table: TableName, page: PageSpec): string {
-  const { defaultKey, nullable } = tableOrder[table];
-  let key = defaultKey;
-  if (page.sortBy) {
-    if (!(sortableFields[table] as readonly string[]).includes(page.sortBy)) {
-      throw new Error(`postgres store: ${table} cannot be sorted by ${JSON.stringify(page.sortBy)}`);
-    }
-    key = page.sortBy;
-  }
-  const direction = page.descending ? "DESC" : "ASC";
-  if (key === "seq") return `seq ${direction}`;
-  const nulls = nullable.has(key) ? (page.descending ? " NULLS FIRST" : " NULLS LAST") : "";
-  return `${key} ${direction}${nulls}, seq ASC`;
-}
 
 function combine(conditions: Condition[], any: boolean): Condition {
   if (conditions.length === 0) return () => "";

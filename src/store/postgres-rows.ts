@@ -1,4 +1,4 @@
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { toBinary } from "@bufbuild/protobuf";
 import {
   type Attempt,
   AttemptSchema,
@@ -6,20 +6,13 @@ import {
   ResourcesUpdateSchema,
   type Rollout,
   RolloutSchema,
-  SpanSchema,
-  WorkerSchema,
 } from "../gen/agl/v1/types_pb.js";
+import { time } from "./stored-messages.js";
 
 /** Rows of the PostgreSQL backend: messages to column values and back, and prepared statement names. */
 
-export const decodeRollout = (data: Uint8Array) => fromBinary(RolloutSchema, data);
-export const decodeAttempt = (data: Uint8Array) => fromBinary(AttemptSchema, data);
-export const decodeSpan = (data: Uint8Array) => fromBinary(SpanSchema, data);
-export const decodeWorker = (data: Uint8Array) => fromBinary(WorkerSchema, data);
-export const decodeResources = (data: Uint8Array) => fromBinary(ResourcesUpdateSchema, data);
 
 export const bytes = (data: Uint8Array) => Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-export const time = (value: number | undefined) => value ?? null;
 export const spanKey = (rolloutId: string, attemptId: string, spanId: string) => `${rolloutId}\0${attemptId}\0${spanId}`;
 export const versionKey = (resourcesId: string, version: number) => `${resourcesId}\0${version}`;
 

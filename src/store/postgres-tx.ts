@@ -26,18 +26,13 @@ import { attemptWhere, queryPage, resourcesWhere, rolloutWhere, spanWhere, worke
 import {
   attemptRow,
   bytes,
-  decodeAttempt,
-  decodeResources,
-  decodeRollout,
-  decodeSpan,
-  decodeWorker,
   resourcesRow,
   rolloutRow,
   spanKey,
   statementName,
-  time,
   versionKey,
 } from "./postgres-rows.js";
+import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, time } from "./stored-messages.js";
 
 /** One transaction of the PostgreSQL backend, on one pooled connection. */
 

@@ -29,18 +29,13 @@ import { createMutex } from "./mutex.js";
 import { openSchema } from "./sqlite-schema.js";
 import {
   attemptRow,
-  decodeAttempt,
-  decodeResources,
-  decodeRollout,
-  decodeSpan,
-  decodeWorker,
   prepareStatements,
   resourcesRow,
   rolloutRow,
   spanKey,
   type Statements,
-  time,
 } from "./sqlite-statements.js";
+import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, time } from "./stored-messages.js";
 
 export interface SqliteBackendOptions {
   /** Database file; ":memory:" for a private in-memory database. */

@@ -1,4 +1,4 @@
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { toBinary } from "@bufbuild/protobuf";
 import type Database from "better-sqlite3";
 import {
   type Attempt,
@@ -8,20 +8,12 @@ import {
   type Rollout,
   RolloutSchema,
   RolloutStatus,
-  SpanSchema,
-  WorkerSchema,
 } from "../gen/agl/v1/types_pb.js";
+import { time } from "./stored-messages.js";
 
 /** Prepared statements of the SQLite backend, and the mapping between messages and rows. */
 
-export const decodeRollout = (data: Uint8Array) => fromBinary(RolloutSchema, data);
-export const decodeAttempt = (data: Uint8Array) => fromBinary(AttemptSchema, data);
-export const decodeSpan = (data: Uint8Array) => fromBinary(SpanSchema, data);
-export const decodeWorker = (data: Uint8Array) => fromBinary(WorkerSchema, data);
-export const decodeResources = (data: Uint8Array) => fromBinary(ResourcesUpdateSchema, data);
 
-/** Optional times: undefined is stored as NULL. */
-export const time = (value: number | undefined) => value ?? null;
 
 export const spanKey = (rolloutId: string, attemptId: string, spanId: string) =>
   `${rolloutId}\0${attemptId}\0${spanId}`;
