@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -635,7 +635,7 @@ describe("sqlite backend on a file", () => {
   it("keeps every acknowledged write when the process is killed with SIGKILL", async () => {
     const path = join(dir, "crash.db");
     const source = (relative: string) => JSON.stringify(fileURLToPath(new URL(relative, import.meta.url)));
-    // A child commits rollouts one transaction at a time and acknowledges each on stdout after COMMIT.
+    // A child commits rollouts and acknowledges each on stdout when its call returns.
     const child = spawn(
       process.execPath,
       [
@@ -647,10 +647,13 @@ describe("sqlite backend on a file", () => {
          const { create } = await import("@bufbuild/protobuf");
          const { RolloutSchema } = await import(${source("../gen/agl/v1/types_pb.ts")});
          const backend = createSqliteBackend({ path: ${JSON.stringify(path)} });
-         for (let i = 0; ; i++) {
-           const rolloutId = "ro-" + i;
-           await backend.transaction((tx) => tx.insertRollouts([create(RolloutSchema, { rolloutId, startTime: i })]));
-           process.stdout.write(rolloutId + "\\n");
+         for (let i = 0; ; i += 8) {
+           // Eight calls at a time, so that they share COMMITs.
+           await Promise.all(Array.from({ length: 8 }, async (_, k) => {
+             const rolloutId = "ro-" + (i + k);
+             await backend.transaction((tx) => tx.insertRollouts([create(RolloutSchema, { rolloutId, startTime: i + k })]));
+             process.stdout.write(rolloutId + "\\n");
+           }));
          }`,
       ],
       { stdio: ["ignore", "pipe", "inherit"] },
@@ -668,6 +671,88 @@ describe("sqlite backend on a file", () => {
     const stored = await reopened.transaction(async (t) => ids((await t.queryRollouts({ any: false }, all)).items));
     await reopened.close();
     expect(stored.slice(0, acked.length)).toEqual(acked);
+  });
+
+  describe("group commit", () => {
+    /** Rollout ids another connection sees committed. */
+    const committed = (path: string) => {
+      const db = new Database(path, { readonly: true });
+      try {
+        return (db.prepare("SELECT rollout_id FROM rollouts ORDER BY rollout_id").pluck().all() as string[]).sort();
+      } finally {
+        db.close();
+      }
+    };
+    const insert = (backend: StorageBackend, rolloutId: string) =>
+      backend.transaction(async (t) => {
+        await t.insertRollouts([rollout(rolloutId)]);
+        t.notify({ kind: "finished", rolloutIds: [rolloutId] });
+        return rolloutId;
+      });
+
+    it("answers calls that queued together after one COMMIT covering all of them", async () => {
+      const path = join(dir, "group.db");
+      const backend = createSqliteBackend({ path });
+      const names = Array.from({ length: 20 }, (_, i) => `ro-${String(i).padStart(2, "0")}`);
+      const seenAtAnswer: string[][] = [];
+      await Promise.all(names.map((name) => insert(backend, name).then(() => seenAtAnswer.push(committed(path)))));
+      await backend.close();
+      // Every answer came after its write was durable, and the first answer already found all twenty committed.
+      expect(seenAtAnswer).toHaveLength(20);
+      for (const seen of seenAtAnswer) expect(seen).toEqual(names);
+    });
+
+    it("a call failing inside a group undoes only its own writes and events", async () => {
+      const path = join(dir, "group-fail.db");
+      const backend = createSqliteBackend({ path });
+      const events: StoreEvent[] = [];
+      backend.subscribe((e) => events.push(e));
+      const failing = backend.transaction(async (t) => {
+        await t.insertRollouts([rollout("ro-b")]);
+        t.notify({ kind: "finished", rolloutIds: ["ro-b"] });
+        throw new Error("boom");
+      });
+      const outcomes = await Promise.allSettled([insert(backend, "ro-a"), failing, insert(backend, "ro-c")]);
+      expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+      expect(committed(path)).toEqual(["ro-a", "ro-c"]);
+      expect(events).toEqual([
+        { kind: "finished", rolloutIds: ["ro-a"] },
+        { kind: "finished", rolloutIds: ["ro-c"] },
+      ]);
+      // A failed statement (not just a thrown error) inside a group is undone the same way.
+      const duplicate = backend.transaction((t) => t.insertRollouts([rollout("ro-a")]));
+      const after = await Promise.allSettled([duplicate, insert(backend, "ro-d")]);
+      expect(after.map((o) => o.status)).toEqual(["rejected", "fulfilled"]);
+      await backend.close();
+      expect(committed(path)).toEqual(["ro-a", "ro-c", "ro-d"]);
+    });
+
+    it("under a long queue, answers do not wait for the whole queue to commit", async () => {
+      const path = join(dir, "group-cap.db");
+      const backend = createSqliteBackend({ path });
+      let firstSeen: string[] | undefined;
+      const names = Array.from({ length: 300 }, (_, i) => `ro-${i}`);
+      await Promise.all(names.map((name) => insert(backend, name).then(() => (firstSeen ??= committed(path)))));
+      await backend.close();
+      expect(firstSeen!.length).toBeGreaterThan(1);
+      expect(firstSeen!.length).toBeLessThan(names.length);
+      expect(committed(path)).toHaveLength(names.length);
+    });
+  });
+
+  it("once busy, checkpoints on a worker thread, and leaves no WAL behind when closed", async () => {
+    const path = join(dir, "checkpoints.db");
+    const backend = createSqliteBackend({ path, backgroundCheckpointAfter: 5 });
+    // ~0.9 MB in 30 commits, ~250 WAL frames: below SQLite's own threshold (1,000), so only the thread copies it back.
+    const payload = { name: "x".repeat(15_000) };
+    for (let i = 0; i < 30; i++) {
+      await backend.transaction((t) => t.insertSpans([span("ro-1", "at-1", `s${i}`, i + 1, payload)]));
+    }
+    const deadline = Date.now() + 10_000;
+    while (statSync(path).size < 800_000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(statSync(path).size).toBeGreaterThan(800_000);
+    await backend.close();
+    expect(existsSync(`${path}-wal`)).toBe(false);
   });
 
   it("refuses a database with a newer schema", () => {

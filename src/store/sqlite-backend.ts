@@ -26,6 +26,7 @@ import type {
 import { queryPage, resourcesWhere, rolloutWhere, spanWhere, StatementCache, workerWhere } from "./sqlite-queries.js";
 import { deliver } from "./events.js";
 import { createMutex } from "./mutex.js";
+import { type Checkpointer, startCheckpointer } from "./sqlite-checkpointer.js";
 import { openSchema } from "./sqlite-schema.js";
 import {
   attemptRow,
@@ -40,16 +41,18 @@ import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker
 export interface SqliteBackendOptions {
   /** Database file; ":memory:" for a private in-memory database. */
   path: string;
+  /** Commits after which WAL checkpoints move to a worker thread (default 256; a store that stays small never starts it). */
+  backgroundCheckpointAfter?: number;
 }
 
 /**
  * A storage backend on one SQLite file (better-sqlite3, WAL). Transactions are serialised in process by a promise
- * chain and run as `BEGIN IMMEDIATE` … `COMMIT`, so the synchronous driver is never re-entered from two transactions
- * and other processes sharing the file see whole transactions. Events reach `subscribe` listeners of this process
- * after COMMIT; a rolled-back transaction's events are dropped.
+ * chain, so the synchronous driver is never re-entered from two of them, and run inside `BEGIN IMMEDIATE` … `COMMIT`
+ * (several per COMMIT under load: see `transaction`), so other processes sharing the file see whole transactions.
+ * Events reach `subscribe` listeners of this process after COMMIT; a rolled-back transaction's events are dropped.
  */
 export function createSqliteBackend(options: SqliteBackendOptions): StorageBackend {
-  return new SqliteBackend(options.path);
+  return new SqliteBackend(options.path, options.backgroundCheckpointAfter ?? 256);
 }
 
 class SqliteTx implements StorageTx {
@@ -268,17 +271,37 @@ class SqliteTx implements StorageTx {
   }
 }
 
+/** A call that ran to the end inside the open group; its answer waits for the group's COMMIT. */
+interface GroupMember {
+  events: StoreEvent[];
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/** Most calls one COMMIT covers: under sustained load the queue may never empty, and answers must not wait long. */
+const maxGroupSize = 64;
+
 class SqliteBackend implements StorageBackend {
   readonly name = "sqlite";
   private readonly db: Database.Database;
   private readonly statements: Statements;
   private readonly cache: StatementCache;
   private readonly listeners = new Set<(event: StoreEvent) => void>();
-  /** better-sqlite3 is synchronous but `fn` is async: one transaction at a time, in call order. */
+  /** better-sqlite3 is synchronous but `fn` is async: one call at a time, in call order. */
   private readonly mutex = createMutex();
+  /** Calls requested and not run to the end yet. */
+  private outstanding = 0;
+  /** Calls done inside the open `BEGIN IMMEDIATE`, waiting for its COMMIT. */
+  private group: GroupMember[] | undefined;
+  private commitScheduled = false;
+  private commits = 0;
+  private checkpointer: Checkpointer | undefined;
   private closed: Promise<void> | undefined;
 
-  constructor(path: string) {
+  constructor(
+    private readonly path: string,
+    private readonly backgroundCheckpointAfter: number,
+  ) {
     this.db = new Database(path);
     try {
       openSchema(this.db);
@@ -290,34 +313,116 @@ class SqliteBackend implements StorageBackend {
     this.cache = new StatementCache(this.db);
   }
 
+  /**
+   * Group commit: COMMIT in WAL mode costs far more than a typical call's statements, so calls that queue up behind
+   * each other share one. Each call runs in its own savepoint (its failure undoes only its writes); the group commits
+   * when no call is running or waiting, after the event loop's current turn (or once it reaches {@link maxGroupSize}),
+   * and only then are its calls answered and their events delivered.
+   */
   transaction<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new ConnectError("the store is closed", Code.Unavailable));
-    return this.mutex.run(() => this.run(fn));
+    this.outstanding++;
+    return new Promise<T>((resolve, reject) => {
+      void this.mutex.run(async () => {
+        try {
+          await this.runCall(fn, resolve, reject);
+        } finally {
+          this.outstanding--;
+          if ((this.group?.length ?? 0) >= maxGroupSize) this.commitGroup();
+          else if (this.outstanding === 0) this.scheduleCommit();
+        }
+      });
+    });
   }
 
-  private async run<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T> {
+  private async runCall<T>(fn: (tx: StorageTx) => Promise<T>, resolve: (value: T) => void, reject: (error: unknown) => void): Promise<void> {
     const s = this.statements;
     const tx = new SqliteTx(s, this.cache);
-    s.begin.run();
     let result: T;
     try {
+      if (!this.group) {
+        s.begin.run();
+        this.group = [];
+      }
+      s.savepoint.run();
       result = await fn(tx);
       tx.open = false;
-      s.commit.run();
+      s.release.run();
     } catch (error) {
       tx.open = false;
-      // Some errors (SQLITE_FULL, SQLITE_IOERR…) end the transaction by themselves.
-      if (this.db.inTransaction) {
-        try {
-          s.rollback.run();
-        } catch (rollbackError) {
-          console.error("sqlite store: rollback failed", rollbackError);
-        }
-      }
-      throw error;
+      this.undoCall(error);
+      reject(error);
+      return;
     }
-    for (const event of tx.events) deliver(this.listeners, event);
-    return result;
+    this.group.push({ events: tx.events, resolve: () => resolve(result), reject });
+  }
+
+  /** Undoes a failed call's writes, keeping the group's; if SQLite ended the whole transaction, the group fails. */
+  private undoCall(error: unknown): void {
+    if (!this.group) return;
+    if (this.db.inTransaction) {
+      try {
+        this.statements.rollbackToSavepoint.run();
+        this.statements.release.run();
+        return;
+      } catch (undoError) {
+        console.error("sqlite store: rolling back a call failed", undoError);
+      }
+    }
+    // Some errors (SQLITE_FULL, SQLITE_IOERR…) end the transaction by themselves: the other calls' writes are gone.
+    this.failGroup(error);
+  }
+
+  /**
+   * Commits once the requests already read from the network have run: their calls start one by one as the event loop
+   * hands over each request, so the group commits in the check phase after the current poll phase.
+   */
+  private scheduleCommit(): void {
+    if (this.commitScheduled || !this.group) return;
+    this.commitScheduled = true;
+    setImmediate(() => {
+      this.commitScheduled = false;
+      // A call still running (it awaits something outside the database) commits the group when it ends.
+      if (this.outstanding === 0) this.commitGroup();
+    });
+  }
+
+  private commitGroup(): void {
+    const group = this.group;
+    if (!group) return;
+    try {
+      this.statements.commit.run();
+    } catch (error) {
+      this.failGroup(error);
+      return;
+    }
+    this.group = undefined;
+    if (++this.commits === this.backgroundCheckpointAfter && this.path !== ":memory:") this.startCheckpoints();
+    for (const member of group) for (const event of member.events) deliver(this.listeners, event);
+    for (const member of group) member.resolve();
+  }
+
+  private startCheckpoints(): void {
+    this.checkpointer = startCheckpointer({
+      path: this.path,
+      onActive: (active) => {
+        if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${active ? 0 : 1000}`);
+      },
+      log: (message) => console.error(message),
+    });
+  }
+
+  private failGroup(error: unknown): void {
+    const group = this.group ?? [];
+    this.group = undefined;
+    if (this.db.inTransaction) {
+      try {
+        this.statements.rollback.run();
+      } catch (rollbackError) {
+        console.error("sqlite store: rollback failed", rollbackError);
+      }
+    }
+    for (const member of group) member.reject(error);
   }
 
   subscribe(listener: (event: StoreEvent) => void): () => void {
@@ -332,6 +437,8 @@ class SqliteBackend implements StorageBackend {
   /** Closes the database after the transactions already requested; later ones are refused. Idempotent. */
   close(): Promise<void> {
     this.closed ??= this.mutex.run(async () => {
+      this.commitGroup();
+      await this.checkpointer?.stop();
       this.listeners.clear();
       if (this.db.open) this.db.close();
     });

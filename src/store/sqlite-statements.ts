@@ -33,6 +33,9 @@ export function prepareStatements(db: Database.Database): Statements {
     begin: db.prepare("BEGIN IMMEDIATE"),
     commit: db.prepare("COMMIT"),
     rollback: db.prepare("ROLLBACK"),
+    savepoint: db.prepare("SAVEPOINT call"),
+    release: db.prepare("RELEASE call"),
+    rollbackToSavepoint: db.prepare("ROLLBACK TO call"),
 
     insertRollout: db.prepare(`INSERT INTO rollouts (${rolloutColumns}`),
     putRollout: db.prepare(
@@ -121,6 +124,9 @@ type StatementName =
   | "begin"
   | "commit"
   | "rollback"
+  | "savepoint"
+  | "release"
+  | "rollbackToSavepoint"
   | "insertRollout"
   | "putRollout"
   | "getRollout"
