@@ -1,6 +1,7 @@
 """The training loop both trainers share: publish the policy, enqueue ``n`` rollouts per task as one group, wait,
 collect triplets, build the ``DataProto``, compute rollout-level advantages, update the policy through a backend,
-publish the next version, checkpoint, report.
+publish the next version, checkpoint, report — and validate (``agl_bridge.validation``) before training and every
+``test_freq`` steps, with VERL's semantics.
 
 A backend owns the weights: ``LocalBackend`` (one CPU process) or the VERL backend (Ray workers). The loop owns the
 store side and the bookkeeping that makes a killed trainer resume without training any rollout twice: the batch of a
@@ -29,8 +30,13 @@ from agl_bridge.dataproto import ConvertOptions, to_dataproto
 from agl_bridge.gen.agl.v1 import types_pb2
 from agl_bridge.triplet_source import TripletSource, make_source
 from agl_bridge.triplets import RolloutSamples
+from agl_bridge.validation import ValidationResult, collect_rollouts, val_metrics, val_resources
 
-__all__ = ["LoopConfig", "PolicyBackend", "StepResult", "TrainingLoop"]
+__all__ = ["LoopConfig", "MetricsSink", "PolicyBackend", "StepResult", "TrainingLoop", "ValidationResult"]
+
+# Receives each step's metrics (training, and validation when it ran) with the step they belong to: VERL's
+# ``Tracking.log(data, step)`` has this shape.
+MetricsSink = Callable[[dict[str, float], int], None]
 
 
 @dataclass
@@ -58,6 +64,17 @@ class LoopConfig:
     checkpoint_dir: str | None = None
     keep_checkpoints: int = 2
     log_every: int = 1
+    # Validation, when the loop has a validation dataset (VERL's trainer.test_freq, val_before_train, val_only and
+    # rollout.val_kwargs.n): after step k (1-based) when test_freq > 0 and k is a multiple of it or the last step;
+    # before the first step when val_before_train; only that when val_only. ``val_sampling`` (e.g. {"temperature":
+    # 0}) is merged over the published LLM resources' sampling parameters for validation rollouts, which then run
+    # against their own snapshot ``{resources_id}-val`` (same endpoints and weights); None: the training snapshot.
+    test_freq: int = 0
+    val_before_train: bool = True
+    val_only: bool = False
+    val_n: int = 1
+    val_sampling: dict[str, Any] | None = None
+    val_timeout: float | None = None
 
 
 @dataclass
@@ -72,6 +89,16 @@ class StepResult:
     timings: dict[str, float]
     metrics: dict[str, float] = field(default_factory=dict)
 
+    def log_metrics(self) -> dict[str, float]:
+        """Everything about the step, for a metrics logger: the update's metrics, the batch's, timings."""
+        out = dict(self.metrics)
+        out["training/global_step"] = float(self.step + 1)
+        out["training/reward_mean"] = self.reward_mean
+        out["training/response_tokens"] = float(self.response_tokens)
+        out["training/policy_version"] = float(self.version)
+        out.update({f"timing_s/{k}": v for k, v in self.timings.items()})
+        return out
+
 
 class PolicyBackend(Protocol):
     """Owns the weights and the engines that serve them."""
@@ -82,6 +109,11 @@ class PolicyBackend(Protocol):
 
     @property
     def pad_token_id(self) -> int: ...
+
+    async def start(self) -> None:
+        """Called once, after a resume and before the first publication: the engines must serve the current
+        weights from here on (VERL pushes the actor's weights to its replicas, which ``init_workers`` left asleep)."""
+        ...
 
     async def before_update(self) -> None:
         """Generation is over for this step (pause or drain engines)."""
@@ -114,15 +146,24 @@ class TrainingLoop:
         *,
         source: TripletSource | None = None,
         log: Callable[[str], None] | None = None,
+        val_dataset: Sequence[Any] | None = None,
+        metrics_sink: MetricsSink | None = None,
     ) -> None:
         if not dataset:
             raise ValueError("the dataset is empty")
+        if config.val_n < 1:
+            raise ValueError(f"val_n must be at least 1, got {config.val_n}")
+        if config.val_only and not val_dataset:
+            raise ValueError("val_only needs a validation dataset")
         self.client, self.backend, self.dataset, self.config = client, backend, list(dataset), config
+        self.val_dataset = list(val_dataset or [])
         self.source = source or make_source(config.triplet_source, client)
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.metrics_sink = metrics_sink
         self.step = 0
         self.version = 0
         self.history: list[StepResult] = []
+        self.val_history: list[ValidationResult] = []
         self.ckpt = Path(config.checkpoint_dir) if config.checkpoint_dir else None
 
     # -- checkpoints -------------------------------------------------------------------------------------------
@@ -204,22 +245,24 @@ class TrainingLoop:
         k = self.config.tasks_per_step
         return [self.dataset[(step * k + i) % len(self.dataset)] for i in range(k)]
 
+    def _rollout_config(self) -> dict[str, Any]:
+        return {
+            "max_attempts": self.config.max_attempts,
+            "timeout_seconds": self.config.attempt_timeout,
+            "retry_condition": ["ATTEMPT_STATUS_FAILED", "ATTEMPT_STATUS_TIMEOUT", "ATTEMPT_STATUS_UNRESPONSIVE"],
+        }
+
     async def _enqueue(self, step: int) -> list[str]:
         pending = self._pending()
         if pending is not None:
             self.log(f"[agl] step {step}: reusing its {len(pending['rollout_ids'])} rollouts enqueued before a restart")
             return list(pending["rollout_ids"])
-        config = {
-            "max_attempts": self.config.max_attempts,
-            "timeout_seconds": self.config.attempt_timeout,
-            "retry_condition": ["ATTEMPT_STATUS_FAILED", "ATTEMPT_STATUS_TIMEOUT", "ATTEMPT_STATUS_UNRESPONSIVE"],
-        }
         groups = await self.client.enqueue_groups(
             self.tasks_for(step),
             self.config.n,
             mode="train",
             resources_id=self.config.resources_id,
-            config=config,
+            config=self._rollout_config(),
             metadata={"step": step},
         )
         ids = [r.rollout_id for group in groups for r in group]
@@ -228,8 +271,9 @@ class TrainingLoop:
             _write_json_atomic(self.ckpt / "pending.json", {"step": step, "rollout_ids": ids})
         return ids
 
-    async def _wait(self, ids: list[str]) -> list[str]:
-        finished = await self.client.wait_for_rollouts(ids, self.config.rollout_timeout)
+    async def _wait(self, ids: list[str], timeout: float | None = None) -> list[str]:
+        timeout = self.config.rollout_timeout if timeout is None else timeout
+        finished = await self.client.wait_for_rollouts(ids, timeout)
         done = {r.rollout_id for r in finished}
         late = [r for r in ids if r not in done]
         for rollout_id in late:
@@ -238,8 +282,83 @@ class TrainingLoop:
             except Exception as error:  # noqa: BLE001 - a rollout that finished meanwhile cannot be cancelled
                 self.log(f"[agl] could not cancel {rollout_id}: {error}")
         if late:
-            self.log(f"[agl] {len(late)} rollouts did not finish within {self.config.rollout_timeout:.0f} s: cancelled")
+            self.log(f"[agl] {len(late)} rollouts did not finish within {timeout:.0f} s: cancelled")
         return [r for r in ids if r in done]
+
+    # -- validation --------------------------------------------------------------------------------------------
+
+    def validates_after(self, steps_done: int) -> bool:
+        """Whether validation runs once ``steps_done`` steps are trained (VERL: ``test_freq > 0`` and a multiple of
+        it, or the last step)."""
+        cfg = self.config
+        if not self.val_dataset or cfg.test_freq <= 0 or steps_done <= 0:
+            return False
+        return steps_done % cfg.test_freq == 0 or steps_done >= cfg.total_steps
+
+    async def validate(self) -> ValidationResult:
+        """Runs the validation set against the current policy: ``val_n`` rollouts of mode ``val`` per task (one
+        group each) on the published version, waits for them, reads their final rewards; nothing is trained. The
+        result is kept in ``val_history`` (and ``validation.jsonl`` next to the checkpoints)."""
+        cfg = self.config
+        if not self.val_dataset:
+            raise ValueError("no validation dataset")
+        started = time.perf_counter()
+        resources_id, resources_version = cfg.resources_id, self.version
+        if cfg.val_sampling:
+            resources_id = f"{cfg.resources_id}-val"
+            update = await self.client.update_resources(
+                resources_id, val_resources(self.backend.resources(), cfg.val_sampling), create_if_missing=True
+            )
+            resources_version = update.version
+        groups = await self.client.enqueue_groups(
+            self.val_dataset,
+            cfg.val_n,
+            mode="val",
+            resources_id=resources_id,
+            config=self._rollout_config(),
+            metadata={"step": self.step, "policy_version": self.version},
+        )
+        group_ids = [[r.rollout_id for r in group] for group in groups]
+        ids = [r for group in group_ids for r in group]
+        timeout = cfg.val_timeout if cfg.val_timeout is not None else cfg.rollout_timeout
+        finished = await self._wait(ids, timeout)
+        samples = await collect_rollouts(self.client, finished, cfg.collect_timeout, kind=cfg.triplet_source)
+        metrics = val_metrics(self.val_dataset, group_ids, samples, reward_fillna=cfg.reward_fillna)
+        metrics["val/policy_version"] = float(self.version)
+        wall = time.perf_counter() - started
+        metrics["timing_s/validation"] = wall
+        result = ValidationResult(
+            step=self.step,
+            version=self.version,
+            reward_mean=metrics["val/reward_mean"],
+            n=len(ids),
+            resources_id=resources_id,
+            resources_version=resources_version,
+            rollout_ids=ids,
+            wall_s=wall,
+            metrics=metrics,
+        )
+        self.val_history.append(result)
+        if self.ckpt is not None:
+            self.ckpt.mkdir(parents=True, exist_ok=True)
+            with (self.ckpt / "validation.jsonl").open("a") as f:
+                f.write(json.dumps(asdict(result)) + "\n")
+        self.log(self.format_validation(result))
+        return result
+
+    def format_validation(self, r: ValidationResult) -> str:
+        m = r.metrics
+        best = next((f"  best@{k[len('val/reward_best@') :]} {v:.3f}" for k, v in m.items() if "best@" in k), "")
+        when = "before training" if r.step == 0 else f"after step {r.step}/{self.config.total_steps}"
+        return (
+            f"[agl] validation {when} (policy v{r.version}): reward {r.reward_mean:.3f}{best}  "
+            f"rollouts {r.n} ({int(m['val/n_succeeded'])} succeeded, {int(m['val/n_rollouts_w_reward'])} with a "
+            f"reward)  time {r.wall_s:.2f}s"
+        )
+
+    def _emit(self, metrics: dict[str, float], step: int) -> None:
+        if self.metrics_sink is not None and metrics:
+            self.metrics_sink(metrics, step)
 
     # -- one step ----------------------------------------------------------------------------------------------
 
@@ -279,6 +398,11 @@ class TrainingLoop:
 
     async def _train(self, step: int, samples: list[RolloutSamples], timings: dict[str, float]) -> StepResult | None:
         cfg = self.config
+        # Only train-mode rollouts are training data (validation and test rollouts are scored, never trained on).
+        other = [s.rollout_id for s in samples if s.mode not in ("train", "")]
+        if other:
+            self.log(f"[agl] step {step}: left out {len(other)} rollouts that are not of mode train")
+            samples = [s for s in samples if s.mode in ("train", "")]
         t = time.perf_counter()
         options = ConvertOptions(
             pad_token_id=self.backend.pad_token_id,
@@ -328,12 +452,25 @@ class TrainingLoop:
         )
 
     async def run(self) -> list[StepResult]:
-        """Resumes if a checkpoint exists, publishes the current policy, and trains until ``total_steps``."""
+        """Resumes if a checkpoint exists, publishes the current policy, validates before training (when asked),
+        and trains until ``total_steps``, validating every ``test_freq`` steps."""
+        cfg = self.config
         self.resume()
+        start = getattr(self.backend, "start", None)
+        if start is not None:
+            await start()
         version = await self.publish()
-        self.log(f"[agl] published {self.config.resources_id} v{version}; training from step {self.step}")
-        while self.step < self.config.total_steps:
-            await self.run_step()
+        self.log(f"[agl] published {cfg.resources_id} v{version}; training from step {self.step}")
+        if self.val_dataset and (cfg.val_before_train or cfg.val_only):
+            self._emit((await self.validate()).metrics, self.step)
+            if cfg.val_only:
+                return self.history
+        while self.step < cfg.total_steps:
+            result = await self.run_step()
+            metrics = result.log_metrics() if result is not None else {"training/skipped_step": 1.0}
+            if self.validates_after(self.step):
+                metrics.update((await self.validate()).metrics)
+            self._emit(metrics, self.step)
             await asyncio.sleep(0)
         if self.ckpt is not None and (self.ckpt / "pending.json").exists():
             (self.ckpt / "pending.json").unlink()

@@ -19,7 +19,7 @@ import grpc.aio
 from agl_bridge.client import StoreClient
 from agl_bridge.convert import from_attribute_value
 from agl_bridge.gen.agl.v1 import types_pb2
-from agl_bridge.triplets import RolloutSamples, Triplet, from_proto
+from agl_bridge.triplets import RolloutSamples, Triplet, from_proto, mode_name
 
 __all__ = ["AutoTripletSource", "SpanTripletSource", "StreamTripletSource", "TripletSource", "make_source"]
 
@@ -113,6 +113,7 @@ def spans_to_samples(rollout: types_pb2.Rollout, spans: Sequence[types_pb2.Span]
         status=types_pb2.RolloutStatus.Name(rollout.status).removeprefix("ROLLOUT_STATUS_").lower(),
         attempt_id=rollout.latest_attempt.attempt_id if rollout.HasField("latest_attempt") else "",
         resources_id=rollout.resources_id,
+        mode=mode_name(rollout.mode),
     )
     seen: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()
     for span in sorted(spans, key=lambda s: s.sequence_id):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from agl_bridge.gen.agl.v1 import triplets_pb2, types_pb2
 
-__all__ = ["RolloutSamples", "Triplet", "from_proto"]
+__all__ = ["RolloutSamples", "Triplet", "from_proto", "mode_name"]
 
 
 @dataclass
@@ -33,7 +33,8 @@ class Triplet:
 
 @dataclass
 class RolloutSamples:
-    """The triplets of one rollout and its final reward (``None`` when it reported none)."""
+    """The triplets of one rollout and its final reward (``None`` when it reported none). ``mode`` is the rollout's
+    mode (``train``, ``val``, ``test``; empty when unknown)."""
 
     rollout_id: str
     group_id: str
@@ -42,6 +43,13 @@ class RolloutSamples:
     status: str = "succeeded"
     attempt_id: str = ""
     resources_id: str = ""
+    mode: str = ""
+
+
+def mode_name(mode: int) -> str:
+    """``"train"``/``"val"``/``"test"`` for a ``RolloutMode``; ``""`` for unspecified."""
+    name = types_pb2.RolloutMode.Name(mode).removeprefix("ROLLOUT_MODE_").lower()  # type: ignore[arg-type]
+    return "" if name == "unspecified" else name
 
 
 def _status_name(status: int) -> str:
@@ -62,6 +70,7 @@ def from_proto(rollout: triplets_pb2.RolloutTriplets) -> RolloutSamples:
         status=_status_name(rollout.status),
         attempt_id=rollout.attempt_id,
         resources_id=rollout.resources_id,
+        mode=mode_name(rollout.mode),
     )
     for t in rollout.triplets:
         mask: Sequence[int] = t.response_mask

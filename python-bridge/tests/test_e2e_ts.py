@@ -1,6 +1,7 @@
 """End to end with the TypeScript side: store + `agl proxy` + `agl run examples/rl-kind/agent.ts` (runner pool) + the
-local trainer loop. New versions are published and picked up by the runners (through the proxy), and the token ids
-in the training DataProto are exactly those the policy server sampled."""
+local trainer loop. New versions are published and picked up by the runners (through the proxy), the token ids in
+the training DataProto are exactly those the policy server sampled, and validation runs the same agent (greedy, as
+val rollouts through the proxy) without its calls reaching a training batch."""
 
 from __future__ import annotations
 
@@ -86,11 +87,27 @@ async def test_ts_runner_proxy_and_local_trainer(store_address, tmp_path):
             rollout_timeout=90,
             max_response_length=4,
             triplet_source="stream",
+            test_freq=3,
+            val_n=2,
+            val_sampling={"temperature": 0.0},
         )
         async with StoreClient(store_address) as client:
-            loop = TrainingLoop(client, backend, tasks.make_tasks(64), config, log=lambda _: None)
+            loop = TrainingLoop(
+                client,
+                backend,
+                tasks.make_tasks(64),
+                config,
+                log=lambda _: None,
+                val_dataset=tasks.make_tasks(4, seed=5),
+            )
             history = await loop.run()
             snapshot = await client.get_resources("e2e")
+            stamps = [
+                (m.rollout.mode, t.resources_id, t.resources_version)
+                async for m in client.stream_triplets()
+                if m.HasField("rollout")
+                for t in m.rollout.triplets
+            ]
     finally:
         await server.stop()
         policy.close()
@@ -103,7 +120,18 @@ async def test_ts_runner_proxy_and_local_trainer(store_address, tmp_path):
     assert [r.version for r in history] == [2, 3, 4] and snapshot.version == 4
     assert [max(r.versions_seen) for r in history] == [1, 2, 3]
     assert snapshot.resources["main_llm"].WhichOneof("kind") == "proxy_llm"
-    # Token fidelity: every row trained on is exactly a (prompt, response) the policy server sampled.
+    # Token fidelity: every row trained on is exactly a (prompt, response) the policy server sampled; the 16
+    # validation calls, recorded by the proxy with their token ids too, are not among them.
     sampled = {(tuple(p), tuple(r)) for p, r in server.sampled}
     rows = [(tuple(p), tuple(r)) for batch in backend.batches for p, r in batch]
     assert len(rows) == 24 and set(rows) <= sampled
+    # Validation before training and after the last step (test_freq 3), on policy v1 and v4: 4 tasks x 2, greedy
+    # (the agent passes the val snapshot's temperature 0 on), so both rollouts of a task score alike.
+    assert [(v.step, v.version, v.n) for v in loop.val_history] == [(0, 1, 8), (3, 4, 8)]
+    for v in loop.val_history:
+        assert v.metrics["val/n_rollouts_w_reward"] == 8 and v.metrics["val/n_rollouts_w_trace"] == 8, logs
+        assert v.metrics["val/reward_best@2"] == v.metrics["val/reward_mean"]
+    # The proxy stamps every call, training and validation, with the training snapshot's version in force.
+    assert {(res, ver) for mode, res, ver in stamps if mode == 2} == {("e2e", 1), ("e2e", 4)}
+    assert {(res, ver) for mode, res, ver in stamps if mode == 1} == {("e2e", 1), ("e2e", 2), ("e2e", 3)}
+    assert len(stamps) == 24 + 16

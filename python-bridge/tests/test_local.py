@@ -261,3 +261,37 @@ def test_sigkill_of_the_trainer_process_and_restart(store_address, tmp_path):
     assert [line["step"] for line in lines] == list(range(target)), "a step was lost or trained twice"
     ids = [rid for line in lines for rid in line["rollout_ids"]]
     assert len(ids) == len(set(ids)), "a rollout was trained twice"
+
+
+async def test_local_trainer_validates_and_prints(store_address, capsys):
+    """`python -m agl_bridge.local --val-tasks 4 --test-freq 1 --val-n 2 --val-temperature 0`, in process."""
+    from agl_bridge.local.run import LocalTrainerOptions, run_local_trainer
+
+    options = LocalTrainerOptions(
+        store=store_address,
+        steps=2,
+        tasks_per_step=2,
+        n=4,
+        warmup_steps=20,
+        hidden=32,
+        layers=1,
+        python_agents=1,
+        resources_id="res-local-val",
+        val_tasks=4,
+        test_freq=1,
+        val_n=2,
+        val_temperature=0.0,
+    )
+    summary = await run_local_trainer(options)
+    err = capsys.readouterr().err
+    validations = summary["validation"]
+    assert [(v["step"], v["version"], v["n"]) for v in validations] == [(0, 1, 8), (1, 2, 8), (2, 3, 8)]
+    for v in validations:
+        m = v["metrics"]
+        assert m["val/n_succeeded"] == 8 and m["val/n_rollouts_w_reward"] == 8
+        # Greedy (temperature 0 reached the policy server): both rollouts of a task answer alike.
+        assert m["val/reward_best@2"] == pytest.approx(v["reward_mean"])
+    assert "[agl] validation before training (policy v1): reward" in err
+    assert "[agl] validation after step 2/2 (policy v3): reward" in err
+    assert "[agl] validation reward before:" in err
+    assert summary["steps"] == [0, 1] and summary["versions_seen"] == [[1], [2]]

@@ -3,6 +3,9 @@ step logic of VerlBackend against a stand-in for RayPPOTrainer's workers (the wo
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -17,7 +20,13 @@ from agl_bridge.advantage import compute_rollout_level_advantage  # noqa: E402
 from agl_bridge.dataproto import ConvertOptions, to_dataproto  # noqa: E402
 from agl_bridge.triplets import RolloutSamples, Triplet  # noqa: E402
 from agl_bridge.verl import VerlBackend, compose_config  # noqa: E402
-from agl_bridge.verl.trainer import AglRayPPOTrainer, AglTaskRunner, loop_config  # noqa: E402
+from agl_bridge.verl.trainer import (  # noqa: E402
+    AglRayPPOTrainer,
+    AglTaskRunner,
+    load_tasks,
+    loop_config,
+    val_sampling,
+)
 
 
 def test_config_composes_on_top_of_verl_ppo_trainer():
@@ -129,3 +138,152 @@ def test_verl_backend_skips_a_step_with_too_few_rows():
     workers = FakeWorkers(cfg)
     metrics = VerlBackend(workers).update_sync(make_batch())
     assert metrics["training/skipped_step"] == 1.0 and workers.calls == []
+
+
+# -- validation ------------------------------------------------------------------------------------------------
+
+
+def test_validation_settings_come_from_verl_keys():
+    cfg = compose_config(
+        [
+            "agl.val_dataset=/data/val.jsonl",
+            "trainer.test_freq=5",
+            "trainer.val_before_train=false",
+            "actor_rollout_ref.rollout.val_kwargs.n=4",
+            "actor_rollout_ref.model.path=/models/tiny",
+        ]
+    )
+    loop = loop_config(cfg)
+    assert (loop.test_freq, loop.val_before_train, loop.val_only, loop.val_n) == (5, False, False, 4)
+    # VERL's default val_kwargs (do_sample false): greedy validation.
+    assert loop.val_sampling == {"temperature": 0.0} and loop.val_timeout is None
+    sampled = compose_config(
+        ["actor_rollout_ref.rollout.val_kwargs.do_sample=true", "actor_rollout_ref.rollout.val_kwargs.temperature=0.6"]
+    )
+    assert val_sampling(sampled) == {"temperature": 0.6}
+    same = compose_config(
+        [
+            "actor_rollout_ref.rollout.val_kwargs.do_sample=true",
+            "actor_rollout_ref.rollout.val_kwargs.temperature=1.0",
+            "actor_rollout_ref.rollout.temperature=1.0",
+        ]
+    )
+    assert val_sampling(same) is None  # the training snapshot already samples that way
+    # VERL's own defaults: validation before training, never periodically.
+    default = loop_config(compose_config())
+    assert (default.test_freq, default.val_before_train, default.val_n) == (-1, True, 1)
+
+
+def test_val_tasks_load_from_jsonl_and_parquet(tmp_path):
+    import pandas as pd
+
+    (tmp_path / "val.jsonl").write_text('{"q": 1}\n\n{"q": 2}\n')
+    pd.DataFrame(
+        {"prompt": [[{"role": "user", "content": "hi"}]], "data_source": ["gsm"], "extra_info": [{"index": 3}]}
+    ).to_parquet(tmp_path / "val.parquet")
+    assert load_tasks(str(tmp_path / "val.jsonl")) == [{"q": 1}, {"q": 2}]
+    rows = load_tasks([str(tmp_path / "val.parquet"), str(tmp_path / "val.jsonl")])
+    assert rows[0] == {"prompt": [{"role": "user", "content": "hi"}], "data_source": "gsm", "extra_info": {"index": 3}}
+    assert rows[1:] == [{"q": 1}, {"q": 2}]
+    json.dumps(rows)  # plain JSON values, ready to be rollout inputs
+
+
+def test_verl_tracking_logs_the_loop_metrics(capsys):
+    cfg = compose_config(["trainer.logger=[console]", "actor_rollout_ref.model.path=/models/tiny"])
+    trainer = AglRayPPOTrainer.__new__(AglRayPPOTrainer)
+    trainer.config = cfg
+    logger = trainer._tracking()
+    logger.log(data={"val/reward_mean": 0.375, "val/reward_best@2": 0.625, "val/a/n": 4.0}, step=0)
+    assert "val/reward_mean:0.375" in capsys.readouterr().out
+
+
+class FakeAglTrainer(AglRayPPOTrainer):
+    """AglRayPPOTrainer over FakeWorkers' stand-ins for VERL's workers (no Ray, no GPU), whose Tracking logger is
+    a recorder."""
+
+    def __init__(self, config):  # RayPPOTrainer.__init__ builds worker groups: not here
+        fake = FakeWorkers(config)
+        self.__dict__.update(fake.__dict__)
+        self.global_steps = 0
+        self.logged: list[tuple[dict, int]] = []
+        self._fake = fake
+
+    def _tracking(self):
+        logged = self.logged
+        return type("Recorder", (), {"log": lambda _, data, step: logged.append((dict(data), step))})()
+
+    def _balance_batch(self, batch, metrics):
+        self.calls.append("balance")
+
+    def _compute_old_log_prob(self, batch):
+        return FakeWorkers._compute_old_log_prob(self, batch)
+
+    def _update_actor(self, batch):
+        return FakeWorkers._update_actor(self, batch)
+
+    def _save_checkpoint(self):
+        self.calls.append("save")
+
+    def _load_checkpoint(self):
+        self.calls.append("load")
+
+
+async def test_verl_trainer_validates_through_the_store_and_logs_to_tracking(store_address, tmp_path):
+    from scripted import ScriptedAgents, all_rollouts
+
+    from agl_bridge.client import StoreClient
+
+    (tmp_path / "train.jsonl").write_text('{"rewards": [1.0, 0.0]}\n' * 4)
+    (tmp_path / "val.jsonl").write_text('{"rewards": [1.0, 0.0]}\n{"rewards": [0.5]}\n{"rewards": [null]}\n')
+    cfg = compose_config(
+        [
+            f"agl.store={store_address}",
+            f"agl.train_dataset={tmp_path / 'train.jsonl'}",
+            f"agl.val_dataset={tmp_path / 'val.jsonl'}",
+            "agl.proxy=http://proxy:4748/v1",
+            "agl.resources_id=verl-val",
+            "agl.rollout_timeout=60",
+            "agl.collect_timeout=30",
+            "trainer.total_training_steps=2",
+            "trainer.test_freq=1",
+            "trainer.val_before_train=true",
+            "trainer.balance_batch=false",
+            f"trainer.default_local_dir={tmp_path / 'ckpt'}",
+            "data.train_batch_size=2",
+            "actor_rollout_ref.rollout.n=2",
+            "actor_rollout_ref.rollout.val_kwargs.n=2",
+            "actor_rollout_ref.actor.ppo_mini_batch_size=1",
+            "actor_rollout_ref.model.path=/models/tiny",
+        ]
+    )
+    trainer = FakeAglTrainer(cfg)
+    agents = ScriptedAgents(store_address, "verl-val")
+    task = asyncio.create_task(agents.run())
+    try:
+        await trainer._fit()
+        async with StoreClient(store_address) as client:
+            rollouts = await all_rollouts(client)
+        runs = list(agents.runs)
+        # VERL's _validate hook outside fit: the same validation, metrics only.
+        alone = await trainer._validate_async()
+    finally:
+        task.cancel()
+    # Weights pushed to the (asleep) replicas before the first publication, as VERL's fit does; then per step.
+    assert trainer.calls[0] == "update_weights@0"
+    assert trainer.calls.count("sleep") == 2 and trainer.calls[-2:] == ["update_weights@1", "save"]
+    # Validation before training and after each step (test_freq 1), logged with that step's metrics.
+    assert [step for _, step in trainer.logged] == [0, 1, 2]
+    for metrics, step in trainer.logged:
+        # Per rollout: 1, 0 | 0.5, 0.5 | none (0), none (0): mean 2/6; best of 2: (1 + 0.5 + 0) / 3.
+        assert metrics["val/n"] == 6 and metrics["val/reward_mean"] == pytest.approx(2 / 6)
+        assert metrics["val/reward_best@2"] == pytest.approx(0.5)
+        assert metrics["val/policy_version"] == step + 1
+        assert ("actor/pg_loss" in metrics) == (step > 0)
+    # VERL's val_kwargs default: greedy, from the val snapshot; training at rollout.temperature.
+    val_runs = [r for r in runs if r["mode"] == "val"]
+    assert len(val_runs) == 18 and {(r["resources_id"], r["temperature"]) for r in val_runs} == {("verl-val-val", 0.0)}
+    train_runs = [r for r in runs if r["mode"] == "train"]
+    assert {r["temperature"] for r in train_runs} == {float(cfg.actor_rollout_ref.rollout.temperature)}
+    assert sorted(r.mode for r in rollouts) == [1] * 8 + [2] * 18
+    assert alone["val/n"] == 6 and alone["val/reward_mean"] == pytest.approx(2 / 6)
+    assert alone["val/policy_version"] == 4  # published once more by the hook

@@ -18,6 +18,11 @@ describe("parseTrainArgs", () => {
     expect(args.store).toBeUndefined();
   });
 
+  it("takes a validation dataset", () => {
+    expect(parseTrainArgs(["a.ts", "--val-dataset", "val.jsonl"]).valDataset).toBe("val.jsonl");
+    expect(parseTrainArgs(["a.ts"]).valDataset).toBeUndefined();
+  });
+
   it("takes the token and python from the environment", () => {
     const args = parseTrainArgs(["a.ts"], { AGL_TOKEN: "t", AGL_PYTHON: "/venv/python" });
     expect(args.token).toBe("t");

@@ -7,6 +7,8 @@ export interface TrainArgs {
   trainer: "local" | "verl";
   /** JSONL task inputs; the local trainer's built-in task needs none. */
   dataset?: string;
+  /** JSONL validation tasks, run as rollouts of mode val (never trained on). */
+  valDataset?: string;
   /** An existing store; none starts one on SQLite at `database`. */
   store?: string;
   database: string;
@@ -35,6 +37,8 @@ Options:
                            verl: VERL on GPU nodes (python -m agl_bridge.verl); give its Hydra overrides after --,
                            data.train_files and data.val_files included (VERL's TaskRunner loads them)
   --dataset <file.jsonl>   task inputs, one JSON value a line (the local trainer's built-in task needs none)
+  --val-dataset <file>     validation tasks (JSONL), run as rollouts of mode val before training and every few
+                           steps (local: --test-freq after --; verl: trainer.test_freq); never trained on
   --store <url>            use this store instead of starting one
   --database <path>        SQLite file of the store started here (default ./agl-train.db)
   --token <token>          store token (default $AGL_TOKEN)
@@ -70,6 +74,7 @@ export function parseTrainArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       options: {
         trainer: { type: "string" },
         dataset: { type: "string" },
+        "val-dataset": { type: "string" },
         store: { type: "string" },
         database: { type: "string" },
         token: { type: "string" },
@@ -98,6 +103,7 @@ export function parseTrainArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     agentModule: positionals[0] ?? "",
     trainer,
     ...(values.dataset !== undefined ? { dataset: values.dataset } : {}),
+    ...(values["val-dataset"] !== undefined ? { valDataset: values["val-dataset"] } : {}),
     ...(values.store !== undefined ? { store: values.store } : {}),
     database: values.database ?? "./agl-train.db",
     ...(token ? { token } : {}),

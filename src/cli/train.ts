@@ -38,6 +38,7 @@ function trainerCommand(args: TrainArgs, store: string, proxy: string): string[]
   if (args.trainer === "verl") {
     return [
       "-m", "agl_bridge.verl", `agl.store=${store}`, `agl.proxy=${proxy}/v1`, `agl.train_dataset=${args.dataset}`,
+      ...(args.valDataset ? [`agl.val_dataset=${args.valDataset}`] : []),
       ...(args.steps ? [`trainer.total_training_steps=${args.steps}`] : []),
       ...(args.n ? [`actor_rollout_ref.rollout.n=${args.n}`] : []),
       ...(args.tasksPerStep ? [`data.train_batch_size=${args.tasksPerStep}`] : []),
@@ -48,7 +49,8 @@ function trainerCommand(args: TrainArgs, store: string, proxy: string): string[]
   }
   return [
     "-m", "agl_bridge.local", "--store", store, "--proxy", `${proxy}/v1`,
-    ...common("--dataset", args.dataset), ...common("--steps", args.steps), ...common("--n", args.n),
+    ...common("--dataset", args.dataset), ...common("--val-dataset", args.valDataset),
+    ...common("--steps", args.steps), ...common("--n", args.n),
     ...common("--tasks-per-step", args.tasksPerStep), ...common("--model", args.model),
     ...common("--checkpoint-dir", args.checkpointDir), ...args.trainerArgs,
   ];

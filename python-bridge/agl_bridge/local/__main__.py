@@ -57,6 +57,16 @@ def parse_args(argv: list[str] | None = None) -> LocalTrainerOptions:
         default=0,
         help="also run N in-process Python agents for the built-in task (no TS runner needed)",
     )
+    p.add_argument("--val-dataset", default=None, help="JSONL file of validation tasks (rollouts of mode val)")
+    p.add_argument("--val-tasks", type=int, default=0, help="validate on N tasks of the built-in task")
+    p.add_argument(
+        "--test-freq", type=int, default=10, help="validate every K steps and after the last (0: only before training)"
+    )
+    p.add_argument(
+        "--no-val-before-train", dest="val_before_train", action="store_false", help="skip validation before step 1"
+    )
+    p.add_argument("--val-n", type=int, default=1, help="validation rollouts per task")
+    p.add_argument("--val-temperature", type=float, default=None, help="validation temperature (default: training's)")
     p.add_argument("--summary", default=None, help="write a JSON summary (reward per step, versions) here")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads")

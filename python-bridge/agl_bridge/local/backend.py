@@ -45,6 +45,10 @@ class LocalBackend:
             }
         return {self.llm_name: llm_resource(self.server.base_url, model, sampling_parameters=self.sampling)}
 
+    async def start(self) -> None:
+        # The policy server serves the weights in this process: nothing to push.
+        return None
+
     async def before_update(self) -> None:
         # The update runs on the policy's thread after queued generations: nothing to drain.
         return None

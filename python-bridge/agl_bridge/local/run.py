@@ -59,19 +59,40 @@ class LocalTrainerOptions:
     summary: str | None = None
     seed: int = 0
     threads: int = 1
+    val_dataset: str | None = None
+    val_tasks: int = 0
+    test_freq: int = 10
+    val_before_train: bool = True
+    val_n: int = 1
+    val_temperature: float | None = None
 
 
 def _log(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def _read_jsonl(path: str) -> list[Any]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def _dataset(options: LocalTrainerOptions) -> list[Any]:
     if options.dataset:
-        with open(options.dataset, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
+        return _read_jsonl(options.dataset)
     if options.task != "kind":
         raise SystemExit(f"unknown built-in task {options.task!r} (kind); give --dataset for your own")
     return tasks.make_tasks(4096, seed=options.seed + 7)
+
+
+def _val_dataset(options: LocalTrainerOptions) -> list[Any]:
+    """``--val-dataset``, or ``--val-tasks`` tasks of the built-in task (drawn with another seed)."""
+    if options.val_dataset:
+        return _read_jsonl(options.val_dataset)
+    if options.val_tasks > 0:
+        if options.dataset:
+            raise SystemExit("--val-tasks draws built-in tasks; with your own --dataset give --val-dataset")
+        return tasks.make_tasks(options.val_tasks, seed=options.seed + 13)
+    return []
 
 
 def _has_checkpoint(options: LocalTrainerOptions) -> bool:
@@ -133,12 +154,16 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
         checkpoint_dir=options.checkpoint_dir,
         max_prompt_length=256,
         max_response_length=max(options.max_tokens, 1),
+        test_freq=options.test_freq,
+        val_before_train=options.val_before_train,
+        val_n=options.val_n,
+        val_sampling=None if options.val_temperature is None else {"temperature": options.val_temperature},
     )
     token = options.token or os.environ.get("AGL_TOKEN") or None
     agents: asyncio.Task[None] | None = None
     try:
         async with StoreClient(options.store, token) as client:
-            loop = TrainingLoop(client, backend, _dataset(options), config, log=_log)
+            loop = TrainingLoop(client, backend, _dataset(options), config, log=_log, val_dataset=_val_dataset(options))
             if options.python_agents > 0:
                 agents = asyncio.create_task(run_python_agents(options.store, token, options.python_agents))
             history = await loop.run()
@@ -159,6 +184,10 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
         "response_tokens": [r.response_tokens for r in history],
         "triplet_source": loop.source.name,
         "policy_requests": server.requests,
+        "validation": [
+            {"step": v.step, "version": v.version, "reward_mean": v.reward_mean, "n": v.n, "metrics": v.metrics}
+            for v in loop.val_history
+        ],
     }
     if rewards:
         tail = rewards[-5:]
@@ -169,4 +198,11 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
         )
         summary["initial_reward"] = rewards[0]
         summary["final_reward"] = sum(tail) / len(tail)
+    if loop.val_history:
+        _log(
+            "[agl] validation reward "
+            + "  ".join(
+                f"{'before' if v.step == 0 else f'step {v.step}'}: {v.reward_mean:.3f}" for v in loop.val_history
+            )
+        )
     return summary

@@ -2,7 +2,8 @@
 
     python -m agl_bridge.verl agl.store=http://store:4747 agl.proxy=http://proxy:4748/v1 \\
         agl.train_dataset=tasks.jsonl actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct \\
-        data.train_files=prompts.parquet data.val_files=prompts.parquet trainer.total_training_steps=2
+        data.train_files=prompts.parquet data.val_files=prompts.parquet trainer.total_training_steps=2 \\
+        agl.val_dataset=val.jsonl trainer.test_freq=1   # validate before training and after every step
 """
 
 from __future__ import annotations

@@ -1,12 +1,15 @@
-"""``AglRayPPOTrainer``: VERL's ``RayPPOTrainer`` whose ``fit`` runs the agl training loop, and the ``TaskRunner`` that
-builds it inside VERL's Ray driver."""
+"""``AglRayPPOTrainer``: VERL's ``RayPPOTrainer`` whose ``fit`` runs the agl training loop (validation included), and
+the ``TaskRunner`` that builds it inside VERL's Ray driver."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+from omegaconf import OmegaConf
 from verl.trainer import main_ppo
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
@@ -14,12 +17,51 @@ from agl_bridge.client import StoreClient
 from agl_bridge.loop import LoopConfig, TrainingLoop
 from agl_bridge.verl.backend import VerlBackend
 
-__all__ = ["AglRayPPOTrainer", "AglTaskRunner", "load_tasks", "loop_config"]
+__all__ = ["AglRayPPOTrainer", "AglTaskRunner", "load_tasks", "loop_config", "val_sampling"]
 
 
-def load_tasks(path: str) -> list[Any]:
+def _native(obj: Any) -> Any:
+    """Parquet values (numpy arrays and scalars) as plain JSON values."""
+    if isinstance(obj, np.ndarray):
+        return [_native(x) for x in obj.tolist()]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, Mapping):
+        return {str(k): _native(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_native(x) for x in obj]
+    return obj
+
+
+def load_tasks(path: Any) -> list[Any]:
+    """Task inputs from a JSONL file (one JSON value a line), a Parquet file (one row a task, as a dict: VERL's
+    ``data.*_files``), or a list of such files."""
+    if not isinstance(path, str):
+        return [task for p in path for task in load_tasks(str(p))]
+    if path.endswith(".parquet"):
+        import pandas as pd
+
+        return [_native(row) for row in pd.read_parquet(path).to_dict(orient="records")]
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def val_sampling(config: Any) -> dict[str, Any] | None:
+    """How validation rollouts sample, from VERL's ``actor_rollout_ref.rollout.val_kwargs``: greedy (temperature 0)
+    unless ``do_sample``, else its temperature and top_p. None when that is how training samples anyway."""
+    rollout = config.actor_rollout_ref.rollout
+    kwargs = rollout.get("val_kwargs")
+    if kwargs is None:
+        return None
+    if not kwargs.get("do_sample", False):
+        return {"temperature": 0.0}
+    sampling: dict[str, Any] = {"temperature": float(kwargs.get("temperature", rollout.temperature))}
+    top_p = float(kwargs.get("top_p", 1.0))
+    if top_p < 1.0:
+        sampling["top_p"] = top_p
+    if sampling == {"temperature": float(rollout.temperature)}:
+        return None
+    return sampling
 
 
 def loop_config(config: Any) -> LoopConfig:
@@ -40,27 +82,74 @@ def loop_config(config: Any) -> LoopConfig:
         rollout_timeout=float(agl.rollout_timeout),
         collect_timeout=float(agl.collect_timeout),
         checkpoint_dir=str(config.trainer.default_local_dir) + "/agl",
+        test_freq=int(config.trainer.test_freq),
+        val_before_train=bool(config.trainer.get("val_before_train", True)),
+        val_only=bool(config.trainer.get("val_only", False)),
+        val_n=int(config.actor_rollout_ref.rollout.val_kwargs.get("n", 1)),
+        val_sampling=val_sampling(config),
+        val_timeout=float(agl.val_timeout) if agl.get("val_timeout") is not None else None,
     )
 
 
 class AglRayPPOTrainer(RayPPOTrainer):
     """Keeps VERL's workers, replicas, weight sync and checkpoints; replaces ``fit`` (and with it VERL's agent-loop
-    rollout) by the agl loop: rollouts run by agl runners against the published replicas, triplets from the store."""
+    rollout) by the agl loop: rollouts run by agl runners against the published replicas, triplets from the store.
+    Validation (``_validate``) runs the ``agl.val_dataset`` tasks as ``val`` rollouts through the same store and
+    runners; its metrics go, with each step's, to VERL's ``Tracking`` (``trainer.logger``)."""
 
     def fit(self) -> None:  # noqa: D102 - documented on the class
         asyncio.run(self._fit())
 
-    async def _fit(self) -> None:
+    def _tracking(self) -> Any:
+        from verl.utils.tracking import Tracking
+
+        return Tracking(
+            project_name=self.config.trainer.project_name,
+            experiment_name=self.config.trainer.experiment_name,
+            default_backend=self.config.trainer.logger,
+            config=OmegaConf.to_container(self.config, resolve=True),
+        )
+
+    def _backend(self) -> VerlBackend:
+        agl = self.config.agl
+        return VerlBackend(
+            self, llm_name=str(agl.llm_name), proxy_url=agl.proxy, max_ppo_update_times=agl.max_ppo_update_times
+        )
+
+    def _datasets(self) -> tuple[list[Any], list[Any]]:
         agl = self.config.agl
         if not agl.train_dataset:
             raise ValueError("agl.train_dataset (a JSONL file of task inputs) is required")
+        val = load_tasks(agl.val_dataset) if agl.get("val_dataset") else []
+        return load_tasks(agl.train_dataset), val
+
+    async def _fit(self) -> None:
+        agl = self.config.agl
+        train, val = self._datasets()
         self.global_steps = 0
-        backend = VerlBackend(
-            self, llm_name=str(agl.llm_name), proxy_url=agl.proxy, max_ppo_update_times=agl.max_ppo_update_times
-        )
+        logger = self._tracking()
         async with StoreClient(str(agl.store), agl.token) as client:
-            loop = TrainingLoop(client, backend, load_tasks(str(agl.train_dataset)), loop_config(self.config))
+            loop = TrainingLoop(
+                client, self._backend(), train, loop_config(self.config), val_dataset=val, metrics_sink=logger.log
+            )
             await loop.run()
+
+    def _validate(self, merged: bool = False) -> dict[str, float]:
+        """VERL's validation hook, through the agl store: publishes the replicas, runs ``agl.val_dataset`` as
+        ``val`` rollouts and returns the metrics (nothing is trained). ``fit`` validates by itself; this is for
+        callers outside it (it runs its own event loop)."""
+        return asyncio.run(self._validate_async())
+
+    async def _validate_async(self) -> dict[str, float]:
+        agl = self.config.agl
+        train, val = self._datasets()
+        if not val:
+            raise ValueError("agl.val_dataset (task inputs, JSONL or Parquet) is required to validate")
+        async with StoreClient(str(agl.store), agl.token) as client:
+            loop = TrainingLoop(client, self._backend(), train, loop_config(self.config), val_dataset=val)
+            loop.step = int(getattr(self, "global_steps", 0))
+            await loop.publish()
+            return (await loop.validate()).metrics
 
 
 class AglTaskRunner(main_ppo.TaskRunner):
