@@ -6,7 +6,10 @@ publish the next version, checkpoint, report — and validate (``agl_bridge.vali
 A backend owns the weights: ``LocalBackend`` (one CPU process) or the VERL backend (Ray workers). The loop owns the
 store side and the bookkeeping that makes a killed trainer resume without training any rollout twice: the batch of a
 step is recorded (``pending.json``) before it is enqueued-and-waited, and a checkpoint (weights, optimizer, step,
-triplet cursor) is written atomically after the update; ``history.jsonl`` lists the rollouts each step trained on.
+triplet cursor) is written atomically after the update — every step, or every ``save_freq`` steps (VERL's
+``trainer.save_freq``); ``history.jsonl`` lists the rollouts each step trained on. A resume goes back to the last
+checkpoint: steps trained after it are lost with the weights they made, so their ``history.jsonl`` lines are dropped
+and they are trained again (on fresh rollouts, or on the pending ones of the step the kill interrupted).
 """
 
 from __future__ import annotations
@@ -63,6 +66,11 @@ class LoopConfig:
     attempt_timeout: float = 120.0
     checkpoint_dir: str | None = None
     keep_checkpoints: int = 2
+    # Checkpoint after step k (1-based) when save_freq > 0 and k is a multiple of it or the last step (VERL's
+    # trainer.save_freq); 0 or -1: never. ``resume`` false: start from step 0 whatever the checkpoint directory holds
+    # (VERL's trainer.resume_mode disable).
+    save_freq: int = 1
+    resume: bool = True
     log_every: int = 1
     # Validation, when the loop has a validation dataset (VERL's trainer.test_freq, val_before_train, val_only and
     # rollout.val_kwargs.n): after step k (1-based) when test_freq > 0 and k is a multiple of it or the last step;
@@ -116,7 +124,9 @@ class PolicyBackend(Protocol):
         ...
 
     async def before_update(self) -> None:
-        """Generation is over for this step (pause or drain engines)."""
+        """Generation is over for this step (pause or drain engines). A backend may also have an ``after_update()``
+        coroutine: the loop then calls it once the step's update is over — done, skipped (nothing to train), failed
+        or cancelled — to undo what this did (``VerlBackend`` resumes the LLM proxy it paused)."""
         ...
 
     async def update(self, data: DataProto) -> dict[str, float]:
@@ -169,8 +179,13 @@ class TrainingLoop:
     # -- checkpoints -------------------------------------------------------------------------------------------
 
     def resume(self) -> bool:
-        """Loads the latest checkpoint, if any: weights, optimizer, step, triplet cursor."""
-        if self.ckpt is None or not (self.ckpt / "latest").exists():
+        """Loads the latest checkpoint, if any: weights, optimizer, step, triplet cursor. ``history.jsonl`` is made
+        to match it: lines of steps after it (trained, then lost with their weights: ``save_freq`` > 1, or no
+        checkpoint at all) are dropped, since those steps are trained again."""
+        if self.ckpt is None:
+            return False
+        if not self.config.resume or not (self.ckpt / "latest").exists():
+            self._truncate_history(0)
             return False
         directory = self.ckpt / (self.ckpt / "latest").read_text().strip()
         state = json.loads((directory / "state.json").read_text())
@@ -178,12 +193,37 @@ class TrainingLoop:
         self.step = int(state["step"])
         self.version = int(state.get("version", 0))
         self.source.load_state(state.get("source", {}))
+        self._truncate_history(self.step)
         # A kill between the checkpoint and its history line: the checkpoint's record of what it trained completes it.
         last = state.get("last_trained")
         if last is not None and last["step"] not in self._history_steps():
             self._append_history(last)
         self.log(f"[agl] resumed from {directory} at step {self.step} (last published version {self.version})")
         return True
+
+    def _truncate_history(self, step: int) -> None:
+        """Drops the ``history.jsonl`` lines of steps ``step`` and later (atomically)."""
+        if self.ckpt is None or not (self.ckpt / "history.jsonl").exists():
+            return
+        lines = [line for line in (self.ckpt / "history.jsonl").read_text().splitlines() if line.strip()]
+        kept = [line for line in lines if int(json.loads(line)["step"]) < step]
+        if len(kept) == len(lines):
+            return
+        tmp = self.ckpt / "history.jsonl.tmp"
+        tmp.write_text("".join(line + "\n" for line in kept))
+        os.replace(tmp, self.ckpt / "history.jsonl")
+        self.log(
+            f"[agl] dropped {len(lines) - len(kept)} history.jsonl lines of steps after the checkpoint (step "
+            f"{step}): they are trained again"
+        )
+
+    def saves_after(self, steps_done: int) -> bool:
+        """Whether the loop checkpoints once ``steps_done`` steps are trained (VERL's ``trainer.save_freq``:
+        ``save_freq > 0`` and a multiple of it, or the last step)."""
+        cfg = self.config
+        if cfg.save_freq <= 0 or steps_done <= 0:
+            return False
+        return steps_done % cfg.save_freq == 0 or steps_done >= cfg.total_steps
 
     def _history_steps(self) -> set[int]:
         if self.ckpt is None or not (self.ckpt / "history.jsonl").exists():
@@ -285,6 +325,25 @@ class TrainingLoop:
             self.log(f"[agl] {len(late)} rollouts did not finish within {timeout:.0f} s: cancelled")
         return [r for r in ids if r in done]
 
+    async def _cancel_rollouts(self, ids: Sequence[str], timeout: float = 10.0) -> None:
+        """Marks ``ids`` cancelled, concurrently and for at most ``timeout`` seconds (those already finished refuse,
+        quietly)."""
+        limit = asyncio.Semaphore(32)
+
+        async def cancel(rollout_id: str) -> bool:
+            async with limit:
+                try:
+                    await self.client.update_rollout(rollout_id, status="cancelled")
+                    return True
+                except Exception:  # noqa: BLE001 - finished meanwhile, or the store is going away too
+                    return False
+
+        try:
+            done = await asyncio.wait_for(asyncio.gather(*(cancel(r) for r in ids)), timeout)
+            self.log(f"[agl] stopping: cancelled {sum(done)} validation rollouts not finished yet")
+        except Exception as error:  # noqa: BLE001 - best effort on the way out (TimeoutError included)
+            self.log(f"[agl] stopping: could not cancel the validation rollouts ({error!r})")
+
     # -- validation --------------------------------------------------------------------------------------------
 
     def validates_after(self, steps_done: int) -> bool:
@@ -321,7 +380,14 @@ class TrainingLoop:
         group_ids = [[r.rollout_id for r in group] for group in groups]
         ids = [r for group in group_ids for r in group]
         timeout = cfg.val_timeout if cfg.val_timeout is not None else cfg.rollout_timeout
-        finished = await self._wait(ids, timeout)
+        try:
+            finished = await self._wait(ids, timeout)
+        except asyncio.CancelledError:
+            # The trainer is stopping (Ctrl-C, a cancelled task): a resumed trainer validates afresh and never reads
+            # these, so the runners should not spend their time on them. (Training rollouts stay: pending.json
+            # hands them to the resumed step.)
+            await self._cancel_rollouts(ids)
+            raise
         samples = await collect_rollouts(self.client, finished, cfg.collect_timeout, kind=cfg.triplet_source)
         metrics = val_metrics(self.val_dataset, group_ids, samples, reward_fillna=cfg.reward_fillna)
         metrics["val/policy_version"] = float(self.version)
@@ -375,9 +441,17 @@ class TrainingLoop:
         t = time.perf_counter()
         samples = await self.source.collect(finished, cfg.collect_timeout)
         timings["collect"] = time.perf_counter() - t
-        await self.backend.before_update()
         t = time.perf_counter()
-        result = await self._train(step, samples, timings)
+        await self.backend.before_update()
+        timings["before_update"] = time.perf_counter() - t
+        try:
+            result = await self._train(step, samples, timings)
+        finally:
+            # The backend's chance to undo before_update (resume a paused proxy) whether the step trained, was
+            # skipped, failed or was cancelled.
+            after = getattr(self.backend, "after_update", None)
+            if after is not None:
+                await after()
         self.step += 1
         t = time.perf_counter()
         await self.publish()
@@ -386,9 +460,10 @@ class TrainingLoop:
             result.version = self.version
         trained_ids = [s.rollout_id for s in samples]
         record = {**asdict(result), "rollout_ids": trained_ids} if result else {"step": step, "rollout_ids": []}
-        t = time.perf_counter()
-        self._save(record)
-        timings["checkpoint"] = time.perf_counter() - t
+        if self.saves_after(self.step):
+            t = time.perf_counter()
+            self._save(record)
+            timings["checkpoint"] = time.perf_counter() - t
         self._append_history(record)
         if result is not None:
             self.history.append(result)

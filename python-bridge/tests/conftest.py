@@ -22,7 +22,8 @@ import pytest
 # python-bridge/tests/conftest.py -> the repository root.
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVER_SCRIPT = REPO_ROOT / "bin" / "agl.js"
-READY_LINE = re.compile(r"agl store listening on (http://\S+) \(backend: memory\)")
+# `agl serve --proxy` adds ", llm proxy" to the backend part of the ready line.
+READY_LINE = re.compile(r"agl store listening on (http://\S+) \(backend: memory(?:, llm proxy)?\)")
 STARTUP_TIMEOUT_S = 30.0
 SHUTDOWN_TIMEOUT_S = 10.0
 

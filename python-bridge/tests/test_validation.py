@@ -230,3 +230,33 @@ async def test_validation_off_and_val_only(store_address):
         task.cancel()
     with pytest.raises(ValueError, match="val_only"):
         TrainingLoop(StoreClient("http://127.0.0.1:9"), RecordingBackend(), [{}], LoopConfig(val_only=True))
+
+
+async def test_validation_rollouts_in_flight_are_cancelled_when_the_trainer_stops(store_address):
+    """Ctrl-C (the loop's task cancelled) during a validation: its rollouts, which no resumed trainer would read,
+    are cancelled in the store instead of being left to the runners."""
+    from agl_bridge.gen.agl.v1 import types_pb2
+
+    logs: list[str] = []
+    async with StoreClient(store_address) as client:
+        loop = TrainingLoop(
+            client,
+            RecordingBackend(),
+            [{"rewards": [1.0]}],
+            _config("res-stop", val_n=2),
+            log=logs.append,
+            val_dataset=VAL_TASKS[:2],
+        )
+        await loop.publish()
+        # No agents: the rollouts stay queued until the trainer stops.
+        task = asyncio.create_task(loop.validate())
+        for _ in range(200):
+            if len(await all_rollouts(client)) == 4:
+                break
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        statuses = [types_pb2.RolloutStatus.Name(r.status) for r in await all_rollouts(client)]
+    assert statuses == ["ROLLOUT_STATUS_CANCELLED"] * 4
+    assert "[agl] stopping: cancelled 4 validation rollouts not finished yet" in logs

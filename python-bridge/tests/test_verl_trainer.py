@@ -1,10 +1,19 @@
 """What of the VERL trainer runs on CPU: config composition on top of VERL's ppo_trainer, the loop settings, and the
-step logic of VerlBackend against a stand-in for RayPPOTrainer's workers (the workers themselves need GPUs)."""
+step logic of VerlBackend against a stand-in for RayPPOTrainer's workers (the workers themselves need GPUs) — with a
+real agl LLM proxy (``agl serve --proxy``) in front of a loopback OpenAI-compatible engine for the pause/drain around
+the weight swap, and VERL's checkpoint cadence (``trainer.save_freq``) across a kill and a resume."""
 
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
+import os
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -12,12 +21,14 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("verl")
 pytest.importorskip("hydra")
 
+from conftest import run_store_server  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 from verl import DataProto  # noqa: E402
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer  # noqa: E402
 
 from agl_bridge.advantage import compute_rollout_level_advantage  # noqa: E402
 from agl_bridge.dataproto import ConvertOptions, to_dataproto  # noqa: E402
+from agl_bridge.proxy_admin import ProxyAdmin, ProxyAdminError, admin_base_url  # noqa: E402
 from agl_bridge.triplets import RolloutSamples, Triplet  # noqa: E402
 from agl_bridge.verl import VerlBackend, compose_config  # noqa: E402
 from agl_bridge.verl.trainer import (  # noqa: E402
@@ -45,10 +56,16 @@ def test_config_composes_on_top_of_verl_ppo_trainer():
     assert cfg.algorithm.adv_estimator == "grpo"
     assert cfg.data.filter_overlong_prompts is False
     assert cfg.agl.store == "http://store:1" and cfg.agl.llm_name == "main_llm"
+    assert cfg.agl.drain_timeout == 60
     loop = loop_config(cfg)
     assert (loop.n, loop.tasks_per_step, loop.total_steps) == (8, 16, 3)
     assert loop.max_prompt_length == cfg.data.max_prompt_length
     assert loop.checkpoint_dir.endswith("/agl")
+    # VERL's checkpoint cadence drives the loop's: agl's default 10 (VERL's -1 would never save), resume unless
+    # trainer.resume_mode is disable.
+    assert (loop.save_freq, loop.resume) == (10, True)
+    off = loop_config(compose_config(["trainer.save_freq=-1", "trainer.resume_mode=disable"]))
+    assert (off.save_freq, off.resume) == (-1, False)
 
 
 def test_trainer_and_task_runner_are_verl_subclasses():
@@ -218,21 +235,38 @@ class FakeAglTrainer(AglRayPPOTrainer):
     def _compute_old_log_prob(self, batch):
         return FakeWorkers._compute_old_log_prob(self, batch)
 
+    def _backend(self):
+        backend = super()._backend()
+        if backend.proxy is not None:
+            record_admin(backend, self.calls)
+        return backend
+
     def _update_actor(self, batch):
+        if getattr(self, "fail_at", None) == self.global_steps:
+            raise RuntimeError("killed in the middle of step")
         return FakeWorkers._update_actor(self, batch)
 
     def _save_checkpoint(self):
-        self.calls.append("save")
+        # As VERL: default_local_dir/global_step_{global_steps}/actor.
+        self.calls.append(f"save@{self.global_steps}")
+        folder = os.path.join(str(self.config.trainer.default_local_dir), f"global_step_{self.global_steps}")
+        os.makedirs(os.path.join(folder, "actor"), exist_ok=True)
 
     def _load_checkpoint(self):
-        self.calls.append("load")
+        # As VERL: resume_path loads that folder and takes its step number; auto would take the latest.
+        t = self.config.trainer
+        path = t.resume_from_path if t.resume_mode == "resume_path" else None
+        self.calls.append(f"load:{t.resume_mode}:{os.path.basename(path) if path else ''}")
+        if path:
+            self.global_steps = int(path.split("global_step_")[-1])
 
 
-async def test_verl_trainer_validates_through_the_store_and_logs_to_tracking(store_address, tmp_path):
+async def test_verl_trainer_validates_through_the_store_and_logs_to_tracking(proxied, tmp_path):
     from scripted import ScriptedAgents, all_rollouts
 
     from agl_bridge.client import StoreClient
 
+    store_address = proxied.address
     (tmp_path / "train.jsonl").write_text('{"rewards": [1.0, 0.0]}\n' * 4)
     (tmp_path / "val.jsonl").write_text('{"rewards": [1.0, 0.0]}\n{"rewards": [0.5]}\n{"rewards": [null]}\n')
     cfg = compose_config(
@@ -240,7 +274,7 @@ async def test_verl_trainer_validates_through_the_store_and_logs_to_tracking(sto
             f"agl.store={store_address}",
             f"agl.train_dataset={tmp_path / 'train.jsonl'}",
             f"agl.val_dataset={tmp_path / 'val.jsonl'}",
-            "agl.proxy=http://proxy:4748/v1",
+            f"agl.proxy={store_address}/v1",
             "agl.resources_id=verl-val",
             "agl.rollout_timeout=60",
             "agl.collect_timeout=30",
@@ -268,9 +302,13 @@ async def test_verl_trainer_validates_through_the_store_and_logs_to_tracking(sto
         alone = await trainer._validate_async()
     finally:
         task.cancel()
-    # Weights pushed to the (asleep) replicas before the first publication, as VERL's fit does; then per step.
+    # Weights pushed to the (asleep) replicas before the first publication, as VERL's fit does; then per step, with
+    # the proxy paused and drained around the swap; VERL's checkpoint (save_freq 10) only after the last step.
     assert trainer.calls[0] == "update_weights@0"
-    assert trainer.calls.count("sleep") == 2 and trainer.calls[-2:] == ["update_weights@1", "save"]
+    assert trainer.calls.count("sleep") == 2 and trainer.calls[-3:] == ["update_weights@1", "resume", "save@2"]
+    step = trainer.calls[trainer.calls.index("pause") :]
+    assert step[:3] == ["pause", "drained", "sleep"] and step[step.index("update_weights@0") + 1] == "resume"
+    assert not proxy_status(store_address)["paused"]
     # Validation before training and after each step (test_freq 1), logged with that step's metrics.
     assert [step for _, step in trainer.logged] == [0, 1, 2]
     for metrics, step in trainer.logged:
@@ -287,3 +325,352 @@ async def test_verl_trainer_validates_through_the_store_and_logs_to_tracking(sto
     assert sorted(r.mode for r in rollouts) == [1] * 8 + [2] * 18
     assert alone["val/n"] == 6 and alone["val/reward_mean"] == pytest.approx(2 / 6)
     assert alone["val/policy_version"] == 4  # published once more by the hook
+
+
+# -- the weight swap behind the LLM proxy ----------------------------------------------------------------------
+
+
+class LoopbackEngine:
+    """A tiny OpenAI-compatible engine on loopback (``/v1/chat/completions``, with vLLM's token-id fields). It
+    appends ``engine:<content>`` to ``events`` when a call arrives and ``engine-done:<content>`` just before it
+    answers; a call whose last message is ``slow`` takes a second."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        engine = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                content = str(body.get("messages", [{}])[-1].get("content", ""))
+                engine.events.append(f"engine:{content}")
+                if content == "slow":
+                    time.sleep(1.0)
+                answer = {
+                    "id": "cmpl-1",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body.get("model", "tiny"),
+                    "prompt_token_ids": [1, 2, 3],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": "ok"},
+                            "finish_reason": "stop",
+                            "token_ids": [7],
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+                }
+                data = json.dumps(answer).encode()
+                engine.events.append(f"engine-done:{content}")
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                return None
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, name="loopback-engine", daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Proxied:
+    """``agl serve --memory --proxy --proxy-backend <engine>``: the store and the LLM proxy on one address."""
+
+    def __init__(self, address: str, engine: LoopbackEngine) -> None:
+        self.address, self.engine = address, engine
+
+
+@pytest.fixture(scope="module")
+def loopback_engine() -> Iterator[LoopbackEngine]:
+    engine = LoopbackEngine()
+    yield engine
+    engine.close()
+
+
+@pytest.fixture
+def proxied(loopback_engine: LoopbackEngine) -> Iterator[Proxied]:
+    loopback_engine.events = []
+    with run_store_server("--proxy-backend", f"{loopback_engine.url}/v1", "--proxy-model", "tiny") as address:
+        yield Proxied(address, loopback_engine)
+
+
+def proxy_status(address: str) -> dict:
+    with urllib.request.urlopen(f"{address}/proxy/status", timeout=10) as response:
+        return json.loads(response.read())
+
+
+def chat(address: str, content: str) -> int:
+    """One chat completion through the proxy (not attributed to a rollout); the HTTP status."""
+    body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": content}]}).encode()
+    request = urllib.request.Request(
+        f"{address}/v1/chat/completions", data=body, method="POST", headers={"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        response.read()
+        return response.status
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+async def wait_until_async(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        await asyncio.sleep(0.02)
+
+
+def record_admin(backend: VerlBackend, events: list[str]) -> None:
+    """Appends "pause" and "resume" to ``events`` as they are asked for, "drained" once the drain answered."""
+    admin = backend.proxy
+    assert admin is not None
+    pause, drain, resume = admin.pause, admin.drain, admin.resume
+
+    async def recorded_pause(*args, **kwargs):
+        events.append("pause")
+        return await pause(*args, **kwargs)
+
+    async def recorded_drain(*args, **kwargs):
+        answer = await drain(*args, **kwargs)
+        events.append("drained")
+        return answer
+
+    async def recorded_resume(*args, **kwargs):
+        events.append("resume")
+        return await resume(*args, **kwargs)
+
+    admin.pause, admin.drain, admin.resume = recorded_pause, recorded_drain, recorded_resume
+
+
+class HookedCheckpointManager:
+    """VERL's checkpoint_manager stand-in, with a hook run inside ``sleep_replicas`` (on the update's thread)."""
+
+    def __init__(self, calls: list[str], on_sleep: Callable[[], None] | None = None) -> None:
+        self.calls, self.on_sleep = calls, on_sleep
+
+    def sleep_replicas(self) -> None:
+        self.calls.append("sleep")
+        if self.on_sleep is not None:
+            self.on_sleep()
+
+    def update_weights(self, step: int) -> None:
+        self.calls.append(f"update_weights@{step}")
+
+
+def swap_config():
+    return compose_config(
+        [
+            "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+            "actor_rollout_ref.rollout.n=3",
+            "actor_rollout_ref.model.path=/models/tiny",
+            "trainer.balance_batch=true",
+        ]
+    )
+
+
+async def test_weights_are_pushed_with_the_proxy_paused_and_drained(proxied):
+    address = proxied.address
+    workers = FakeWorkers(swap_config())
+    events = proxied.engine.events = workers.calls
+    held: dict = {}
+
+    def while_asleep() -> None:
+        # Replicas asleep: the proxy is paused (calls wait) and nothing is in flight.
+        state = proxy_status(address)
+        held["state"] = (state["paused"], state["mode"], state["inFlight"])
+        # A call made now is held by the proxy and reaches the engine only after the resume.
+        thread = threading.Thread(target=lambda: held.setdefault("status", chat(address, "held")), daemon=True)
+        held["thread"] = thread
+        thread.start()
+        wait_until(lambda: proxy_status(address)["waiting"] == 1)
+        time.sleep(0.3)
+        held["engine saw it while paused"] = "engine:held" in events
+
+    workers.checkpoint_manager = HookedCheckpointManager(events, while_asleep)
+    backend = VerlBackend(workers, proxy_url=f"{address}/v1", drain_timeout=10)
+    record_admin(backend, events)
+    # A slow call in flight when the step ends: the drain waits for it.
+    slow = asyncio.create_task(asyncio.to_thread(chat, address, "slow"))
+    await wait_until_async(lambda: "engine:slow" in events)
+    await backend.before_update()
+    metrics = await backend.update(make_batch())
+    await backend.after_update()  # nothing left to resume
+    held["thread"].join(10)
+    assert await slow == 200 and held["status"] == 200
+    assert held["state"] == (True, "wait", 0) and held["engine saw it while paused"] is False
+    assert events == [
+        "engine:slow",
+        "pause",
+        "engine-done:slow",
+        "drained",
+        "sleep",
+        "balance",
+        "old_log_prob[6]",
+        "update_actor[6]",
+        "update_weights@5",
+        "resume",
+        "engine:held",
+        "engine-done:held",
+    ]
+    assert metrics["proxy/drained"] == 1.0 and metrics["proxy/in_flight_at_pause"] == 1.0
+    assert 0.0 < metrics["timing_s/proxy_pause_drain"] < 10.0
+    state = proxy_status(address)
+    assert (state["paused"], state["waiting"], state["inFlight"]) == (False, 0, 0)
+
+
+async def test_the_proxy_is_resumed_when_the_update_fails_is_cancelled_or_skipped(proxied):
+    address = proxied.address
+    workers = FakeWorkers(swap_config())
+    events = workers.calls
+    backend = VerlBackend(workers, proxy_url=f"{address}/v1", drain_timeout=10)
+    record_admin(backend, events)
+
+    # The actor update raises: the proxy is resumed, the error is what the caller sees.
+    def broken(batch):
+        raise RuntimeError("actor update failed")
+
+    workers._update_actor = broken
+    await backend.before_update()
+    with pytest.raises(RuntimeError, match="actor update failed"):
+        await backend.update(make_batch())
+    assert events[:3] == ["pause", "drained", "sleep"] and events[-1] == "resume"
+    assert not proxy_status(address)["paused"]
+    del workers._update_actor
+
+    # Cancelled (Ctrl-C) while the update runs on its thread: the proxy stays paused until the weights are pushed.
+    release = threading.Event()
+    workers.checkpoint_manager = HookedCheckpointManager(events, lambda: release.wait(10))
+    events.clear()
+    await backend.before_update()
+    task = asyncio.create_task(backend.update(make_batch()))
+    await wait_until_async(lambda: "sleep" in events)
+    task.cancel()
+    await asyncio.sleep(0.3)
+    assert proxy_status(address)["paused"] and "resume" not in events
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert events[-2:] == ["update_weights@5", "resume"] and not proxy_status(address)["paused"]
+
+    # A step with nothing to train never calls update: the loop's after_update resumes the proxy.
+    events.clear()
+    await backend.before_update()
+    assert proxy_status(address)["paused"]
+    await backend.after_update()
+    assert events == ["pause", "drained", "resume"] and not proxy_status(address)["paused"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_proxy_admin_urls_and_errors_name_what_to_check():
+    assert admin_base_url("http://h:4748/v1") == "http://h:4748"
+    assert admin_base_url("http://h:4748/v1/") == "http://h:4748"
+    assert admin_base_url("http://h:4748") == "http://h:4748"
+    assert admin_base_url("https://h/llm/v1?x=1") == "https://h/llm"
+    with pytest.raises(ValueError, match="http"):
+        admin_base_url("h:4748/v1")
+    # Nothing listening: the message names the URL and the setting.
+    port = _free_port()
+    backend = VerlBackend(FakeWorkers(swap_config()), proxy_url=f"http://127.0.0.1:{port}/v1")
+    with pytest.raises(ProxyAdminError, match=rf"http://127\.0\.0\.1:{port} is unreachable.*agl\.proxy"):
+        await backend.before_update()
+    # A proxy with a token: without it 401 and a hint; with it the admin routes answer.
+    with run_store_server("--proxy", "--token", "tok-1") as address:
+        with pytest.raises(ProxyAdminError, match=r"401.*agl\.token"):
+            await ProxyAdmin(f"{address}/v1").status()
+        admin = ProxyAdmin(f"{address}/v1", "tok-1")
+        assert (await admin.pause("wait"))["paused"] is True
+        assert (await admin.drain(1.0))["drained"] is True
+        assert (await admin.resume())["paused"] is False
+    # A store without the proxy: 404, and what agl.proxy must be.
+    with run_store_server() as address:
+        with pytest.raises(ProxyAdminError, match=r"404.*agl LLM proxy"):
+            await ProxyAdmin(f"{address}/v1").status()
+
+
+# -- checkpoints: VERL's save_freq, and a resume after a kill ----------------------------------------------------
+
+
+async def test_checkpoints_follow_save_freq_and_a_resume_trains_nothing_twice(proxied, tmp_path):
+    from scripted import ScriptedAgents
+
+    address = proxied.address
+    (tmp_path / "train.jsonl").write_text('{"rewards": [1.0, 0.0]}\n' * 4)
+    cfg = compose_config(
+        [
+            f"agl.store={address}",
+            f"agl.proxy={address}/v1",
+            f"agl.train_dataset={tmp_path / 'train.jsonl'}",
+            "agl.resources_id=verl-ckpt",
+            "agl.rollout_timeout=60",
+            "agl.collect_timeout=30",
+            "trainer.total_training_steps=4",
+            "trainer.save_freq=2",
+            "trainer.val_before_train=false",
+            "trainer.balance_batch=false",
+            f"trainer.default_local_dir={tmp_path / 'ckpt'}",
+            "data.train_batch_size=2",
+            "actor_rollout_ref.rollout.n=2",
+            "actor_rollout_ref.actor.ppo_mini_batch_size=1",
+            "actor_rollout_ref.model.path=/models/tiny",
+        ]
+    )
+    loop_dir = tmp_path / "ckpt" / "agl"
+
+    def history() -> list[dict]:
+        return [json.loads(line) for line in (loop_dir / "history.jsonl").read_text().splitlines()]
+
+    agents = asyncio.create_task(ScriptedAgents(address, "verl-ckpt").run())
+    try:
+        # First run: killed in the middle of the 4th step's actor update (VERL global step 3).
+        first = FakeAglTrainer(cfg)
+        first.fail_at = 3
+        with pytest.raises(RuntimeError, match="killed"):
+            await first._fit()
+        latest_after_kill = (loop_dir / "latest").read_text()
+        verl_record = json.loads((loop_dir / latest_after_kill / "verl.json").read_text())
+        history_after_kill = history()
+        paused_after_kill = proxy_status(address)["paused"]
+        # Second run: resumes.
+        second = FakeAglTrainer(cfg)
+        await second._fit()
+    finally:
+        agents.cancel()
+    # VERL's cadence: saved after step 2 (a multiple of save_freq) and never after 1 or 3; the loop checkpointed
+    # with it, naming that VERL checkpoint.
+    assert [c for c in first.calls if c.startswith("save")] == ["save@2"]
+    assert latest_after_kill == "step-000002"
+    assert verl_record == {"global_step": 2, "folder": str(tmp_path / "ckpt" / "global_step_2")}
+    # Step 3 (index 2) was trained but not checkpointed; the crash in step 4 left the proxy running.
+    assert [line["step"] for line in history_after_kill] == [0, 1, 2]
+    assert paused_after_kill is False
+    # The resume loads exactly that VERL checkpoint (not "latest"), and VERL's resume settings are left as they were.
+    assert second.calls[0] == "load:resume_path:global_step_2" and second.calls[1] == "update_weights@2"
+    assert (second.config.trainer.resume_mode, second.config.trainer.resume_from_path) == ("auto", None)
+    # Steps 3 and 4 trained again (the lost step 3 on fresh rollouts), saved after the last one.
+    assert [c for c in second.calls if c.startswith("save")] == ["save@4"]
+    assert (loop_dir / "latest").read_text() == "step-000004"
+    lines = history()
+    assert [line["step"] for line in lines] == [0, 1, 2, 3]
+    ids = [rid for line in lines for rid in line["rollout_ids"]]
+    assert len(ids) == 16 and len(set(ids)) == 16, "a rollout was trained twice"
+    assert set(lines[2]["rollout_ids"]).isdisjoint(history_after_kill[2]["rollout_ids"])

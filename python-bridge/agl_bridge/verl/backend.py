@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from omegaconf import open_dict, read_write
 from verl import DataProto
 from verl.utils.metric import reduce_metrics
 
 from agl_bridge.advantage import shape_batch
 from agl_bridge.convert import llm_resource
 from agl_bridge.gen.agl.v1 import types_pb2
+from agl_bridge.proxy_admin import ProxyAdmin, ProxyAdminError
 
 __all__ = ["VerlBackend"]
+
+# What ``save`` writes next to the loop's state: the VERL checkpoint folder it corresponds to.
+VERL_CHECKPOINT_FILE = "verl.json"
 
 
 class VerlBackend:
@@ -21,7 +31,13 @@ class VerlBackend:
 
     keep whole mini-batches (``ppo_mini_batch_size × rollout.n`` rows, at most ``max_ppo_update_times`` of them,
     dropping rows of zero-advantage groups first) → replicas asleep → balance → old (and reference) log-probs →
-    actor update → weights pushed to the replicas (``checkpoint_manager.update_weights``)."""
+    actor update → weights pushed to the replicas (``checkpoint_manager.update_weights``).
+
+    With an LLM proxy (``proxy_url``), the swap happens with the proxy paused and drained: ``before_update`` pauses
+    it (calls wait) and waits until no call is in flight (at most ``drain_timeout`` seconds), ``update`` resumes it
+    once the new weights are pushed — also when the update fails or is cancelled — and ``after_update`` resumes it if
+    ``update`` never ran (a skipped step). Calls the runners make meanwhile reach the engines only once they are
+    awake again with the new weights."""
 
     def __init__(
         self,
@@ -30,11 +46,19 @@ class VerlBackend:
         llm_name: str = "main_llm",
         proxy_url: str | None = None,
         max_ppo_update_times: int | None = None,
+        proxy_token: str | None = None,
+        drain_timeout: float = 60.0,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         self.trainer = trainer
         self.llm_name, self.proxy_url = llm_name, proxy_url
         self.max_ppo_update_times = max_ppo_update_times
         self.last_metrics: dict[str, float] = {}
+        self.proxy = ProxyAdmin(proxy_url, proxy_token) if proxy_url else None
+        self.drain_timeout = drain_timeout
+        self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self._paused = False
+        self._pause_metrics: dict[str, float] = {}
 
     @property
     def pad_token_id(self) -> int:
@@ -78,7 +102,69 @@ class VerlBackend:
         self.trainer.checkpoint_manager.update_weights(self.trainer.global_steps)
 
     async def before_update(self) -> None:
+        """Pauses the LLM proxy and drains it, so that no call reaches a replica between ``sleep_replicas`` and the
+        weight push (an asleep vLLM has neither weights nor KV cache; a call there fails, or is served by weights
+        half-way through an update).
+
+        Mode ``wait``, not ``reject``: the step's own rollouts are over by now and the next step's are enqueued only
+        after the new version is published, so what still calls are stragglers (rollouts the loop cancelled at
+        ``rollout_timeout`` whose agents run on) and anything else using the proxy (a person trying the model).
+        Held, they go on against the new weights once resumed, with no error for the agent to handle and no retry
+        spent; rejected, each would get a 429 and come back on its own schedule. A swap longer than the proxy's
+        longest wait (``pauseMaxWaitMs``, 300 s) turns into 429 + ``Retry-After`` anyway, which OpenAI clients
+        retry.
+
+        The drain is bounded (``drain_timeout``): a call that never ends must not stall training. On timeout the
+        update goes ahead and the calls still in flight may fail against the sleeping replicas (the runner's
+        retries, or the attempt's, take them)."""
+        if self.proxy is None:
+            return None
+        started = time.perf_counter()
+        state = await self.proxy.pause("wait")
+        self._paused = True
+        in_flight = int(state.get("inFlight", 0))
+        try:
+            drained = bool((await self.proxy.drain(self.drain_timeout)).get("drained", False))
+        except BaseException:
+            await self._resume_quietly()
+            raise
+        self._pause_metrics = {
+            "proxy/in_flight_at_pause": float(in_flight),
+            "proxy/drained": 1.0 if drained else 0.0,
+            "timing_s/proxy_pause_drain": time.perf_counter() - started,
+        }
+        if not drained:
+            self.log(
+                f"[agl] the LLM proxy at {self.proxy.base} still had calls in flight after {self.drain_timeout:.0f} s "
+                "(agl.drain_timeout): updating anyway; those calls may fail against the sleeping replicas"
+            )
         return None
+
+    async def after_update(self) -> None:
+        """Resumes the proxy if ``update`` did not (the loop calls this after every step, trained or skipped)."""
+        await self._resume()
+
+    async def _resume(self) -> None:
+        if self.proxy is None or not self._paused:
+            return
+        # A proxy left paused stalls every rollout to come: a few tries before giving up loudly.
+        for attempt in range(3):
+            try:
+                await self.proxy.resume()
+                self._paused = False
+                return
+            except ProxyAdminError as error:
+                if attempt == 2:
+                    raise ProxyAdminError(f"could not resume the LLM proxy after the weight update: {error}") from None
+                self.log(f"[agl] resuming the LLM proxy failed ({error}); retrying")
+                await asyncio.sleep(0.5 * (attempt + 1))
+
+    async def _resume_quietly(self) -> None:
+        """``_resume`` while another error is on its way out: that one is what the caller sees."""
+        try:
+            await self._resume()
+        except Exception as error:  # noqa: BLE001 - reported, not raised over the original error
+            self.log(f"[agl] {error}")
 
     def update_sync(self, data: DataProto) -> dict[str, float]:
         t, cfg = self.trainer, self.trainer.config
@@ -112,11 +198,61 @@ class VerlBackend:
         return metrics
 
     async def update(self, data: DataProto) -> dict[str, float]:
-        return await asyncio.get_running_loop().run_in_executor(None, self.update_sync, data)
+        """``update_sync`` on a worker thread; the proxy is resumed once it has pushed the weights, or failed."""
+        future = asyncio.get_running_loop().run_in_executor(None, self.update_sync, data)
+        try:
+            metrics = await asyncio.shield(future)
+        except asyncio.CancelledError:
+            # The thread cannot be stopped: resuming now would send the held calls to replicas that may still be
+            # asleep, so wait for it (a second interrupt cuts this short), then resume.
+            await asyncio.wait([future])
+            await self._resume_quietly()
+            raise
+        except BaseException:
+            await self._resume_quietly()
+            raise
+        await self._resume()
+        metrics.update(self._pause_metrics)
+        self._pause_metrics = {}
+        return metrics
 
     def save(self, directory: Path) -> None:
-        # VERL checkpoints the actor itself (trainer.save_freq, default_local_dir); the loop keeps step and cursor.
-        self.trainer._save_checkpoint()
+        """VERL's own checkpoint (actor, optimizer, critic, dataloader: ``default_local_dir/global_step_N``), and in
+        ``directory`` — the loop's checkpoint, next to its step and triplet cursor — which folder that is.
+
+        The loop calls this only on the steps VERL's ``trainer.save_freq`` saves on (``LoopConfig.save_freq``), so
+        each loop checkpoint is paired with exactly one VERL checkpoint holding the weights after those steps, and
+        ``load`` loads that one — not VERL's latest, which a kill between the two writes would make newer than the
+        loop's step (its extra steps would then be trained twice). Steps after the last save are lost on a kill and
+        trained again with fresh rollouts (the loop drops their ``history.jsonl`` lines on resume)."""
+        t = self.trainer
+        t._save_checkpoint()
+        step = int(t.global_steps)
+        folder = os.path.abspath(os.path.join(str(t.config.trainer.default_local_dir), f"global_step_{step}"))
+        (directory / VERL_CHECKPOINT_FILE).write_text(json.dumps({"global_step": step, "folder": folder}))
 
     def load(self, directory: Path) -> None:
-        self.trainer._load_checkpoint()
+        """Loads the VERL checkpoint ``save`` paired with the loop checkpoint in ``directory`` (VERL's
+        ``resume_mode: resume_path`` on that folder); a loop checkpoint without that record (older ones) loads VERL's
+        latest."""
+        t = self.trainer
+        record = directory / VERL_CHECKPOINT_FILE
+        if not record.exists():
+            t._load_checkpoint()
+            return
+        folder = str(json.loads(record.read_text())["folder"])
+        if not os.path.isdir(os.path.join(folder, "actor")):
+            raise FileNotFoundError(
+                f"the agl checkpoint {directory} was saved with VERL's {folder}, whose actor/ is gone "
+                "(trainer.max_actor_ckpt_to_keep 1 deletes it as soon as the next one is saved, before the agl "
+                "checkpoint moves on): restore it, or start over in a fresh trainer.default_local_dir"
+            )
+        trainer_cfg = t.config.trainer
+        before = (trainer_cfg.get("resume_mode"), trainer_cfg.get("resume_from_path"))
+        with read_write(trainer_cfg), open_dict(trainer_cfg):
+            trainer_cfg.resume_mode, trainer_cfg.resume_from_path = "resume_path", folder
+        try:
+            t._load_checkpoint()
+        finally:
+            with read_write(trainer_cfg), open_dict(trainer_cfg):
+                trainer_cfg.resume_mode, trainer_cfg.resume_from_path = before

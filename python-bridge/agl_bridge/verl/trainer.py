@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +18,7 @@ from agl_bridge.client import StoreClient
 from agl_bridge.loop import LoopConfig, TrainingLoop
 from agl_bridge.verl.backend import VerlBackend
 
-__all__ = ["AglRayPPOTrainer", "AglTaskRunner", "load_tasks", "loop_config", "val_sampling"]
+__all__ = ["AglRayPPOTrainer", "AglTaskRunner", "agl_token", "load_tasks", "loop_config", "val_sampling"]
 
 
 def _native(obj: Any) -> Any:
@@ -88,7 +89,17 @@ def loop_config(config: Any) -> LoopConfig:
         val_n=int(config.actor_rollout_ref.rollout.val_kwargs.get("n", 1)),
         val_sampling=val_sampling(config),
         val_timeout=float(agl.val_timeout) if agl.get("val_timeout") is not None else None,
+        # The loop checkpoints (step, cursor, and VERL's own checkpoint through VerlBackend.save) exactly when VERL's
+        # fit would: trainer.save_freq > 0 and a multiple of it, or the last step; -1 (VERL's default): never.
+        save_freq=int(config.trainer.get("save_freq", -1)),
+        resume=str(config.trainer.get("resume_mode", "auto")) != "disable",
     )
+
+
+def agl_token(config: Any) -> str | None:
+    """The store's token (also the LLM proxy's): ``agl.token``, else ``$AGL_TOKEN`` (what ``agl train --token``
+    sets for the processes it starts)."""
+    return config.agl.get("token") or os.environ.get("AGL_TOKEN") or None
 
 
 class AglRayPPOTrainer(RayPPOTrainer):
@@ -113,7 +124,12 @@ class AglRayPPOTrainer(RayPPOTrainer):
     def _backend(self) -> VerlBackend:
         agl = self.config.agl
         return VerlBackend(
-            self, llm_name=str(agl.llm_name), proxy_url=agl.proxy, max_ppo_update_times=agl.max_ppo_update_times
+            self,
+            llm_name=str(agl.llm_name),
+            proxy_url=agl.proxy,
+            max_ppo_update_times=agl.max_ppo_update_times,
+            proxy_token=agl_token(self.config),
+            drain_timeout=float(agl.get("drain_timeout", 60.0)),
         )
 
     def _datasets(self) -> tuple[list[Any], list[Any]]:
@@ -128,7 +144,7 @@ class AglRayPPOTrainer(RayPPOTrainer):
         train, val = self._datasets()
         self.global_steps = 0
         logger = self._tracking()
-        async with StoreClient(str(agl.store), agl.token) as client:
+        async with StoreClient(str(agl.store), agl_token(self.config)) as client:
             loop = TrainingLoop(
                 client, self._backend(), train, loop_config(self.config), val_dataset=val, metrics_sink=logger.log
             )
@@ -145,7 +161,7 @@ class AglRayPPOTrainer(RayPPOTrainer):
         train, val = self._datasets()
         if not val:
             raise ValueError("agl.val_dataset (task inputs, JSONL or Parquet) is required to validate")
-        async with StoreClient(str(agl.store), agl.token) as client:
+        async with StoreClient(str(agl.store), agl_token(self.config)) as client:
             loop = TrainingLoop(client, self._backend(), train, loop_config(self.config), val_dataset=val)
             loop.step = int(getattr(self, "global_steps", 0))
             await loop.publish()
