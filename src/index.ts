@@ -16,6 +16,7 @@ export type { StoreApi, StoreCallOptions } from "./store/store-api.js";
 /** The store in process: the state machine over a storage backend. */
 export { createStore } from "./store/store.js";
 export type { Store, StoreOptions } from "./store/store.js";
+export type { PendingWrites } from "./store/pending-writes.js";
 export type { StoreLimits } from "./store/validate.js";
 
 /** Storage backends. */

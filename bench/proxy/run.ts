@@ -1,14 +1,18 @@
 /**
  * LLM proxy overhead: the same chat completion sent straight to the engine and through the proxy, one at a time
  * (latency, not throughput), streamed and not. Three processes: this client, the engine (the fake vLLM) and
- * `agl serve --memory --proxy` (store, triplets and proxy on one port, as deployed). Through the proxy every call is
- * attempt-scoped, so it is validated and its span (ids, logprobs, bodies) is stored before the client sees the end of
- * the answer. Prints p50/p90/p99 per path and the p50 the proxy adds (target < 1 ms).
+ * `agl serve --memory --proxy` (store, triplets and proxy on one port, as deployed). Through the proxy the calls are
+ * attempt-scoped: checked, and each stores its span (ids, logprobs, bodies) right after its answer, the store holding
+ * the attempt's updates until then; unattributed calls store nothing. Prints p50/p90/p99 and the server's CPU time per
+ * call for each path, and the p50 the proxy adds (target < 1 ms).
  *
- *   npx tsx bench/proxy/run.ts --requests 2000 [--compiled] [--backend memory|sqlite]
+ *   npx tsx bench/proxy/run.ts --requests 2000 [--compiled] [--backend memory|sqlite] [--profile DIR] [--only REGEX]
+ *
+ * `--profile DIR` writes a V8 CPU profile of the server process there (open it in Chrome DevTools or speedscope);
+ * `--only REGEX` runs only the rows whose name matches (say `^proxy, whole` to profile that path alone).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as http from "node:http";
@@ -20,9 +24,11 @@ import { startServerProcess } from "../../test/support/server-process.js";
 const { values: args } = parseArgs({
   options: {
     requests: { type: "string", default: "2000" },
-    warmup: { type: "string", default: "300" },
+    warmup: { type: "string", default: "1000" },
     compiled: { type: "boolean", default: false },
     backend: { type: "string", default: "memory" },
+    profile: { type: "string" },
+    only: { type: "string" },
   },
 });
 const requests = Number(args.requests);
@@ -60,17 +66,36 @@ function timedPost(url: string, body: string): Promise<number> {
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
 
-async function series(url: string, body: string): Promise<number[]> {
-  for (let i = 0; i < warmup; i++) await timedPost(url, body);
+/** CPU time (all threads) a process has used so far, user and system, in ms; NaN where /proc is not there. */
+function cpuMs(pid: number): { user: number; system: number } {
+  try {
+    // Fields 14 and 15 (utime, stime) after the parenthesized command name, in clock ticks of 10 ms.
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /s, "").split(" ");
+    return { user: Number(fields[11]) * 10, system: Number(fields[12]) * 10 };
+  } catch {
+    return { user: Number.NaN, system: Number.NaN };
+  }
+}
+
+/** Latencies, sorted, and the server's CPU time per call (steadier than latency on a shared machine). */
+async function series(url: string, body: string): Promise<{ sorted: number[]; user: number; system: number }> {
   const out: number[] = [];
+  const before = cpuMs(server.pid);
   for (let i = 0; i < requests; i++) out.push(await timedPost(url, body));
-  return out.sort((a, b) => a - b);
+  const after = cpuMs(server.pid);
+  return { sorted: out.sort((a, b) => a - b), user: (after.user - before.user) / requests, system: (after.system - before.system) / requests };
 }
 
 const engine = await startEngine();
 const dir = mkdtempSync(join(tmpdir(), "agl-bench-proxy-"));
 const storage = args.backend === "sqlite" ? ["--database", join(dir, "bench.db")] : ["--memory"];
-const server = await startServerProcess([...storage, "--proxy-backend", engine.url, "--proxy-model", "fake-model"], { compiled: args.compiled });
+const server = await startServerProcess([...storage, "--proxy-backend", engine.url, "--proxy-model", "fake-model"], {
+  compiled: args.compiled,
+  nodeArgs: args.profile ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${args.profile}`] : [],
+}).catch((error: unknown) => {
+  engine.child.kill("SIGTERM");
+  throw error;
+});
 const store = createStoreClient({ baseUrl: server.url });
 await store.enqueueRollouts({ rollouts: [{}] });
 const [rollout] = (await store.dequeueRollouts({ workerId: "bench" })).rollouts;
@@ -80,26 +105,36 @@ const messages = [
   { role: "system", content: "You are a helpful assistant. ".repeat(20) },
   { role: "user", content: "Tell me about foxes. ".repeat(10) },
 ];
-const rows: [string, number[]][] = [];
-for (const stream of [false, true]) {
+const paths = [false, true].flatMap((stream) => {
   const clientBody = JSON.stringify({ model: "fake-model", messages, stream });
   // The engine gets exactly what the proxy would send it, so both paths cost the engine the same.
   const engineBody = JSON.stringify({ model: "fake-model", messages, stream, return_token_ids: true, logprobs: true });
   const kind = stream ? "streamed" : "whole";
-  rows.push([`direct, ${kind}`, await series(`${engine.url}/chat/completions`, engineBody)]);
-  rows.push([`proxy, ${kind}`, await series(`${scoped}/chat/completions`, clientBody)]);
-  rows.push([`proxy unattributed, ${kind}`, await series(`${server.url}/v1/chat/completions`, clientBody)]);
-}
+  return [
+    { name: `direct, ${kind}`, url: `${engine.url}/chat/completions`, body: engineBody },
+    { name: `proxy, ${kind}`, url: `${scoped}/chat/completions`, body: clientBody },
+    { name: `proxy unattributed, ${kind}`, url: `${server.url}/v1/chat/completions`, body: clientBody },
+  ];
+}).filter((path) => !args.only || new RegExp(args.only).test(path.name));
+// Every path is warmed up before any is measured: otherwise the first proxied row pays for compiling the server's
+// code and growing its heap (measured: about 0.1 ms of server CPU per call, and the latency that comes with it).
+for (const path of paths) for (let i = 0; i < warmup; i++) await timedPost(path.url, path.body);
+const rows: [string, Awaited<ReturnType<typeof series>>][] = [];
+for (const path of paths) rows.push([path.name, await series(path.url, path.body)]);
 const spans = (await store.querySpans({ rolloutId: rollout?.rolloutId as string, page: { limit: 0 } })).page?.total;
 
-console.log(`${requests} sequential calls per row (after ${warmup} warm-up), ~30 response tokens, ${args.compiled ? "compiled" : "tsx"} server, ${args.backend} store`);
-console.log("path                                p50 ms   p90 ms   p99 ms");
-for (const [name, sorted] of rows) {
-  console.log(`${name.padEnd(34)} ${[50, 90, 99].map((p) => pct(sorted, p).toFixed(3).padStart(8)).join(" ")}`);
+console.log(
+  `${requests} sequential calls per row (after ${warmup} warm-up calls of every row), ~800 prompt and ~85 response tokens, ${args.compiled ? "compiled" : "tsx"} server, ${args.backend} store`,
+);
+console.log("path                                p50 ms   p90 ms   p99 ms   server CPU ms/call (user + system)");
+for (const [name, { sorted, user, system }] of rows) {
+  const cpu = `${(user + system).toFixed(3)} (${user.toFixed(3)} + ${system.toFixed(3)})`;
+  console.log(`${name.padEnd(34)} ${[50, 90, 99].map((p) => pct(sorted, p).toFixed(3).padStart(8)).join(" ")}   ${cpu}`);
 }
 for (const kind of ["whole", "streamed"]) {
-  const direct = rows.find(([n]) => n === `direct, ${kind}`)?.[1] as number[];
-  const proxied = rows.find(([n]) => n === `proxy, ${kind}`)?.[1] as number[];
+  const direct = rows.find(([n]) => n === `direct, ${kind}`)?.[1].sorted;
+  const proxied = rows.find(([n]) => n === `proxy, ${kind}`)?.[1].sorted;
+  if (!direct || !proxied) continue;
   console.log(`added by the proxy (${kind}): p50 ${(pct(proxied, 50) - pct(direct, 50)).toFixed(3)} ms, p99 ${(pct(proxied, 99) - pct(direct, 99)).toFixed(3)} ms`);
 }
 console.log(`spans stored for the scoped calls: ${spans}`);

@@ -1,5 +1,4 @@
-import { create } from "@bufbuild/protobuf";
-import { type AttributeValue, AttributeValueSchema, type Span } from "../gen/agl/v1/types_pb.js";
+import type { AttributeValue, Span } from "../gen/agl/v1/types_pb.js";
 
 /** A span's attribute map, as stored. */
 export type Attributes = Span["attributes"];
@@ -59,21 +58,35 @@ export function attrJson(attrs: Attributes, key: string): unknown {
   }
 }
 
+// Token ids are small non-negative integers that recur from call to call: their bigints are made once and shared
+// (bigints are immutable), which spares the garbage collector hundreds of new objects per recorded call. The table
+// grows to the largest id seen, up to a vocabulary of 2^18.
+const SHARED_BIGINT_LIMIT = 1 << 18;
+const sharedBigints: bigint[] = [];
+const toBigInt = (value: number | bigint): bigint => {
+  if (typeof value !== "number" || !(value >= 0 && value < SHARED_BIGINT_LIMIT) || !Number.isInteger(value)) return BigInt(value);
+  for (let i = sharedBigints.length; i <= value; i++) sharedBigints.push(BigInt(i));
+  return sharedBigints[value] as bigint;
+};
+
+// Values are built as plain message objects: `create()` walks the schema for each one, which adds up at some twenty
+// attributes per recorded LLM call.
+const valueOf = (value: AttributeValue["value"]): AttributeValue => ({ $typeName: "agl.v1.AttributeValue", value });
+
 /** Attribute values for writing spans. */
 export const attr = {
-  string: (value: string): AttributeValue => create(AttributeValueSchema, { value: { case: "stringValue", value } }),
-  bool: (value: boolean): AttributeValue => create(AttributeValueSchema, { value: { case: "boolValue", value } }),
-  int: (value: number): AttributeValue =>
-    create(AttributeValueSchema, { value: { case: "intValue", value: BigInt(Math.trunc(value)) } }),
-  double: (value: number): AttributeValue => create(AttributeValueSchema, { value: { case: "doubleValue", value } }),
-  ints: (values: readonly number[]): AttributeValue => {
+  string: (value: string): AttributeValue => valueOf({ case: "stringValue", value }),
+  bool: (value: boolean): AttributeValue => valueOf({ case: "boolValue", value }),
+  int: (value: number): AttributeValue => valueOf({ case: "intValue", value: BigInt(Math.trunc(value)) }),
+  double: (value: number): AttributeValue => valueOf({ case: "doubleValue", value }),
+  ints: (values: readonly (number | bigint)[]): AttributeValue => {
     const big = new Array<bigint>(values.length);
-    for (let i = 0; i < values.length; i++) big[i] = BigInt(values[i] as number);
-    return create(AttributeValueSchema, { value: { case: "intArray", value: { values: big } } });
+    for (let i = 0; i < values.length; i++) big[i] = toBigInt(values[i] as number | bigint);
+    return valueOf({ case: "intArray", value: { $typeName: "agl.v1.IntArray", values: big } });
   },
   doubles: (values: readonly number[]): AttributeValue =>
-    create(AttributeValueSchema, { value: { case: "doubleArray", value: { values: [...values] } } }),
+    valueOf({ case: "doubleArray", value: { $typeName: "agl.v1.DoubleArray", values: [...values] } }),
   strings: (values: readonly string[]): AttributeValue =>
-    create(AttributeValueSchema, { value: { case: "stringArray", value: { values: [...values] } } }),
+    valueOf({ case: "stringArray", value: { $typeName: "agl.v1.StringArray", values: [...values] } }),
   json: (value: unknown): AttributeValue => attr.string(JSON.stringify(value)),
 };

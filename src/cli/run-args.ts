@@ -15,6 +15,8 @@ export interface RunArgs {
   pollWaitSeconds: number;
   blockedWorkerMs: number;
   shutdownGraceMs: number;
+  /** Ping period of the connection to the store (0: no pings). */
+  keepaliveMs: number;
   help: boolean;
 }
 
@@ -36,6 +38,8 @@ Options:
   --blocked-worker-ms <ms>    terminate a worker thread whose event loop is blocked this long (default 10000)
   --shutdown-grace <seconds>  on SIGTERM/SIGINT, let running rollouts finish this long before handing them back
                               to the queue (default 30)
+  --keepalive <seconds>       ping the store this often during calls; a connection whose ping goes unanswered as
+                              long is reopened, so a cut network is noticed quickly (default 10; 0: no pings)
   -h, --help                  show this help
 `;
 
@@ -72,6 +76,7 @@ export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
         "poll-wait": { type: "string" },
         "blocked-worker-ms": { type: "string" },
         "shutdown-grace": { type: "string" },
+        keepalive: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -92,6 +97,7 @@ export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
     pollWaitSeconds: seconds(values["poll-wait"], "--poll-wait", 2),
     blockedWorkerMs: integer(values["blocked-worker-ms"], "--blocked-worker-ms", 10_000, 100),
     shutdownGraceMs: seconds(values["shutdown-grace"], "--shutdown-grace", 30) * 1000,
+    keepaliveMs: seconds(values.keepalive, "--keepalive", 10) * 1000,
     help,
   };
   if (values.export !== undefined) args.exportName = values.export;

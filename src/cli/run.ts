@@ -11,7 +11,7 @@ import type { RunArgs } from "./run-args.js";
  * it ends. Resolves to the exit code.
  */
 export async function runAgent(args: RunArgs): Promise<number> {
-  const store = createStoreClient({ baseUrl: args.store, ...(args.token ? { token: args.token } : {}) });
+  const store = createStoreClient({ baseUrl: args.store, keepaliveMs: args.keepaliveMs, ...(args.token ? { token: args.token } : {}) });
   const executor =
     args.workers === 0
       ? createInProcessExecutor({ agent: await loadAgent(args.agentModule, args.exportName), concurrency: args.concurrency })

@@ -18,6 +18,9 @@ export async function serve(args: ServeArgs): Promise<number> {
   const proxy = args.proxy
     ? createLlmProxy({
         store,
+        // This process is the only server of a memory or SQLite store, so the store can order the proxy's span writes
+        // before the updates that finish attempts; with PostgreSQL another server may take those updates.
+        ...(args.backend.kind === "postgres" ? {} : { pendingWrites: store.pendingWrites }),
         ...(args.token === undefined ? {} : { token: args.token }),
         ...(args.proxy.backends.length > 0 ? { backends: args.proxy.backends.map((endpoint) => ({ endpoint, model: args.proxy?.model ?? "" })) } : {}),
       })

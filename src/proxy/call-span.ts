@@ -1,7 +1,6 @@
-import { randomBytes } from "node:crypto";
-import { create } from "@bufbuild/protobuf";
-import { type AttributeValue, type Span, SpanSchema, StatusCode } from "../gen/agl/v1/types_pb.js";
+import { type AttributeValue, type Span, StatusCode } from "../gen/agl/v1/types_pb.js";
 import { attr } from "../adapter/attributes.js";
+import { randomHex } from "./random-hex.js";
 import * as sc from "../adapter/semconv.js";
 import type { CallKind, CompletionRecord } from "./completion-reader.js";
 import type { CallScope } from "./scope-check.js";
@@ -35,11 +34,11 @@ export interface CallRecord {
 
 /** Trace and span ids for a call: the caller's trace when it sent a W3C `traceparent`, else a new one. */
 export function traceIdsFor(traceparent: string | string[] | undefined): { traceId: string; spanId: string; parentId: string } {
-  const spanId = randomBytes(8).toString("hex");
+  const spanId = randomHex(8);
   const header = Array.isArray(traceparent) ? traceparent[0] : traceparent;
   const m = header ? /^[\da-f]{2}-([\da-f]{32})-([\da-f]{16})-[\da-f]{2}$/.exec(header.trim()) : null;
   if (m && !/^0+$/.test(m[1] as string)) return { traceId: m[1] as string, spanId, parentId: m[2] as string };
-  return { traceId: randomBytes(16).toString("hex"), spanId, parentId: "" };
+  return { traceId: randomHex(16), spanId, parentId: "" };
 }
 
 /** The span of one proxied call: `gen_ai.*` attributes plus agl's token ids, logprobs and raw bodies. */
@@ -82,18 +81,25 @@ export function callSpan(call: CallRecord): Span {
     if (c.logprobs) a[sc.AGL_LLM_LOGPROBS] = attr.doubles(c.logprobs);
   }
   if (call.error) a[sc.ERROR_TYPE] = attr.string(call.error.type);
-  return create(SpanSchema, {
+  // A plain message object rather than `create()`, which would walk every attribute again.
+  return {
+    $typeName: "agl.v1.Span",
     rolloutId: call.scope?.rolloutId ?? "",
     attemptId: call.scope?.attemptId ?? "",
+    sequenceId: 0,
     traceId: call.traceId,
     spanId: call.spanId,
     parentId: call.parentId,
     name: model ? `${operation} ${model}` : operation,
-    status: call.error
-      ? { code: StatusCode.ERROR, description: call.error.message }
-      : { code: StatusCode.OK, description: "" },
+    status: {
+      $typeName: "agl.v1.SpanStatus",
+      code: call.error ? StatusCode.ERROR : StatusCode.OK,
+      description: call.error?.message ?? "",
+    },
     attributes: a,
+    events: [],
+    links: [],
     startTime: call.startTime,
     endTime: call.endTime,
-  });
+  };
 }

@@ -12,8 +12,13 @@ import { backoffMs, isRetryableStatus, readBody, type Upstream, UpstreamError } 
 /** How calls are forwarded; shared by every call of a proxy. */
 export interface ForwardPolicy {
   upstream: Upstream;
-  /** Stores the call's span before the client sees the end of the answer. */
+  /** Stores the call's span. */
   record(call: CallRecord): Promise<void>;
+  /**
+   * Whether the answer may end before its span is stored. Only when `record` registers each write with the pending
+   * writes of a store in this process, whose finishing updates wait for them; otherwise the span is stored first.
+   */
+  answerFirst: boolean;
   /** Tries after the first one for 429, 5xx, refused connections and timeouts (before any byte reached the client). */
   maxRetries: number;
   backoffBaseMs: number;
@@ -54,6 +59,28 @@ const sleep = (ms: number, signal: AbortSignal) =>
       resolve();
     }
   });
+
+/**
+ * Ends the answer (`send`) and records the call, in the policy's order. Answer first: `record` runs in the same tick
+ * as `send`, so its write is registered before the client can act on the answer. Calls without scope are not stored.
+ */
+async function endAndRecord(policy: ForwardPolicy, plan: CallPlan, send: () => void, record: () => Promise<void>): Promise<void> {
+  if (!plan.scope) return send();
+  if (policy.answerFirst) {
+    send();
+    return record();
+  }
+  await record();
+  send();
+}
+
+const parseCompletion = (text: Buffer): CompletionRecord | undefined => {
+  try {
+    return readCompletion(JSON.parse(text.toString("utf8")));
+  } catch {
+    return undefined;
+  }
+};
 
 function upstreamBody(plan: CallPlan, policy: ForwardPolicy, backend: Backend): { body: Buffer; askedIds: boolean } {
   const askedIds = policy.returnTokenIds === "always" || (policy.returnTokenIds === "auto" && !policy.noTokenIds.has(backend.endpoint));
@@ -131,8 +158,12 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       }
       const status = e.kind === "timeout" ? 504 : 502;
       const message = `the engine did not answer after ${tries} ${tries === 1 ? "try" : "tries"}: ${e.message}`;
-      await finish(status, tries, backend, undefined, undefined, { type: "upstream_error", message });
-      return sendError(res, status, e.kind === "timeout" ? "engine_timeout" : "engine_unavailable", message);
+      return endAndRecord(
+        policy,
+        plan,
+        () => sendError(res, status, e.kind === "timeout" ? "engine_timeout" : "engine_unavailable", message),
+        () => finish(status, tries, backend, undefined, undefined, { type: "upstream_error", message }),
+      );
     }
     const ttfb = performance.now() - plan.startedAt;
     const status = upstream.statusCode ?? 502;
@@ -155,19 +186,20 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
         if (!signal.aborted) continue;
       }
       const message = `the engine answered ${status}: ${text.toString("utf8").slice(0, 500)}`;
-      await finish(status, tries, backend, ttfb, undefined, { type: "upstream_status", message });
-      if (res.headersSent || signal.aborted) return void res.end();
-      const headers: http.OutgoingHttpHeaders = { "content-type": upstream.headers["content-type"] ?? "application/json", "content-length": text.length };
-      if (upstream.headers["retry-after"]) headers["retry-after"] = upstream.headers["retry-after"];
-      res.writeHead(status, headers);
-      return void res.end(text);
+      const send = () => {
+        if (res.headersSent || signal.aborted) return void res.end();
+        const headers: http.OutgoingHttpHeaders = { "content-type": upstream.headers["content-type"] ?? "application/json", "content-length": text.length };
+        if (upstream.headers["retry-after"]) headers["retry-after"] = upstream.headers["retry-after"];
+        res.writeHead(status, headers);
+        res.end(text);
+      };
+      return endAndRecord(policy, plan, send, () => finish(status, tries, backend, ttfb, undefined, { type: "upstream_status", message }));
     }
     const isStream = stream && /text\/event-stream/i.test(upstream.headers["content-type"] ?? "");
     if (isStream) {
-      const outcome = await streamThrough(upstream, res, plan.kind, plan.ids.spanId, signal);
-      await finish(outcome.error ? (outcome.error.type === "client_disconnected" ? 499 : 502) : status, tries, backend, ttfb, outcome.completion, outcome.error);
-      outcome.release();
-      return;
+      const outcome = await streamThrough(upstream, res, { kind: plan.kind, spanId: plan.ids.spanId, assemble: plan.scope !== undefined }, signal);
+      const finalStatus = outcome.error ? (outcome.error.type === "client_disconnected" ? 499 : 502) : status;
+      return endAndRecord(policy, plan, outcome.release, () => finish(finalStatus, tries, backend, ttfb, outcome.completion, outcome.error));
     }
     let text: Buffer;
     try {
@@ -175,22 +207,22 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
     } catch (error) {
       const message = `the engine's answer broke off: ${error instanceof Error ? error.message : String(error)}`;
       const disconnected = signal.aborted;
-      await finish(disconnected ? 499 : 502, tries, backend, ttfb, undefined, { type: disconnected ? "client_disconnected" : "upstream_error", message });
-      return disconnected ? void res.end() : sendError(res, 502, "engine_broke_off", message);
+      return endAndRecord(
+        policy,
+        plan,
+        () => (disconnected ? void res.end() : sendError(res, 502, "engine_broke_off", message)),
+        () => finish(disconnected ? 499 : 502, tries, backend, ttfb, undefined, { type: disconnected ? "client_disconnected" : "upstream_error", message }),
+      );
     }
-    let completion: CompletionRecord | undefined;
-    try {
-      completion = readCompletion(JSON.parse(text.toString("utf8")));
-    } catch {
-      completion = undefined;
-    }
-    await finish(status, tries, backend, ttfb, completion);
-    if (signal.aborted) return;
-    res.writeHead(status, {
-      "content-type": upstream.headers["content-type"] ?? "application/json",
-      "content-length": text.length,
-      "x-agl-span-id": plan.ids.spanId,
-    });
-    return void res.end(text);
+    const send = () => {
+      if (signal.aborted) return;
+      res.writeHead(status, {
+        "content-type": upstream.headers["content-type"] ?? "application/json",
+        "content-length": text.length,
+        "x-agl-span-id": plan.ids.spanId,
+      });
+      res.end(text);
+    };
+    return endAndRecord(policy, plan, send, () => finish(status, tries, backend, ttfb, parseCompletion(text)));
   }
 }

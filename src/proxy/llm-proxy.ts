@@ -1,5 +1,6 @@
 import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import type { PendingWrites } from "../store/pending-writes.js";
 import type { StoreApi } from "../store/store-api.js";
 import { handleAdmin } from "./admin-routes.js";
 import { type BackendSource, staticBackends, storeBackends } from "./backend-source.js";
@@ -17,6 +18,12 @@ import { createUpstream, type UpstreamOptions } from "./upstream.js";
 export interface LlmProxyOptions {
   /** Where calls are checked (rollout and attempt exist) and recorded (one span each). */
   store: StoreApi;
+  /**
+   * The pending writes of `store` when it runs in this process and no other server shares its data (memory, SQLite).
+   * The proxy then answers first and stores the span right after, registering the write there; the store makes the
+   * rollout's updates and span reads wait for it. Without it each span is stored before the end of its answer is sent.
+   */
+  pendingWrites?: PendingWrites;
   /** Fixed backends; without them the proxy follows the `llm` resources of the store's latest snapshot. */
   backends?: readonly Backend[];
   /** With store backends: only the `llm` resources of these names. */
@@ -87,12 +94,13 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     : storeBackends({ store: options.store, resourceNames: options.resourceNames, onError: (e) => log(`agl proxy: watching resources failed: ${String(e)}`) });
   const gate = createPauseGate({ maxWaitMs: options.pauseMaxWaitMs });
   const scopes = createScopeChecker(options.store);
-  const recorder = createSpanRecorder({ store: options.store, scopes, log });
+  const recorder = createSpanRecorder({ store: options.store, scopes, pendingWrites: options.pendingWrites, log });
   const upstream = createUpstream(options.upstream);
   const counters = { requests: 0, retries: 0, unattributedCalls: 0, responses: {} as Record<string, number> };
   const policy: ForwardPolicy = {
     upstream,
     record: (call) => recorder.record(call),
+    answerFirst: options.pendingWrites !== undefined,
     maxRetries: options.maxRetries ?? 3,
     backoffBaseMs: options.backoffBaseMs ?? 200,
     backoffMaxMs: options.backoffMaxMs ?? 10_000,

@@ -2,38 +2,49 @@ import type * as http from "node:http";
 import { type CallKind, type CompletionRecord, createStreamAssembler } from "./completion-reader.js";
 import { createSseSplitter } from "./sse-splitter.js";
 
+/** The call a stream answers. */
+export interface StreamedCall {
+  kind: CallKind;
+  spanId: string;
+  /** False for a call that is not recorded: its events are passed through, not read. */
+  assemble: boolean;
+}
+
 /** How a streamed answer ended. */
 export interface StreamOutcome {
   completion: CompletionRecord;
   error: { type: string; message: string } | undefined;
-  /** Sends what was held back (the `[DONE]` event) and ends the answer: call it once the span is stored. */
+  /** Sends what was held back (`[DONE]`) and ends the answer. */
   release(): void;
 }
 
 /**
  * Passes an engine's server-sent events to the client as each one completes, and assembles ids, logprobs, content
  * and tool calls from them on the way. The final `data: [DONE]` is held back until {@link StreamOutcome.release}, so
- * a client that finished reading has its call in the store. A slow client slows the engine's stream (backpressure);
- * a client that leaves stops it.
+ * the span can be stored before the client sees the end. A slow client slows the engine's stream (backpressure); a
+ * client that leaves stops it.
  */
 export function streamThrough(
   upstream: http.IncomingMessage,
   res: http.ServerResponse,
-  kind: CallKind,
-  spanId: string,
+  call: StreamedCall,
   signal: AbortSignal,
 ): Promise<StreamOutcome> {
   const splitter = createSseSplitter();
-  const assembler = createStreamAssembler(kind);
+  const assembler = createStreamAssembler(call.kind);
   let held = "";
   let engineError: string | undefined;
   res.writeHead(upstream.statusCode ?? 200, {
     "content-type": upstream.headers["content-type"] ?? "text/event-stream",
     "cache-control": "no-cache",
     "x-accel-buffering": "no",
-    "x-agl-span-id": spanId,
+    "x-agl-span-id": call.spanId,
   });
-  res.flushHeaders();
+  // The headers go out with the first events, in one write; alone only when the engine is slow to start streaming.
+  let wrote = false;
+  setImmediate(() => {
+    if (!wrote && !res.writableEnded && !res.destroyed) res.flushHeaders();
+  });
 
   const forward = (events: ReturnType<typeof splitter.push>) => {
     let out = "";
@@ -43,7 +54,7 @@ export function streamThrough(
         continue;
       }
       out += event.raw;
-      if (event.data === "") continue;
+      if (!call.assemble || event.data === "") continue;
       try {
         const chunk = JSON.parse(event.data);
         if (chunk && typeof chunk === "object") {
@@ -54,7 +65,9 @@ export function streamThrough(
         // Not JSON: passed through untouched, nothing to assemble.
       }
     }
-    if (out !== "" && !res.write(out)) {
+    if (out === "") return;
+    wrote = true;
+    if (!res.write(out)) {
       upstream.pause();
       res.once("drain", () => upstream.resume());
     }

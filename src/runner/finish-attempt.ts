@@ -28,22 +28,27 @@ export interface FinishInput {
   metadata: JsonObject;
   /** The store already finished the attempt (cancelled, timed out): report spans only, not a status. */
   settledByStore: boolean;
+  /** How long each call is retried while the store cannot be reached, before the report is given up. */
+  retryForMs: number;
   logger: Logger;
 }
 
 /**
  * Reports an attempt's end to the store in one call: its last spans and its status (with the error and dropped-span
- * count in the attempt's metadata). An interrupted attempt (runner shutdown) is handed back: its spans are stored and
- * its rollout goes back to the queue, unless the store has already finished the attempt.
+ * count in the attempt's metadata), retried for up to `retryForMs` while the store cannot be reached (repeating the
+ * update is safe: it sets the same fields, and its spans are idempotent by span id). An interrupted attempt (runner
+ * shutdown) is handed back: its spans are stored and its rollout goes back to the queue, unless the store has already
+ * finished the attempt.
  */
 export async function finishAttempt(store: StoreApi, input: FinishInput): Promise<void> {
   const { rolloutId, attemptId, outcome } = input;
+  const retry = { forMs: input.retryForMs };
   let spans = input.spans;
   let dropped = input.droppedSpans;
   while (spans.length > maxSpansPerUpdate) {
     const chunk = spans.slice(0, maxSpansPerUpdate);
     spans = spans.slice(maxSpansPerUpdate);
-    await withRetries(() => store.addSpans({ spans: chunk })).catch((error) => {
+    await withRetries(() => store.addSpans({ spans: chunk }), retry).catch((error) => {
       dropped += chunk.length;
       input.logger.warn(`could not store ${chunk.length} final spans of ${rolloutId} ${attemptId}: ${String(error)}`);
     });
@@ -66,6 +71,7 @@ export async function finishAttempt(store: StoreApi, input: FinishInput): Promis
         ...(status === undefined ? {} : { status }),
         ...(changed ? { metadata } : {}),
       }),
+      retry,
     );
   let attempt;
   try {
@@ -79,7 +85,7 @@ export async function finishAttempt(store: StoreApi, input: FinishInput): Promis
     attempt = await update([]);
   }
   if (interrupted && !finalStatuses.has(attempt.status) && attempt.status !== AttemptStatus.UNRESPONSIVE) {
-    await withRetries(() => store.updateRollout({ rolloutId, status: RolloutStatus.REQUEUING }));
+    await withRetries(() => store.updateRollout({ rolloutId, status: RolloutStatus.REQUEUING }), retry);
   }
 }
 

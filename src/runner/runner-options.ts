@@ -30,6 +30,11 @@ export interface RunnerOptions {
   /** Spans per batch and linger in the agent's thread. Defaults 64 and 200 ms. */
   spanBatchSize?: number;
   spanFlushMs?: number;
+  /**
+   * How long span batches and each attempt's final report are retried while the store cannot be reached (a network
+   * cut, a restarting server) before they are given up. Default 5 min.
+   */
+  retryForMs?: number;
   /** Tuning of the span shipper (batch size, queue bound, retries). */
   shipper?: Omit<SpanShipperOptions, "store" | "onAttemptStatus" | "logger">;
   logger?: Logger;

@@ -42,6 +42,7 @@ export function createRunner(options: RunnerOptions): Runner {
     spanBatchSize: options.spanBatchSize ?? 64,
     spanFlushMs: options.spanFlushMs ?? 200,
   };
+  const retryForMs = options.retryForMs ?? 300_000;
   const active = new Map<string, Active>();
   const resourcesCache: ResourcesCache = new Map();
   const summary: RunnerSummary = { claimed: 0, succeeded: 0, failed: 0, timeout: 0, cancelled: 0, interrupted: 0 };
@@ -60,7 +61,7 @@ export function createRunner(options: RunnerOptions): Runner {
     logger.info(`${rolloutId} ${attemptId}: the store reports ${AttemptStatus[status]}; stopping the agent`);
     entry.handle?.abort(kind);
   };
-  const shipper: SpanShipper = createSpanShipper({ ...options.shipper, store, logger, onAttemptStatus: onStoreStatus });
+  const shipper: SpanShipper = createSpanShipper({ retryForMs, ...options.shipper, store, logger, onAttemptStatus: onStoreStatus });
 
   const finish = async (entry: Active, outcome: AttemptOutcome) => {
     const { rolloutId } = entry.rollout;
@@ -75,6 +76,7 @@ export function createRunner(options: RunnerOptions): Runner {
         droppedSpans: dropped,
         metadata: entry.rollout.latestAttempt?.metadata ?? {},
         settledByStore: entry.settledByStore,
+        retryForMs,
         logger,
       });
     } catch (error) {

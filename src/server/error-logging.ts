@@ -1,5 +1,7 @@
 import type { Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { undecodableRequestError } from "./undecodable-request.js";
+import { wellFormed } from "./well-formed.js";
 
 /** Where the server reports what clients must not see. */
 export interface ServerLogger {
@@ -37,8 +39,19 @@ export function createErrorLoggingInterceptor(logger: ServerLogger = consoleLogg
  * (client cancel, deadline, shutdown) are the abort's consequence, not a fault, and are not logged.
  */
 export function sanitizeError(error: unknown, method: string, signal: AbortSignal, logger: ServerLogger): ConnectError {
+  const sanitized = classify(error, method, signal, logger);
+  const message = wellFormed(sanitized.rawMessage);
+  // gRPC trailers carry the message percent-encoded, which fails on a lone surrogate (quoted from a JSON request).
+  if (message === sanitized.rawMessage) return sanitized;
+  return new ConnectError(message, sanitized.code, sanitized.metadata, undefined, sanitized.cause);
+}
+
+function classify(error: unknown, method: string, signal: AbortSignal, logger: ServerLogger): ConnectError {
   // The abort's reason (deadline, client cancel, UNAVAILABLE at shutdown) says more than what the store made of it.
   if (signal.aborted) return ConnectError.from(signal.reason, Code.Canceled);
+  // A streaming call's request that does not decode reaches here as INTERNAL; it is the client's fault.
+  const undecodable = undecodableRequestError(error);
+  if (undecodable) return undecodable;
   if (error instanceof ConnectError && error.code !== Code.Internal && error.code !== Code.Unknown) return error;
   if (error instanceof Error && (error.name === "AbortError" || error.name === "TimeoutError")) {
     return ConnectError.from(error);

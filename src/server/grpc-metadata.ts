@@ -1,5 +1,6 @@
 import { status as GrpcStatus, type StatusObject } from "@grpc/grpc-js";
 import { headersToMetadata } from "../wire/grpc-headers.js";
+import { wellFormed } from "./well-formed.js";
 
 export { headersToMetadata, metadataToHeaders } from "../wire/grpc-headers.js";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -17,7 +18,8 @@ export function hasHeaders(headers: Headers): boolean {
 export function toGrpcStatus(error: unknown, trailer: Headers): StatusObject {
   if (error instanceof ConnectError) {
     const metadata = headersToMetadata(trailer, error.metadata);
-    return { code: error.code as number as GrpcStatus, details: error.rawMessage, metadata };
+    // grpc-js percent-encodes the message with encodeURI, which throws on a lone surrogate.
+    return { code: error.code as number as GrpcStatus, details: wellFormed(error.rawMessage), metadata };
   }
   return { code: GrpcStatus.INTERNAL, details: "internal error", metadata: headersToMetadata(trailer) };
 }

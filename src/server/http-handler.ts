@@ -1,7 +1,8 @@
 import * as http from "node:http";
 import type { Interceptor } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { connectRoutes, type ServiceRegistration } from "./service-registration.js";
+import { createConnectNodeHandler } from "./connect-node-handler.js";
+import type { ServerLogger } from "./error-logging.js";
+import type { ServiceRegistration } from "./service-registration.js";
 
 /** A plain Node HTTP handler, for routes beside the RPC services (OTLP `/v1/traces`, the LLM proxy). */
 export type HttpFallback = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -17,22 +18,25 @@ export interface HttpServerOptions {
   isServing: () => boolean;
   /** Requests no RPC route matches; default: 404. */
   fallback?: HttpFallback;
+  /** Where handler failures are reported. */
+  logger: ServerLogger;
 }
 
 /**
  * The HTTP/1.1 side: an `http.Server` (never listening itself; the front server hands it connections) running
- * connect-node for Connect (JSON and binary), gRPC-Web, unary and server-streaming, plus `GET /healthz`.
+ * connect-node (through createConnectNodeHandler) for Connect (JSON and binary), gRPC-Web, unary and server-streaming,
+ * plus `GET /healthz`.
  */
 export function createHttpServer(options: HttpServerOptions): http.Server {
   const fallback = options.fallback ?? notFound;
-  const rpc = connectNodeAdapter({
-    routes: connectRoutes(options.services),
-    interceptors: [...options.interceptors],
+  const rpc = createConnectNodeHandler({
+    services: options.services,
+    interceptors: options.interceptors,
     readMaxBytes: options.maxMessageBytes,
     writeMaxBytes: options.maxMessageBytes,
     shutdownSignal: options.shutdownSignal,
-    // Only an http.Server uses this adapter, so requests and responses are HTTP/1.1 ones.
-    fallback: (req, res) => fallback(req as http.IncomingMessage, res as http.ServerResponse),
+    fallback,
+    logger: options.logger,
   });
   const timeouts = { headersTimeout: 30_000, requestTimeout: 120_000, keepAliveTimeout: 65_000 };
   const server = http.createServer(timeouts, (req, res) => {

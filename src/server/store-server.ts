@@ -94,6 +94,7 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
     maxMessageBytes,
     shutdownSignal: shutdown.signal,
     isServing: () => health.status("") === ServingStatus.SERVING,
+    logger,
     ...(options.fallback === undefined ? {} : { fallback: options.fallback }),
   });
   const http1 = trackHttpConnections(httpServer);

@@ -10,7 +10,7 @@ import { invalidArgument, notFound } from "./errors.js";
 import { checkSpans, storeSpans } from "./span-batch.js";
 import type { StoreApi } from "./store-api.js";
 import { setAttemptStatus, settleAttempt, syncAttemptWorker } from "./transitions.js";
-import { checkEnum, checkId, toPageSpec } from "./validate.js";
+import { checkEnum, checkId, checkStruct, toPageSpec } from "./validate.js";
 
 type AttemptMethods = Pick<StoreApi, "queryAttempts" | "getLatestAttempt" | "updateAttempt">;
 
@@ -51,6 +51,7 @@ export function attemptMethods(ctx: StoreContext): AttemptMethods {
       checkId(req.attemptId, "attempt_id", limits);
       if (req.status !== undefined) checkEnum(req.status, AttemptStatus, "status");
       if (req.workerId) checkId(req.workerId, "worker_id", limits);
+      checkStruct(req.metadata, "metadata");
       checkSpans(req.spans, limits);
       for (const [i, span] of req.spans.entries()) {
         const ownAttempt = span.attemptId === req.attemptId || req.attemptId === "latest";

@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Attempt, ResourcesUpdate, Rollout, Span, Worker } from "../gen/agl/v1/types_pb.js";
 import { RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import type { StorageBackend, StorageCounts, StorageTx, StoreEvent } from "./backend.js";
-import { combine, deepFreeze, fieldValue, matchString, sortAndPage } from "./memory-query.js";
+import { combine, deepCopy, fieldValue, frozenCopy, matchString, sortAndPage } from "./memory-query.js";
 import { deliver } from "./events.js";
 import { createMutex } from "./mutex.js";
 
@@ -32,7 +32,7 @@ export function createMemoryBackend(): StorageBackend {
   let events: StoreEvent[] = [];
 
   const setRollout = (item: Rollout) => {
-    const rollout = structuredClone(item);
+    const rollout = deepCopy(item);
     rollout.latestAttempt = undefined;
     const id = rollout.rolloutId;
     const previous = rollouts.get(id);
@@ -65,7 +65,7 @@ export function createMemoryBackend(): StorageBackend {
     },
     async getRollout(id) {
       const rollout = rollouts.get(id);
-      return rollout && structuredClone(rollout);
+      return rollout && deepCopy(rollout);
     },
     async putRollout(rollout) {
       setRollout(rollout);
@@ -84,7 +84,7 @@ export function createMemoryBackend(): StorageBackend {
       return sortAndPage(matches, page, fieldValue);
     },
     async activeRollouts() {
-      return [...active].map((id) => structuredClone(rollouts.get(id) as Rollout));
+      return [...active].map((id) => deepCopy(rollouts.get(id) as Rollout));
     },
 
     async insertAttempt(attempt) {
@@ -95,18 +95,18 @@ export function createMemoryBackend(): StorageBackend {
       }
       const target = list;
       undo.push(() => target.pop());
-      target.push(structuredClone(attempt));
+      target.push(deepCopy(attempt));
     },
     async getAttempt(rolloutId, attemptId) {
       const attempt = attempts.get(rolloutId)?.find((a) => a.attemptId === attemptId);
-      return attempt && structuredClone(attempt);
+      return attempt && deepCopy(attempt);
     },
     async latestAttempts(rolloutIds) {
       const result = new Map<string, Attempt>();
       for (const id of rolloutIds) {
         let last: Attempt | undefined;
         for (const attempt of attempts.get(id) ?? []) if (!last || attempt.sequenceId > last.sequenceId) last = attempt;
-        if (last) result.set(id, structuredClone(last));
+        if (last) result.set(id, deepCopy(last));
       }
       return result;
     },
@@ -114,7 +114,7 @@ export function createMemoryBackend(): StorageBackend {
       const list = attempts.get(attempt.rolloutId) ?? [];
       const index = list.findIndex((a) => a.attemptId === attempt.attemptId);
       if (index < 0) throw new Error(`attempt ${attempt.attemptId} is not stored`);
-      replaceIn(list, index, structuredClone(attempt));
+      replaceIn(list, index, deepCopy(attempt));
     },
     async queryAttempts(rolloutId, page) {
       return sortAndPage(attempts.get(rolloutId) ?? [], page, fieldValue, "sequence_id");
@@ -153,7 +153,7 @@ export function createMemoryBackend(): StorageBackend {
         }
         const target = list;
         // Spans never change once stored: keep a frozen copy and hand it out without cloning it again.
-        target.push(deepFreeze(structuredClone(span)));
+        target.push(frozenCopy(span));
         spanSeq.set(key, span.sequenceId);
         spanCount++;
         undo.push(() => {
@@ -213,16 +213,16 @@ export function createMemoryBackend(): StorageBackend {
         else resources.delete(id);
         latestResourcesId = previousLatest;
       });
-      resources.set(id, structuredClone(update));
+      resources.set(id, deepCopy(update));
       latestResourcesId = id;
     },
     async getResources(id) {
       const update = resources.get(id);
-      return update && structuredClone(update);
+      return update && deepCopy(update);
     },
     async latestResources() {
       const update = latestResourcesId === undefined ? undefined : resources.get(latestResourcesId);
-      return update && structuredClone(update);
+      return update && deepCopy(update);
     },
     async queryResources(filter, page) {
       const matches = [...resources.values()].filter(
@@ -235,13 +235,13 @@ export function createMemoryBackend(): StorageBackend {
 
     async getWorker(id) {
       const worker = workers.get(id);
-      return worker && structuredClone(worker);
+      return worker && deepCopy(worker);
     },
     async putWorker(worker) {
       const id = worker.workerId;
       const previous = workers.get(id);
       undo.push(() => (previous ? workers.set(id, previous) : workers.delete(id)));
-      workers.set(id, structuredClone(worker));
+      workers.set(id, deepCopy(worker));
     },
     async queryWorkers(filter, page) {
       const statuses = filter.statusIn?.length ? new Set(filter.statusIn) : undefined;

@@ -24,14 +24,14 @@ function compare(a: SortValue, b: SortValue): number {
 
 /**
  * Sorts (stably, so ties keep insertion order in both directions) and paginates matches given in insertion order.
- * Items are copied on the way out (cloned by default) so callers never alias mutable stored objects.
+ * Items are copied on the way out (deep copies by default) so callers never alias mutable stored objects.
  */
 export function sortAndPage<T>(
   matches: T[],
   page: PageSpec,
   sortValue: (item: T, field: string) => SortValue,
   defaultSort?: string,
-  copy: (item: T) => T = structuredClone,
+  copy: (item: T) => T = deepCopy,
 ): PageResult<T> {
   const field = page.sortBy ?? defaultSort;
   let items = matches;
@@ -53,11 +53,29 @@ export function fieldValue(item: object, protoName: string): SortValue {
   return typeof value === "string" || typeof value === "number" ? value : undefined;
 }
 
-/** Freezes a value and everything reachable from it. */
-export function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
+/**
+ * A deep copy of plain data (protobuf-es messages: plain objects, arrays, bigints, bytes): what `structuredClone`
+ * makes of them, several times faster, most of all for spans whose token ids are hundreds of bigints (primitives,
+ * so arrays of them are copied whole).
+ */
+export const deepCopy = <T>(value: T): T => copyTree(value, false);
+
+/** {@link deepCopy}, frozen as it is built (bytes excepted: they cannot be frozen). */
+export const frozenCopy = <T>(value: T): T => copyTree(value, true);
+
+function copyTree<T>(value: T, freeze: boolean): T {
+  if (value === null || typeof value !== "object") return value;
+  if (ArrayBuffer.isView(value)) return (value as unknown as Uint8Array).slice() as T;
+  let out: Record<string, unknown> | unknown[];
+  if (Array.isArray(value)) {
+    out = value.slice();
+    for (let i = 0; i < out.length; i++) {
+      const item = out[i];
+      if (item !== null && typeof item === "object") out[i] = copyTree(item, freeze);
+    }
+  } else {
+    out = {};
+    for (const key of Object.keys(value)) out[key] = copyTree((value as Record<string, unknown>)[key], freeze);
   }
-  return value;
+  return (freeze ? Object.freeze(out) : out) as T;
 }

@@ -12,7 +12,7 @@ import { pageInfo, type StoreContext } from "./context.js";
 import { invalidArgument, notFound, resourceExhausted } from "./errors.js";
 import { newResourcesId } from "./ids.js";
 import type { StoreApi } from "./store-api.js";
-import { checkEnum, checkId, toPageSpec } from "./validate.js";
+import { checkEnum, checkId, checkStruct, checkValue, toPageSpec } from "./validate.js";
 
 type ResourceMethods = Pick<
   StoreApi,
@@ -30,11 +30,13 @@ function checkResources(resources: Record<string, Resource>): void {
       case "llm":
       case "proxyLlm":
         if (!kind.value.endpoint) throw invalidArgument(`resources["${name}"]: an LLM needs an endpoint`);
+        checkStruct(kind.value.samplingParameters, `resources["${name}"].sampling_parameters`);
         break;
       case "promptTemplate":
         checkEnum(kind.value.engine, TemplateEngine, `resources["${name}"].prompt_template.engine`);
         break;
       case "json":
+        checkValue(kind.value, `resources["${name}"].json`);
         break;
       default:
         throw invalidArgument(`resources["${name}"]: set one of llm, proxy_llm, prompt_template or json`);

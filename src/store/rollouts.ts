@@ -27,7 +27,7 @@ import { newRolloutId } from "./ids.js";
 import { isFinished, isQueued, markWorkerIdle } from "./state-machine.js";
 import type { StoreApi } from "./store-api.js";
 import { cancelLatestAttempt, syncAttemptWorker, writeRolloutStatus } from "./transitions.js";
-import { checkConfig, checkCount, checkEnum, checkId, checkSeconds, toPageSpec } from "./validate.js";
+import { checkConfig, checkCount, checkEnum, checkId, checkSeconds, checkStruct, checkValue, toPageSpec } from "./validate.js";
 
 type RolloutMethods = Pick<
   StoreApi,
@@ -55,6 +55,8 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
   async function buildRollout(tx: StorageTx, spec: RolloutSpec, status: RolloutStatus, latest: string) {
     checkEnum(spec.mode, RolloutMode, "mode", true);
     checkConfig(spec.config, limits);
+    checkValue(spec.input, "input");
+    checkStruct(spec.metadata, "metadata");
     await checkResourcesId(tx, spec.resourcesId);
     const config = create(RolloutConfigSchema, spec.config ?? {});
     config.maxAttempts ||= 1;
@@ -217,6 +219,8 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       if (req.status !== undefined) checkEnum(req.status, RolloutStatus, "status");
       if (req.mode !== undefined) checkEnum(req.mode, RolloutMode, "mode", true);
       if (req.config !== undefined) checkConfig(req.config, limits);
+      checkValue(req.input, "input");
+      checkStruct(req.metadata, "metadata");
       await ctx.maybeScan();
       return ctx.write(async (tx) => {
         const now = ctx.now();

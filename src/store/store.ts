@@ -5,6 +5,7 @@ import { RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import { attemptMethods } from "./attempts.js";
 import type { StorageBackend } from "./backend.js";
 import type { StoreContext } from "./context.js";
+import { afterPendingWrites, createPendingWrites, type PendingWrites } from "./pending-writes.js";
 import { resourceMethods } from "./resources.js";
 import { rolloutMethods } from "./rollouts.js";
 import { spanMethods } from "./spans.js";
@@ -34,6 +35,11 @@ export interface StoreOptions {
 /** The store: the state machine of docs/store-semantics.md over a storage backend. */
 export interface Store extends StoreApi {
   readonly backend: StorageBackend;
+  /**
+   * Writes started in this process and not yet finished (the span of an LLM call the proxy already answered):
+   * `updateAttempt`, `updateRollout` and `querySpans` of a rollout wait for that rollout's.
+   */
+  readonly pendingWrites: PendingWrites;
   /** Runs one watchdog pass now; resolves to the number of attempts it timed out or marked unresponsive. */
   runWatchdog(): Promise<number>;
   /** Stops the watchdog, ends waits, and closes the backend. */
@@ -87,11 +93,17 @@ export function createStore(options: StoreOptions): Store {
   const timer =
     interval > 0 ? setInterval(() => runWatchdog().catch(onError), interval * 1000).unref() : undefined;
 
+  const pendingWrites = createPendingWrites();
+  const rollouts = rolloutMethods(ctx);
+  const attempts = attemptMethods(ctx);
+  const spans = spanMethods(ctx);
   return {
     backend,
-    ...rolloutMethods(ctx),
-    ...attemptMethods(ctx),
-    ...spanMethods(ctx),
+    pendingWrites,
+    ...rollouts,
+    ...attempts,
+    ...spans,
+    ...afterPendingWrites(pendingWrites, { ...rollouts, ...attempts, ...spans }),
     ...workerMethods(ctx),
     ...resourceMethods(ctx),
     async getStatistics() {

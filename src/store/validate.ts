@@ -1,3 +1,5 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Value } from "@bufbuild/protobuf/wkt";
 import type { Page, RolloutConfig } from "../gen/agl/v1/types_pb.js";
 import { AttemptStatus, SortOrder } from "../gen/agl/v1/types_pb.js";
 import { type PageSpec, sortableFields } from "./backend.js";
@@ -87,4 +89,51 @@ export function toPageSpec(page: Page | undefined, table: keyof typeof sortableF
   }
   checkEnum(page?.sortOrder ?? 0, SortOrder, "page.sort_order", true);
   return { sortBy, descending: page?.sortOrder === SortOrder.DESC, limit, offset: page?.offset ?? 0 };
+}
+
+/**
+ * Deepest nesting of a JSON value (`google.protobuf.Value` or `Struct`) the store accepts. Binary protobuf readers
+ * (protobuf-es, Python's protobuf) refuse messages nested more than 100 deep, and each JSON level costs two: a value
+ * stored deeper (say, sent as JSON over Connect) would make every answer carrying it undecodable for gRPC clients.
+ */
+export const maxJsonDepth = 32;
+
+/**
+ * A `google.protobuf.Value` that JSON can carry: a kind set at every level and only finite numbers. Anything else
+ * would be stored but could never be read back over Connect JSON (or by the Python client's JSON conversions).
+ */
+export function checkValue(value: Value | undefined, field: string): void {
+  if (value === undefined) return;
+  const stack: Array<[Value, string, number]> = [[value, field, 0]];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [v, path, depth] = next;
+    if (depth > maxJsonDepth) throw invalidArgument(`${field}: nested deeper than ${maxJsonDepth} levels`);
+    const kind = v.kind;
+    switch (kind.case) {
+      case undefined:
+        throw invalidArgument(`${path}: a google.protobuf.Value needs one of null, number, string, bool, struct or list`);
+      case "numberValue":
+        if (!Number.isFinite(kind.value)) throw invalidArgument(`${path}: ${kind.value} is not a JSON number`);
+        break;
+      case "structValue":
+        for (const [key, item] of Object.entries(kind.value.fields)) stack.push([item, `${path}.${key}`, depth + 1]);
+        break;
+      case "listValue":
+        kind.value.values.forEach((item, i) => stack.push([item, `${path}[${i}]`, depth + 1]));
+        break;
+    }
+  }
+}
+
+/** A `google.protobuf.Struct` (a JSON object in protobuf-es) that JSON can carry: only finite numbers. */
+export function checkStruct(value: JsonObject | undefined, field: string): void {
+  if (value === undefined) return;
+  const stack: Array<[unknown, string, number]> = [[value, field, 0]];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [v, path, depth] = next;
+    if (depth > maxJsonDepth) throw invalidArgument(`${field}: nested deeper than ${maxJsonDepth} levels`);
+    if (typeof v === "number" && !Number.isFinite(v)) throw invalidArgument(`${path}: ${v} is not a JSON number`);
+    if (Array.isArray(v)) v.forEach((item, i) => stack.push([item, `${path}[${i}]`, depth + 1]));
+    else if (v !== null && typeof v === "object") for (const [key, item] of Object.entries(v)) stack.push([item, `${path}.${key}`, depth + 1]);
+  }
 }

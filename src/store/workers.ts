@@ -4,7 +4,7 @@ import { FilterLogic, WorkerSchema, WorkerStatus } from "../gen/agl/v1/types_pb.
 import { pageInfo, type StoreContext } from "./context.js";
 import { notFound } from "./errors.js";
 import type { StoreApi } from "./store-api.js";
-import { checkEnum, checkId, toPageSpec } from "./validate.js";
+import { checkEnum, checkId, checkStruct, toPageSpec } from "./validate.js";
 
 type WorkerMethods = Pick<StoreApi, "updateWorker" | "getWorker" | "queryWorkers">;
 
@@ -15,6 +15,7 @@ export function workerMethods(ctx: StoreContext): WorkerMethods {
     async updateWorker(init) {
       const req = create(UpdateWorkerRequestSchema, init);
       checkId(req.workerId, "worker_id", limits);
+      checkStruct(req.heartbeatStats, "heartbeat_stats");
       return ctx.write(async (tx) => {
         const worker =
           (await tx.getWorker(req.workerId)) ??

@@ -14,7 +14,12 @@ export interface SpanShipperOptions {
   maxQueued?: number;
   /** AddSpans calls in flight at once. Default 4. */
   maxInFlight?: number;
-  /** Tries per batch before its spans are dropped and counted. Default 6. */
+  /**
+   * How long a batch is retried while the store is unreachable or fails transiently (a network cut, a restarting
+   * server) before its spans are dropped and counted. Default 5 min. Meanwhile new spans wait, up to `maxQueued`.
+   */
+  retryForMs?: number;
+  /** Tries per batch before its spans are dropped and counted. Default: unlimited (`retryForMs` bounds them). */
   maxTries?: number;
   /** First retry delay; it doubles per try (with jitter, at most 5 s). Default 100 ms. */
   retryBaseMs?: number;
@@ -38,8 +43,9 @@ export interface SpanShipperStats {
 
 /**
  * Ships finished spans to the store in batches, off the agent's path. Retries are safe because AddSpans is idempotent
- * by span id: a batch whose answer was lost is sent again and the store acknowledges the copies as duplicates. Memory
- * is bounded: past `maxQueued` new spans are dropped, counted per attempt and overall, and logged.
+ * by span id: a batch whose answer was lost is sent again and the store acknowledges the copies as duplicates. While
+ * the store cannot be reached, batches are retried (for up to `retryForMs`) and new spans wait, so that an outage loses
+ * nothing. Memory is bounded: past `maxQueued` new spans are dropped, counted per attempt and overall, and logged.
  */
 export interface SpanShipper {
   enqueue(spans: readonly Span[]): void;
@@ -75,7 +81,8 @@ export function createSpanShipper(options: SpanShipperOptions): SpanShipper {
   const lingerMs = options.lingerMs ?? 100;
   const maxQueued = options.maxQueued ?? 20_000;
   const maxInFlight = options.maxInFlight ?? 4;
-  const maxTries = options.maxTries ?? 6;
+  const maxTries = options.maxTries ?? Number.POSITIVE_INFINITY;
+  const retryForMs = options.retryForMs ?? 300_000;
   const retryBaseMs = options.retryBaseMs ?? 100;
   const callTimeoutMs = options.callTimeoutMs ?? 10_000;
   const stats: SpanShipperStats = { queued: 0, inFlight: 0, shipped: 0, duplicates: 0, dropped: 0, retries: 0 };
@@ -100,6 +107,7 @@ export function createSpanShipper(options: SpanShipperOptions): SpanShipper {
   };
 
   const ship = async (batch: Span[]): Promise<void> => {
+    const giveUpAt = performance.now() + retryForMs;
     for (let tries = 1; ; tries++) {
       try {
         const response = await store.addSpans({ spans: batch }, { timeoutMs: callTimeoutMs });
@@ -128,9 +136,10 @@ export function createSpanShipper(options: SpanShipperOptions): SpanShipper {
           }
           return drop(batch, `the store refused them (${Code[failure.code]}: ${failure.rawMessage})`);
         }
-        if (tries >= maxTries) return drop(batch, `gave up after ${tries} tries (${Code[failure.code]}: ${failure.rawMessage})`);
+        const left = giveUpAt - performance.now();
+        if (tries >= maxTries || left <= 0) return drop(batch, `gave up after ${tries} tries (${Code[failure.code]}: ${failure.rawMessage})`);
         stats.retries++;
-        await sleep(Math.min(5_000, retryBaseMs * 2 ** (tries - 1)) * (0.5 + Math.random() / 2));
+        await sleep(Math.min(left, 5_000, retryBaseMs * 2 ** Math.min(tries - 1, 16)) * (0.5 + Math.random() / 2));
       }
     }
   };

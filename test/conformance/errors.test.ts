@@ -2,6 +2,8 @@
  * Bad input: unknown ids (NOT_FOUND naming the id), invalid enum numbers, invalid configs and limits
  * (INVALID_ARGUMENT). After every rejected call the stored data is unchanged.
  */
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { AttemptStatus, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
@@ -11,6 +13,7 @@ import {
   addSpan,
   enqueueN,
   expectRejectedUnchanged,
+  json,
   makeSpan,
   openStore,
   spec,
@@ -180,6 +183,40 @@ describe.each(backends)("bad input [$name]", (def) => {
         () => store.waitForRollouts({ rolloutIds: [ctx.rolloutId], timeoutSeconds: Number.NaN }),
         Code.InvalidArgument,
       );
+    });
+  });
+
+  describe("JSON values that JSON cannot carry are INVALID_ARGUMENT (found by fuzzing)", () => {
+    // Stored, they could never be read back as JSON: a google.protobuf.Value without a kind, NaN and ±Infinity.
+    const kindless = create(ValueSchema, {});
+    const nan = create(ValueSchema, { kind: { case: "numberValue", value: Number.NaN } });
+    const nested = create(ValueSchema, {
+      kind: { case: "listValue", value: { values: [json(1), create(ValueSchema, { kind: { case: "structValue", value: { fields: { x: kindless } } } })] } },
+    });
+    let deep = json(1);
+    for (let i = 0; i < 40; i++) deep = create(ValueSchema, { kind: { case: "listValue", value: { values: [deep] } } });
+    let deepObject: JsonObject = {};
+    for (let i = 0; i < 40; i++) deepObject = { a: deepObject };
+    const cases: Array<[string, (s: Store, ctx: Awaited<ReturnType<typeof seed>>) => Promise<unknown>, RegExp]> = [
+      ["an input without a kind", (s) => s.enqueueRollouts({ rollouts: [spec(), { input: kindless }] }), /input: a google.protobuf.Value needs/],
+      ["a NaN input", (s) => s.startRollout({ rollout: { input: nan } }), /input: NaN is not a JSON number/],
+      ["a kindless value deep in an input", (s, c) => s.updateRollout({ rolloutId: c.rolloutId, input: nested }), /input\[1\]\.x: a google.protobuf.Value needs/],
+      ["an input nested 40 deep", (s) => s.enqueueRollouts({ rollouts: [{ input: deep }] }), /input: nested deeper than 32 levels/],
+      ["metadata nested 40 deep", (s) => s.startRollout({ rollout: { metadata: deepObject } }), /metadata: nested deeper than 32 levels/],
+      ["Infinity in rollout metadata", (s) => s.enqueueRollouts({ rollouts: [spec({}, { metadata: { a: { b: [Infinity] } } })] }), /metadata\.a\.b\[0\]: Infinity/],
+      ["NaN in attempt metadata", (s, c) => s.updateAttempt({ rolloutId: c.rolloutId, attemptId: c.attemptId, metadata: { score: Number.NaN } }), /metadata\.score: NaN/],
+      ["NaN in heartbeat stats", (s) => s.updateWorker({ workerId: "w2", heartbeatStats: { load: Number.NaN } }), /heartbeat_stats\.load: NaN/],
+      ["a json resource without a kind", (s) => s.addResources({ resources: { r: { kind: { case: "json", value: kindless } } } }), /resources\["r"\]\.json: a google.protobuf.Value needs/],
+      [
+        "NaN in an LLM's sampling parameters",
+        (s, c) => s.updateResources({ resourcesId: c.resourcesId, resources: { llm: { kind: { case: "llm", value: { endpoint: "http://x", samplingParameters: { temperature: Number.NaN } } } } } }),
+        /sampling_parameters\.temperature: NaN/,
+      ],
+    ];
+    it.each(cases)("%s", async (_name, call, message) => {
+      const { store } = await openStore(def);
+      const ctx = await seed(store);
+      await expectRejectedUnchanged(store, () => call(store, ctx), Code.InvalidArgument, message);
     });
   });
 

@@ -36,7 +36,8 @@ const tasks: AgentTask[] = [
 beforeAll(async () => {
   engine = await startFakeVllm({ policy: addingPolicy });
   store = createStore({ backend: createMemoryBackend() });
-  proxy = createLlmProxy({ store, log: () => {} });
+  // As `agl serve --proxy` runs it: answers first, the store orders each span before the attempt's finishing update.
+  proxy = createLlmProxy({ store, pendingWrites: store.pendingWrites, log: () => {} });
   server = await startStoreServer({ store, port: 0, extraServices: [createTripletService({ store })], fallback: (req, res) => proxy.handle(req, res) });
   client = createStoreClient({ baseUrl: server.url });
   triplets = createTripletClient({ baseUrl: server.url });

@@ -1,4 +1,6 @@
 /** The proxy's happy paths: what the client receives, and the one span per call it stores. */
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { attrDoubles, attrInts, attrJson, attrNumber, attrString } from "../../src/adapter/attributes.js";
 import * as sc from "../../src/adapter/semconv.js";
@@ -87,6 +89,27 @@ describe("LLM proxy calls", () => {
     expect(attrNumber(span!.attributes, sc.AGL_LLM_TTFT_MS)).toBeLessThan(attrNumber(span!.attributes, sc.AGL_LLM_LATENCY_MS) as number);
   });
 
+  it("sends a stream's headers at once, even when the engine is slow to send its first event", async () => {
+    const engine = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.flushHeaders();
+      setTimeout(() => res.end('data: {"choices":[{"index":0,"delta":{"content":"late"}}]}\n\ndata: [DONE]\n\n'), 500);
+    });
+    await new Promise<void>((resolve) => engine.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (engine.address() as AddressInfo).port;
+      h = await startProxyHarness({ proxy: { backends: [{ endpoint: `http://127.0.0.1:${port}/v1`, model: "slow" }] } });
+      const { baseUrl } = await h.claim();
+      const started = Date.now();
+      const res = await postJson(`${baseUrl}/chat/completions`, { model: "slow", messages: [{ role: "user", content: "x" }], stream: true });
+      expect(Date.now() - started).toBeLessThan(400);
+      expect(parseSse(await res.text())).toEqual(['{"choices":[{"index":0,"delta":{"content":"late"}}]}', "[DONE]"]);
+    } finally {
+      engine.close();
+    }
+  });
+
   it("keeps multi-byte text intact across chunk boundaries", async () => {
     h = await startProxyHarness({ engine: { ...toolPolicy, tokensPerChunk: 1 } });
     const { rolloutId, baseUrl } = await h.claim();
@@ -128,7 +151,11 @@ describe("LLM proxy calls", () => {
     h = await startProxyHarness();
     const res = await postJson(`${h.url}/v1/chat/completions`, { model: "fake-model", messages: [{ role: "user", content: "x" }] });
     expect(res.status).toBe(200);
-    expect(h.proxy.status().unattributedCalls).toBe(1);
+    const streamed = await postJson(`${h.url}/v1/chat/completions`, { model: "fake-model", messages: [{ role: "user", content: "x" }], stream: true });
+    const events = parseSse(await streamed.text());
+    expect(events.at(-1)).toBe("[DONE]");
+    expect(events.slice(0, -1).map((e) => JSON.parse(e).choices[0]?.token_ids ?? []).flat()).toEqual(h.engine.answers[1]?.responseIds);
+    expect(h.proxy.status().unattributedCalls).toBe(2);
     expect((await h.store.getStatistics({})).totalSpans).toBe(0);
     const models = await (await fetch(`${h.url}/v1/models`)).json();
     expect(models.data.map((m: { id: string }) => m.id)).toEqual(["fake-model"]);

@@ -86,6 +86,9 @@ describe("agl run", () => {
     const bad = await runCli(["run", agentModule, "--concurrency", "0"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("--concurrency needs an integer ≥ 1");
+    const badKeepalive = await runCli(["run", agentModule, "--keepalive", "soon"]);
+    expect(badKeepalive.code).toBe(2);
+    expect(badKeepalive.stderr).toContain('--keepalive needs a number of seconds ≥ 0, got "soon"');
     // An agent module that exports no agent stops the runner before it claims anything.
     const noAgent = await runCli(["run", "test/fixtures/not-an-agent.ts", "--store", h.url]);
     expect(noAgent.code).toBe(1);

@@ -13,9 +13,13 @@ export interface RunnerProcess {
   exited: Promise<number | NodeJS.Signals | null>;
 }
 
-/** Starts `node bin/agl.js run <args>` and resolves once it printed its start line. */
-export async function startRunnerProcess(args: string[], env: NodeJS.ProcessEnv = {}): Promise<RunnerProcess> {
-  const child = spawn(process.execPath, ["bin/agl.js", "run", ...args], {
+/**
+ * Starts `node bin/agl.js run <args>` and resolves once it printed its start line. `prefix` runs it through another
+ * command that ends by executing it in place (`ip netns exec <ns>`), so that signals still reach the runner.
+ */
+export async function startRunnerProcess(args: string[], env: NodeJS.ProcessEnv = {}, prefix: string[] = []): Promise<RunnerProcess> {
+  const [command, ...commandArgs] = [...prefix, process.execPath, "bin/agl.js", "run", ...args];
+  const child = spawn(command!, commandArgs, {
     cwd: repoRoot,
     env: { ...process.env, AGL_LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],

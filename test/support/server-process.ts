@@ -21,12 +21,14 @@ export interface ServerProcessOptions {
   env?: NodeJS.ProcessEnv;
   /** Run the compiled CLI (`dist/`, after `make build`) rather than the sources through tsx, as benchmarks should. */
   compiled?: boolean;
+  /** Options for node itself, before the entry (e.g. `--cpu-prof`, which NODE_OPTIONS does not accept). */
+  nodeArgs?: string[];
 }
 
 /** Starts `agl serve <args> --port 0` and resolves once it prints the address it listens on. */
 export async function startServerProcess(args: string[], options: ServerProcessOptions = {}): Promise<ServerProcess> {
   const entry = options.compiled ? "dist/cli/main.js" : "bin/agl.js";
-  const child = spawn(process.execPath, [entry, "serve", "--port", "0", ...args], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), entry, "serve", "--port", "0", ...args], {
     cwd: repoRoot,
     env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -78,6 +78,34 @@ describe("span shipper", () => {
     expect((await h.client.querySpans({ rolloutId: ids.rolloutId })).spans).toHaveLength(10);
   });
 
+  it("keeps retrying through an outage, however many tries it takes, and gives up only after retryForMs", async () => {
+    const ids = await claimAttempt();
+    const logger = capturingLogger();
+    // Every try waits out its 100 ms deadline while the network is stalled: about ten tries in 1.5 s.
+    const patient = createSpanShipper({ store: client, batchSize: 50, lingerMs: 10, retryBaseMs: 10, callTimeoutMs: 100, logger });
+    proxy.stall(true);
+    patient.enqueue(makeSpans(ids, 40));
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(patient.stats()).toMatchObject({ dropped: 0, shipped: 0 });
+    expect(patient.stats().retries).toBeGreaterThan(6);
+    proxy.dropConnections();
+    proxy.stall(false);
+    await patient.flush();
+    expect(patient.stats()).toMatchObject({ dropped: 0, shipped: 40 });
+    expect((await h.client.querySpans({ rolloutId: ids.rolloutId })).spans).toHaveLength(40);
+
+    const brief = createSpanShipper({ store: client, batchSize: 50, lingerMs: 10, retryBaseMs: 10, callTimeoutMs: 100, retryForMs: 300, logger });
+    proxy.stall(true);
+    const started = Date.now();
+    brief.enqueue(makeSpans(ids, 10, "b"));
+    await brief.flush();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+    expect(brief.stats()).toMatchObject({ dropped: 10, shipped: 0 });
+    expect(logger.warnings.join("\n")).toMatch(/dropped 10 span\(s\).*gave up after \d+ tries \(DeadlineExceeded/);
+    proxy.dropConnections();
+    proxy.stall(false);
+  });
+
   it("keeps a batch's good spans when the store refuses another attempt's, and reports acknowledged statuses", async () => {
     const ids = await claimAttempt();
     const statuses: AttemptStatus[] = [];
