@@ -41,7 +41,10 @@ import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker
 export interface SqliteBackendOptions {
   /** Database file; ":memory:" for a private in-memory database. */
   path: string;
-  /** Commits after which WAL checkpoints move to a worker thread (default 256; a store that stays small never starts it). */
+  /**
+   * COMMITs after which WAL checkpoints move to a worker thread (default 32): a store that stays small (a test, a
+   * one-off script) never starts the thread.
+   */
   backgroundCheckpointAfter?: number;
 }
 
@@ -52,7 +55,7 @@ export interface SqliteBackendOptions {
  * Events reach `subscribe` listeners of this process after COMMIT; a rolled-back transaction's events are dropped.
  */
 export function createSqliteBackend(options: SqliteBackendOptions): StorageBackend {
-  return new SqliteBackend(options.path, options.backgroundCheckpointAfter ?? 256);
+  return new SqliteBackend(options.path, options.backgroundCheckpointAfter ?? 32);
 }
 
 class SqliteTx implements StorageTx {
