@@ -755,6 +755,32 @@ describe("sqlite backend on a file", () => {
     expect(existsSync(`${path}-wal`)).toBe(false);
   });
 
+  it("closing with the checkpoint thread running lets a process with nothing else to do finish its work", async () => {
+    const path = join(dir, "exit.db");
+    const source = (relative: string) => JSON.stringify(fileURLToPath(new URL(relative, import.meta.url)));
+    // The thread, unreferenced and still starting, must keep the process alive while close() awaits it (else: exit
+    // code 13, a top-level await that never settled).
+    const child = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        "--input-type=module",
+        "-e",
+        `const { createSqliteBackend } = await import(${source("./sqlite-backend.ts")});
+         const backend = createSqliteBackend({ path: ${JSON.stringify(path)}, backgroundCheckpointAfter: 1 });
+         for (let i = 0; i < 3; i++) await backend.transaction((tx) => tx.enqueue(["ro-" + i]));
+         await backend.close();
+         process.stdout.write("closed");`,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    let out = "";
+    child.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    const code = await new Promise((resolve) => child.on("exit", resolve));
+    expect({ code, out }).toEqual({ code: 0, out: "closed" });
+  });
+
   it("refuses a database with a newer schema", () => {
     const path = join(dir, "future.db");
     const db = new Database(path);

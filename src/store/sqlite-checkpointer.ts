@@ -74,6 +74,8 @@ export function startCheckpointer(options: CheckpointerOptions): Checkpointer {
   return {
     stop() {
       stopping = true;
+      // Unreferenced so that it never keeps a process alive, but awaited here: keep the process up until it is gone.
+      worker.ref();
       worker.postMessage("stop");
       return exited;
     },
