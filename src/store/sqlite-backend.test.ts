@@ -773,12 +773,15 @@ describe("sqlite backend on a file", () => {
          await backend.close();
          process.stdout.write("closed");`,
       ],
-      { stdio: ["ignore", "pipe", "inherit"] },
+      { stdio: ["ignore", "pipe", "pipe"] },
     );
     let out = "";
+    let err = "";
     child.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr!.on("data", (chunk: Buffer) => (err += chunk.toString()));
     const code = await new Promise((resolve) => child.on("exit", resolve));
-    expect({ code, out }).toEqual({ code: 0, out: "closed" });
+    // Run as an ES module (`--input-type=module`), which the thread must not inherit.
+    expect({ code, out, err }).toEqual({ code: 0, out: "closed", err: "" });
   });
 
   it("refuses a database with a newer schema", () => {

@@ -52,6 +52,8 @@ export function startCheckpointer(options: CheckpointerOptions): Checkpointer {
   const driver = createRequire(import.meta.url).resolve("better-sqlite3");
   const worker = new Worker(workerSource, {
     eval: true,
+    // Not the parent's flags: with `--input-type=module` this CommonJS source would not run.
+    execArgv: [],
     workerData: { driver, path: options.path, intervalMs: options.intervalMs ?? 50 },
   });
   worker.unref();
