@@ -579,6 +579,16 @@ describe.each(backends)("$name backend", ({ name, make }) => {
   });
 });
 
+const modulePath = (relative: string) => JSON.stringify(fileURLToPath(new URL(relative, import.meta.url)));
+
+/** A child process running `script` as an ES module, with `createSqliteBackend` imported; stdout and stderr piped. */
+const scriptWithBackend = (script: string) =>
+  spawn(
+    process.execPath,
+    ["--import", "tsx", "--input-type=module", "-e", `const { createSqliteBackend } = await import(${modulePath("./sqlite-backend.ts")});\n${script}`],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+
 describe("sqlite backend on a file", () => {
   let dir: string;
   beforeEach(() => {
@@ -634,29 +644,19 @@ describe("sqlite backend on a file", () => {
 
   it("keeps every acknowledged write when the process is killed with SIGKILL", async () => {
     const path = join(dir, "crash.db");
-    const source = (relative: string) => JSON.stringify(fileURLToPath(new URL(relative, import.meta.url)));
     // A child commits rollouts and acknowledges each on stdout when its call returns.
-    const child = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        "--input-type=module",
-        "-e",
-        `const { createSqliteBackend } = await import(${source("./sqlite-backend.ts")});
-         const { create } = await import("@bufbuild/protobuf");
-         const { RolloutSchema } = await import(${source("../gen/agl/v1/types_pb.ts")});
-         const backend = createSqliteBackend({ path: ${JSON.stringify(path)} });
-         for (let i = 0; ; i += 8) {
-           // Eight calls at a time, so that they share COMMITs.
-           await Promise.all(Array.from({ length: 8 }, async (_, k) => {
-             const rolloutId = "ro-" + (i + k);
-             await backend.transaction((tx) => tx.insertRollouts([create(RolloutSchema, { rolloutId, startTime: i + k })]));
-             process.stdout.write(rolloutId + "\\n");
-           }));
-         }`,
-      ],
-      { stdio: ["ignore", "pipe", "inherit"] },
+    const child = scriptWithBackend(
+      `const { create } = await import("@bufbuild/protobuf");
+       const { RolloutSchema } = await import(${modulePath("../gen/agl/v1/types_pb.ts")});
+       const backend = createSqliteBackend({ path: ${JSON.stringify(path)} });
+       for (let i = 0; ; i += 8) {
+         // Eight calls at a time, so that they share COMMITs.
+         await Promise.all(Array.from({ length: 8 }, async (_, k) => {
+           const rolloutId = "ro-" + (i + k);
+           await backend.transaction((tx) => tx.insertRollouts([create(RolloutSchema, { rolloutId, startTime: i + k })]));
+           process.stdout.write(rolloutId + "\\n");
+         }));
+       }`,
     );
     const acked: string[] = [];
     const exited = new Promise((resolve) => child.on("exit", resolve));
@@ -757,23 +757,13 @@ describe("sqlite backend on a file", () => {
 
   it("closing with the checkpoint thread running lets a process with nothing else to do finish its work", async () => {
     const path = join(dir, "exit.db");
-    const source = (relative: string) => JSON.stringify(fileURLToPath(new URL(relative, import.meta.url)));
     // The thread, unreferenced and still starting, must keep the process alive while close() awaits it (else: exit
     // code 13, a top-level await that never settled).
-    const child = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        "--input-type=module",
-        "-e",
-        `const { createSqliteBackend } = await import(${source("./sqlite-backend.ts")});
-         const backend = createSqliteBackend({ path: ${JSON.stringify(path)}, backgroundCheckpointAfter: 1 });
-         for (let i = 0; i < 3; i++) await backend.transaction((tx) => tx.enqueue(["ro-" + i]));
-         await backend.close();
-         process.stdout.write("closed");`,
-      ],
-      { stdio: ["ignore", "pipe", "pipe"] },
+    const child = scriptWithBackend(
+      `const backend = createSqliteBackend({ path: ${JSON.stringify(path)}, backgroundCheckpointAfter: 1 });
+       for (let i = 0; i < 3; i++) await backend.transaction((tx) => tx.enqueue(["ro-" + i]));
+       await backend.close();
+       process.stdout.write("closed");`,
     );
     let out = "";
     let err = "";
