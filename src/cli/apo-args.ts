@@ -1,5 +1,4 @@
-import { parseArgs } from "node:util";
-import { checkUrl, integer, UsageError } from "./serve-args.js";
+import { checkUrl, integer, parseFlags, UsageError } from "./flags.js";
 
 /** What `agl apo` was asked to do (files not read yet). */
 export interface ApoArgs {
@@ -98,25 +97,19 @@ const int = (text: string | undefined, flag: string, fallback: number, min = 1) 
 export function parseApoArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ApoArgs {
   const s = { type: "string" } as const;
   const b = { type: "boolean" } as const;
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: true,
-      options: {
-        train: s, val: s, prompt: { type: "string", multiple: true }, jinja: b, var: { type: "string", multiple: true }, export: s,
-        beam: s, branch: s, rounds: s, batch: s, "val-batch": s, "no-baseline": b, seed: s, "run-id": s,
-        "budget-rollouts": s, "budget-calls": s, "budget-tokens": s,
-        "optimizer-base-url": s, "optimizer-api-key": s, "gradient-model": s, "edit-model": s, temperature: s,
-        "max-completion-tokens": s, "optimizer-concurrency": s, "critique-prompt": s, "edit-prompt": s,
-        "llm-model": s, "llm-base-url": s, store: s, db: s, workers: s, concurrency: s, "no-runners": b,
-        "unresponsive-seconds": s, "rollout-timeout": s, "batch-timeout": s, report: s, quiet: b, help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+  const parsed = parseFlags({
+    args: [...argv],
+    allowPositionals: true,
+    options: {
+      train: s, val: s, prompt: { type: "string", multiple: true }, jinja: b, var: { type: "string", multiple: true }, export: s,
+      beam: s, branch: s, rounds: s, batch: s, "val-batch": s, "no-baseline": b, seed: s, "run-id": s,
+      "budget-rollouts": s, "budget-calls": s, "budget-tokens": s,
+      "optimizer-base-url": s, "optimizer-api-key": s, "gradient-model": s, "edit-model": s, temperature: s,
+      "max-completion-tokens": s, "optimizer-concurrency": s, "critique-prompt": s, "edit-prompt": s,
+      "llm-model": s, "llm-base-url": s, store: s, db: s, workers: s, concurrency: s, "no-runners": b,
+      "unresponsive-seconds": s, "rollout-timeout": s, "batch-timeout": s, report: s, quiet: b, help: { type: "boolean", short: "h" },
+    },
+  });
   const { values: v, positionals } = parsed;
   const help = v.help === true;
   if (help) return { help } as ApoArgs;

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import type { JsonValue } from "@bufbuild/protobuf";
-import { UsageError } from "./serve-args.js";
+import { UsageError } from "./flags.js";
 
 /** Reads a dataset: a JSON array, or JSONL (one task per line; blank lines skipped). */
 export async function loadDataset(path: string, flag: string): Promise<JsonValue[]> {

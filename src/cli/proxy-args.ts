@@ -1,5 +1,4 @@
-import { parseArgs } from "node:util";
-import { checkUrl, integer, UsageError } from "./serve-args.js";
+import { checkUrl, integer, parseFlags, UsageError } from "./flags.js";
 
 /** What `agl proxy` was asked to do. */
 export interface ProxyArgs {
@@ -34,26 +33,20 @@ Options:
 
 /** Parses the arguments after `proxy`; throws {@link UsageError}. */
 export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ProxyArgs {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        store: { type: "string" },
-        host: { type: "string" },
-        port: { type: "string" },
-        token: { type: "string" },
-        backend: { type: "string", multiple: true },
-        model: { type: "string" },
-        "max-retries": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+  const { values } = parseFlags({
+    args: [...argv],
+    allowPositionals: false,
+    options: {
+      store: { type: "string" },
+      host: { type: "string" },
+      port: { type: "string" },
+      token: { type: "string" },
+      backend: { type: "string", multiple: true },
+      model: { type: "string" },
+      "max-retries": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
   const help = values.help === true;
   if (!help && values.store === undefined) throw new UsageError("--store is required");
   if (values.store !== undefined) checkUrl(values.store, "--store");

@@ -1,5 +1,4 @@
-import { parseArgs } from "node:util";
-import { UsageError } from "./serve-args.js";
+import { parseFlags, UsageError } from "./flags.js";
 
 /** What `agl run` was asked to do. */
 export interface RunArgs {
@@ -59,30 +58,24 @@ function seconds(value: string | undefined, flag: string, fallback: number): num
 
 /** Parses the arguments after `run`. Throws {@link UsageError}. */
 export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): RunArgs {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: true,
-      options: {
-        store: { type: "string" },
-        token: { type: "string" },
-        workers: { type: "string" },
-        concurrency: { type: "string" },
-        export: { type: "string" },
-        "worker-id": { type: "string" },
-        "max-rollouts": { type: "string" },
-        "poll-wait": { type: "string" },
-        "blocked-worker-ms": { type: "string" },
-        "shutdown-grace": { type: "string" },
-        keepalive: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+  const parsed = parseFlags({
+    args: [...argv],
+    allowPositionals: true,
+    options: {
+      store: { type: "string" },
+      token: { type: "string" },
+      workers: { type: "string" },
+      concurrency: { type: "string" },
+      export: { type: "string" },
+      "worker-id": { type: "string" },
+      "max-rollouts": { type: "string" },
+      "poll-wait": { type: "string" },
+      "blocked-worker-ms": { type: "string" },
+      "shutdown-grace": { type: "string" },
+      keepalive: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
   const { values, positionals } = parsed;
   const help = values.help === true;
   if (!help && positionals.length !== 1) throw new UsageError("give exactly one agent module: agl run <agent-module>");

@@ -1,4 +1,4 @@
-import { parseArgs } from "node:util";
+import { checkUrl, integer, parseFlags, UsageError } from "./flags.js";
 
 /** What `agl serve` was asked to do. */
 export interface ServeArgs {
@@ -14,11 +14,6 @@ export interface ServeArgs {
 }
 
 const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
-
-/** A command line the CLI cannot run; exits with code 2. */
-export class UsageError extends Error {
-  override readonly name = "UsageError";
-}
 
 export const SERVE_USAGE = `Usage: agl serve [options]
 
@@ -44,30 +39,24 @@ Options:
 
 /** Parses the arguments after `serve`; `env` supplies AGL_TOKEN. Throws {@link UsageError}. */
 export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ServeArgs {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        host: { type: "string" },
-        port: { type: "string" },
-        token: { type: "string" },
-        "tls-cert": { type: "string" },
-        "tls-key": { type: "string" },
-        memory: { type: "boolean" },
-        database: { type: "string" },
-        "max-message-bytes": { type: "string" },
-        proxy: { type: "boolean" },
-        "proxy-backend": { type: "string", multiple: true },
-        "proxy-model": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+  const { values } = parseFlags({
+    args: [...argv],
+    allowPositionals: false,
+    options: {
+      host: { type: "string" },
+      port: { type: "string" },
+      token: { type: "string" },
+      "tls-cert": { type: "string" },
+      "tls-key": { type: "string" },
+      memory: { type: "boolean" },
+      database: { type: "string" },
+      "max-message-bytes": { type: "string" },
+      proxy: { type: "boolean" },
+      "proxy-backend": { type: "string", multiple: true },
+      "proxy-model": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
   if (values.memory === true && values.database !== undefined) {
     throw new UsageError("--memory and --database exclude each other");
   }
@@ -97,24 +86,4 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
 /** `--database`: a postgres:// or postgresql:// URL selects PostgreSQL; anything else is a SQLite file path. */
 function databaseBackend(database: string): ServeArgs["backend"] {
   return /^postgres(ql)?:\/\//i.test(database) ? { kind: "postgres", url: database } : { kind: "sqlite", path: database };
-}
-
-/** Throws {@link UsageError} unless `text` is an http(s) URL. */
-export function checkUrl(text: string, flag: string): void {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new UsageError(`${flag} must be an http(s) URL, got "${text}"`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError(`${flag} must be an http(s) URL, got "${text}"`);
-}
-
-/** Parses an integer flag value in [min, max]; throws {@link UsageError}. */
-export function integer(text: string, flag: string, min: number, max: number): number {
-  const value = Number(text);
-  if (!/^\d+$/.test(text) || value < min || value > max) {
-    throw new UsageError(`${flag} must be an integer from ${min} to ${max}, got "${text}"`);
-  }
-  return value;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { UsageError } from "./serve-args.js";
+import { UsageError } from "./flags.js";
 import { parseTrainArgs } from "./train-args.js";
 
 describe("parseTrainArgs", () => {

@@ -1,5 +1,4 @@
-import { parseArgs } from "node:util";
-import { UsageError } from "./serve-args.js";
+import { parseFlags, UsageError } from "./flags.js";
 
 /** What `agl train` was asked to do. */
 export interface TrainArgs {
@@ -65,33 +64,27 @@ export function parseTrainArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   const split = argv.indexOf("--");
   const own = split >= 0 ? argv.slice(0, split) : [...argv];
   const trainerArgs = split >= 0 ? argv.slice(split + 1) : [];
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: own,
-      strict: true,
-      allowPositionals: true,
-      options: {
-        trainer: { type: "string" },
-        dataset: { type: "string" },
-        "val-dataset": { type: "string" },
-        store: { type: "string" },
-        database: { type: "string" },
-        token: { type: "string" },
-        steps: { type: "string" },
-        n: { type: "string" },
-        "tasks-per-step": { type: "string" },
-        model: { type: "string" },
-        "checkpoint-dir": { type: "string" },
-        workers: { type: "string" },
-        concurrency: { type: "string" },
-        python: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+  const parsed = parseFlags({
+    args: own,
+    allowPositionals: true,
+    options: {
+      trainer: { type: "string" },
+      dataset: { type: "string" },
+      "val-dataset": { type: "string" },
+      store: { type: "string" },
+      database: { type: "string" },
+      token: { type: "string" },
+      steps: { type: "string" },
+      n: { type: "string" },
+      "tasks-per-step": { type: "string" },
+      model: { type: "string" },
+      "checkpoint-dir": { type: "string" },
+      workers: { type: "string" },
+      concurrency: { type: "string" },
+      python: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
   const { values, positionals } = parsed;
   const help = values.help === true;
   if (!help && positionals.length !== 1) throw new UsageError("give exactly one agent module");
