@@ -23,7 +23,7 @@ import type {
   StoreEvent,
   WorkerFilter,
 } from "./backend.js";
-import { queryPage, resourcesWhere, rolloutWhere, spanWhere, StatementCache, workerWhere } from "./sqlite-queries.js";
+import { attemptWhere, queryPage, resourcesWhere, rolloutWhere, spanWhere, StatementCache, workerWhere } from "./sqlite-queries.js";
 import { deliver } from "./events.js";
 import { createMutex } from "./mutex.js";
 import { type Checkpointer, startCheckpointer } from "./sqlite-checkpointer.js";
@@ -127,7 +127,7 @@ class SqliteTx implements StorageTx {
 
   async queryAttempts(rolloutId: string, page: PageSpec): Promise<PageResult<Attempt>> {
     this.check();
-    return queryPage(this.cache, "attempts", { sql: "rollout_id = ?", params: [rolloutId] }, page, decodeAttempt);
+    return queryPage(this.cache, "attempts", attemptWhere(rolloutId), page, decodeAttempt);
   }
 
   async enqueue(rolloutIds: string[]): Promise<void> {
