@@ -133,7 +133,7 @@ export interface StorageTx {
    * span stored under that key and whether it was already there (then the stored span is left unchanged).
    */
   insertSpans(spans: Span[]): Promise<Array<{ sequenceId: number; duplicate: boolean }>>;
-  /** Which of the keys are stored already, with their sequence ids (key: `rolloutId\0attemptId\0spanId`). */
+  /** Which of the keys are stored already, with their sequence ids (keyed by {@link spanKey}). */
   existingSpans(keys: Array<[string, string, string]>): Promise<Map<string, number>>;
   /** Default order: sequence id ascending. */
   querySpans(filter: SpanFilter, page: PageSpec): Promise<PageResult<Span>>;
@@ -159,6 +159,9 @@ export interface StorageTx {
   /** Queues an event for delivery after commit. */
   notify(event: StoreEvent): void;
 }
+
+/** The key of a stored span: its rollout, attempt and span ids. */
+export const spanKey = (rolloutId: string, attemptId: string, spanId: string) => `${rolloutId}\0${attemptId}\0${spanId}`;
 
 /** Sortable fields per table (proto names); the core rejects others with INVALID_ARGUMENT. */
 export const sortableFields = {

@@ -1,12 +1,11 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Attempt, ResourcesUpdate, Rollout, Span, Worker } from "../gen/agl/v1/types_pb.js";
 import { RolloutStatus } from "../gen/agl/v1/types_pb.js";
-import type { StorageBackend, StorageCounts, StorageTx, StoreEvent } from "./backend.js";
+import { spanKey, type StorageBackend, type StorageCounts, type StorageTx, type StoreEvent } from "./backend.js";
 import { combine, deepCopy, fieldValue, frozenCopy, matchString, sortAndPage } from "./memory-query.js";
 import { deliver } from "./events.js";
 import { createMutex } from "./mutex.js";
 
-const spanKey = (rolloutId: string, attemptId: string, spanId: string) => `${rolloutId}\0${attemptId}\0${spanId}`;
 const isActive = (status: RolloutStatus) => status === RolloutStatus.PREPARING || status === RolloutStatus.RUNNING;
 
 /** Storage in this process's memory: the fastest backend, for tests and `agl serve --memory`. */

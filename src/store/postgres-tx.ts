@@ -11,28 +11,21 @@ import {
   type Worker,
   WorkerSchema,
 } from "../gen/agl/v1/types_pb.js";
-import type {
-  PageResult,
-  PageSpec,
-  ResourcesFilter,
-  RolloutFilter,
-  SpanFilter,
-  StorageCounts,
-  StorageTx,
-  StoreEvent,
-  WorkerFilter,
+import {
+  type PageResult,
+  type PageSpec,
+  type ResourcesFilter,
+  type RolloutFilter,
+  type SpanFilter,
+  type StorageCounts,
+  type StorageTx,
+  type StoreEvent,
+  type WorkerFilter,
+  spanKey,
 } from "./backend.js";
 import { attemptWhere, queryPage, resourcesWhere, rolloutWhere, spanWhere, workerWhere } from "./postgres-queries.js";
-import {
-  attemptRow,
-  bytes,
-  resourcesRow,
-  rolloutRow,
-  spanKey,
-  statementName,
-  versionKey,
-} from "./postgres-rows.js";
-import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, time } from "./stored-messages.js";
+import { attemptRow, resourcesRow, statementName, versionKey } from "./postgres-rows.js";
+import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "./stored-messages.js";
 
 /** One transaction of the PostgreSQL backend, on one pooled connection. */
 
@@ -343,7 +336,7 @@ export class PostgresTx implements StorageTx {
         spans.map((s) => s.name),
         spans.map((s) => time(s.startTime)),
         spans.map((s) => time(s.endTime)),
-        spans.map((s) => bytes(toBinary(SpanSchema, s))),
+        spans.map((s) => toBinary(SpanSchema, s)),
       ],
     );
     // Each key inserted here was inserted by its first copy in the batch; every other copy is a duplicate.
@@ -422,7 +415,7 @@ export class PostgresTx implements StorageTx {
   }
 
   /** Records the version for watchers on every server and makes it the latest snapshot. */
-  private async published(update: ResourcesUpdate, data: Buffer): Promise<void> {
+  private async published(update: ResourcesUpdate, data: Uint8Array): Promise<void> {
     const [row] = await this.run(
       `INSERT INTO ${this.t("resource_versions")} (resources_id, version, data) VALUES ($1, $2, $3) ` +
         "ON CONFLICT (resources_id, version) DO UPDATE SET data = excluded.data RETURNING seq",
@@ -479,7 +472,7 @@ export class PostgresTx implements StorageTx {
         time(worker.lastDequeueTime),
         time(worker.lastBusyTime),
         time(worker.lastIdleTime),
-        bytes(toBinary(WorkerSchema, worker)),
+        toBinary(WorkerSchema, worker),
       ],
     );
   }

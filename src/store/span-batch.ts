@@ -1,12 +1,11 @@
 import type { SpanAck } from "../gen/agl/v1/store_pb.js";
 import type { Attempt, Rollout, Span } from "../gen/agl/v1/types_pb.js";
-import type { StorageTx } from "./backend.js";
+import { spanKey, type StorageTx } from "./backend.js";
 import { requireRollout } from "./context.js";
 import { notFound } from "./errors.js";
 import { heartbeat } from "./transitions.js";
 import { checkCount, checkId, type StoreLimits } from "./validate.js";
 
-const keyOf = (rolloutId: string, attemptId: string, spanId: string) => `${rolloutId}\0${attemptId}\0${spanId}`;
 
 interface Owner {
   rollout: Rollout;
@@ -76,7 +75,7 @@ export async function storeSpans(tx: StorageTx, spans: Span[], now: number): Pro
   const seen = new Map(existing);
   const fresh: Span[] = [];
   const firstCopy = spans.map((span) => {
-    const key = keyOf(span.rolloutId, span.attemptId, span.spanId);
+    const key = spanKey(span.rolloutId, span.attemptId, span.spanId);
     if (seen.has(key)) return false;
     seen.set(key, -1);
     // A shallow copy: sequence ids are assigned below, and the caller's message must stay as it was.
@@ -88,7 +87,7 @@ export async function storeSpans(tx: StorageTx, spans: Span[], now: number): Pro
   const raced = new Set<string>();
   (await tx.insertSpans(fresh)).forEach((result, j) => {
     const span = fresh[j] as Span;
-    const key = keyOf(span.rolloutId, span.attemptId, span.spanId);
+    const key = spanKey(span.rolloutId, span.attemptId, span.spanId);
     seen.set(key, result.sequenceId);
     if (result.duplicate) raced.add(key);
     else (owners.get(`${span.rolloutId}\0${span.attemptId}`) as Owner).inserted = true;
@@ -104,8 +103,8 @@ export async function storeSpans(tx: StorageTx, spans: Span[], now: number): Pro
       rolloutId: span.rolloutId,
       attemptId: span.attemptId,
       spanId: span.spanId,
-      sequenceId: seen.get(keyOf(span.rolloutId, span.attemptId, span.spanId)) as number,
-      duplicate: !firstCopy[i] || raced.has(keyOf(span.rolloutId, span.attemptId, span.spanId)),
+      sequenceId: seen.get(spanKey(span.rolloutId, span.attemptId, span.spanId)) as number,
+      duplicate: !firstCopy[i] || raced.has(spanKey(span.rolloutId, span.attemptId, span.spanId)),
       attemptStatus: (owners.get(`${span.rolloutId}\0${span.attemptId}`) as Owner).attempt.status,
     }),
   );

@@ -11,32 +11,26 @@ import {
   type Worker,
   WorkerSchema,
 } from "../gen/agl/v1/types_pb.js";
-import type {
-  PageResult,
-  PageSpec,
-  ResourcesFilter,
-  RolloutFilter,
-  SpanFilter,
-  StorageBackend,
-  StorageCounts,
-  StorageTx,
-  StoreEvent,
-  WorkerFilter,
+import {
+  type PageResult,
+  type PageSpec,
+  type ResourcesFilter,
+  type RolloutFilter,
+  type SpanFilter,
+  type StorageBackend,
+  type StorageCounts,
+  type StorageTx,
+  type StoreEvent,
+  type WorkerFilter,
+  spanKey,
 } from "./backend.js";
 import { attemptWhere, queryPage, resourcesWhere, rolloutWhere, spanWhere, StatementCache, workerWhere } from "./sqlite-queries.js";
 import { deliver } from "./events.js";
 import { createMutex } from "./mutex.js";
 import { type Checkpointer, startCheckpointer } from "./sqlite-checkpointer.js";
 import { openSchema } from "./sqlite-schema.js";
-import {
-  attemptRow,
-  prepareStatements,
-  resourcesRow,
-  rolloutRow,
-  spanKey,
-  type Statements,
-} from "./sqlite-statements.js";
-import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, time } from "./stored-messages.js";
+import { attemptRow, prepareStatements, resourcesRow, type Statements } from "./sqlite-statements.js";
+import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "./stored-messages.js";
 
 export interface SqliteBackendOptions {
   /** Database file; ":memory:" for a private in-memory database. */

@@ -5,18 +5,11 @@ import {
   AttemptSchema,
   type ResourcesUpdate,
   ResourcesUpdateSchema,
-  type Rollout,
-  RolloutSchema,
   RolloutStatus,
 } from "../gen/agl/v1/types_pb.js";
 import { time } from "./stored-messages.js";
 
 /** Prepared statements of the SQLite backend, and the mapping between messages and rows. */
-
-
-
-export const spanKey = (rolloutId: string, attemptId: string, spanId: string) =>
-  `${rolloutId}\0${attemptId}\0${spanId}`;
 
 /** Prepares the statements once per connection (plucked ones return the first column; raw ones, arrays). */
 export function prepareStatements(db: Database.Database): Statements {
@@ -151,21 +144,6 @@ type StatementName =
   | "putWorker"
   | "counts"
   | "rolloutsByStatus";
-
-export function rolloutRow(rollout: Rollout) {
-  // Stored without latestAttempt: the core attaches it on reads.
-  const data = toBinary(RolloutSchema, rollout.latestAttempt ? { ...rollout, latestAttempt: undefined } : rollout);
-  return {
-    rolloutId: rollout.rolloutId,
-    status: rollout.status,
-    startTime: rollout.startTime,
-    endTime: time(rollout.endTime),
-    mode: rollout.mode,
-    resourcesId: rollout.resourcesId,
-    groupId: rollout.groupId,
-    data,
-  };
-}
 
 export function attemptRow(attempt: Attempt) {
   return {

@@ -1,13 +1,14 @@
-import { fromBinary } from "@bufbuild/protobuf";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import {
   AttemptSchema,
   ResourcesUpdateSchema,
+  type Rollout,
   RolloutSchema,
   SpanSchema,
   WorkerSchema,
 } from "../gen/agl/v1/types_pb.js";
 
-/** SQL backends keep each entity as its protobuf binary; these read it back. */
+/** SQL backends keep each entity as its protobuf binary (with a few columns to filter and sort on); these read it back. */
 export const decodeRollout = (data: Uint8Array) => fromBinary(RolloutSchema, data);
 export const decodeAttempt = (data: Uint8Array) => fromBinary(AttemptSchema, data);
 export const decodeSpan = (data: Uint8Array) => fromBinary(SpanSchema, data);
@@ -16,3 +17,18 @@ export const decodeResources = (data: Uint8Array) => fromBinary(ResourcesUpdateS
 
 /** Optional times: undefined is stored as NULL. */
 export const time = (value: number | undefined) => value ?? null;
+
+/** A rollout's columns and binary. It is stored without `latestAttempt`: the core attaches that on reads. */
+export function rolloutRow(rollout: Rollout) {
+  const data = toBinary(RolloutSchema, rollout.latestAttempt ? { ...rollout, latestAttempt: undefined } : rollout);
+  return {
+    rolloutId: rollout.rolloutId,
+    status: rollout.status,
+    startTime: rollout.startTime,
+    endTime: time(rollout.endTime),
+    mode: rollout.mode,
+    resourcesId: rollout.resourcesId,
+    groupId: rollout.groupId,
+    data,
+  };
+}
