@@ -4,10 +4,10 @@ import { Worker } from "node:worker_threads";
 /**
  * WAL checkpoints on a worker thread. SQLite's automatic checkpoint runs inside the COMMIT that crosses the WAL's
  * size threshold: it copies pages back into the database file and fsyncs both files on the one thread that serves
- * every call, and the COMMITs after it stall while the kernel writes those pages back (measured in `bench/store`:
- * ~50 of ~330 COMMITs took 10–20 ms, against 1–7 with this thread). Here a second connection, on its own thread,
- * runs passive checkpoints (they never block writers) shortly after commits, and the serving connection stops
- * checkpointing once that thread is up.
+ * every call, and the COMMITs after it stall while the kernel writes those pages back (timed around COMMIT during
+ * `bench/store` runs: ~50 of ~330 COMMITs took 10–20 ms, against 1–7 with this thread). Here a second connection, on
+ * its own thread, runs passive checkpoints (they never block writers) shortly after commits, and the serving
+ * connection stops checkpointing once that thread is up.
  */
 export interface Checkpointer {
   /** Stops the thread; resolves once its connection is closed (before the serving one closes, so that one cleans up). */
