@@ -1,4 +1,4 @@
-import { toBinary, type DescMethod, type Message } from "@bufbuild/protobuf";
+import { toBinary, type DescMessage, type DescMethod, type Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, createServiceImplSpec, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import type * as grpc from "@grpc/grpc-js";
 import { createCallContext, first, type CallContext, once, parseRequest, readRequests } from "./grpc-call.js";
@@ -17,6 +17,8 @@ export interface GrpcServiceAdapterOptions {
   maxSendMessageBytes?: number;
   /** Gets any non-ConnectError that reaches the adapter (interceptors normally turn them into ConnectErrors). */
   onError?: (error: unknown, method: DescMethod) => void;
+  /** Sees each request message with the bytes it was decoded from (the store keeps spans' bytes to store them as is). */
+  onRequest?: (schema: DescMessage, message: Message, bytes: Uint8Array) => void;
 }
 
 type Bytes = Uint8Array;
@@ -63,6 +65,12 @@ function createHandler(spec: MethodImplSpec, options: GrpcServiceAdapterOptions)
   const { method } = spec;
   const interceptors = options.interceptors ?? [];
   const maxBytes = options.maxSendMessageBytes ?? 16 * 1024 * 1024;
+  const { onRequest } = options;
+  const decode = (bytes: Uint8Array) => {
+    const message = parseRequest(method.input, bytes);
+    onRequest?.(method.input, message, bytes);
+    return message;
+  };
   const serialize = (message: Message) => {
     const bytes = toBinary(method.output, message);
     if (bytes.byteLength > maxBytes) {
@@ -82,8 +90,7 @@ function createHandler(spec: MethodImplSpec, options: GrpcServiceAdapterOptions)
     return (async (call: Call, callback: grpc.sendUnaryData<Bytes>) => {
       const ctx = createCallContext(call, spec, options.shutdownSignal);
       try {
-        const input =
-          "request" in call ? parseRequest(method.input, call.request) : readRequests(call, method.input, ctx.signal);
+        const input = "request" in call ? decode(call.request) : readRequests(call, decode, ctx.signal);
         const output = await invokeImplementation(spec, ctx, input, interceptors);
         const bytes = serialize(Symbol.asyncIterator in output ? await first(output) : output);
         if (hasHeaders(ctx.responseHeader)) call.sendMetadata(headersToMetadata(ctx.responseHeader));
@@ -100,8 +107,7 @@ function createHandler(spec: MethodImplSpec, options: GrpcServiceAdapterOptions)
   return (async (call: Call) => {
     const ctx = createCallContext(call, spec, options.shutdownSignal);
     try {
-      const input =
-        "request" in call ? once(parseRequest(method.input, call.request)) : readRequests(call, method.input, ctx.signal);
+      const input = "request" in call ? once(decode(call.request)) : readRequests(call, decode, ctx.signal);
       const output = (await invokeImplementation(spec, ctx, input, interceptors)) as AsyncIterable<Message>;
       await writeStream(call, output, serialize, ctx);
       call.end(headersToMetadata(ctx.responseTrailer));

@@ -94,10 +94,14 @@ export function parseRequest(schema: DescMessage, bytes: Uint8Array): Message {
 }
 
 /** The decoded request messages of a client-streaming or bidi call. */
-export async function* readRequests(call: Readable, schema: DescMessage, signal: AbortSignal): AsyncIterable<Message> {
+export async function* readRequests(
+  call: Readable,
+  decode: (bytes: Uint8Array) => Message,
+  signal: AbortSignal,
+): AsyncIterable<Message> {
   try {
     // A plain for-await would destroy the call (its write side too) once the client half-closes.
-    for await (const chunk of call.iterator({ destroyOnReturn: false })) yield parseRequest(schema, chunk as Uint8Array);
+    for await (const chunk of call.iterator({ destroyOnReturn: false })) yield decode(chunk as Uint8Array);
   } catch (error) {
     // A cancelled call destroys the request stream; report the cancellation rather than the stream error.
     throw signal.aborted ? abortError(signal) : error;

@@ -13,6 +13,7 @@ import type { ServiceRegistration } from "./service-registration.js";
 import { createStoreServices } from "./store-services.js";
 import { trackHttpConnections } from "./http-connections.js";
 import { useNodeTextEncoding } from "../wire/node-text-encoding.js";
+import { rememberReceivedSpans } from "../store/span-wire.js";
 
 /** Options of {@link startStoreServer}. */
 export interface StoreServerOptions {
@@ -84,6 +85,7 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
     maxSendMessageBytes: maxMessageBytes,
     onError: (error: unknown, method: DescMethod) =>
       logger.error(`unexpected error in /${method.parent.typeName}/${method.name}:`, error),
+    onRequest: rememberReceivedSpans,
   };
   for (const registration of [...served, ...reflection]) addConnectService(grpcServer, registration, adapterOptions);
   const injector = grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());

@@ -7,7 +7,6 @@ import {
   type Rollout,
   RolloutStatus,
   type Span,
-  SpanSchema,
   type Worker,
   WorkerSchema,
 } from "../gen/agl/v1/types_pb.js";
@@ -25,6 +24,7 @@ import {
 } from "./backend.js";
 import { attemptWhere, queryPage, resourcesWhere, rolloutWhere, spanWhere, workerWhere } from "./postgres-queries.js";
 import { attemptRow, resourcesRow, statementName, versionKey } from "./postgres-rows.js";
+import { encodeSpan } from "./span-wire.js";
 import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "./stored-messages.js";
 
 /** One transaction of the PostgreSQL backend, on one pooled connection. */
@@ -336,7 +336,7 @@ export class PostgresTx implements StorageTx {
         spans.map((s) => s.name),
         spans.map((s) => time(s.startTime)),
         spans.map((s) => time(s.endTime)),
-        spans.map((s) => toBinary(SpanSchema, s)),
+        spans.map(encodeSpan),
       ],
     );
     // Each key inserted here was inserted by its first copy in the batch; every other copy is a duplicate.

@@ -3,6 +3,7 @@ import type { Attempt, Rollout, Span } from "../gen/agl/v1/types_pb.js";
 import { spanKey, type StorageTx } from "./backend.js";
 import { requireRollout } from "./context.js";
 import { notFound } from "./errors.js";
+import { copySpan } from "./span-wire.js";
 import { heartbeat } from "./transitions.js";
 import { checkCount, checkId, type StoreLimits } from "./validate.js";
 
@@ -79,7 +80,7 @@ export async function storeSpans(tx: StorageTx, spans: Span[], now: number): Pro
     if (seen.has(key)) return false;
     seen.set(key, -1);
     // A shallow copy: sequence ids are assigned below, and the caller's message must stay as it was.
-    fresh.push({ ...span });
+    fresh.push(copySpan(span));
     return true;
   });
   await assignSequenceIds(tx, fresh);

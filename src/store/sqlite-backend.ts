@@ -7,7 +7,6 @@ import {
   type Rollout,
   RolloutStatus,
   type Span,
-  SpanSchema,
   type Worker,
   WorkerSchema,
 } from "../gen/agl/v1/types_pb.js";
@@ -30,6 +29,7 @@ import { createMutex } from "./mutex.js";
 import { type Checkpointer, startCheckpointer } from "./sqlite-checkpointer.js";
 import { openSchema } from "./sqlite-schema.js";
 import { attemptRow, prepareStatements, resourcesRow, type Statements } from "./sqlite-statements.js";
+import { encodeSpan } from "./span-wire.js";
 import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "./stored-messages.js";
 
 export interface SqliteBackendOptions {
@@ -153,7 +153,7 @@ class SqliteTx implements StorageTx {
         span.name,
         time(span.startTime),
         time(span.endTime),
-        toBinary(SpanSchema, span),
+        encodeSpan(span),
       );
       if (inserted.changes > 0) {
         result.push({ sequenceId: span.sequenceId, duplicate: false });

@@ -1,0 +1,85 @@
+import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { describe, expect, it } from "vitest";
+import {
+  AddSpansRequestSchema,
+  UpdateAttemptRequestSchema,
+} from "../gen/agl/v1/store_pb.js";
+import { AttemptStatus, SpanSchema } from "../gen/agl/v1/types_pb.js";
+import { copySpan, encodeSpan, rememberReceivedSpans } from "./span-wire.js";
+
+/** A span written by hand, fields in reverse order and with an unknown field: bytes no encoder here would produce. */
+function handWrittenSpan(spanId: string, sequenceId = 0): Uint8Array {
+  const w = new BinaryWriter();
+  w.tag(99, WireType.LengthDelimited).string("from a newer client");
+  w.tag(7, WireType.LengthDelimited).string("llm.call");
+  w.tag(5, WireType.LengthDelimited).string(spanId);
+  if (sequenceId > 0) w.tag(3, WireType.Varint).uint32(sequenceId);
+  w.tag(2, WireType.LengthDelimited).string("at-1");
+  w.tag(1, WireType.LengthDelimited).string("ro-1");
+  return w.finish();
+}
+
+function requestBytes(field: number, spans: Uint8Array[], before?: (w: BinaryWriter) => void): Uint8Array {
+  const w = new BinaryWriter();
+  before?.(w);
+  for (const span of spans) w.tag(field, WireType.LengthDelimited).bytes(span);
+  return w.finish();
+}
+
+describe("span-wire: spans are stored in the bytes they arrived in", () => {
+  it("gives back each received span's own bytes, which decode to the span", () => {
+    const spans = [handWrittenSpan("a".repeat(16)), handWrittenSpan("b".repeat(16), 9)];
+    const bytes = requestBytes(1, spans);
+    const request = fromBinary(AddSpansRequestSchema, bytes);
+    rememberReceivedSpans(AddSpansRequestSchema, request, bytes);
+
+    request.spans.forEach((span, i) => {
+      const stored = encodeSpan(span);
+      expect(Buffer.from(stored)).toEqual(Buffer.from(spans[i]!));
+      expect(Buffer.from(stored)).not.toEqual(Buffer.from(toBinary(SpanSchema, span)));
+      expect(equals(SpanSchema, fromBinary(SpanSchema, stored), span)).toBe(true);
+    });
+  });
+
+  it("pairs spans with their bytes when other fields come between them", () => {
+    const spans = [handWrittenSpan("c".repeat(16)), handWrittenSpan("d".repeat(16))];
+    const w = new BinaryWriter();
+    w.tag(1, WireType.LengthDelimited).string("ro-1");
+    w.tag(7, WireType.LengthDelimited).bytes(spans[0]!);
+    w.tag(3, WireType.Varint).int32(AttemptStatus.SUCCEEDED);
+    w.tag(7, WireType.LengthDelimited).bytes(spans[1]!);
+    w.tag(2, WireType.LengthDelimited).string("at-1");
+    const bytes = w.finish();
+    const request = fromBinary(UpdateAttemptRequestSchema, bytes);
+    rememberReceivedSpans(UpdateAttemptRequestSchema, request, bytes);
+
+    expect(request.spans.map((span) => Buffer.from(encodeSpan(span)))).toEqual(spans.map((s) => Buffer.from(s)));
+  });
+
+  it("appends a sequence id assigned later, which decoders take over the received one; the original is untouched", () => {
+    const bytes = requestBytes(1, [handWrittenSpan("e".repeat(16)), handWrittenSpan("f".repeat(16), 4)]);
+    const request = fromBinary(AddSpansRequestSchema, bytes);
+    rememberReceivedSpans(AddSpansRequestSchema, request, bytes);
+
+    for (const [i, span] of request.spans.entries()) {
+      const copy = copySpan(span);
+      copy.sequenceId = 300 + i; // a multi-byte varint
+      const stored = encodeSpan(copy);
+      expect(stored.length).toBeGreaterThan(encodeSpan(span).length);
+      expect(equals(SpanSchema, fromBinary(SpanSchema, stored), copy)).toBe(true);
+      expect(fromBinary(SpanSchema, encodeSpan(span)).sequenceId).toBe(span.sequenceId);
+    }
+  });
+
+  it("encodes spans it has no bytes for: built in code, or copied without copySpan", () => {
+    const span = create(SpanSchema, { rolloutId: "ro-1", attemptId: "at-1", spanId: "g".repeat(16), sequenceId: 2 });
+    expect(encodeSpan(span)).toEqual(toBinary(SpanSchema, span));
+
+    const bytes = requestBytes(1, [handWrittenSpan("h".repeat(16))]);
+    const request = fromBinary(AddSpansRequestSchema, bytes);
+    rememberReceivedSpans(AddSpansRequestSchema, request, bytes);
+    const plainCopy = { ...request.spans[0]! };
+    expect(encodeSpan(plainCopy)).toEqual(toBinary(SpanSchema, plainCopy));
+  });
+});
