@@ -2,7 +2,8 @@
  * Store load generator: N simulated runners do the full lifecycle against a real `agl serve` process: the algorithm
  * enqueues in batches; each runner claims up to --dequeue-batch rollouts at once (its free slots) and, per rollout,
  * sends spans of ~1 KB in batches of --span-batch, the last batch riding with the UpdateAttempt that reports success.
- * Prints rollouts/s, spans/s, latency percentiles per RPC and the server's peak RSS.
+ * Prints rollouts/s, spans/s, latency percentiles per RPC and the server's peak RSS. A warm-up of --warmup rollouts
+ * (default 1000) runs first and is not counted: the figures are the steady state, not the JIT compiling the server.
  *
  * The server runs compiled (`make build` first; `make bench-store` does both), as it would in production.
  *
@@ -28,6 +29,7 @@ const { values: args } = parseArgs({
     backend: { type: "string", default: "memory" },
     runners: { type: "string", default: "64" },
     rollouts: { type: "string", default: "5000" },
+    warmup: { type: "string", default: "1000" },
     spans: { type: "string", default: "10" },
     "span-bytes": { type: "string", default: "1024" },
     "span-batch": { type: "string", default: "5" },
@@ -44,6 +46,7 @@ if (!(serverCount >= 1)) throw new Error("--servers must be at least 1");
 if (serverCount > 1 && args.backend !== "postgres") throw new Error("--servers above 1 needs --backend postgres");
 const runners = Number(args.runners);
 const total = Number(args.rollouts);
+const warmup = Number(args.warmup);
 const spansPerRollout = Number(args.spans);
 const spanBatch = Number(args["span-batch"]);
 const enqueueBatch = Number(args["enqueue-batch"]);
@@ -111,11 +114,8 @@ const rssTimer = setInterval(() => {
 
 let done = 0;
 let spansStored = 0;
-const serverCpuStart = serverCpuSeconds();
-const clientCpuStart = process.cpuUsage();
-const started = performance.now();
 
-async function enqueueAll() {
+async function enqueueAll(total: number) {
   for (let sent = 0; sent < total; sent += enqueueBatch) {
     const count = Math.min(enqueueBatch, total - sent);
     const rollouts = Array.from({ length: count }, (_, i) => ({ metadata: { task: sent + i } }));
@@ -148,7 +148,7 @@ async function runOne(client: (typeof clients)[number], rolloutId: string, attem
   done++;
 }
 
-async function runner(index: number) {
+async function runner(index: number, total: number) {
   const workerId = `bench-${index}`;
   // Runners are split evenly across the connections, and so across the servers.
   const client = clients[index % clients.length]!;
@@ -160,7 +160,19 @@ async function runner(index: number) {
   }
 }
 
-await Promise.all([enqueueAll(), ...Array.from({ length: runners }, (_, i) => runner(i))]);
+/** Runs `count` rollouts through every runner, from zeroed counters. */
+async function runPhase(count: number) {
+  done = 0;
+  spansStored = 0;
+  latencies.clear();
+  await Promise.all([enqueueAll(count), ...Array.from({ length: runners }, (_, i) => runner(i, count))]);
+}
+
+if (warmup > 0) await runPhase(warmup);
+const serverCpuStart = serverCpuSeconds();
+const clientCpuStart = process.cpuUsage();
+const started = performance.now();
+await runPhase(total);
 const seconds = (performance.now() - started) / 1000;
 const serverCpu = serverCpuSeconds() - serverCpuStart;
 const clientCpuUsage = process.cpuUsage(clientCpuStart);
@@ -169,7 +181,7 @@ clearInterval(rssTimer);
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
 console.log(
-  `backend=${args.backend} servers=${urls.length} connections=${clients.length} runners=${runners} dequeue-batch=${dequeueBatch} rollouts=${total} spans/rollout=${spansPerRollout} span-batch=${spanBatch}`,
+  `backend=${args.backend} servers=${urls.length} connections=${clients.length} runners=${runners} dequeue-batch=${dequeueBatch} rollouts=${total} (after ${warmup} warm-up) spans/rollout=${spansPerRollout} span-batch=${spanBatch}`,
 );
 console.log(`rollouts/s: ${(done / seconds).toFixed(0)}   spans/s: ${(spansStored / seconds).toFixed(0)}   wall: ${seconds.toFixed(2)} s`);
 for (const [name, list] of latencies) {
