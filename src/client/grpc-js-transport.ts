@@ -1,6 +1,6 @@
 import { create, type DescMessage, type DescMethod, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Transport } from "@connectrpc/connect";
-import { type ChannelCredentials, type ChannelOptions, Client, credentials, type ServiceError } from "@grpc/grpc-js";
+import { type ChannelCredentials, type ChannelOptions, Client, credentials, Metadata, type ServiceError } from "@grpc/grpc-js";
 import { headersToMetadata, metadataToHeaders } from "../wire/grpc-headers.js";
 
 export interface GrpcJsTransportOptions {
@@ -28,10 +28,16 @@ function callOptions(timeoutMs: number | undefined) {
 
 function codec<T extends DescMessage>(schema: T) {
   return {
-    serialize: (message: Parameters<typeof toBinary<T>>[1]) => Buffer.from(toBinary(schema, message)),
+    serialize: (message: Parameters<typeof toBinary<T>>[1]) => {
+      const bytes = toBinary(schema, message);
+      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    },
     deserialize: (bytes: Buffer) => fromBinary(schema, bytes),
   };
 }
+
+const metadataOf = (header: ConstructorParameters<typeof Headers>[0]) =>
+  header === undefined ? new Metadata() : headersToMetadata(new Headers(header));
 
 /** Creates a transport over one grpc-js channel; reuse it for every call. */
 export function createGrpcJsTransport(options: GrpcJsTransportOptions): GrpcJsTransport {
@@ -52,7 +58,7 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): GrpcJsTr
       const { deserialize } = codec(method.output);
       return new Promise((resolve, reject) => {
         if (signal?.aborted) return reject(new ConnectError("call aborted", Code.Canceled));
-        const metadata = headersToMetadata(new Headers(header));
+        const metadata = metadataOf(header);
         const call = client.makeUnaryRequest(pathOf(method), serialize, deserialize, request, metadata, callOptions(timeoutMs), (error, message) => {
           signal?.removeEventListener("abort", onAbort);
           if (error) reject(toConnectError(error));
@@ -71,7 +77,7 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): GrpcJsTr
       for await (const message of input) request = create(method.input, message);
       const { serialize } = codec(method.input);
       const { deserialize } = codec(method.output);
-      const metadata = headersToMetadata(new Headers(header));
+      const metadata = metadataOf(header);
       const call = client.makeServerStreamRequest(pathOf(method), serialize, deserialize, request as never, metadata, callOptions(timeoutMs));
       const onAbort = () => call.cancel();
       signal?.addEventListener("abort", onAbort, { once: true });
