@@ -72,6 +72,21 @@ describe("span-wire: spans are stored in the bytes they arrived in", () => {
     }
   });
 
+  it("keeps no bytes from a request that only decodes leniently: a known field with another wire type than its own", () => {
+    const span = handWrittenSpan("i".repeat(16));
+    // rollout_id (a string) tagged as a varint: protobuf-es still reads it as a string, a scan by wire type would not.
+    const lenient = new Uint8Array([
+      ...new BinaryWriter().tag(1, WireType.Varint).finish(),
+      4,
+      ...Buffer.from("ro-1"),
+      ...requestBytes(7, [span]),
+    ]);
+    const request = fromBinary(UpdateAttemptRequestSchema, lenient);
+    expect([request.rolloutId, request.spans.length]).toEqual(["ro-1", 1]);
+    rememberReceivedSpans(UpdateAttemptRequestSchema, request, lenient);
+    expect(encodeSpan(request.spans[0]!)).toEqual(toBinary(SpanSchema, request.spans[0]!));
+  });
+
   it("encodes spans it has no bytes for: built in code, or copied without copySpan", () => {
     const span = create(SpanSchema, { rolloutId: "ro-1", attemptId: "at-1", spanId: "g".repeat(16), sequenceId: 2 });
     expect(encodeSpan(span)).toEqual(toBinary(SpanSchema, span));

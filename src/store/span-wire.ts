@@ -1,13 +1,15 @@
 import { type DescField, type DescMessage, type Message, toBinary } from "@bufbuild/protobuf";
-import { BinaryReader, BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { WireType } from "@bufbuild/protobuf/wire";
 import { type Span, SpanSchema } from "../gen/agl/v1/types_pb.js";
+import { scanStrictBinary } from "../wire/strict-binary.js";
 
 /**
  * Spans keep the bytes they arrived in, so the SQL backends store those instead of encoding each span again: in
  * `bench/store` that encode was ~8 % of the server's CPU (1 KB spans), plus the garbage it made.
  *
- * The bytes are a view into the request, remembered per decoded span object; a copy made with {@link copySpan} shares
- * them. A sequence id the store assigned later is appended as one more field, which every protobuf decoder takes as
+ * The bytes are a view into the request, kept on the decoded span object under a symbol (not enumerable: spreads,
+ * clones and protobuf-es ignore it; a WeakMap instead cost more than it saved, its entries outliving the young
+ * spans); a copy made with {@link copySpan} shares them. A sequence id the store assigned later is appended as one more field, which every protobuf decoder takes as
  * the field's value (the last occurrence of a scalar field wins), so the stored binary decodes to exactly the span
  * that was stored. Spans built any other way (the proxy's, the Connect stack's) are encoded as before.
  */
@@ -17,9 +19,15 @@ interface Received {
   sequenceId: number;
 }
 
-const received = new WeakMap<Span, Received>();
+const received = Symbol("agl.receivedBytes");
+type WithReceived = Span & { [received]?: Received };
+
+function keep(span: Span, bytes: Received): void {
+  Object.defineProperty(span, received, { value: bytes });
+}
 const spanFields = new WeakMap<DescMessage, DescField | null>();
-const sequenceIdField = SpanSchema.field.sequenceId.number;
+/** `sequence_id` (field 3, a uint32) as a varint tag: one byte, since its number is below 16. */
+const sequenceIdTag = (SpanSchema.field.sequenceId.number << 3) | WireType.Varint;
 
 /** The top-level `repeated Span` field of a request type, if it has one. */
 function spanListField(schema: DescMessage): DescField | null {
@@ -36,8 +44,9 @@ function spanListField(schema: DescMessage): DescField | null {
 
 /**
  * Remembers the bytes of each span in a request that `bytes` decoded to (for request types with a top-level
- * `repeated Span` field; others are left alone). Each occurrence of a repeated message field is one element, in
- * order, so the field's occurrences pair with the decoded list one to one.
+ * `repeated Span` field; others are left alone). Only bytes every decoder reads as protobuf-es did are kept (see
+ * scanStrictBinary); otherwise the spans are encoded as usual. Each occurrence of a repeated message field is one
+ * element, in order, so the occurrences pair with the decoded list one to one.
  */
 export function rememberReceivedSpans(schema: DescMessage, message: Message, bytes: Uint8Array): void {
   const field = spanListField(schema);
@@ -45,32 +54,38 @@ export function rememberReceivedSpans(schema: DescMessage, message: Message, byt
   const spans = (message as unknown as Record<string, Span[]>)[field.localName];
   if (spans === undefined || spans.length === 0) return;
   const slices: Uint8Array[] = [];
-  const reader = new BinaryReader(bytes);
-  while (reader.pos < reader.len) {
-    const [number, wireType] = reader.tag();
-    if (number === field.number && wireType === WireType.LengthDelimited) slices.push(reader.bytes());
-    else reader.skip(wireType, number);
-  }
-  if (slices.length !== spans.length) return;
-  spans.forEach((span, i) => received.set(span, { bytes: slices[i]!, sequenceId: span.sequenceId }));
+  const strict = scanStrictBinary(schema, bytes, (f, value) => {
+    if (f === field) slices.push(value);
+  });
+  if (!strict || slices.length !== spans.length) return;
+  spans.forEach((span, i) => keep(span, { bytes: slices[i]!, sequenceId: span.sequenceId }));
 }
 
 /** A shallow copy of a span (to change its sequence id) that keeps the bytes it was received in. */
 export function copySpan(span: Span): Span {
   const copy = { ...span };
-  const bytes = received.get(span);
-  if (bytes) received.set(copy, bytes);
+  const bytes = (span as WithReceived)[received];
+  if (bytes) keep(copy, bytes);
   return copy;
 }
 
 /** The span's protobuf binary: its received bytes where it has them (only its sequence id may have changed since). */
 export function encodeSpan(span: Span): Uint8Array {
-  const original = received.get(span);
+  const original = (span as WithReceived)[received];
   if (original === undefined) return toBinary(SpanSchema, span);
   if (original.sequenceId === span.sequenceId) return original.bytes;
-  const sequenceId = new BinaryWriter().tag(sequenceIdField, WireType.Varint).uint32(span.sequenceId).finish();
-  const data = new Uint8Array(original.bytes.length + sequenceId.length);
-  data.set(original.bytes);
-  data.set(sequenceId, original.bytes.length);
-  return data;
+  // The tag and a varint of at most 5 bytes, written in place, into pooled memory: a BinaryWriter, or an ArrayBuffer
+  // of its own per span, cost as much again as the scan.
+  const { bytes } = original;
+  const data = Buffer.allocUnsafe(bytes.length + 6);
+  data.set(bytes);
+  let at = bytes.length;
+  data[at++] = sequenceIdTag;
+  let value = span.sequenceId >>> 0;
+  while (value > 0x7f) {
+    data[at++] = (value & 0x7f) | 0x80;
+    value >>>= 7;
+  }
+  data[at++] = value;
+  return data.subarray(0, at);
 }
