@@ -9,19 +9,11 @@ import { AttemptStatus, SpanSchema } from "../gen/agl/v1/types_pb.js";
 import { emptyIdPool, createMessageGenerator } from "../../test/support/fuzz/random-message.js";
 import { mutateBytes } from "../../test/support/fuzz/mutate.js";
 import { createPrng, fuzzSeed } from "../../test/support/fuzz/prng.js";
+import { handWrittenSpan as handWritten } from "../../test/support/hand-written-span.js";
 import { copySpan, encodeSpan, rememberReceivedSpans } from "./span-wire.js";
 
-/** A span written by hand, fields in reverse order and with an unknown field: bytes no encoder here would produce. */
-function handWrittenSpan(spanId: string, sequenceId = 0): Uint8Array {
-  const w = new BinaryWriter();
-  w.tag(99, WireType.LengthDelimited).string("from a newer client");
-  w.tag(7, WireType.LengthDelimited).string("llm.call");
-  w.tag(5, WireType.LengthDelimited).string(spanId);
-  if (sequenceId > 0) w.tag(3, WireType.Varint).uint32(sequenceId);
-  w.tag(2, WireType.LengthDelimited).string("at-1");
-  w.tag(1, WireType.LengthDelimited).string("ro-1");
-  return w.finish();
-}
+const handWrittenSpan = (spanId: string, sequenceId = 0) =>
+  handWritten({ rolloutId: "ro-1", attemptId: "at-1", spanId, name: "llm.call", sequenceId });
 
 function requestBytes(field: number, spans: Uint8Array[], before?: (w: BinaryWriter) => void): Uint8Array {
   const w = new BinaryWriter();

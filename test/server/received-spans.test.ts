@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AddSpansResponseSchema, UpdateAttemptRequestSchema } from "../../src/gen/agl/v1/store_pb.js";
 import { AttemptStatus, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
 import { startStoreServer, type StoreServer } from "../../src/server/index.js";
+import { handWrittenSpan } from "../support/hand-written-span.js";
 import { createSqliteBackend } from "../../src/store/sqlite-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 
@@ -57,17 +58,8 @@ describe("spans over gRPC are stored as received (SQLite)", () => {
     const rollout = await store.startRollout({});
     const [rolloutId, attemptId] = [rollout.rolloutId, rollout.latestAttempt!.attemptId];
     // Fields in reverse order and an unknown one: bytes no encoder of ours writes.
-    const spanBytes = (spanId: string, sequenceId: number) => {
-      const w = new BinaryWriter();
-      w.tag(99, WireType.LengthDelimited).string("from a newer client");
-      w.tag(7, WireType.LengthDelimited).string("tool.call");
-      w.tag(5, WireType.LengthDelimited).string(spanId);
-      if (sequenceId > 0) w.tag(3, WireType.Varint).uint32(sequenceId);
-      w.tag(4, WireType.LengthDelimited).string("0123456789abcdef0123456789abcdef");
-      w.tag(2, WireType.LengthDelimited).string(attemptId);
-      w.tag(1, WireType.LengthDelimited).string(rolloutId);
-      return w.finish();
-    };
+    const spanBytes = (spanId: string, sequenceId: number) =>
+      handWrittenSpan({ rolloutId, attemptId, spanId, name: "tool.call", sequenceId });
     const explicit = spanBytes("1".repeat(16), 500);
     const assigned = spanBytes("2".repeat(16), 0);
     const request = new BinaryWriter();
