@@ -7,11 +7,12 @@ import { scanStrictBinary } from "../wire/strict-binary.js";
  * Spans keep the bytes they arrived in, so the SQL backends store those instead of encoding each span again: in
  * `bench/store` that encode was ~8 % of the server's CPU (1 KB spans), plus the garbage it made.
  *
- * The bytes are a view into the request, kept on the decoded span object under a symbol (not enumerable: spreads,
- * clones and protobuf-es ignore it; a WeakMap instead cost more than it saved, its entries outliving the young
- * spans); a copy made with {@link copySpan} shares them. A sequence id the store assigned later is appended as one more field, which every protobuf decoder takes as
- * the field's value (the last occurrence of a scalar field wins), so the stored binary decodes to exactly the span
- * that was stored. Spans built any other way (the proxy's, the Connect stack's) are encoded as before.
+ * The bytes are a view into the request, kept on the decoded span object under a symbol that is not enumerable:
+ * spreads, clones and protobuf-es ignore it, and {@link copySpan} carries it over. (A WeakMap cost more than it saved:
+ * its entries outlive the young spans.) A sequence id the store assigned later is appended as one more field, which
+ * every protobuf decoder takes as the field's value (the last occurrence of a scalar field wins), so the stored binary
+ * decodes to exactly the span that was stored. Spans built any other way (the proxy's, the Connect stack's) are
+ * encoded as before.
  */
 interface Received {
   bytes: Uint8Array;
@@ -21,13 +22,13 @@ interface Received {
 
 const received = Symbol("agl.receivedBytes");
 type WithReceived = Span & { [received]?: Received };
+const spanFields = new WeakMap<DescMessage, DescField | null>();
+/** `sequence_id` (field 3, a uint32) as a varint tag: one byte, since its number is below 16. */
+const sequenceIdTag = (SpanSchema.field.sequenceId.number << 3) | WireType.Varint;
 
 function keep(span: Span, bytes: Received): void {
   Object.defineProperty(span, received, { value: bytes });
 }
-const spanFields = new WeakMap<DescMessage, DescField | null>();
-/** `sequence_id` (field 3, a uint32) as a varint tag: one byte, since its number is below 16. */
-const sequenceIdTag = (SpanSchema.field.sequenceId.number << 3) | WireType.Varint;
 
 /** The top-level `repeated Span` field of a request type, if it has one. */
 function spanListField(schema: DescMessage): DescField | null {
