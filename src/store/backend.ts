@@ -178,3 +178,6 @@ export const sortableFields = {
   ],
   resources: ["resources_id", "create_time", "update_time", "version"],
 } as const;
+
+/** The tables a query pages through. */
+export type TableName = keyof typeof sortableFields;

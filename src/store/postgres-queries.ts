@@ -1,6 +1,6 @@
-import { orderClause } from "./sql-order.js";
-import { type PageResult, type PageSpec, sortableFields } from "./backend.js";
+import type { PageResult, PageSpec, TableName } from "./backend.js";
 import { type Condition, Params, type SqlDialect, sqlFilters } from "./sql-filters.js";
+import { orderClause } from "./sql-order.js";
 
 /** Filters, sort and pagination SQL of the PostgreSQL backend (`$n` parameters). */
 
@@ -11,8 +11,6 @@ const postgres: SqlDialect = {
 };
 
 export const { rolloutWhere, attemptWhere, spanWhere, workerWhere, resourcesWhere } = sqlFilters(postgres);
-
-type TableName = keyof typeof sortableFields;
 
 /** Runs one statement and returns its rows; the backend supplies a runner that prepares statements by text. */
 export type Run = (text: string, values: unknown[]) => Promise<Array<Record<string, unknown>>>;

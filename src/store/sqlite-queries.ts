@@ -1,11 +1,9 @@
-import { orderClause } from "./sql-order.js";
 import type Database from "better-sqlite3";
-import { type PageResult, type PageSpec, sortableFields } from "./backend.js";
+import type { PageResult, PageSpec, TableName } from "./backend.js";
 import { type Condition, Params, type SqlDialect, sqlFilters } from "./sql-filters.js";
+import { orderClause } from "./sql-order.js";
 
 /** SQL for the queries of the SQLite backend: filters, order and pagination (`?` parameters). */
-
-export type TableName = keyof typeof sortableFields;
 
 const sqlite: SqlDialect = {
   placeholder: () => "?",

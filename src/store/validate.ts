@@ -2,7 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { Value } from "@bufbuild/protobuf/wkt";
 import type { Page, RolloutConfig } from "../gen/agl/v1/types_pb.js";
 import { AttemptStatus, SortOrder } from "../gen/agl/v1/types_pb.js";
-import { type PageSpec, sortableFields } from "./backend.js";
+import { type PageSpec, sortableFields, type TableName } from "./backend.js";
 import { invalidArgument } from "./errors.js";
 
 /** Bounds on request sizes; each has a default in `defaultLimits`. */
@@ -77,7 +77,7 @@ export function checkConfig(config: RolloutConfig | undefined, limits: StoreLimi
 }
 
 /** Validates a page request against a table's sortable fields and normalises it. */
-export function toPageSpec(page: Page | undefined, table: keyof typeof sortableFields, limits: StoreLimits): PageSpec {
+export function toPageSpec(page: Page | undefined, table: TableName, limits: StoreLimits): PageSpec {
   const limit = page?.limit ?? -1;
   if (!Number.isInteger(limit) || limit < -1 || limit > limits.pageLimit) {
     throw invalidArgument(`page.limit must be -1 (all) or between 0 and ${limits.pageLimit}, got ${limit}`);
