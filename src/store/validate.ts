@@ -99,41 +99,49 @@ export function toPageSpec(page: Page | undefined, table: TableName, limits: Sto
 export const maxJsonDepth = 32;
 
 /**
+ * Visits `root` and everything nested in it, depth first; `children` checks one node and names the nodes under it.
+ * Deeper than {@link maxJsonDepth} is INVALID_ARGUMENT.
+ */
+function walkJson<T>(root: T, field: string, children: (node: T, path: string) => Array<[T, string]>): void {
+  const stack: Array<[T, string, number]> = [[root, field, 0]];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [node, path, depth] = next;
+    if (depth > maxJsonDepth) throw invalidArgument(`${field}: nested deeper than ${maxJsonDepth} levels`);
+    for (const [child, childPath] of children(node, path)) stack.push([child, childPath, depth + 1]);
+  }
+}
+
+/**
  * A `google.protobuf.Value` that JSON can carry: a kind set at every level and only finite numbers. Anything else
  * would be stored but could never be read back over Connect JSON (or by the Python client's JSON conversions).
  */
 export function checkValue(value: Value | undefined, field: string): void {
   if (value === undefined) return;
-  const stack: Array<[Value, string, number]> = [[value, field, 0]];
-  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
-    const [v, path, depth] = next;
-    if (depth > maxJsonDepth) throw invalidArgument(`${field}: nested deeper than ${maxJsonDepth} levels`);
+  walkJson(value, field, (v, path): Array<[Value, string]> => {
     const kind = v.kind;
     switch (kind.case) {
       case undefined:
         throw invalidArgument(`${path}: a google.protobuf.Value needs one of null, number, string, bool, struct or list`);
       case "numberValue":
         if (!Number.isFinite(kind.value)) throw invalidArgument(`${path}: ${kind.value} is not a JSON number`);
-        break;
+        return [];
       case "structValue":
-        for (const [key, item] of Object.entries(kind.value.fields)) stack.push([item, `${path}.${key}`, depth + 1]);
-        break;
+        return Object.entries(kind.value.fields).map(([key, item]) => [item, `${path}.${key}`]);
       case "listValue":
-        kind.value.values.forEach((item, i) => stack.push([item, `${path}[${i}]`, depth + 1]));
-        break;
+        return kind.value.values.map((item, i) => [item, `${path}[${i}]`]);
+      default:
+        return [];
     }
-  }
+  });
 }
 
 /** A `google.protobuf.Struct` (a JSON object in protobuf-es) that JSON can carry: only finite numbers. */
 export function checkStruct(value: JsonObject | undefined, field: string): void {
   if (value === undefined) return;
-  const stack: Array<[unknown, string, number]> = [[value, field, 0]];
-  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
-    const [v, path, depth] = next;
-    if (depth > maxJsonDepth) throw invalidArgument(`${field}: nested deeper than ${maxJsonDepth} levels`);
+  walkJson<unknown>(value, field, (v, path) => {
     if (typeof v === "number" && !Number.isFinite(v)) throw invalidArgument(`${path}: ${v} is not a JSON number`);
-    if (Array.isArray(v)) v.forEach((item, i) => stack.push([item, `${path}[${i}]`, depth + 1]));
-    else if (v !== null && typeof v === "object") for (const [key, item] of Object.entries(v)) stack.push([item, `${path}.${key}`, depth + 1]);
-  }
+    if (Array.isArray(v)) return v.map((item, i) => [item, `${path}[${i}]`]);
+    if (v !== null && typeof v === "object") return Object.entries(v).map(([key, item]) => [item, `${path}.${key}`]);
+    return [];
+  });
 }
