@@ -1,15 +1,7 @@
 import type { ConnectError } from "@connectrpc/connect";
-import { createAsyncIterable, type UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { createAsyncIterable, encodeEnvelope, type UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, endStreamFlag, endStreamToJson, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-
-const enveloped = (flags: number, data: Uint8Array) => {
-  const out = new Uint8Array(5 + data.byteLength);
-  out[0] = flags;
-  new DataView(out.buffer).setUint32(1, data.byteLength);
-  out.set(data, 5);
-  return out;
-};
 
 /**
  * The answer carrying `error` in the protocol the request's content type names: a trailers-only response for gRPC
@@ -26,7 +18,7 @@ export function errorResponse(requestContentType: string, error: ConnectError): 
   if (type.startsWith("application/connect+")) {
     const end = new TextEncoder().encode(JSON.stringify(endStreamToJson(new Headers(), error, {})));
     const header = new Headers({ "content-type": type.startsWith("application/connect+json") ? "application/connect+json" : "application/connect+proto" });
-    return { status: 200, header, body: createAsyncIterable([enveloped(endStreamFlag, end)]) };
+    return { status: 200, header, body: createAsyncIterable([encodeEnvelope(endStreamFlag, end)]) };
   }
   const body = errorToJsonBytes(error, {});
   const header = new Headers({ "content-type": "application/json", "content-length": String(body.byteLength) });

@@ -1,5 +1,11 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { createAsyncIterable, readAllBytes, type UniversalHandler, type UniversalServerResponse } from "@connectrpc/connect/protocol";
+import {
+  createAsyncIterable,
+  encodeEnvelope,
+  readAllBytes,
+  type UniversalHandler,
+  type UniversalServerResponse,
+} from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { findTrailerError, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
@@ -81,12 +87,7 @@ async function* fixGrpcWebTrailer(body: AsyncIterable<Uint8Array>): AsyncIterabl
       yield chunk;
       continue;
     }
-    const data = trailerSerialize(setTrailerStatus(trailer, corrected));
-    const envelope = new Uint8Array(5 + data.byteLength);
-    envelope[0] = trailerFlag;
-    new DataView(envelope.buffer).setUint32(1, data.byteLength);
-    envelope.set(data, 5);
-    yield envelope;
+    yield encodeEnvelope(trailerFlag, trailerSerialize(setTrailerStatus(trailer, corrected)));
   }
 }
 
