@@ -1,12 +1,24 @@
-import { randomBytes } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 
-const hex = (chars: number) => randomBytes(Math.ceil(chars / 2)).toString("hex").slice(0, chars);
+// Random bytes are drawn 4 KiB at a time: one call into the system's generator per hundreds of ids (the store mints
+// a rollout and an attempt id per rollout, the proxy a span id and often a trace id per call), where `randomBytes()`
+// made one per id.
+const pool = Buffer.alloc(4096);
+let offset = pool.length;
+
+/** `bytes` cryptographically random bytes, as lowercase hex. */
+export function randomHex(bytes: number): string {
+  if (offset + bytes > pool.length) {
+    randomFillSync(pool);
+    offset = 0;
+  }
+  offset += bytes;
+  return pool.toString("hex", offset - bytes, offset);
+}
 
 /** `ro-` + 12 hex characters. */
-export const newRolloutId = () => `ro-${hex(12)}`;
+export const newRolloutId = () => `ro-${randomHex(6)}`;
 /** `at-` + 8 hex characters. */
-export const newAttemptId = () => `at-${hex(8)}`;
+export const newAttemptId = () => `at-${randomHex(4)}`;
 /** `rs-` + 12 hex characters. */
-export const newResourcesId = () => `rs-${hex(12)}`;
-/** A fresh group id for rollouts sampled from one task. */
-export const newGroupId = () => `gr-${hex(12)}`;
+export const newResourcesId = () => `rs-${randomHex(6)}`;
