@@ -124,9 +124,12 @@ class PolicyBackend(Protocol):
         ...
 
     async def before_update(self) -> None:
-        """Generation is over for this step (pause or drain engines). A backend may also have an ``after_update()``
-        coroutine: the loop then calls it once the step's update is over — done, skipped (nothing to train), failed
-        or cancelled — to undo what this did (``VerlBackend`` resumes the LLM proxy it paused)."""
+        """Generation is over for this step (pause or drain engines)."""
+        ...
+
+    async def after_update(self) -> None:
+        """The step's update is over (done, skipped for want of rows, failed or cancelled): undo what
+        ``before_update`` did (``VerlBackend`` resumes the LLM proxy it paused)."""
         ...
 
     async def update(self, data: DataProto) -> dict[str, float]:
@@ -217,13 +220,13 @@ class TrainingLoop:
             f"{step}): they are trained again"
         )
 
+    def _due(self, freq: int, steps_done: int) -> bool:
+        """VERL's cadence for ``save_freq`` and ``test_freq``: ``freq > 0`` and a multiple of it, or the last step."""
+        return freq > 0 and steps_done > 0 and (steps_done % freq == 0 or steps_done >= self.config.total_steps)
+
     def saves_after(self, steps_done: int) -> bool:
-        """Whether the loop checkpoints once ``steps_done`` steps are trained (VERL's ``trainer.save_freq``:
-        ``save_freq > 0`` and a multiple of it, or the last step)."""
-        cfg = self.config
-        if cfg.save_freq <= 0 or steps_done <= 0:
-            return False
-        return steps_done % cfg.save_freq == 0 or steps_done >= cfg.total_steps
+        """Whether the loop checkpoints once ``steps_done`` steps are trained (VERL's ``trainer.save_freq``)."""
+        return self._due(self.config.save_freq, steps_done)
 
     def _history_steps(self) -> set[int]:
         if self.ckpt is None or not (self.ckpt / "history.jsonl").exists():
@@ -347,12 +350,8 @@ class TrainingLoop:
     # -- validation --------------------------------------------------------------------------------------------
 
     def validates_after(self, steps_done: int) -> bool:
-        """Whether validation runs once ``steps_done`` steps are trained (VERL: ``test_freq > 0`` and a multiple of
-        it, or the last step)."""
-        cfg = self.config
-        if not self.val_dataset or cfg.test_freq <= 0 or steps_done <= 0:
-            return False
-        return steps_done % cfg.test_freq == 0 or steps_done >= cfg.total_steps
+        """Whether validation runs once ``steps_done`` steps are trained (VERL's ``trainer.test_freq``)."""
+        return bool(self.val_dataset) and self._due(self.config.test_freq, steps_done)
 
     async def validate(self) -> ValidationResult:
         """Runs the validation set against the current policy: ``val_n`` rollouts of mode ``val`` per task (one
@@ -446,12 +445,14 @@ class TrainingLoop:
         timings["before_update"] = time.perf_counter() - t
         try:
             result = await self._train(step, samples, timings)
-        finally:
-            # The backend's chance to undo before_update (resume a paused proxy) whether the step trained, was
-            # skipped, failed or was cancelled.
-            after = getattr(self.backend, "after_update", None)
-            if after is not None:
-                await after()
+        except BaseException:
+            # The step's own error is what the caller sees: failing to undo before_update too is only logged.
+            try:
+                await self.backend.after_update()
+            except Exception as error:  # noqa: BLE001 - reported, not raised over the step's error
+                self.log(f"[agl] {error}")
+            raise
+        await self.backend.after_update()
         self.step += 1
         t = time.perf_counter()
         await self.publish()
@@ -531,9 +532,7 @@ class TrainingLoop:
         and trains until ``total_steps``, validating every ``test_freq`` steps."""
         cfg = self.config
         self.resume()
-        start = getattr(self.backend, "start", None)
-        if start is not None:
-            await start()
+        await self.backend.start()
         version = await self.publish()
         self.log(f"[agl] published {cfg.resources_id} v{version}; training from step {self.step}")
         if self.val_dataset and (cfg.val_before_train or cfg.val_only):

@@ -105,6 +105,9 @@ class RecordingBackend:
     async def before_update(self) -> None:
         return None
 
+    async def after_update(self) -> None:
+        return None
+
     async def update(self, data: Any) -> dict[str, float]:
         self.trained.append([str(r) for r in data.non_tensor_batch["rollout_id_list"]])
         await asyncio.sleep(0)

@@ -260,3 +260,27 @@ async def test_validation_rollouts_in_flight_are_cancelled_when_the_trainer_stop
         statuses = [types_pb2.RolloutStatus.Name(r.status) for r in await all_rollouts(client)]
     assert statuses == ["ROLLOUT_STATUS_CANCELLED"] * 4
     assert "[agl] stopping: cancelled 4 validation rollouts not finished yet" in logs
+
+
+async def test_a_failed_update_is_the_error_the_caller_sees_even_when_after_update_fails_too(store_address):
+    """The loop undoes ``before_update`` after a failed step; if that fails as well (say, the proxy is gone), it is
+    logged and the step's own error still reaches the caller."""
+
+    class Failing(RecordingBackend):
+        async def update(self, data):
+            raise RuntimeError("actor update failed")
+
+        async def after_update(self) -> None:
+            raise RuntimeError("could not resume the LLM proxy")
+
+    agents = ScriptedAgents(store_address, "res-f")
+    task = asyncio.create_task(agents.run())
+    logs: list[str] = []
+    try:
+        async with StoreClient(store_address) as client:
+            loop = TrainingLoop(client, Failing(), [{"rewards": [1.0, 0.0]}] * 2, _config("res-f"), log=logs.append)
+            with pytest.raises(RuntimeError, match="actor update failed"):
+                await loop.run()
+    finally:
+        task.cancel()
+    assert any("could not resume the LLM proxy" in line for line in logs)

@@ -29,15 +29,10 @@ from verl.trainer.ppo.ray_trainer import RayPPOTrainer  # noqa: E402
 from agl_bridge.advantage import compute_rollout_level_advantage  # noqa: E402
 from agl_bridge.dataproto import ConvertOptions, to_dataproto  # noqa: E402
 from agl_bridge.proxy_admin import ProxyAdmin, ProxyAdminError, admin_base_url  # noqa: E402
+from agl_bridge.task_files import load_tasks  # noqa: E402
 from agl_bridge.triplets import RolloutSamples, Triplet  # noqa: E402
 from agl_bridge.verl import VerlBackend, compose_config  # noqa: E402
-from agl_bridge.verl.trainer import (  # noqa: E402
-    AglRayPPOTrainer,
-    AglTaskRunner,
-    load_tasks,
-    loop_config,
-    val_sampling,
-)
+from agl_bridge.verl.trainer import AglRayPPOTrainer, AglTaskRunner, loop_config, val_sampling  # noqa: E402
 
 
 def test_config_composes_on_top_of_verl_ppo_trainer():

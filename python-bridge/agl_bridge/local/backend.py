@@ -53,6 +53,9 @@ class LocalBackend:
         # The update runs on the policy's thread after queued generations: nothing to drain.
         return None
 
+    async def after_update(self) -> None:
+        return None
+
     async def update(self, data: DataProto) -> dict[str, float]:
         return await self.policy.update(data)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from agl_bridge.local.server import PolicyServer
 from agl_bridge.local.warmup import warmup
 from agl_bridge.loop import LoopConfig, TrainingLoop
 from agl_bridge.plot import reward_plot
+from agl_bridge.task_files import load_tasks
 
 __all__ = ["LocalTrainerOptions", "run_local_trainer"]
 
@@ -71,14 +71,9 @@ def _log(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _read_jsonl(path: str) -> list[Any]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def _dataset(options: LocalTrainerOptions) -> list[Any]:
     if options.dataset:
-        return _read_jsonl(options.dataset)
+        return load_tasks(options.dataset)
     if options.task != "kind":
         raise SystemExit(f"unknown built-in task {options.task!r} (kind); give --dataset for your own")
     return tasks.make_tasks(4096, seed=options.seed + 7)
@@ -87,7 +82,7 @@ def _dataset(options: LocalTrainerOptions) -> list[Any]:
 def _val_dataset(options: LocalTrainerOptions) -> list[Any]:
     """``--val-dataset``, or ``--val-tasks`` tasks of the built-in task (drawn with another seed)."""
     if options.val_dataset:
-        return _read_jsonl(options.val_dataset)
+        return load_tasks(options.val_dataset)
     if options.val_tasks > 0:
         if options.dataset:
             raise SystemExit("--val-tasks draws built-in tasks; with your own --dataset give --val-dataset")

@@ -96,10 +96,7 @@ class VerlBackend:
         """Pushes the actor's weights to the replicas and wakes them, as VERL's own ``fit`` does before anything
         else: ``init_workers`` leaves them asleep (and ``load_format: dummy`` starts them with random weights), so
         neither the first step nor a validation before training could be served otherwise."""
-        await asyncio.get_running_loop().run_in_executor(None, self.start_sync)
-
-    def start_sync(self) -> None:
-        self.trainer.checkpoint_manager.update_weights(self.trainer.global_steps)
+        await asyncio.to_thread(self.trainer.checkpoint_manager.update_weights, self.trainer.global_steps)
 
     async def before_update(self) -> None:
         """Pauses the LLM proxy and drains it, so that no call reaches a replica between ``sleep_replicas`` and the
