@@ -319,18 +319,14 @@ class TrainingLoop:
         finished = await self.client.wait_for_rollouts(ids, timeout)
         done = {r.rollout_id for r in finished}
         late = [r for r in ids if r not in done]
-        for rollout_id in late:
-            try:
-                await self.client.update_rollout(rollout_id, status="cancelled")
-            except Exception as error:  # noqa: BLE001 - a rollout that finished meanwhile cannot be cancelled
-                self.log(f"[agl] could not cancel {rollout_id}: {error}")
         if late:
-            self.log(f"[agl] {len(late)} rollouts did not finish within {timeout:.0f} s: cancelled")
+            cancelled = await self._cancel_rollouts(late)
+            self.log(f"[agl] {len(late)} rollouts did not finish within {timeout:.0f} s: {cancelled} cancelled")
         return [r for r in ids if r in done]
 
-    async def _cancel_rollouts(self, ids: Sequence[str], timeout: float = 10.0) -> None:
-        """Marks ``ids`` cancelled, concurrently and for at most ``timeout`` seconds (those already finished refuse,
-        quietly)."""
+    async def _cancel_rollouts(self, ids: Sequence[str], timeout: float = 10.0) -> int | None:
+        """Marks ``ids`` cancelled, concurrently and for at most ``timeout`` seconds; returns how many it cancelled
+        (those finished meanwhile refuse, quietly), or None when it could not finish (the error is logged)."""
         limit = asyncio.Semaphore(32)
 
         async def cancel(rollout_id: str) -> bool:
@@ -342,10 +338,10 @@ class TrainingLoop:
                     return False
 
         try:
-            done = await asyncio.wait_for(asyncio.gather(*(cancel(r) for r in ids)), timeout)
-            self.log(f"[agl] stopping: cancelled {sum(done)} validation rollouts not finished yet")
-        except Exception as error:  # noqa: BLE001 - best effort on the way out (TimeoutError included)
-            self.log(f"[agl] stopping: could not cancel the validation rollouts ({error!r})")
+            return sum(await asyncio.wait_for(asyncio.gather(*(cancel(r) for r in ids)), timeout))
+        except Exception as error:  # noqa: BLE001 - best effort (TimeoutError included)
+            self.log(f"[agl] could not cancel {len(ids)} rollouts ({error!r})")
+            return None
 
     # -- validation --------------------------------------------------------------------------------------------
 
@@ -385,7 +381,9 @@ class TrainingLoop:
             # The trainer is stopping (Ctrl-C, a cancelled task): a resumed trainer validates afresh and never reads
             # these, so the runners should not spend their time on them. (Training rollouts stay: pending.json
             # hands them to the resumed step.)
-            await self._cancel_rollouts(ids)
+            cancelled = await self._cancel_rollouts(ids)
+            if cancelled is not None:
+                self.log(f"[agl] stopping: cancelled {cancelled} validation rollouts not finished yet")
             raise
         samples = await collect_rollouts(self.client, finished, cfg.collect_timeout, kind=cfg.triplet_source)
         metrics = val_metrics(self.val_dataset, group_ids, samples, reward_fillna=cfg.reward_fillna)

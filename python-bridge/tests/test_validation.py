@@ -284,3 +284,15 @@ async def test_a_failed_update_is_the_error_the_caller_sees_even_when_after_upda
     finally:
         task.cancel()
     assert any("could not resume the LLM proxy" in line for line in logs)
+
+
+async def test_rollouts_that_outlast_rollout_timeout_are_cancelled_and_left_out(store_address):
+    logs: list[str] = []
+    async with StoreClient(store_address) as client:
+        loop = TrainingLoop(client, RecordingBackend(), [{}], _config("res-late", n=3), log=logs.append)
+        await loop.publish()
+        ids = await loop._enqueue(0)  # no runner claims them
+        assert await loop._wait(ids, timeout=0.5) == []
+        statuses = {r.rollout_id: r.status for r in await all_rollouts(client) if r.rollout_id in set(ids)}
+    assert len(ids) == 6 and set(statuses.values()) == {6}  # ROLLOUT_STATUS_CANCELLED
+    assert "[agl] 6 rollouts did not finish within 0 s: 6 cancelled" in logs
