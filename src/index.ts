@@ -40,8 +40,10 @@ export { proxyBaseUrl, bindResource, bindResources } from "./proxy/binding.js";
 
 /** Adapters: spans → trace tree → LLM calls → triplets (transition or trajectory), and the messages view. */
 export { spansToTriplets, createTripletAdapter } from "./adapter/spans-to-triplets.js";
-export type { TripletAdapter, TripletAdapterOptions, AdaptedSpans, TripletStats } from "./adapter/spans-to-triplets.js";
-export type { Triplet, MismatchKind } from "./adapter/triplets.js";
+export type { TripletAdapter, TripletAdapterOptions, TripletRollout, AdaptedSpans } from "./adapter/spans-to-triplets.js";
+export type { MismatchKind } from "./adapter/triplets.js";
+/** One definition of a triplet: the `agl.v1` messages the adapter builds and the `TripletService` sends. */
+export type { Triplet, TripletStats, RolloutTriplets } from "./gen/agl/v1/triplets_pb.js";
 export { spansToMessages } from "./adapter/messages-view.js";
 export type { MessagesView, CallConversation } from "./adapter/messages-view.js";
 export type { ChatMessage } from "./adapter/chat-messages.js";

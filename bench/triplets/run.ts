@@ -18,7 +18,6 @@ import { startStoreServer } from "../../src/server/store-server.js";
 import { createMemoryBackend } from "../../src/store/memory-backend.js";
 import { createStore } from "../../src/store/store.js";
 import { createTripletClient } from "../../src/triplets/triplet-client.js";
-import { createTripletService } from "../../src/triplets/triplet-service.js";
 
 const { values: args } = parseArgs({
   options: { rollouts: { type: "string", default: "2000" }, prompt: { type: "string", default: "600" }, response: { type: "string", default: "60" } },
@@ -29,7 +28,7 @@ const responseLength = Number(args.response);
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 
 const store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: 0 });
-const server = await startStoreServer({ store, port: 0, extraServices: [createTripletService({ store })] });
+const server = await startStoreServer({ store, port: 0 });
 
 const ids = (n: number, seed: number) => Array.from({ length: n }, (_, i) => 100 + ((seed * 7919 + i * 31) % 150_000));
 for (let done = 0; done < total; done += 200) {

@@ -1,10 +1,12 @@
-import type { Span } from "../gen/agl/v1/types_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { type Triplet, type TripletStats, TripletStatsSchema } from "../gen/agl/v1/triplets_pb.js";
+import type { Rollout, Span } from "../gen/agl/v1/types_pb.js";
 import { findLlmCalls } from "./llm-calls.js";
 import type { LlmCallRecognizer } from "./recognizers.js";
 import { repairHierarchy } from "./repair-hierarchy.js";
 import { finalReward, matchRewards, type RewardMatchPolicy } from "./rewards.js";
 import { buildTraceTree } from "./trace-tree.js";
-import { buildTrajectories, buildTransitions, hasTokenIds, type MismatchKind, type Triplet } from "./triplets.js";
+import { buildTrajectories, buildTransitions, hasTokenIds, type TripletContext } from "./triplets.js";
 
 /** Options of {@link spansToTriplets}. */
 export interface TripletAdapterOptions {
@@ -22,32 +24,29 @@ export interface TripletAdapterOptions {
   recognizers?: readonly LlmCallRecognizer[];
 }
 
-/** Counters of one adaptation; `mismatches` only in trajectory mode. */
-export interface TripletStats {
-  spans: number;
-  llmCalls: number;
-  duplicateCalls: number;
-  callsWithoutTokenIds: number;
-  failedCalls: number;
-  mismatches: Partial<Record<MismatchKind, number>>;
-  unmatchedRewards: number;
-  logprobMismatches: number;
-}
+/** The rollout the spans belong to: what they do not say themselves (group, the rollout's resources snapshot). */
+export type TripletRollout = Pick<Rollout, "groupId" | "resourcesId">;
 
-/** The triplets of one attempt's spans. */
+/** The triplets of one attempt's spans, as the `agl.v1` messages the `TripletService` sends. */
 export interface AdaptedSpans {
   triplets: Triplet[];
   /** The last reward span's value, if any. */
   finalReward: number | undefined;
+  /** Counters of the adaptation; `mismatches` only in trajectory mode. */
   stats: TripletStats;
 }
 
 /**
  * Turns one attempt's spans into training samples: builds the trace tree (sequence-id order), repairs the
  * hierarchy, finds and deduplicates LLM calls, matches rewards, and builds transition or trajectory samples from the
- * recorded token ids only.
+ * recorded token ids only. This is the only code that turns spans into triplets; every consumer (the
+ * `TripletService`, the Python trainers through it) reads its output.
  */
-export function spansToTriplets(spans: readonly Span[], options: TripletAdapterOptions = {}): AdaptedSpans {
+export function spansToTriplets(
+  spans: readonly Span[],
+  options: TripletAdapterOptions = {},
+  rollout: TripletRollout = { groupId: "", resourcesId: "" },
+): AdaptedSpans {
   const tree = buildTraceTree(spans);
   if (options.repairHierarchy ?? true) repairHierarchy(tree, options.recognizers);
   const found = findLlmCalls(tree, {
@@ -59,11 +58,12 @@ export function spansToTriplets(spans: readonly Span[], options: TripletAdapterO
   for (const call of found.calls) if (call.failed) failedCalls++;
   const usable = found.calls.filter(hasTokenIds);
   const unmatchedRewards = matchRewards(options.rewardMatch ?? "first_occurrence", usable, found.rewards);
-  const build = options.mode === "trajectory" ? buildTrajectories(usable) : buildTransitions(usable);
+  const context: TripletContext = { groupId: rollout.groupId, resourcesId: rollout.resourcesId, finalReward: finalReward(found.rewards) };
+  const build = options.mode === "trajectory" ? buildTrajectories(usable, context) : buildTransitions(usable, context);
   return {
     triplets: build.triplets,
-    finalReward: finalReward(found.rewards),
-    stats: {
+    finalReward: context.finalReward,
+    stats: create(TripletStatsSchema, {
       spans: spans.length,
       llmCalls: found.calls.length,
       duplicateCalls: found.duplicates,
@@ -72,17 +72,17 @@ export function spansToTriplets(spans: readonly Span[], options: TripletAdapterO
       mismatches: build.mismatches,
       unmatchedRewards,
       logprobMismatches: build.logprobMismatches,
-    },
+    }),
   };
 }
 
 /** A reusable adapter with fixed options: `adapter.adapt(spans)`. */
 export interface TripletAdapter {
   readonly options: Readonly<TripletAdapterOptions>;
-  adapt(spans: readonly Span[]): AdaptedSpans;
+  adapt(spans: readonly Span[], rollout?: TripletRollout): AdaptedSpans;
 }
 
 /** Creates a {@link TripletAdapter}. */
 export function createTripletAdapter(options: TripletAdapterOptions = {}): TripletAdapter {
-  return { options, adapt: (spans) => spansToTriplets(spans, options) };
+  return { options, adapt: (spans, rollout) => spansToTriplets(spans, options, rollout) };
 }

@@ -1,29 +1,20 @@
+import { create } from "@bufbuild/protobuf";
+import { type Triplet, TripletSchema } from "../gen/agl/v1/triplets_pb.js";
 import type { LlmCall } from "./llm-calls.js";
-
-/** One training sample built from one or more LLM calls. */
-export interface Triplet {
-  /** Position of the first merged call among the calls that have token ids (0-based). */
-  turnIndex: number;
-  turnCount: number;
-  promptTokenIds: number[];
-  responseTokenIds: number[];
-  /** Per response token: 1 = sampled by the model, 0 = inserted between calls (observation). */
-  responseMask: number[];
-  /** Per response token (0 on masked ones) when every merged call had aligned logprobs; else empty. */
-  logprobs: number[];
-  /** Matched reward of the last merged call that has one. */
-  reward: number | undefined;
-  resourcesId: string;
-  resourcesVersion: number;
-  model: string;
-  spanIds: string[];
-  responseId: string;
-}
 
 /** Why a call could not continue the previous sample (trajectory mode). */
 export type MismatchKind = "prompt_changed" | "response_changed" | "context_truncated" | "resources_changed" | "model_changed";
 
-/** Samples plus what was counted while building them. */
+/** What every sample of one attempt shares and its spans do not say. */
+export interface TripletContext {
+  groupId: string;
+  /** The rollout's resources snapshot: the one a call was served by when its span does not name one. */
+  resourcesId: string;
+  /** The attempt's last reward span's value. */
+  finalReward: number | undefined;
+}
+
+/** Samples (`agl.v1.Triplet` messages, ready to send) plus what was counted while building them. */
 export interface TripletBuild {
   triplets: Triplet[];
   mismatches: Partial<Record<MismatchKind, number>>;
@@ -41,8 +32,14 @@ function alignedLogprobs(call: TokenCall): number[] | undefined {
   return call.logprobs !== undefined && call.logprobs.length === call.responseIds.length ? call.logprobs : undefined;
 }
 
-function start(call: TokenCall, turnIndex: number, logprobs: number[] | undefined): Triplet {
-  return {
+const resourcesOf = (call: TokenCall, context: TripletContext) => call.resourcesId || context.resourcesId;
+
+function start(call: TokenCall, turnIndex: number, logprobs: number[] | undefined, context: TripletContext): Triplet {
+  const span = call.node.span;
+  return create(TripletSchema, {
+    rolloutId: span.rolloutId,
+    attemptId: span.attemptId,
+    groupId: context.groupId,
     turnIndex,
     turnCount: 1,
     promptTokenIds: call.promptIds,
@@ -50,21 +47,22 @@ function start(call: TokenCall, turnIndex: number, logprobs: number[] | undefine
     responseMask: new Array<number>(call.responseIds.length).fill(1),
     logprobs: logprobs ? [...logprobs] : [],
     reward: call.reward,
-    resourcesId: call.resourcesId,
+    finalReward: context.finalReward,
+    resourcesId: resourcesOf(call, context),
     resourcesVersion: call.resourcesVersion,
     model: call.model,
-    spanIds: [call.node.span.spanId],
+    spanIds: [span.spanId],
     responseId: call.responseId ?? "",
-  };
+  });
 }
 
 /** Transition mode: one sample per call, in order. */
-export function buildTransitions(calls: readonly TokenCall[]): TripletBuild {
+export function buildTransitions(calls: readonly TokenCall[], context: TripletContext): TripletBuild {
   let logprobMismatches = 0;
   const triplets = calls.map((call, i) => {
     const logprobs = alignedLogprobs(call);
     if (call.logprobs && !logprobs) logprobMismatches++;
-    return start(call, i, logprobs);
+    return start(call, i, logprobs, context);
   });
   return { triplets, mismatches: {}, logprobMismatches };
 }
@@ -75,7 +73,7 @@ export function buildTransitions(calls: readonly TokenCall[]): TripletBuild {
  * (tool output, the next user turn) are appended with mask 0 and logprob 0, then the new response with mask 1.
  * Anything else starts a new sample and is counted by kind.
  */
-export function buildTrajectories(calls: readonly TokenCall[]): TripletBuild {
+export function buildTrajectories(calls: readonly TokenCall[], context: TripletContext): TripletBuild {
   const triplets: Triplet[] = [];
   const mismatches: Partial<Record<MismatchKind, number>> = {};
   let logprobMismatches = 0;
@@ -84,11 +82,11 @@ export function buildTrajectories(calls: readonly TokenCall[]): TripletBuild {
   calls.forEach((call, i) => {
     const logprobs = alignedLogprobs(call);
     if (call.logprobs && !logprobs) logprobMismatches++;
-    const kind = current ? continuation(current, call) : undefined;
+    const kind = current ? continuation(current, call, context) : undefined;
     if (current && kind === undefined) {
-      const context = current.promptTokenIds.length + current.responseTokenIds.length;
-      const observation = call.promptIds.length - context;
-      for (let k = context; k < call.promptIds.length; k++) current.responseTokenIds.push(call.promptIds[k] as number);
+      const seen = current.promptTokenIds.length + current.responseTokenIds.length;
+      const observation = call.promptIds.length - seen;
+      for (let k = seen; k < call.promptIds.length; k++) current.responseTokenIds.push(call.promptIds[k] as number);
       for (let k = 0; k < observation; k++) current.responseMask.push(0);
       for (const id of call.responseIds) current.responseTokenIds.push(id);
       for (let k = 0; k < call.responseIds.length; k++) current.responseMask.push(1);
@@ -106,7 +104,7 @@ export function buildTrajectories(calls: readonly TokenCall[]): TripletBuild {
       return;
     }
     if (kind !== undefined) mismatches[kind] = (mismatches[kind] ?? 0) + 1;
-    current = start(call, i, logprobs);
+    current = start(call, i, logprobs, context);
     hasLogprobs = logprobs !== undefined;
     triplets.push(current);
   });
@@ -114,7 +112,7 @@ export function buildTrajectories(calls: readonly TokenCall[]): TripletBuild {
 }
 
 /** Undefined when `call` continues `sample`; otherwise why not. */
-function continuation(sample: Triplet, call: TokenCall): MismatchKind | undefined {
+function continuation(sample: Triplet, call: TokenCall, context: TripletContext): MismatchKind | undefined {
   const prompt = sample.promptTokenIds;
   const response = sample.responseTokenIds;
   const next = call.promptIds;
@@ -128,6 +126,6 @@ function continuation(sample: Triplet, call: TokenCall): MismatchKind | undefine
     if (next[at] !== response[k]) return "response_changed";
   }
   if (call.model !== sample.model) return "model_changed";
-  if (call.resourcesId !== sample.resourcesId || call.resourcesVersion !== sample.resourcesVersion) return "resources_changed";
+  if (resourcesOf(call, context) !== sample.resourcesId || call.resourcesVersion !== sample.resourcesVersion) return "resources_changed";
   return undefined;
 }

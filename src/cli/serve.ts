@@ -4,7 +4,6 @@ import { createOtlpTracesHandler } from "../otlp/otlp-route.js";
 import { startStoreServer } from "../server/store-server.js";
 import { createMemoryBackend } from "../store/memory-backend.js";
 import { createStore, type Store } from "../store/store.js";
-import { createTripletService } from "../triplets/triplet-service.js";
 import type { ServeArgs } from "./serve-args.js";
 
 /**
@@ -43,7 +42,6 @@ export async function serve(args: ServeArgs): Promise<number> {
         ...(proxy ? { next: (req, res) => proxy.handle(req, res) } : {}),
       }),
       ...(tls === undefined ? {} : { tls }),
-      extraServices: [createTripletService({ store })],
     });
   } catch (error) {
     await proxy?.close();

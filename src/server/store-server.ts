@@ -11,6 +11,8 @@ import { createHttpServer, type HttpFallback } from "./http-handler.js";
 import { createReflectionServices } from "./reflection-service.js";
 import type { ServiceRegistration } from "./service-registration.js";
 import { createStoreServices } from "./store-services.js";
+import { createTripletService } from "../triplets/triplet-service.js";
+import type { StreamTripletsOptions } from "../triplets/stream-triplets.js";
 import { trackHttpConnections } from "./http-connections.js";
 import { useNodeTextEncoding } from "../wire/node-text-encoding.js";
 import { rememberReceivedSpans } from "../store/span-wire.js";
@@ -33,6 +35,8 @@ export interface StoreServerOptions {
   logger?: ServerLogger;
   /** How long `close()` lets calls in progress finish before cutting connections. Default: 5 s. */
   shutdownGraceMs?: number;
+  /** How the `TripletService` (always served: trainers read triplets, never spans) polls and pages the store. */
+  triplets?: StreamTripletsOptions;
   /** Further connect-style services, served on both stacks and behind the token like the store services. */
   extraServices?: readonly ServiceRegistration[];
   /** Plain HTTP/1.1 requests no RPC route matches (OTLP `/v1/traces`, the LLM proxy); default: 404. */
@@ -53,7 +57,8 @@ export interface StoreServer {
 
 /**
  * Serves `store` on one port: native gRPC (grpc-js) for HTTP/2 connections, and Connect, gRPC-Web and JSON
- * (connect-node) for HTTP/1.1 ones; with `grpc.health.v1.Health` on both and server reflection on gRPC.
+ * (connect-node) for HTTP/1.1 ones: `LightningStore`, `ResourceService` and `TripletService` (triplets built from the
+ * store's spans by the TypeScript adapter), with `grpc.health.v1.Health` on both and server reflection on gRPC.
  */
 export async function startStoreServer(options: StoreServerOptions): Promise<StoreServer> {
   useNodeTextEncoding();
@@ -62,7 +67,11 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
   const logger = options.logger ?? consoleLogger;
   const shutdown = new AbortController();
 
-  const services = [...createStoreServices(options.store), ...(options.extraServices ?? [])];
+  const services = [
+    ...createStoreServices(options.store),
+    createTripletService({ ...options.triplets, store: options.store }),
+    ...(options.extraServices ?? []),
+  ];
   const health = createHealthService({ services: services.map((s) => s.service.typeName) });
   const served = [...services, health.registration];
   const reflection = createReflectionServices({ services: served.map((s) => s.service) });

@@ -11,8 +11,6 @@ import {
   RolloutTripletsSchema,
   type TripletOptions,
   TripletMode,
-  TripletSchema,
-  TripletStatsSchema,
 } from "../gen/agl/v1/triplets_pb.js";
 import type { Rollout } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
@@ -51,14 +49,10 @@ export async function rolloutTriplets(
 ): Promise<RolloutTriplets> {
   const attempt = attemptId && attemptId !== "latest" ? attemptId : (rollout.latestAttempt?.attemptId ?? "");
   const spans = attempt ? await attemptSpans(store, rollout.rolloutId, attempt, signal) : [];
-  const adapted = spansToTriplets(spans, options);
-  let triplets = adapted.triplets;
-  if (resources?.resourcesId) {
-    triplets = triplets.filter(
-      (t) => (t.resourcesId || rollout.resourcesId) === resources.resourcesId && (resources.resourcesVersion === 0 || t.resourcesVersion === resources.resourcesVersion),
-    );
-  }
-  const s = adapted.stats;
+  const adapted = spansToTriplets(spans, options, rollout);
+  const triplets = resources?.resourcesId
+    ? adapted.triplets.filter((t) => t.resourcesId === resources.resourcesId && (resources.resourcesVersion === 0 || t.resourcesVersion === resources.resourcesVersion))
+    : adapted.triplets;
   return create(RolloutTripletsSchema, {
     rolloutId: rollout.rolloutId,
     attemptId: attempt,
@@ -67,36 +61,8 @@ export async function rolloutTriplets(
     mode: rollout.mode,
     resourcesId: rollout.resourcesId,
     finalReward: adapted.finalReward,
-    triplets: triplets.map((t) =>
-      create(TripletSchema, {
-        rolloutId: rollout.rolloutId,
-        attemptId: attempt,
-        groupId: rollout.groupId,
-        turnIndex: t.turnIndex,
-        turnCount: t.turnCount,
-        promptTokenIds: t.promptTokenIds,
-        responseTokenIds: t.responseTokenIds,
-        responseMask: t.responseMask,
-        logprobs: t.logprobs,
-        reward: t.reward,
-        finalReward: adapted.finalReward,
-        resourcesId: t.resourcesId || rollout.resourcesId,
-        resourcesVersion: t.resourcesVersion,
-        model: t.model,
-        spanIds: t.spanIds,
-        responseId: t.responseId,
-      }),
-    ),
-    stats: create(TripletStatsSchema, {
-      spans: s.spans,
-      llmCalls: s.llmCalls,
-      duplicateCalls: s.duplicateCalls,
-      callsWithoutTokenIds: s.callsWithoutTokenIds,
-      failedCalls: s.failedCalls,
-      mismatches: s.mismatches as Record<string, number>,
-      unmatchedRewards: s.unmatchedRewards,
-      logprobMismatches: s.logprobMismatches,
-    }),
+    triplets,
+    stats: adapted.stats,
   });
 }
 

@@ -15,7 +15,7 @@ export interface TripletServiceOptions extends StreamTripletsOptions {
 const withSignal = (ctx: HandlerContext) => ({ signal: ctx.signal });
 
 /**
- * The `TripletService` implementation, ready for `startStoreServer({ extraServices: [createTripletService(…)] })`.
+ * The `TripletService` implementation; `startStoreServer` always serves it next to the store services.
  * It only reads the store through `StoreApi`, so it serves the same triplets over memory, SQLite or PostgreSQL.
  */
 export function createTripletService(options: TripletServiceOptions): ServiceRegistration {

@@ -1,7 +1,9 @@
 /** Spans → triplets: call detection and deduplication, reward matching, transition and trajectory samples. */
+import { isMessage } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import * as sc from "../../src/adapter/semconv.js";
 import { spansToTriplets } from "../../src/adapter/spans-to-triplets.js";
+import { TripletSchema, TripletStatsSchema } from "../../src/gen/agl/v1/triplets_pb.js";
 import { llmSpan, rewardSpan, span } from "../support/span-factory.js";
 
 const root = span({ id: "root", seq: 1 });
@@ -86,6 +88,36 @@ describe("reward matching", () => {
 });
 
 describe("samples", () => {
+  it("are the agl.v1 messages themselves, with every field: ids from the spans, group and resources from the rollout", () => {
+    const out = spansToTriplets(
+      [
+        root,
+        llmSpan({ id: "a", parent: "root", seq: 2, prompt: [1], response: [2], responseId: "resp-a", model: "m-1" }),
+        llmSpan({ id: "b", parent: "root", seq: 3, prompt: [3], response: [4], resources: ["rs-call", 2] }),
+        rewardSpan({ id: "r", parent: "root", seq: 4, value: 0.5 }),
+      ],
+      {},
+      { groupId: "g-1", resourcesId: "rs-rollout" },
+    );
+    expect(out.triplets.every((t) => isMessage(t, TripletSchema))).toBe(true);
+    expect(isMessage(out.stats, TripletStatsSchema)).toBe(true);
+    expect(out.triplets[0]).toMatchObject({
+      rolloutId: "ro-000000000001",
+      attemptId: "at-00000001",
+      groupId: "g-1",
+      turnIndex: 0,
+      turnCount: 1,
+      finalReward: 0.5,
+      resourcesId: "rs-rollout",
+      resourcesVersion: 0,
+      model: "m-1",
+      spanIds: ["a"],
+      responseId: "resp-a",
+    });
+    expect(out.triplets[0]?.reward).toBeUndefined();
+    expect(out.triplets[1]).toMatchObject({ reward: 0.5, finalReward: 0.5, resourcesId: "rs-call", resourcesVersion: 2, responseId: "" });
+  });
+
   it("transition mode: one sample per call with mask 1 and aligned logprobs (misaligned ones dropped, counted)", () => {
     const out = spansToTriplets([
       root,

@@ -16,7 +16,6 @@ import { startStoreServer, type StoreServer } from "../../src/server/store-serve
 import { createMemoryBackend } from "../../src/store/memory-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { createTripletClient, type TripletClient } from "../../src/triplets/triplet-client.js";
-import { createTripletService } from "../../src/triplets/triplet-service.js";
 import { type Answer, type FakeVllm, startFakeVllm } from "../support/fake-vllm.js";
 import { addingAgent, addingPolicy, type AgentTask } from "../support/mini-agent.js";
 
@@ -38,7 +37,7 @@ beforeAll(async () => {
   store = createStore({ backend: createMemoryBackend() });
   // As `agl serve --proxy` runs it: answers first, the store orders each span before the attempt's finishing update.
   proxy = createLlmProxy({ store, pendingWrites: store.pendingWrites, log: () => {} });
-  server = await startStoreServer({ store, port: 0, extraServices: [createTripletService({ store })], fallback: (req, res) => proxy.handle(req, res) });
+  server = await startStoreServer({ store, port: 0, fallback: (req, res) => proxy.handle(req, res) });
   client = createStoreClient({ baseUrl: server.url });
   triplets = createTripletClient({ baseUrl: server.url });
   await client.addResources({

@@ -13,7 +13,6 @@ import { startStoreServer, type StoreServer } from "../../src/server/store-serve
 import { createMemoryBackend } from "../../src/store/memory-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { createTripletClient, type TripletClient } from "../../src/triplets/triplet-client.js";
-import { createTripletService } from "../../src/triplets/triplet-service.js";
 import { type Answer, type FakeVllm, startFakeVllm } from "../support/fake-vllm.js";
 import { addingPolicy, type AgentTask, runAgents } from "../support/mini-agent.js";
 
@@ -44,7 +43,7 @@ beforeAll(async () => {
   engine = await startFakeVllm({ policy: addingPolicy, tokensPerChunk: 4 });
   store = createStore({ backend: createMemoryBackend() });
   proxy = createLlmProxy({ store, log: () => {} });
-  server = await startStoreServer({ store, port: 0, extraServices: [createTripletService({ store, pollIntervalMs: 50 })], fallback: (req, res) => proxy.handle(req, res) });
+  server = await startStoreServer({ store, port: 0, triplets: { pollIntervalMs: 50 }, fallback: (req, res) => proxy.handle(req, res) });
   client = createStoreClient({ baseUrl: server.url });
   triplets = createTripletClient({ baseUrl: server.url });
   // What a trainer publishes: the engine, and the proxy the agents must use.

@@ -8,7 +8,6 @@ import type { StoreApi } from "../../src/store/store-api.js";
 import { createMemoryBackend } from "../../src/store/memory-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { createTripletClient, type TripletClient } from "../../src/triplets/triplet-client.js";
-import { createTripletService } from "../../src/triplets/triplet-service.js";
 import { claimWithSpans, finish } from "../support/triplet-fixtures.js";
 
 let store: Store;
@@ -26,7 +25,7 @@ beforeEach(async () => {
     },
   }) as StoreApi;
   spanReads = 0;
-  server = await startStoreServer({ store, port: 0, extraServices: [createTripletService({ store: counted, pollIntervalMs: 50 })] });
+  server = await startStoreServer({ store: counted, port: 0, triplets: { pollIntervalMs: 50 } });
   client = createTripletClient({ baseUrl: server.url });
 });
 afterEach(async () => {
