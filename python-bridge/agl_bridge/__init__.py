@@ -2,9 +2,10 @@
 
 Generated messages and stubs live in ``agl_bridge.gen.agl.v1`` (``types_pb2``, ``store_pb2``, ``resources_pb2``,
 ``triplets_pb2``). Training (the ``[train]`` extra: verl, torch, transformers) lives in submodules imported on demand:
-``triplets`` and ``triplet_source`` (where triplets come from), ``dataproto`` (triplets → VERL ``DataProto``),
-``advantage`` (rollout-level advantages), ``loop`` (the training loop both trainers share), ``local`` (the CPU trainer
-and its policy server: ``python -m agl_bridge.local``) and ``verl`` (``python -m agl_bridge.verl``).
+``triplets`` (the ``agl.v1`` triplet messages) and ``triplet_source`` (reading them from the store), ``dataproto``
+(triplets → VERL ``DataProto``), ``advantage`` (rollout-level advantages), ``loop`` (the training loop both trainers
+share), ``local`` (the CPU trainer and its policy server: ``python -m agl_bridge.local``) and ``verl``
+(``python -m agl_bridge.verl``).
 """
 
 from agl_bridge.client import StoreClient, new_group_id, parse_address

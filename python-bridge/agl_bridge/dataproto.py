@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from verl import DataProto
 
-from agl_bridge.triplets import RolloutSamples
+from agl_bridge.triplets import RolloutTriplets, final_reward
 
 __all__ = ["ConvertOptions", "ConvertStats", "to_dataproto"]
 
@@ -94,12 +94,12 @@ class _Row:
     turn_index: int
 
 
-def _rows(rollouts: Sequence[RolloutSamples], options: ConvertOptions, stats: ConvertStats) -> list[_Row]:
+def _rows(rollouts: Sequence[RolloutTriplets], options: ConvertOptions, stats: ConvertStats) -> list[_Row]:
     rows: list[_Row] = []
     max_p, max_r = options.max_prompt_length, options.max_response_length
     for rollout in rollouts:
         stats.n_rollouts += 1
-        reward = rollout.final_reward
+        reward = final_reward(rollout)
         if reward is not None:
             stats.n_rollouts_with_reward += 1
         else:
@@ -111,9 +111,10 @@ def _rows(rollouts: Sequence[RolloutSamples], options: ConvertOptions, stats: Co
             raise ValueError(f"rollout {rollout.rollout_id} has no group id (GRPO groups rollouts by it)")
         for triplet in rollout.triplets:
             stats.n_triplets += 1
-            prompt, response = list(triplet.prompt_ids), list(triplet.response_ids)
-            mask = list(triplet.response_mask) if triplet.response_mask is not None else [1] * len(response)
-            logprobs = list(triplet.logprobs) if triplet.logprobs is not None else None
+            prompt, response = list(triplet.prompt_token_ids), list(triplet.response_token_ids)
+            mask = list(triplet.response_mask)
+            # Empty logprobs: not every merged call had them (see agl.v1.Triplet).
+            logprobs = list(triplet.logprobs) or None
             if len(mask) != len(response) or (logprobs is not None and len(logprobs) != len(response)):
                 raise ValueError(f"rollout {rollout.rollout_id}: response mask/logprobs do not match the response ids")
             drop = False
@@ -145,7 +146,7 @@ def _rows(rollouts: Sequence[RolloutSamples], options: ConvertOptions, stats: Co
 
 
 def to_dataproto(
-    rollouts: Sequence[RolloutSamples], options: ConvertOptions, meta_info: dict[str, Any] | None = None
+    rollouts: Sequence[RolloutTriplets], options: ConvertOptions, meta_info: dict[str, Any] | None = None
 ) -> tuple[DataProto, ConvertStats]:
     """Builds the training batch from finished rollouts (see the module doc for keys and rules). Raises
     ``ValueError`` when no row is left (a trainer skips such a step)."""

@@ -31,8 +31,8 @@ from agl_bridge.advantage import compute_rollout_level_advantage, drop_marked_ro
 from agl_bridge.client import StoreClient
 from agl_bridge.dataproto import ConvertOptions, to_dataproto
 from agl_bridge.gen.agl.v1 import types_pb2
-from agl_bridge.triplet_source import TripletSource, make_source
-from agl_bridge.triplets import RolloutSamples
+from agl_bridge.triplet_source import StreamTripletSource, TripletSource
+from agl_bridge.triplets import RolloutTriplets, mode_name
 from agl_bridge.validation import ValidationResult, collect_rollouts, val_metrics, val_resources
 
 __all__ = ["LoopConfig", "MetricsSink", "PolicyBackend", "StepResult", "TrainingLoop", "ValidationResult"]
@@ -57,7 +57,9 @@ class LoopConfig:
     reward_fillna: float = 0.0
     resources_id: str = "agl-policy"
     llm_name: str = "main_llm"
-    triplet_source: str = "auto"
+    # How the store's adapter builds triplets (``agl.v1.TripletOptions`` as JSON, e.g. ``{"mode":
+    # "TRIPLET_MODE_TRAJECTORY"}``); None: its defaults (one triplet per LLM call, first-occurrence rewards).
+    triplet_options: dict[str, Any] | None = None
     rollout_timeout: float = 600.0
     collect_timeout: float = 60.0
     max_attempts: int = 3
@@ -170,7 +172,7 @@ class TrainingLoop:
             raise ValueError("val_only needs a validation dataset")
         self.client, self.backend, self.dataset, self.config = client, backend, list(dataset), config
         self.val_dataset = list(val_dataset or [])
-        self.source = source or make_source(config.triplet_source, client)
+        self.source = source or StreamTripletSource(client, options=config.triplet_options)
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self.metrics_sink = metrics_sink
         self.step = 0
@@ -385,7 +387,7 @@ class TrainingLoop:
             if cancelled is not None:
                 self.log(f"[agl] stopping: cancelled {cancelled} validation rollouts not finished yet")
             raise
-        samples = await collect_rollouts(self.client, finished, cfg.collect_timeout, kind=cfg.triplet_source)
+        samples = await collect_rollouts(self.client, finished, cfg.collect_timeout, options=cfg.triplet_options)
         metrics = val_metrics(self.val_dataset, group_ids, samples, reward_fillna=cfg.reward_fillna)
         metrics["val/policy_version"] = float(self.version)
         wall = time.perf_counter() - started
@@ -470,13 +472,13 @@ class TrainingLoop:
                 self.log(self.format_progress(result))
         return result
 
-    async def _train(self, step: int, samples: list[RolloutSamples], timings: dict[str, float]) -> StepResult | None:
+    async def _train(self, step: int, samples: list[RolloutTriplets], timings: dict[str, float]) -> StepResult | None:
         cfg = self.config
         # Only train-mode rollouts are training data (validation and test rollouts are scored, never trained on).
-        other = [s.rollout_id for s in samples if s.mode not in ("train", "")]
+        other = [s.rollout_id for s in samples if mode_name(s.mode) not in ("train", "")]
         if other:
             self.log(f"[agl] step {step}: left out {len(other)} rollouts that are not of mode train")
-            samples = [s for s in samples if s.mode in ("train", "")]
+            samples = [s for s in samples if mode_name(s.mode) in ("train", "")]
         t = time.perf_counter()
         options = ConvertOptions(
             pad_token_id=self.backend.pad_token_id,

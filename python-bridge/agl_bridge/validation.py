@@ -4,9 +4,8 @@ current policy version, and only their rewards are read — they never reach a t
 stream asks for mode ``train`` only, and the loop drops any other mode it is handed).
 
 ``val_metrics`` turns the finished rollouts into metrics (``val/reward_mean``, ``val/n``, …); ``collect_rollouts``
-reads them from the store (``StreamTriplets`` filtered by the rollout ids, or spans when the store has no
-``TripletService``); ``val_resources`` derives the validation snapshot when validation samples differently from
-training (VERL's ``rollout.val_kwargs``: greedy by default).
+reads them from the store (``StreamTriplets`` filtered by the rollout ids); ``val_resources`` derives the validation
+snapshot when validation samples differently from training (VERL's ``rollout.val_kwargs``: greedy by default).
 """
 
 from __future__ import annotations
@@ -16,15 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import grpc
-import grpc.aio
 import numpy as np
 
 from agl_bridge.client import StoreClient
 from agl_bridge.convert import from_struct, to_struct
 from agl_bridge.gen.agl.v1 import types_pb2
-from agl_bridge.triplet_source import SpanTripletSource
-from agl_bridge.triplets import RolloutSamples, from_proto
+from agl_bridge.triplet_source import read_triplets
+from agl_bridge.triplets import RolloutTriplets, final_reward, status_name
 
 __all__ = ["ValidationResult", "collect_rollouts", "val_metrics", "val_resources"]
 
@@ -73,29 +70,24 @@ def val_resources(
 
 
 async def collect_rollouts(
-    client: StoreClient, rollout_ids: Sequence[str], timeout: float, *, kind: str = "auto", mode: str = "val"
-) -> dict[str, RolloutSamples]:
-    """The triplets and final reward of each listed finished rollout, by id (rollouts not finished are absent).
-    ``kind`` is the trainer's triplet source: ``stream``/``auto`` read ``StreamTriplets`` filtered by these ids and
-    ``mode`` (``auto`` falls back to spans on a store without ``TripletService``), ``spans`` read spans."""
+    client: StoreClient,
+    rollout_ids: Sequence[str],
+    timeout: float,
+    *,
+    mode: str = "val",
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, RolloutTriplets]:
+    """The triplets and final reward of each listed finished rollout of ``mode``, by id (rollouts not finished are
+    absent), from ``StreamTriplets`` filtered by these ids; ``options`` as the trainer's ``triplet_options``."""
     if not rollout_ids:
         return {}
-    if kind != "spans":
-        try:
-            got: dict[str, RolloutSamples] = {}
-            stream = client.stream_triplets(rollout_ids=rollout_ids, mode=mode, follow=False, timeout=timeout)
-            try:
-                async for message in stream:
-                    if message.HasField("rollout"):
-                        got[message.rollout.rollout_id] = from_proto(message.rollout)
-            finally:
-                await stream.aclose()
-            return got
-        except grpc.aio.AioRpcError as error:
-            if error.code() != grpc.StatusCode.UNIMPLEMENTED or kind == "stream":
-                raise
-    samples = await SpanTripletSource(client).collect(rollout_ids, timeout)
-    return {s.rollout_id: s for s in samples if s.status in ("succeeded", "failed", "cancelled")}
+    got: dict[str, RolloutTriplets] = {}
+    async for message in read_triplets(
+        client, rollout_ids=rollout_ids, mode=mode, options=options, follow=False, timeout=timeout
+    ):
+        if message.HasField("rollout"):
+            got[message.rollout.rollout_id] = message.rollout
+    return got
 
 
 def _source(task: Any) -> str | None:
@@ -107,7 +99,7 @@ def _source(task: Any) -> str | None:
 def val_metrics(
     tasks: Sequence[Any],
     groups: Sequence[Sequence[str]],
-    samples: Mapping[str, RolloutSamples],
+    samples: Mapping[str, RolloutTriplets],
     *,
     reward_fillna: float = 0.0,
 ) -> dict[str, float]:
@@ -134,13 +126,14 @@ def val_metrics(
             reward = reward_fillna
             if s is not None:
                 finished += 1
-                succeeded += s.status == "succeeded"
-                if s.final_reward is not None:
+                succeeded += status_name(s.status) == "succeeded"
+                final = final_reward(s)
+                if final is not None:
                     with_reward += 1
-                    reward = float(s.final_reward)
+                    reward = final
                 if s.triplets:
                     turns.append(len(s.triplets))
-                    lengths.extend(len(t.response_ids) for t in s.triplets)
+                    lengths.extend(len(t.response_token_ids) for t in s.triplets)
             task_rewards.append(reward)
         rewards.extend(task_rewards)
         if task_rewards:

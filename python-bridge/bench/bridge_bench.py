@@ -2,7 +2,7 @@
 ``python-bridge/.venv/bin/python python-bridge/bench/bridge_bench.py``.
 
 1. Triplets into DataProto: synthetic rollouts (1-4 triplets each, prompts 32-512 tokens, responses 16-256 tokens,
-   logprobs) through ``from_proto`` (what StreamTriplets delivers), ``to_dataproto`` and the rollout-level advantage.
+   logprobs, as StreamTriplets delivers them) through ``to_dataproto`` and the rollout-level advantage.
 2. Bridge overhead per training step: the local trainer against a real store (memory backend) with in-process
    Python agents; time per phase — enqueue, wait (agents + policy-server generation), collect (StreamTriplets),
    convert (DataProto + advantages), update (GRPO), publish, checkpoint.
@@ -32,7 +32,6 @@ from agl_bridge.advantage import compute_rollout_level_advantage  # noqa: E402
 from agl_bridge.dataproto import ConvertOptions, to_dataproto  # noqa: E402
 from agl_bridge.gen.agl.v1 import triplets_pb2, types_pb2  # noqa: E402
 from agl_bridge.local.run import LocalTrainerOptions, run_local_trainer  # noqa: E402
-from agl_bridge.triplets import from_proto  # noqa: E402
 
 hf_logging.disable_progress_bar()
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,6 +56,7 @@ def synthetic(n_rollouts: int, group: int, seed: int = 0) -> list[triplets_pb2.R
                     turn_index=turn,
                     prompt_token_ids=[rng.randrange(32000) for _ in range(p)],
                     response_token_ids=[rng.randrange(32000) for _ in range(r)],
+                    response_mask=[1] * r,
                     logprobs=[-rng.random() for _ in range(r)],
                 )
             )
@@ -68,19 +68,17 @@ def bench_convert(n_rollouts: int) -> None:
     messages = synthetic(n_rollouts, group=8)
     n_triplets = sum(len(m.triplets) for m in messages)
     tokens = sum(len(t.prompt_token_ids) + len(t.response_token_ids) for m in messages for t in m.triplets)
-    t0 = time.perf_counter()
-    samples = [from_proto(m) for m in messages]
     t1 = time.perf_counter()
-    data, _ = to_dataproto(samples, ConvertOptions(pad_token_id=0, max_prompt_length=512, max_response_length=256))
+    data, _ = to_dataproto(messages, ConvertOptions(pad_token_id=0, max_prompt_length=512, max_response_length=256))
     t2 = time.perf_counter()
     compute_rollout_level_advantage(data, "grpo")
     t3 = time.perf_counter()
-    total = t3 - t0
+    total = t3 - t1
     print(
         f"triplets -> DataProto: {n_rollouts} rollouts, {n_triplets} triplets, {tokens / 1e6:.1f} M tokens, "
         f"batch {tuple(data.batch['input_ids'].shape)}"
     )
-    print(f"  from_proto {t1 - t0:.3f} s, to_dataproto {t2 - t1:.3f} s, rollout-level GRPO {t3 - t2:.3f} s")
+    print(f"  to_dataproto {t2 - t1:.3f} s, rollout-level GRPO {t3 - t2:.3f} s")
     print(f"  => {n_triplets / total:,.0f} triplets/s, {tokens / total / 1e6:.2f} M tokens/s end to end")
 
 
@@ -125,7 +123,7 @@ def bench_steps(steps: int) -> None:
     bridge = means["enqueue"] + means["collect"] + means["convert"] + means["publish"]
     print(
         f"\nper training step (local trainer, 8 tasks x 8 rollouts, memory store, mean of {len(timings)} steps, "
-        f"triplets from {summary['triplet_source']}):"
+        "triplets from StreamTriplets):"
     )
     for p in phases:
         print(f"  {p:<10} {means[p] * 1000:8.1f} ms  {100 * means[p] / step_s:5.1f} %")

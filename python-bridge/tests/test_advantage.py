@@ -9,9 +9,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("verl")
 
+from rollouts import rollout, triplet  # noqa: E402
+
 from agl_bridge.advantage import compute_rollout_level_advantage, drop_marked_rows, shape_batch  # noqa: E402
 from agl_bridge.dataproto import ConvertOptions, to_dataproto  # noqa: E402
-from agl_bridge.triplets import RolloutSamples, Triplet  # noqa: E402
 
 
 def batch(groups: dict[str, list[tuple[float, int]]]):
@@ -19,8 +20,8 @@ def batch(groups: dict[str, list[tuple[float, int]]]):
     rs = []
     for g, rollouts in groups.items():
         for i, (reward, rows) in enumerate(rollouts):
-            triplets = [Triplet([1, 2], [3 + k, 4], logprobs=[-0.1, -0.1], turn_index=k) for k in range(rows)]
-            rs.append(RolloutSamples(f"{g}-r{i}", g, triplets, final_reward=reward))
+            triplets = [triplet([1, 2], [3 + k, 4], logprobs=[-0.1, -0.1], turn_index=k) for k in range(rows)]
+            rs.append(rollout(f"{g}-r{i}", g, triplets, final_reward=reward))
     data, _ = to_dataproto(rs, ConvertOptions(pad_token_id=0))
     return data
 

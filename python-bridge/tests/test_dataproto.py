@@ -8,25 +8,26 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("verl")
 
+from rollouts import rollout, triplet  # noqa: E402
+
 from agl_bridge.dataproto import ConvertOptions, to_dataproto  # noqa: E402
-from agl_bridge.gen.agl.v1 import triplets_pb2, types_pb2  # noqa: E402
-from agl_bridge.triplets import RolloutSamples, Triplet, from_proto  # noqa: E402
+from agl_bridge.triplets import RolloutTriplets, Triplet  # noqa: E402
 
 PAD = 0
 
 
-def rollouts() -> list[RolloutSamples]:
+def rollouts() -> list[RolloutTriplets]:
     return [
-        RolloutSamples(
+        rollout(
             "r1",
             "g1",
             [
-                Triplet([11, 12, 13], [21, 22], logprobs=[-0.1, -0.2], turn_index=0),
-                Triplet([11, 12, 13, 21, 22, 14], [23], logprobs=[-0.3], turn_index=1),
+                triplet([11, 12, 13], [21, 22], logprobs=[-0.1, -0.2], turn_index=0),
+                triplet([11, 12, 13, 21, 22, 14], [23], logprobs=[-0.3], turn_index=1),
             ],
             final_reward=1.0,
         ),
-        RolloutSamples("r2", "g1", [Triplet([11], [24, 25, 26], logprobs=[-0.4, -0.5, -0.6])], final_reward=0.25),
+        rollout("r2", "g1", [triplet([11], [24, 25, 26], logprobs=[-0.4, -0.5, -0.6])], final_reward=0.25),
     ]
 
 
@@ -91,7 +92,7 @@ def test_logprobs_aligned_and_zero_on_padding():
 
 def test_logprobs_omitted_when_any_row_lacks_them():
     rs = rollouts()
-    rs[1].triplets[0].logprobs = None
+    del rs[1].triplets[0].logprobs[:]
     data, _ = to_dataproto(rs, ConvertOptions(pad_token_id=PAD))
     assert "rollout_log_probs" not in data.batch.keys()
 
@@ -120,10 +121,10 @@ def test_pad_to_max_gives_fixed_shapes():
 
 def test_trajectory_mask_zero_on_inserted_tokens():
     rs = [
-        RolloutSamples(
+        rollout(
             "r",
             "g",
-            [Triplet([1], [5, 6, 7, 8], response_mask=[1, 0, 0, 1], logprobs=[-1, 0, 0, -2])],
+            [triplet([1], [5, 6, 7, 8], mask=[1, 0, 0, 1], logprobs=[-1, 0, 0, -2])],
             final_reward=1.0,
         )
     ]
@@ -135,9 +136,9 @@ def test_trajectory_mask_zero_on_inserted_tokens():
 
 def test_missing_reward_filled_empty_rows_skipped_rollouts_without_triplets_counted():
     rs = [
-        RolloutSamples("r1", "g", [Triplet([1], [2])], final_reward=None),
-        RolloutSamples("r2", "g", [Triplet([1], [])], final_reward=1.0),
-        RolloutSamples("r3", "g", [], final_reward=0.5),
+        rollout("r1", "g", [triplet([1], [2])], final_reward=None),
+        rollout("r2", "g", [triplet([1], [])], final_reward=1.0),
+        rollout("r3", "g", [], final_reward=0.5),
     ]
     data, stats = to_dataproto(rs, ConvertOptions(pad_token_id=PAD, reward_fillna=-1.0))
     assert len(data) == 1
@@ -148,32 +149,15 @@ def test_missing_reward_filled_empty_rows_skipped_rollouts_without_triplets_coun
 
 def test_no_rows_is_an_error_and_group_id_required():
     with pytest.raises(ValueError, match="no trainable rows"):
-        to_dataproto([RolloutSamples("r", "g", [])], ConvertOptions(pad_token_id=PAD))
+        to_dataproto([rollout("r", "g", [])], ConvertOptions(pad_token_id=PAD))
     with pytest.raises(ValueError, match="no group id"):
-        to_dataproto([RolloutSamples("r", "", [Triplet([1], [2])])], ConvertOptions(pad_token_id=PAD))
+        to_dataproto([rollout("r", "", [triplet([1], [2])])], ConvertOptions(pad_token_id=PAD))
 
 
-def test_from_proto_roundtrip():
-    message = triplets_pb2.RolloutTriplets(
-        rollout_id="r",
-        group_id="g",
-        status=types_pb2.ROLLOUT_STATUS_SUCCEEDED,
-        final_reward=0.5,
-        triplets=[
-            triplets_pb2.Triplet(
-                prompt_token_ids=[1, 2],
-                response_token_ids=[3, 4],
-                response_mask=[1, 1],
-                logprobs=[-0.5, -0.25],
-                turn_index=2,
-                resources_version=7,
-            ),
-            triplets_pb2.Triplet(prompt_token_ids=[1], response_token_ids=[5]),
-        ],
-    )
-    samples = from_proto(message)
-    assert samples.final_reward == 0.5 and samples.status == "succeeded" and samples.group_id == "g"
-    first, second = samples.triplets
-    assert first.logprobs == [-0.5, -0.25] and first.response_mask == [1, 1] and first.resources_version == 7
-    assert second.logprobs is None and second.response_mask is None and second.reward is None
-    assert from_proto(triplets_pb2.RolloutTriplets(rollout_id="x")).final_reward is None
+def test_triplets_must_have_one_mask_entry_per_response_token():
+    unmasked = rollout("r", "g", [Triplet(prompt_token_ids=[1], response_token_ids=[2, 3])])
+    with pytest.raises(ValueError, match="do not match the response ids"):
+        to_dataproto([unmasked], ConvertOptions(pad_token_id=PAD))
+    short_logprobs = rollout("r", "g", [triplet([1], [2, 3], logprobs=[-0.5])])
+    with pytest.raises(ValueError, match="do not match the response ids"):
+        to_dataproto([short_logprobs], ConvertOptions(pad_token_id=PAD))

@@ -86,7 +86,6 @@ async def test_ts_runner_proxy_and_local_trainer(store_address, tmp_path):
             resources_id="e2e",
             rollout_timeout=90,
             max_response_length=4,
-            triplet_source="stream",
             test_freq=3,
             val_n=2,
             val_sampling={"temperature": 0.0},

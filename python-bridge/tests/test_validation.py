@@ -13,12 +13,13 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("verl")
 
+from rollouts import rollout, triplet  # noqa: E402
 from scripted import RecordingBackend, ScriptedAgents, all_rollouts  # noqa: E402
 
 from agl_bridge.client import StoreClient  # noqa: E402
 from agl_bridge.convert import from_struct, llm_resource  # noqa: E402
 from agl_bridge.loop import LoopConfig, TrainingLoop  # noqa: E402
-from agl_bridge.triplets import RolloutSamples, Triplet  # noqa: E402
+from agl_bridge.triplets import final_reward, mode_name  # noqa: E402
 from agl_bridge.validation import collect_rollouts, val_metrics, val_resources  # noqa: E402
 
 # Four validation tasks, two rollouts each. Rewards per rollout: T0 1, 0; T1 0.5, 0.5; T2 none (-> 0), 1;
@@ -52,7 +53,7 @@ EXPECTED = {
 
 def test_val_metrics_by_hand():
     def s(rid, reward, status="succeeded", calls=1):
-        return RolloutSamples(rid, "g", [Triplet([1, 2], [3, 4, 5])] * calls, final_reward=reward, status=status)
+        return rollout(rid, "g", [triplet([1, 2], [3, 4, 5])] * calls, final_reward=reward, status=status)
 
     groups = [["r0", "r1"], ["r2", "r3"], ["r4", "r5"]]
     # r1 failed without reward, r3 never finished (absent), r5 has two calls.
@@ -100,9 +101,9 @@ async def test_a_training_batch_never_takes_a_rollout_not_of_mode_train():
     backend = RecordingBackend()
     loop = TrainingLoop(StoreClient("http://127.0.0.1:9"), backend, [{}], LoopConfig(), log=lambda _: None)
     samples = [
-        RolloutSamples("t0", "g", [Triplet([1], [2])], final_reward=1.0, mode="train"),
-        RolloutSamples("t1", "g", [Triplet([1], [3])], final_reward=0.0, mode="train"),
-        RolloutSamples("v0", "g", [Triplet([1], [4])], final_reward=1.0, mode="val"),
+        rollout("t0", "g", [triplet([1], [2])], final_reward=1.0, mode="train"),
+        rollout("t1", "g", [triplet([1], [3])], final_reward=0.0, mode="train"),
+        rollout("v0", "g", [triplet([1], [4])], final_reward=1.0, mode="val"),
     ]
     result = await loop._train(0, samples, {})
     assert backend.trained == [["t0", "t1"]] and result.n_rollouts == 2
@@ -147,8 +148,8 @@ async def test_loop_validates_before_training_and_every_test_freq_steps(store_ad
             history = await loop.run()
             rollouts = await all_rollouts(client)
             val_ids = [rid for v in loop.val_history for rid in v.rollout_ids]
-            by_stream = await collect_rollouts(client, val_ids, 30, kind="stream")
-            by_spans = await collect_rollouts(client, val_ids, 30, kind="spans")
+            collected = await collect_rollouts(client, val_ids, 30)
+            as_train = await collect_rollouts(client, val_ids, 30, mode="train")
     finally:
         task.cancel()
     assert [r.step for r in history] == [0, 1, 2] and backend.starts == 1
@@ -188,10 +189,13 @@ async def test_loop_validates_before_training_and_every_test_freq_steps(store_ad
     lines = (tmp_path / "ck" / "validation.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in lines] == [0, 2, 3]
 
-    # The spans fallback reads the same rewards and modes as the stream.
-    assert set(by_stream) == set(by_spans) == set(val_ids)
-    for rid in val_ids:
-        assert (by_spans[rid].final_reward, by_spans[rid].mode) == (by_stream[rid].final_reward, "val")
+    # Read back from the triplet stream: every validation rollout, of mode val (none when asked for train ones), with
+    # the rewards its metrics were computed from (a rollout without a reward scores reward_fillna, 0).
+    assert set(collected) == set(val_ids) and as_train == {}
+    for v in loop.val_history:
+        assert {mode_name(collected[rid].mode) for rid in v.rollout_ids} == {"val"}
+        rewards = [final_reward(collected[rid]) or 0.0 for rid in v.rollout_ids]
+        assert sum(rewards) / len(rewards) == pytest.approx(v.reward_mean)
 
 
 async def test_validation_off_and_val_only(store_address):

@@ -23,6 +23,7 @@ pytest.importorskip("hydra")
 
 from conftest import run_store_server  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
+from rollouts import rollout, triplet  # noqa: E402
 from verl import DataProto  # noqa: E402
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer  # noqa: E402
 
@@ -30,7 +31,6 @@ from agl_bridge.advantage import compute_rollout_level_advantage  # noqa: E402
 from agl_bridge.dataproto import ConvertOptions, to_dataproto  # noqa: E402
 from agl_bridge.proxy_admin import ProxyAdmin, ProxyAdminError, admin_base_url  # noqa: E402
 from agl_bridge.task_files import load_tasks  # noqa: E402
-from agl_bridge.triplets import RolloutSamples, Triplet  # noqa: E402
 from agl_bridge.verl import VerlBackend, compose_config  # noqa: E402
 from agl_bridge.verl.trainer import AglRayPPOTrainer, AglTaskRunner, loop_config, val_sampling  # noqa: E402
 
@@ -111,7 +111,7 @@ def make_batch():
     rs = []
     for g, rewards in {"a": [1.0, 0.0, 1.0], "b": [1.0, 1.0, 1.0], "c": [0.0, 1.0, 0.0]}.items():
         for i, r in enumerate(rewards):
-            rs.append(RolloutSamples(f"{g}{i}", g, [Triplet([5, 6], [7, 8])], final_reward=r))
+            rs.append(rollout(f"{g}{i}", g, [triplet([5, 6], [7, 8])], final_reward=r))
     data, _ = to_dataproto(rs, ConvertOptions(pad_token_id=0))
     data, _ = compute_rollout_level_advantage(data, "grpo")
     return data

@@ -48,7 +48,6 @@ def parse_args(argv: list[str] | None = None) -> LocalTrainerOptions:
     p.add_argument("--model-name", default="agl-local-policy")
     p.add_argument("--resources-id", default="agl-policy")
     p.add_argument("--llm-name", default="main_llm")
-    p.add_argument("--triplets", default="auto", choices=["auto", "stream", "spans"])
     p.add_argument("--rollout-timeout", type=float, default=300.0, help="seconds to wait for a step's rollouts")
     p.add_argument("--attempt-timeout", type=float, default=120.0, help="watchdog timeout of one attempt (retried)")
     p.add_argument(

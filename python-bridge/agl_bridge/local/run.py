@@ -52,7 +52,6 @@ class LocalTrainerOptions:
     model_name: str = "agl-local-policy"
     resources_id: str = "agl-policy"
     llm_name: str = "main_llm"
-    triplets: str = "auto"
     rollout_timeout: float = 300.0
     attempt_timeout: float = 120.0
     python_agents: int = 0
@@ -143,7 +142,6 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
         n=options.n,
         resources_id=options.resources_id,
         llm_name=options.llm_name,
-        triplet_source=options.triplets,
         rollout_timeout=options.rollout_timeout,
         attempt_timeout=options.attempt_timeout,
         checkpoint_dir=options.checkpoint_dir,
@@ -177,7 +175,6 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
         "versions_seen": [r.versions_seen for r in history],
         "timings": [r.timings for r in history],
         "response_tokens": [r.response_tokens for r in history],
-        "triplet_source": loop.source.name,
         "policy_requests": server.requests,
         "validation": [
             {"step": v.step, "version": v.version, "reward_mean": v.reward_mean, "n": v.n, "metrics": v.metrics}

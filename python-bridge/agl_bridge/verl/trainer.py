@@ -51,7 +51,7 @@ def loop_config(config: Any) -> LoopConfig:
         reward_fillna=float(agl.reward_fillna),
         resources_id=str(agl.resources_id),
         llm_name=str(agl.llm_name),
-        triplet_source=str(agl.triplet_source),
+        triplet_options=dict(agl.triplet_options) if agl.get("triplet_options") else None,
         rollout_timeout=float(agl.rollout_timeout),
         collect_timeout=float(agl.collect_timeout),
         checkpoint_dir=str(config.trainer.default_local_dir) + "/agl",
