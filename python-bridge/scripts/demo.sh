@@ -16,8 +16,8 @@ python-bridge/.venv/bin/python - "$DIR/summary.json" "$started" <<'PY'
 import json, sys, time
 s = json.load(open(sys.argv[1]))
 ok = s["initial_reward"] <= 0.3 and s["final_reward"] >= 0.8
-print(f"\nagl demo: {len(s['rewards'])} steps, {time.time() - int(sys.argv[2]):.0f} s in all, triplets from "
-      f"{s['triplet_source']}; initial reward {s['initial_reward']:.3f} (target <= 0.3), final {s['final_reward']:.3f} "
+print(f"\nagl demo: {len(s['rewards'])} steps, {time.time() - int(sys.argv[2]):.0f} s in all; "
+      f"initial reward {s['initial_reward']:.3f} (target <= 0.3), final {s['final_reward']:.3f} "
       f"(target >= 0.8): {'reached' if ok else 'NOT reached'}")
 sys.exit(0 if ok else 1)
 PY
