@@ -5,9 +5,7 @@
  * `$AGL_AGENT_MODEL` (default gpt-4.1-nano) at `$OPENAI_BASE_URL`.
  */
 import OpenAI from "openai";
-import { rollout } from "../../src/agent/agent.js";
-import { emitReward } from "../../src/emitter/reward.js";
-import { createTracingFetch } from "../../src/tracer/hooks/openai-fetch.js";
+import { createTracingFetch, emitReward, rollout } from "../../src/index.js";
 import { type BookingTask, grade, roomTable } from "./rooms.js";
 
 const clients = new Map<string, OpenAI>();
