@@ -8,13 +8,14 @@
  * - `agl/server`: the store server (gRPC, Connect, gRPC-Web, JSON, OTLP trace ingest);
  * - `agl/proxy`: the LLM proxy that records the engine's token ids;
  * - `agl/adapter`: spans → trace tree → LLM calls → triplets, and the messages view;
- * - `agl/triplets`: the TripletService, its client and the triplet messages;
+ * - `agl/triplets`: the TripletService client, the same stream over a store, and the triplet messages;
  * - `agl/apo`: automatic prompt optimization;
  * - `agl/openai-agents`, `agl/ai-sdk`, `agl/langchain`: framework tracing hooks;
  * - `agl/gen/agl/v1/*.js`: the generated messages and services of the contract.
  *
  * @example
  * ```ts
+ * import OpenAI from "openai";
  * import { createTracingFetch, emitReward, rollout } from "agl";
  *
  * export default rollout(async (task: { question: string }, resources, ctx) => {
