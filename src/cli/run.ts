@@ -29,6 +29,7 @@ export async function runAgent(args: RunArgs): Promise<number> {
     executor,
     pollWaitSeconds: args.pollWaitSeconds,
     shutdownGraceMs: args.shutdownGraceMs,
+    heartbeatIntervalMs: args.heartbeatMs,
     ...(args.workerId ? { workerId: args.workerId } : {}),
     ...(args.maxRollouts ? { maxRollouts: args.maxRollouts } : {}),
   });
