@@ -4,7 +4,7 @@
  * Every streamed call is recorded, as OK, with the exact token ids the engine sent.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createBaseline } from "../../src/algorithm/baseline.js";
+import { type BaselineOptions, createBaseline } from "../../src/algorithm/baseline.js";
 import { silentLogger } from "../../src/agent/logger.js";
 import { StatusCode } from "../../src/gen/agl/v1/types_pb.js";
 import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
@@ -34,7 +34,7 @@ beforeAll(async () => {
 });
 afterAll(() => engine.close());
 
-async function runExample(resources: Parameters<typeof createBaseline>[0]["resources"]) {
+async function runExample(resources: NonNullable<BaselineOptions["resources"]>) {
   const before = engine.answers.length;
   const report = await Trainer.dev(agent, tasks as never, { store, logger: silentLogger, algorithm: createBaseline({ resources }) });
   expect(report.rollouts.map((r) => [r.status, r.reward])).toEqual(tasks.map(() => ["succeeded", 1]));
