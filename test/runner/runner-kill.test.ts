@@ -30,6 +30,24 @@ const waitFor = async (check: () => Promise<boolean>, ms = 20_000) => {
   }
 };
 
+/** A second runner (runner-b) finishes `ids`: each then has runner-a's attempt, ended `firstEnd`, and runner-b's. */
+async function finishOnSecondRunner(ids: string[], args: string[], firstEnd: AttemptStatus): Promise<RunnerProcess> {
+  const second = await startRunnerProcess([agentModule, ...args, "--worker-id", "runner-b", "--max-rollouts", String(ids.length)]);
+  processes.push(second);
+  const finished = await waitFinished(h.client, ids, 30);
+  expect(finished.map((r) => r.status)).toEqual(ids.map(() => RolloutStatus.SUCCEEDED));
+  for (const id of ids) {
+    const { attempts } = await h.client.queryAttempts({ rolloutId: id });
+    expect(attempts.map((a) => [a.status, a.workerId])).toEqual([
+      [firstEnd, "runner-a"],
+      [AttemptStatus.SUCCEEDED, "runner-b"],
+    ]);
+  }
+  // With --max-rollouts the second runner exits by itself once its rollouts are reported.
+  expect(await second.exited).toBe(0);
+  return second;
+}
+
 describe("agl run", () => {
   it("a runner killed with SIGKILL leaves attempts the watchdog marks unresponsive; another runner completes them", async () => {
     const config = { unresponsiveSeconds: 2, maxAttempts: 2, retryCondition: [AttemptStatus.UNRESPONSIVE] };
@@ -48,19 +66,7 @@ describe("agl run", () => {
     expect(await first.exited).toBe("SIGKILL");
     await waitFor(async () => (await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.every((r) => r.status === RolloutStatus.REQUEUING));
 
-    const second = await startRunnerProcess([agentModule, ...common, "--worker-id", "runner-b", "--max-rollouts", "3"]);
-    processes.push(second);
-    const finished = await waitFinished(h.client, ids, 30);
-    expect(finished.map((r) => r.status)).toEqual([RolloutStatus.SUCCEEDED, RolloutStatus.SUCCEEDED, RolloutStatus.SUCCEEDED]);
-    for (const id of ids) {
-      const { attempts } = await h.client.queryAttempts({ rolloutId: id });
-      expect(attempts.map((a) => [a.status, a.workerId])).toEqual([
-        [AttemptStatus.UNRESPONSIVE, "runner-a"],
-        [AttemptStatus.SUCCEEDED, "runner-b"],
-      ]);
-    }
-    // With --max-rollouts the second runner exits by itself once its rollouts are reported.
-    expect(await second.exited).toBe(0);
+    const second = await finishOnSecondRunner(ids, common, AttemptStatus.UNRESPONSIVE);
     expect(second.stdout()).toMatch(/agl runner finished: \{"claimed":3,"succeeded":3,/);
   }, 90_000);
 
@@ -97,18 +103,7 @@ describe("agl run", () => {
     await waitFor(async () => (await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.every((r) => r.status === RolloutStatus.REQUEUING));
     expect((await h.client.getWorker({ workerId: "runner-a" })).status).toBe(WorkerStatus.UNKNOWN);
 
-    const second = await startRunnerProcess([agentModule, ...common, "--worker-id", "runner-b", "--max-rollouts", "16"]);
-    processes.push(second);
-    const finished = await waitFinished(h.client, ids, 30);
-    expect(finished.map((r) => r.status)).toEqual(ids.map(() => RolloutStatus.SUCCEEDED));
-    for (const id of ids) {
-      const { attempts } = await h.client.queryAttempts({ rolloutId: id });
-      expect(attempts.map((a) => [a.status, a.workerId])).toEqual([
-        [AttemptStatus.UNRESPONSIVE, "runner-a"],
-        [AttemptStatus.SUCCEEDED, "runner-b"],
-      ]);
-    }
-    expect(await second.exited).toBe(0);
+    await finishOnSecondRunner(ids, common, AttemptStatus.UNRESPONSIVE);
   }, 90_000);
 
   it("SIGTERM hands back in-flight rollouts at once, even agents that ignore the signal, leaving no attempt running", async () => {
@@ -132,18 +127,8 @@ describe("agl run", () => {
     }
     expect((await h.client.getWorker({ workerId: "runner-a" })).status).not.toBe(WorkerStatus.BUSY);
 
-    const second = await startRunnerProcess([agentModule, ...common, "--worker-id", "runner-b", "--max-rollouts", "8"]);
-    processes.push(second);
-    const finished = await waitFinished(h.client, ids, 30);
-    expect(finished.map((r) => r.status)).toEqual(ids.map(() => RolloutStatus.SUCCEEDED));
-    for (const id of ids) {
-      const { attempts } = await h.client.queryAttempts({ rolloutId: id });
-      expect(attempts.map((a) => [a.status, a.workerId])).toEqual([
-        [AttemptStatus.CANCELLED, "runner-a"],
-        [AttemptStatus.SUCCEEDED, "runner-b"],
-      ]);
-    }
-    expect(await second.exited).toBe(0);
+    // Even after another runner finished them, the handed-back attempts stay ended.
+    await finishOnSecondRunner(ids, common, AttemptStatus.CANCELLED);
     expect((await h.client.getWorker({ workerId: "runner-a" })).status).not.toBe(WorkerStatus.BUSY);
   }, 90_000);
 
