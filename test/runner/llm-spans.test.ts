@@ -6,12 +6,13 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/agent/logger.js";
 import { RolloutStatus, type Span, StatusCode } from "../../src/gen/agl/v1/types_pb.js";
+import { createInProcessExecutor } from "../../src/runner/in-process-executor.js";
 import { createPoolExecutor } from "../../src/runner/pool-executor.js";
 import { createRunner, type RunnerOptions } from "../../src/runner/runner.js";
 import { attrs } from "../hooks/hook-helpers.js";
 import { type FakeVllm, startFakeVllm } from "../support/fake-vllm.js";
 import { jsonValue, type StoreHarness, startStoreHarness, waitFinished } from "../support/store-harness.js";
-import type { ChatterTask } from "../fixtures/llm-agents.js";
+import { type ChatterTask, chatter } from "../fixtures/llm-agents.js";
 
 const agentModule = new URL("../fixtures/llm-agents.ts", import.meta.url).pathname;
 let h: StoreHarness;
@@ -30,8 +31,11 @@ afterEach(async () => {
   await h.close();
 });
 
-function startRunner(options: Partial<RunnerOptions> = {}) {
-  const executor = createPoolExecutor({ agentModule, exportName: "chatter", workers: 1, concurrency: 8, logger: silentLogger });
+function startRunner(options: Partial<RunnerOptions> = {}, where: "worker threads" | "the main thread" = "worker threads") {
+  const executor =
+    where === "worker threads"
+      ? createPoolExecutor({ agentModule, exportName: "chatter", workers: 1, concurrency: 8, logger: silentLogger })
+      : createInProcessExecutor({ agent: chatter, concurrency: 8, logger: silentLogger });
   const runner = createRunner({ store: h.client, executor, pollWaitSeconds: 0.3, logger: silentLogger, ...options });
   const running = runner.run();
   cleanups.push(async () => {
@@ -53,10 +57,10 @@ async function runTasks(tasks: ChatterTask[]) {
 const llmSpans = (spans: Span[]) => spans.filter((s) => s.name.startsWith("chat ")).sort((a, b) => a.sequenceId - b.sequenceId);
 
 describe("LLM spans recorded by createTracingFetch, through the runner pool", () => {
-  it("stores every span of an attempt before its final status, even spans still waiting in the shipper", async () => {
+  it.each(["worker threads", "the main thread"] as const)("stores every span of an attempt before its final status, even spans still waiting in the shipper (on %s)", async (where) => {
     // Spans leave the agent's thread at once but linger in the shipper: an attempt that ends meanwhile has never
     // sent a batch of its own, and its queued spans must ride on its final update, not follow it.
-    startRunner({ spanFlushMs: 10, shipper: { lingerMs: 3_000 } });
+    startRunner({ spanFlushMs: 10, shipper: { lingerMs: 3_000 } }, where);
     const perRollout = await runTasks(Array.from({ length: 4 }, () => ({ calls: 3, pauseMs: 60 })));
     for (const spans of perRollout) {
       const calls = llmSpans(spans);
