@@ -7,6 +7,7 @@ const source = new URL("../src/cli/main.ts", import.meta.url);
 if (existsSync(source)) {
   const { register } = await import("tsx/esm/api");
   register();
+  globalThis.__aglTsxRegistered = true;
   await import(source.href);
 } else {
   await import(new URL("../dist/cli/main.js", import.meta.url).href);

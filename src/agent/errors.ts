@@ -3,6 +3,7 @@ export type AglErrorCode =
   | "no_active_attempt"
   | "invalid_argument"
   | "resource_missing"
+  | "resource_ambiguous"
   | "template_render"
   | "invalid_result"
   | "agent_load"

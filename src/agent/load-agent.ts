@@ -15,7 +15,7 @@ export async function loadAgent(modulePath: string, exportName?: string): Promis
   try {
     mod = (await import(url)) as Record<string, unknown>;
   } catch (error) {
-    throw new AglError("agent_load", `cannot import agent module ${modulePath}: ${(error as Error).message}`, { cause: error });
+    throw new AglError("agent_load", `cannot import agent module ${modulePath}: ${(error as Error).message}${hintFor(error)}`, { cause: error });
   }
   const names = exportName ? [exportName] : ["default", "agent"];
   for (const name of names) {
@@ -29,4 +29,14 @@ export async function loadAgent(modulePath: string, exportName?: string): Promis
     "agent_load",
     `${modulePath} exports no agent${exportName ? ` named "${exportName}"` : ""}: export default rollout(fn), an object with rollout(), or a class with rollout()`,
   );
+}
+
+/** What to change when a module failed to load for how it is packaged rather than for what it contains. */
+function hintFor(error: unknown): string {
+  const { code, message } = error as { code?: string; message?: string };
+  if (code === "ERR_UNKNOWN_FILE_EXTENSION") return " (TypeScript agents need tsx: run them with `agl run`, or `node --import tsx`)";
+  if (code === "ERR_REQUIRE_CYCLE_MODULE" || code === "ERR_REQUIRE_ESM" || /Cannot use import statement outside a module/.test(message ?? "")) {
+    return ' (the module is ESM loaded as CommonJS: name it .mts/.mjs, or add "type": "module" to its package.json)';
+  }
+  return "";
 }

@@ -46,7 +46,11 @@ export interface Resources {
   readonly version: number;
   readonly names: readonly string[];
   get(name: string): AgentResource | undefined;
-  /** The LLM named `name`, or the first LLM when no name is given. Throws when there is none. */
+  /**
+   * The LLM named `name`. With no name: the only LLM; else the only LLM proxy (bound to this attempt, so the proxy
+   * records the calls with their token ids); else the one named `main_llm`. Throws when there is none, or when that
+   * leaves a choice (the error names the candidates).
+   */
   llm(name?: string): LlmResource;
   /** The prompt template named `name`, or the first one. Throws when there is none. */
   promptTemplate(name?: string): PromptTemplateResource;
@@ -105,12 +109,24 @@ export function resolveResources(data: ResourcesData, rolloutId: string, attempt
     if (!found || found.kind !== kind) return missing(what, name);
     return found as Extract<AgentResource, { kind: K }>;
   };
+  const defaultLlm = (): LlmResource => {
+    const llms = [...typed].filter((entry): entry is [string, LlmResource] => entry[1].kind === "llm");
+    const proxied = llms.filter(([, llm]) => llm.proxied);
+    const only = llms.length === 1 ? llms : proxied.length === 1 ? proxied : llms.filter(([name]) => name === "main_llm");
+    if (only.length === 1) return (only[0] as [string, LlmResource])[1];
+    if (llms.length === 0) return missing("LLM");
+    const candidates = (proxied.length > 1 ? proxied : llms).map(([name, llm]) => `"${name}" (${llm.proxied ? "proxy" : llm.endpoint})`);
+    throw new AglError(
+      "resource_ambiguous",
+      `resources ${data.resourcesId || "(none published)"} hold several LLMs and none is the default (the only LLM proxy, else "main_llm"): ${candidates.join(", ")}; name one: resources.llm("…")`,
+    );
+  };
   return {
     resourcesId: data.resourcesId,
     version: data.version,
     names,
     get: (name) => typed.get(name),
-    llm: (name) => pick("llm", "LLM", name),
+    llm: (name) => (name === undefined ? defaultLlm() : pick("llm", "LLM", name)),
     promptTemplate: (name) => pick("prompt_template", "prompt template", name),
     json: <T extends JsonValue>(name: string) => pick("json", "JSON", name).value as T,
   };

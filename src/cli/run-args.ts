@@ -1,3 +1,4 @@
+import { RUNNER_HEARTBEAT_SECONDS } from "../store/liveness.js";
 import { parseFlags, UsageError } from "./flags.js";
 
 /** What `agl run` was asked to do. */
@@ -14,6 +15,8 @@ export interface RunArgs {
   pollWaitSeconds: number;
   blockedWorkerMs: number;
   shutdownGraceMs: number;
+  /** Period of the runner's heartbeats (silent attempts and the worker). */
+  heartbeatMs: number;
   /** Ping period of the connection to the store (0: no pings). */
   keepaliveMs: number;
   help: boolean;
@@ -35,8 +38,10 @@ Options:
   --max-rollouts <k>          exit after finishing k rollouts
   --poll-wait <seconds>       server-side wait of each dequeue (default 2)
   --blocked-worker-ms <ms>    terminate a worker thread whose event loop is blocked this long (default 10000)
-  --shutdown-grace <seconds>  on SIGTERM/SIGINT, let running rollouts finish this long before handing them back
-                              to the queue (default 30)
+  --shutdown-grace <seconds>  on SIGTERM/SIGINT, let running rollouts finish this long; then abort the rest and
+                              hand them back to the queue at once (default 30; a second signal exits at once)
+  --heartbeat <seconds>       heartbeat period of silent attempts and of the worker (default 5); the store takes a
+                              runner silent for six periods of its default (30 s) as gone and retries its rollouts
   --keepalive <seconds>       ping the store this often during calls; a connection whose ping goes unanswered as
                               long is reopened, so a cut network is noticed quickly (default 10; 0: no pings)
   -h, --help                  show this help
@@ -72,6 +77,7 @@ export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
       "poll-wait": { type: "string" },
       "blocked-worker-ms": { type: "string" },
       "shutdown-grace": { type: "string" },
+      heartbeat: { type: "string" },
       keepalive: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
@@ -90,9 +96,11 @@ export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
     pollWaitSeconds: seconds(values["poll-wait"], "--poll-wait", 2),
     blockedWorkerMs: integer(values["blocked-worker-ms"], "--blocked-worker-ms", 10_000, 100),
     shutdownGraceMs: seconds(values["shutdown-grace"], "--shutdown-grace", 30) * 1000,
+    heartbeatMs: seconds(values.heartbeat, "--heartbeat", RUNNER_HEARTBEAT_SECONDS) * 1000,
     keepaliveMs: seconds(values.keepalive, "--keepalive", 10) * 1000,
     help,
   };
+  if (args.heartbeatMs < 50) throw new UsageError(`--heartbeat needs at least 0.05 seconds, got "${values.heartbeat}"`);
   if (values.export !== undefined) args.exportName = values.export;
   if (token) args.token = token;
   if (values["worker-id"] !== undefined) args.workerId = values["worker-id"];

@@ -1,5 +1,6 @@
 import { createStoreClient } from "../client/store-client.js";
 import { loadAgent } from "../agent/load-agent.js";
+import { registerAgentLoaders } from "../agent/module-loaders.js";
 import { createInProcessExecutor } from "../runner/in-process-executor.js";
 import { createPoolExecutor } from "../runner/pool-executor.js";
 import { createRunner } from "../runner/runner.js";
@@ -12,6 +13,7 @@ import type { RunArgs } from "./run-args.js";
  */
 export async function runAgent(args: RunArgs): Promise<number> {
   const store = createStoreClient({ baseUrl: args.store, keepaliveMs: args.keepaliveMs, ...(args.token ? { token: args.token } : {}) });
+  if (args.workers === 0) await registerAgentLoaders(args.agentModule);
   const executor =
     args.workers === 0
       ? createInProcessExecutor({ agent: await loadAgent(args.agentModule, args.exportName), concurrency: args.concurrency })
@@ -27,6 +29,7 @@ export async function runAgent(args: RunArgs): Promise<number> {
     executor,
     pollWaitSeconds: args.pollWaitSeconds,
     shutdownGraceMs: args.shutdownGraceMs,
+    heartbeatIntervalMs: args.heartbeatMs,
     ...(args.workerId ? { workerId: args.workerId } : {}),
     ...(args.maxRollouts ? { maxRollouts: args.maxRollouts } : {}),
   });

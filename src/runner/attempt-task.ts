@@ -27,10 +27,12 @@ export interface AttemptTask {
 export type AbortKind = "cancelled" | "timeout" | "shutdown";
 
 /**
- * How an attempt ended. `interrupted`: the runner shut down before the agent finished, so the rollout goes back to
- * the queue rather than failing.
+ * How an attempt ended. `interrupted`: it was handed back (the runner shut down before the agent finished, or the
+ * worker thread it waited on ended before it started), so the rollout goes back to the queue untouched. `lost`: an
+ * infrastructure failure (its worker thread was killed while it ran), reported as unresponsive so that the rollout's
+ * retries for infrastructure failures apply, not those for its agent's own.
  */
-export type AttemptEnd = "succeeded" | "failed" | "timeout" | "cancelled" | "interrupted";
+export type AttemptEnd = "succeeded" | "failed" | "timeout" | "cancelled" | "interrupted" | "lost";
 
 /** The result of running one attempt. */
 export interface AttemptOutcome {

@@ -49,7 +49,8 @@ export async function executeAttempt(agent: Agent<unknown>, task: AttemptTask, i
     if (abortKind) return;
     abortKind = kind;
     controller.abort(abortErrors[kind]());
-    graceTimer = setTimeout(abandon, task.abortGraceMs);
+    // A shutdown already gave running agents their grace (`shutdownGraceMs`): hand the attempt back without waiting.
+    graceTimer = setTimeout(abandon, kind === "shutdown" ? 0 : task.abortGraceMs);
   };
   const onExternal = () => abort(io.signal.reason as AbortKind);
   if (io.signal.aborted) onExternal();

@@ -10,6 +10,7 @@ const statusOf: Record<Exclude<AttemptEnd, "interrupted">, AttemptStatus> = {
   failed: AttemptStatus.FAILED,
   timeout: AttemptStatus.TIMEOUT,
   cancelled: AttemptStatus.CANCELLED,
+  lost: AttemptStatus.UNRESPONSIVE,
 };
 // UpdateAttempt carries at most this many spans; the rest go first through AddSpans.
 const maxSpansPerUpdate = 1_000;
@@ -36,9 +37,9 @@ export interface FinishInput {
 /**
  * Reports an attempt's end to the store in one call: its last spans and its status (with the error and dropped-span
  * count in the attempt's metadata), retried for up to `retryForMs` while the store cannot be reached (repeating the
- * update is safe: it sets the same fields, and its spans are idempotent by span id). An interrupted attempt (runner
- * shutdown) is handed back: its spans are stored and its rollout goes back to the queue, unless the store has already
- * finished the attempt.
+ * update is safe: it sets the same fields, and its spans are idempotent by span id). An interrupted attempt is handed
+ * back: its spans are stored and its rollout goes back to the queue (which ends the attempt at the store and frees
+ * its worker), unless the store has already finished the attempt.
  */
 export async function finishAttempt(store: StoreApi, input: FinishInput): Promise<void> {
   const { rolloutId, attemptId, outcome } = input;
@@ -59,7 +60,7 @@ export async function finishAttempt(store: StoreApi, input: FinishInput): Promis
   }
   if (dropped > 0) metadata.spans_dropped = dropped;
   const interrupted = outcome.end === "interrupted";
-  if (interrupted) metadata.handed_back = "the runner shut down before the agent finished";
+  if (interrupted) metadata.handed_back = outcome.error?.message ?? "the runner shut down before the agent finished";
   let changed = outcome.error !== undefined || dropped > 0 || interrupted;
   const status = interrupted || input.settledByStore ? undefined : statusOf[outcome.end as Exclude<AttemptEnd, "interrupted">];
   const update = (withSpans: Span[]) =>

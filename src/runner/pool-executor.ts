@@ -29,8 +29,10 @@ const workerFile = new URL(import.meta.url.endsWith(".ts") ? "./pool-bootstrap.m
 
 /**
  * Runs attempts on a piscina pool: `workers` threads, each running up to `concurrency` rollouts on its own event loop.
- * A supervisor reads every thread's heartbeat from shared memory; a thread blocked longer than `blockedWorkerMs` is
- * terminated, its attempts fail (the store retries them as their config allows), and piscina starts a replacement.
+ * A supervisor reads every thread's heartbeat from shared memory; a thread that stops responding gets no new
+ * attempts, and one blocked longer than `blockedWorkerMs` is terminated: the attempts it was running end `lost` (an
+ * infrastructure failure, retried as such), those queued on it that never started are handed back untouched, and
+ * piscina starts a replacement.
  */
 export function createPoolExecutor(options: PoolExecutorOptions): AttemptExecutor {
   const workers = options.workers ?? availableParallelism();
@@ -41,6 +43,13 @@ export function createPoolExecutor(options: PoolExecutorOptions): AttemptExecuto
   const board = createHeartbeatBoard(Math.max(64, workers * 8));
   const agentModule = /^[a-z]+:/i.test(options.agentModule) ? options.agentModule : pathToFileURL(resolve(options.agentModule)).href;
   const workerData: PoolWorkerData = { agentModule, board, beatMs, ...(options.exportName ? { exportName: options.exportName } : {}) };
+  // A thread whose stamp is older than this has stopped responding for now: it gets no new attempt, which would
+  // only wait behind its blocked event loop (and be lost with it).
+  const unresponsiveMs = Math.max(100, 2 * beatMs);
+  const responsiveThreads = () => {
+    const now = Date.now();
+    return new Map(readBoard(board).map(({ threadId, lastBeatMs }) => [threadId, now - lastBeatMs <= unresponsiveMs]));
+  };
   const pool = new Piscina<PoolTask, void>({
     filename: workerFile.href,
     minThreads: workers,
@@ -50,6 +59,16 @@ export function createPoolExecutor(options: PoolExecutorOptions): AttemptExecuto
     // Atomics.wait would freeze a worker's event loop between tasks, and with it the rollouts it is running.
     atomics: "disabled",
     workerData,
+    // The least busy thread that is responding and has room; none: the attempt waits in piscina's queue.
+    loadBalancer: (_task, threads) => {
+      const responsive = responsiveThreads();
+      let best: (typeof threads)[number] | null = null;
+      for (const thread of threads) {
+        if (thread.terminating || thread.destroyed || thread.currentUsage >= concurrency || responsive.get(thread.id) === false) continue;
+        if (!best || thread.currentUsage < best.currentUsage) best = thread;
+      }
+      return best;
+    },
   });
   const killed = new Map<number, string>();
   let running = 0;
@@ -99,8 +118,15 @@ export function createPoolExecutor(options: PoolExecutorOptions): AttemptExecuto
         // `done` travels on the task's own port; give it a moment if piscina's answer overtook it.
         () => setTimeout(() => fail(new Error("the worker finished the task without reporting its outcome")), 5_000).unref(),
         (error: unknown) => {
-          const why = threadId === undefined ? undefined : killed.get(threadId);
-          fail(new Error(why ?? `the worker thread failed: ${error instanceof Error ? error.message : String(error)}`));
+          const failure = `the worker thread failed: ${error instanceof Error ? error.message : String(error)}`;
+          if (threadId === undefined) {
+            // Queued on a thread that ended before running it: the attempt never started, so it goes back untouched.
+            const reason = `handed back unstarted: ${failure}`;
+            settle({ end: "interrupted", error: { type: "Error", message: reason }, spans: [], lateSpans: 0, agentMs: 0 });
+            return;
+          }
+          const message = killed.get(threadId) ?? failure;
+          settle({ end: "lost", error: { type: "WorkerThreadLost", message }, spans: [], lateSpans: 0, agentMs: 0 });
         },
       );
       const ended = done.finally(() => {

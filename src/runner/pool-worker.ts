@@ -6,6 +6,7 @@ import { threadId, workerData } from "node:worker_threads";
 import { type Agent } from "../agent/agent.js";
 import { AglError, errorInfo } from "../agent/errors.js";
 import { loadAgent } from "../agent/load-agent.js";
+import { registerAgentLoaders } from "../agent/module-loaders.js";
 import type { AbortKind } from "./attempt-task.js";
 import { executeAttempt } from "./execute-attempt.js";
 import { beat, claimSlot } from "./heartbeat-board.js";
@@ -15,14 +16,9 @@ const data = workerData as PoolWorkerData;
 const slot = claimSlot(data.board, threadId);
 if (slot >= 0) setInterval(() => beat(data.board, slot), data.beatMs).unref();
 
-/** Loads the agent, registering tsx first for a TypeScript module (Node 20 threads get no loader hooks of their own). */
+/** Loads the agent, registering tsx and ES-module loading first (Node 20 gives threads no loader hooks of their own). */
 async function load(): Promise<Agent<unknown>> {
-  const flag = globalThis as { __aglTsxRegistered?: boolean };
-  if (/\.[mc]?tsx?$/.test(data.agentModule) && !flag.__aglTsxRegistered) {
-    const { register } = await import("tsx/esm/api");
-    register();
-    flag.__aglTsxRegistered = true;
-  }
+  await registerAgentLoaders(data.agentModule);
   return loadAgent(data.agentModule, data.exportName);
 }
 

@@ -12,13 +12,19 @@ export interface RunnerOptions {
   workerId?: string;
   /** Server-side wait of each dequeue when the queue is empty. Default 2 s. */
   pollWaitSeconds?: number;
-  /** An attempt that shipped no span for this long sends a heartbeat (and learns whether it was cancelled). Default 5 s. */
+  /**
+   * An attempt that shipped no span for this long sends a heartbeat (and learns whether it was cancelled). Default
+   * `RUNNER_HEARTBEAT_SECONDS` (5 s); the store's default `unresponsive_seconds` is six of them.
+   */
   heartbeatIntervalMs?: number;
-  /** Period of the worker heartbeat (`UpdateWorker` with stats). Default 10 s. */
+  /** Period of the worker heartbeat (`UpdateWorker` with stats). Default: `heartbeatIntervalMs`. */
   workerHeartbeatMs?: number;
-  /** How long an aborted agent (cancellation, timeout, shutdown) gets to stop by itself. Default 5 s. */
+  /** How long an agent aborted by cancellation or timeout gets to stop by itself. Default 5 s. */
   abortGraceMs?: number;
-  /** How long `stop()` lets running attempts finish before aborting and handing them back. Default 30 s. */
+  /**
+   * How long `stop()` lets running attempts finish; then the rest are aborted and handed back at once (their agents
+   * get no further grace). Default 30 s.
+   */
   shutdownGraceMs?: number;
   /**
    * How long a fetched resources snapshot is reused for later claims (a snapshot updated under the same id reaches

@@ -4,6 +4,7 @@ import { errorInfo } from "../agent/errors.js";
 import { createConsoleLogger } from "../agent/logger.js";
 import type { ResourcesData } from "../agent/resources.js";
 import { AttemptStatus, type Rollout } from "../gen/agl/v1/types_pb.js";
+import { RUNNER_HEARTBEAT_SECONDS } from "../store/liveness.js";
 import { createSpanShipper, type SpanShipper } from "../tracer/span-shipper.js";
 import type { AbortKind, AttemptHandle, AttemptOutcome } from "./attempt-task.js";
 import { buildTask } from "./build-task.js";
@@ -43,9 +44,10 @@ export function createRunner(options: RunnerOptions): Runner {
     spanFlushMs: options.spanFlushMs ?? 200,
   };
   const retryForMs = options.retryForMs ?? 300_000;
+  const heartbeatMs = options.heartbeatIntervalMs ?? RUNNER_HEARTBEAT_SECONDS * 1000;
   const active = new Map<string, Active>();
   const resourcesCache: ResourcesCache = new Map();
-  const summary: RunnerSummary = { claimed: 0, succeeded: 0, failed: 0, timeout: 0, cancelled: 0, interrupted: 0 };
+  const summary: RunnerSummary = { claimed: 0, succeeded: 0, failed: 0, timeout: 0, cancelled: 0, interrupted: 0, lost: 0 };
   let stopping = false;
   let running: Promise<RunnerSummary> | undefined;
   let wake: () => void = () => {};
@@ -134,8 +136,8 @@ export function createRunner(options: RunnerOptions): Runner {
       store,
       workerId,
       logger,
-      attemptIntervalMs: options.heartbeatIntervalMs ?? 5_000,
-      workerIntervalMs: options.workerHeartbeatMs ?? 10_000,
+      attemptIntervalMs: heartbeatMs,
+      workerIntervalMs: options.workerHeartbeatMs ?? heartbeatMs,
       attempts: () => [...active.values()].filter((e) => !e.settledByStore),
       lastShippedMs: (e) => Math.max(e.lastHeartbeatMs, shipper.lastShippedMs(e.rollout.rolloutId, e.attemptId) ?? 0),
       onBeat: (e, status) => {
@@ -189,6 +191,7 @@ export function createRunner(options: RunnerOptions): Runner {
     timeout: summary.timeout,
     cancelled: summary.cancelled,
     handed_back: summary.interrupted,
+    lost: summary.lost,
     ...Object.fromEntries(Object.entries(shipper.stats()).map(([k, v]) => [`spans_${k}`, v])),
   });
 

@@ -238,7 +238,9 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
         }
         if (req.status === undefined) await tx.putRollout(rollout);
         else {
-          if (req.status === RolloutStatus.CANCELLED) await cancelLatestAttempt(tx, rollout.rolloutId, now);
+          // Cancelling or requeuing ends the attempt still running: its runner learns it and stops the agent, and an
+          // attempt handed back (or superseded by the next one) does not stay running, nor its worker busy.
+          if (req.status === RolloutStatus.CANCELLED || isQueued(req.status)) await cancelLatestAttempt(tx, rollout.rolloutId, now);
           await writeRolloutStatus(tx, rollout, req.status, now);
         }
         const [updated] = await withLatestAttempts(tx, [rollout]);

@@ -8,6 +8,7 @@ import {
   WorkerSchema,
   WorkerStatus,
 } from "../gen/agl/v1/types_pb.js";
+import { INFRASTRUCTURE_ATTEMPTS } from "./liveness.js";
 
 const finishedRollout = new Set([RolloutStatus.SUCCEEDED, RolloutStatus.FAILED, RolloutStatus.CANCELLED]);
 const queuedRollout = new Set([RolloutStatus.QUEUING, RolloutStatus.REQUEUING]);
@@ -40,8 +41,12 @@ export function deriveRolloutStatus(rollout: Rollout, attempt: Attempt): Rollout
     case AttemptStatus.TIMEOUT:
     case AttemptStatus.UNRESPONSIVE: {
       const config = rollout.config;
-      const maxAttempts = config?.maxAttempts || 1;
-      const retry = (config?.retryCondition ?? []).includes(attempt.status) && attempt.sequenceId < maxAttempts;
+      const condition = config?.retryCondition ?? [];
+      // With no retry policy of its own, a rollout still survives infrastructure failures (not its agent's).
+      const retry =
+        condition.length === 0
+          ? attempt.status === AttemptStatus.UNRESPONSIVE && attempt.sequenceId < INFRASTRUCTURE_ATTEMPTS
+          : condition.includes(attempt.status) && attempt.sequenceId < (config?.maxAttempts || 1);
       return retry ? RolloutStatus.REQUEUING : RolloutStatus.FAILED;
     }
     default:

@@ -13,6 +13,7 @@ import type { StoreApi } from "./store-api.js";
 import { defaultLimits, type StoreLimits } from "./validate.js";
 import { createWaiters } from "./waiters.js";
 import { withTxCache } from "./tx-cache.js";
+import { DEFAULT_UNRESPONSIVE_SECONDS, DEFAULT_WORKER_GONE_SECONDS } from "./liveness.js";
 import { scanOnce } from "./watchdog.js";
 import { workerMethods } from "./workers.js";
 import { useNodeTextEncoding } from "../wire/node-text-encoding.js";
@@ -28,6 +29,16 @@ export interface StoreOptions {
   watchdogIntervalSeconds?: number;
   /** Request bounds; each missing one keeps its default. */
   limits?: Partial<StoreLimits>;
+  /**
+   * `unresponsive_seconds` of rollouts whose config sets none (default {@link DEFAULT_UNRESPONSIVE_SECONDS}: six
+   * missed runner heartbeats; 0: none).
+   */
+  defaultUnresponsiveSeconds?: number;
+  /**
+   * A worker with no heartbeat for this long is gone: the watchdog marks it unknown and its running attempts
+   * unresponsive (default {@link DEFAULT_WORKER_GONE_SECONDS}; 0: never).
+   */
+  workerGoneSeconds?: number;
   /** Where the watchdog reports failures (default: console.error). */
   onError?: (error: unknown) => void;
 }
@@ -54,12 +65,16 @@ export function createStore(options: StoreOptions): Store {
   const debounce = options.scanDebounceSeconds ?? 10;
   const onError = options.onError ?? logWatchdogError();
   const startedAt = now();
+  const watchdogDefaults = {
+    unresponsiveSeconds: options.defaultUnresponsiveSeconds ?? DEFAULT_UNRESPONSIVE_SECONDS,
+    workerGoneSeconds: options.workerGoneSeconds ?? DEFAULT_WORKER_GONE_SECONDS,
+  };
   let lastScan: number | undefined;
   let scanning: Promise<number> | undefined;
 
   const runWatchdog = () => {
     // One scan at a time; concurrent callers share the one in flight.
-    scanning ??= scanOnce(ctx.transaction, now).finally(() => {
+    scanning ??= scanOnce(ctx.transaction, now, watchdogDefaults).finally(() => {
       scanning = undefined;
     });
     return scanning;

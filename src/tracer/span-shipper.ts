@@ -187,11 +187,13 @@ export function createSpanShipper(options: SpanShipperOptions): SpanShipper {
     },
     async drain(rolloutId, attemptId) {
       const key = keyOf({ rolloutId, attemptId });
-      const acc = accounts.get(key);
-      if (!acc) return { spans: [], dropped: 0 };
+      // Queued spans are taken even when the attempt never sent a batch (it has no account yet): left behind, they
+      // would reach the store after the attempt's final status.
       const mine: Span[] = [];
       queue = queue.filter((span) => (keyOf(span) === key ? (mine.push(span), false) : true));
       stats.queued = queue.length;
+      const acc = accounts.get(key);
+      if (!acc) return { spans: mine, dropped: 0 };
       await Promise.all([...acc.inFlight]);
       accounts.delete(key);
       return { spans: mine, dropped: acc.dropped };

@@ -56,7 +56,9 @@ describe("resources", () => {
 
   it("binds a proxy LLM to the attempt and keeps a plain LLM as published", () => {
     expect(typed.llm("policy")).toMatchObject({ kind: "llm", endpoint: "http://proxy:4747/rollout/ro-abc/attempt/at-def/v1", model: "policy", proxied: true });
-    expect(typed.llm()).toMatchObject({ endpoint: "https://api.example/v1", model: "gpt-x", apiKey: "k", proxied: false, samplingParameters: { temperature: 0.2 } });
+    expect(typed.llm("main")).toMatchObject({ endpoint: "https://api.example/v1", model: "gpt-x", apiKey: "k", proxied: false, samplingParameters: { temperature: 0.2 } });
+    // With no name, the attempt-bound proxy is the default.
+    expect(typed.llm()).toBe(typed.llm("policy"));
     expect(typed.json("config")).toEqual({ retries: 3, tags: ["a"] });
     expect([typed.resourcesId, typed.version, typed.names]).toEqual(["rs-000000000001", 2, ["main", "policy", "greeting", "system", "config"]]);
   });

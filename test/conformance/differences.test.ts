@@ -59,13 +59,22 @@ describe.each(backends)("deliberate differences [$name]", (def) => {
 
   it("2. spans promote queuing rollouts of the latest running attempt, but never revive a timed-out attempt's rollout", async () => {
     const { store } = await openStore(def);
-    // A rollout sent back to queuing while its attempt still runs: a span of that attempt promotes it to running.
+    // A rollout requeued because its attempt went silent: a span of that attempt promotes it back to running.
     const { rolloutId, attemptId } = await startRollout(store);
-    await store.updateRollout({ rolloutId, status: RolloutStatus.QUEUING });
-    expect((await store.getRollout({ rolloutId })).status).toBe(RolloutStatus.QUEUING);
+    await store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.UNRESPONSIVE });
+    expect((await store.getRollout({ rolloutId })).status).toBe(RolloutStatus.REQUEUING);
     await addSpan(store, rolloutId, attemptId);
     expect((await store.getRollout({ rolloutId })).status).toBe(RolloutStatus.RUNNING);
     expect((await store.dequeueRollouts({ limit: 5 })).rollouts).toEqual([]); // its queue entry is skipped
+
+    // Sent back to the queue explicitly (a runner handing it back), the running attempt ends: no span revives it.
+    const q = await startRollout(store, {}, "w");
+    await store.updateRollout({ rolloutId: q.rolloutId, status: RolloutStatus.QUEUING });
+    expect((await store.getLatestAttempt({ rolloutId: q.rolloutId })).attempt?.status).toBe(AttemptStatus.CANCELLED);
+    expect((await store.getWorker({ workerId: "w" })).status).toBe(WorkerStatus.IDLE);
+    await addSpan(store, q.rolloutId, q.attemptId);
+    expect((await store.getRollout({ rolloutId: q.rolloutId })).status).toBe(RolloutStatus.QUEUING);
+    expect((await store.dequeueRollouts({})).rollouts.map((r) => r.latestAttempt?.sequenceId)).toEqual([2]);
 
     // A late span of a timed-out (latest) attempt leaves its requeuing rollout requeuing.
     const t = await startRollout(store, { config: { maxAttempts: 2, retryCondition: [AttemptStatus.TIMEOUT] } });

@@ -96,7 +96,8 @@ describe.each(backends)("state machine [$name]", (def) => {
   });
 
   it("UpdateAttempt replaces worker_id, last_heartbeat_time and metadata", async () => {
-    const { store } = await openStore(def);
+    // A heartbeat far in the past: no default unresponsive limit, so the watchdog leaves it alone.
+    const { store } = await openStore(def, { defaultUnresponsiveSeconds: 0 });
     const { rolloutId, attemptId } = await startRollout(store);
     const a = await store.updateAttempt({
       rolloutId,

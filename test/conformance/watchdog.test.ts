@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { AttemptStatus, RolloutStatus, WorkerStatus } from "../../src/gen/agl/v1/types_pb.js";
+import { DEFAULT_UNRESPONSIVE_SECONDS, INFRASTRUCTURE_ATTEMPTS } from "../../src/store/liveness.js";
 import { backends } from "./backends.js";
 import { addSpan, enqueueN, nextEvent, openStore, startRollout } from "./harness.js";
 
@@ -104,14 +105,63 @@ describe.each(backends)("watchdog [$name]", (def) => {
     expect(d.latestAttempt?.status).toBe(AttemptStatus.SUCCEEDED);
   });
 
-  it("rollouts without timeouts are never touched", async () => {
-    const { store, clock } = await openStore(def);
+  it("rollouts without timeouts are never touched when the store sets no default unresponsive limit", async () => {
+    const { store, clock } = await openStore(def, { defaultUnresponsiveSeconds: 0 });
     const { rolloutId } = await startRollout(store);
     clock.advance(1e6);
     await store.runWatchdog();
     const r = await store.getRollout({ rolloutId });
     expect(r.status).toBe(RolloutStatus.PREPARING);
     expect(r.latestAttempt?.status).toBe(AttemptStatus.PREPARING);
+  });
+
+  it("by default, an attempt silent for six runner heartbeats is unresponsive and, with no retry policy, retried as an infrastructure failure", async () => {
+    const { store, clock } = await openStore(def);
+    const { rolloutId } = await startRollout(store);
+    clock.advance(DEFAULT_UNRESPONSIVE_SECONDS - 1);
+    expect((await store.getRollout({ rolloutId })).status).toBe(RolloutStatus.PREPARING);
+    clock.advance(2);
+    const r = await store.getRollout({ rolloutId });
+    expect(r.latestAttempt?.status).toBe(AttemptStatus.UNRESPONSIVE);
+    expect(r.status).toBe(RolloutStatus.REQUEUING);
+    // Up to INFRASTRUCTURE_ATTEMPTS attempts; then the rollout fails.
+    for (let n = 2; n <= INFRASTRUCTURE_ATTEMPTS; n++) {
+      const [again] = (await store.dequeueRollouts({})).rollouts;
+      expect(again?.latestAttempt?.sequenceId).toBe(n);
+      clock.advance(DEFAULT_UNRESPONSIVE_SECONDS + 1);
+      await store.runWatchdog();
+    }
+    expect((await store.getRollout({ rolloutId })).status).toBe(RolloutStatus.FAILED);
+  });
+
+  it("a worker whose heartbeats stop is gone: marked unknown, its running attempts unresponsive and handed back", async () => {
+    const { store, clock } = await openStore(def, { workerGoneSeconds: 10, defaultUnresponsiveSeconds: 0 });
+    await store.updateWorker({ workerId: "w" });
+    const first = await startRollout(store, {}, "w");
+    const second = await startRollout(store, {}, "w");
+    const other = await startRollout(store, {}, "never-beats");
+    clock.advance(5);
+    await store.updateWorker({ workerId: "w" });
+    clock.advance(8);
+    // Attempts keep running while their worker beats (13 s since the attempts started, 8 s since the last beat).
+    await store.runWatchdog();
+    expect((await store.getWorker({ workerId: "w" })).status).toBe(WorkerStatus.BUSY);
+    clock.advance(3);
+    await store.runWatchdog();
+    expect((await store.getWorker({ workerId: "w" })).status).toBe(WorkerStatus.UNKNOWN);
+    for (const { rolloutId } of [first, second]) {
+      const r = await store.getRollout({ rolloutId });
+      expect([r.latestAttempt?.status, r.status]).toEqual([AttemptStatus.UNRESPONSIVE, RolloutStatus.REQUEUING]);
+    }
+    // A worker that never sent a heartbeat is not judged by them.
+    expect((await store.getRollout({ rolloutId: other.rolloutId })).status).toBe(RolloutStatus.PREPARING);
+  });
+
+  it("the agent's own failure is not retried by default", async () => {
+    const { store } = await openStore(def);
+    const { rolloutId, attemptId } = await startRollout(store);
+    await store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.FAILED });
+    expect((await store.getRollout({ rolloutId })).status).toBe(RolloutStatus.FAILED);
   });
 
   it("an unresponsive attempt that recovers keeps its rollout running and the retry is skipped", async () => {

@@ -4,7 +4,7 @@ import { createStoreClient, type StoreClient } from "../../src/client/store-clie
 import type { Rollout } from "../../src/gen/agl/v1/types_pb.js";
 import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
 import { createMemoryBackend } from "../../src/store/memory-backend.js";
-import { createStore, type Store } from "../../src/store/store.js";
+import { createStore, type Store, type StoreOptions } from "../../src/store/store.js";
 
 /** A real store server on a loopback socket, with a gRPC client to it. */
 export interface StoreHarness {
@@ -15,9 +15,14 @@ export interface StoreHarness {
   close(): Promise<void>;
 }
 
-/** Starts an in-memory store behind a real server on port 0 (watchdog every `watchdogSeconds`, default 0.2 s). */
-export async function startStoreHarness(options: { watchdogSeconds?: number } = {}): Promise<StoreHarness> {
-  const store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: options.watchdogSeconds ?? 0.2, scanDebounceSeconds: 0 });
+/**
+ * Starts an in-memory store behind a real server on port 0 (watchdog every `watchdogSeconds`, default 0.2 s; `store`:
+ * further store options, such as shorter liveness defaults).
+ */
+export async function startStoreHarness(
+  options: { watchdogSeconds?: number; store?: Partial<Omit<StoreOptions, "backend">> } = {},
+): Promise<StoreHarness> {
+  const store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: options.watchdogSeconds ?? 0.2, scanDebounceSeconds: 0, ...options.store });
   const server = await startStoreServer({ store, port: 0 });
   const client = createStoreClient({ baseUrl: server.url });
   return {

@@ -113,8 +113,9 @@ export function createTracingFetch(options: TracingFetchOptions = {}): typeof fe
 
     // A stream passes through chunk by chunk; the span ends when it does.
     const assembler = createStreamAssembler(kind);
+    let sawDone = false;
     const parser = createSseParser((data) => {
-      if (data === "[DONE]") return;
+      if (data === "[DONE]") return void (sawDone = true);
       try {
         assembler.add(JSON.parse(data));
       } catch {}
@@ -149,7 +150,8 @@ export function createTracingFetch(options: TracingFetchOptions = {}): typeof fe
         }
       },
       cancel(reason) {
-        end("the client stopped reading the stream");
+        // The openai client cancels the body once it has read `[DONE]`: by then it has the whole answer.
+        end(sawDone ? undefined : "the client stopped reading the stream");
         return reader.cancel(reason);
       },
     });
