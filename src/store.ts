@@ -17,9 +17,9 @@ export type { PendingWrites } from "./store/pending-writes.js";
 export type { StoreApi, StoreCallOptions } from "./store/store-api.js";
 
 /** Storage backends; every one runs the same state machine, so the semantics are the same on each. */
-export { createMemoryBackend } from "./store/memory-backend.js";
-export { createSqliteBackend } from "./store/sqlite-backend.js";
-export type { SqliteBackendOptions } from "./store/sqlite-backend.js";
-export { createPostgresBackend } from "./store/postgres-backend.js";
-export type { PostgresBackendOptions } from "./store/postgres-backend.js";
+export { createMemoryBackend } from "./store/backends/memory/memory-backend.js";
+export { createSqliteBackend } from "./store/backends/sqlite/sqlite-backend.js";
+export type { SqliteBackendOptions } from "./store/backends/sqlite/sqlite-backend.js";
+export { createPostgresBackend } from "./store/backends/postgres/postgres-backend.js";
+export type { PostgresBackendOptions } from "./store/backends/postgres/postgres-backend.js";
 export type { StorageBackend, StoreEvent } from "./store/backend.js";

@@ -19,7 +19,7 @@ import { TemplateEngine } from "../../src/gen/agl/v1/types_pb.js";
 import { createPoolExecutor } from "../../src/runner/pool-executor.js";
 import { createRunner } from "../../src/runner/runner.js";
 import { startStoreServer } from "../../src/server/store-server.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import type { StoreApi } from "../../src/store/store-api.js";
 import { createStore } from "../../src/store/store.js";
 import { agentModule, agentPolicy, hintTasks, optimizerPolicy } from "../../test/apo/apo-harness.js";

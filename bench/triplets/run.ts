@@ -15,7 +15,7 @@ import * as sc from "../../src/adapter/semconv.js";
 import { TripletMode } from "../../src/gen/agl/v1/triplets_pb.js";
 import { AttemptStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { startStoreServer } from "../../src/server/store-server.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore } from "../../src/store/store.js";
 import { createTripletClient } from "../../src/triplets/triplet-client.js";
 

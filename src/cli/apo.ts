@@ -8,7 +8,7 @@ import { createStoreClient } from "../client/store-client.js";
 import { AttemptStatus } from "../gen/agl/v1/types_pb.js";
 import { createPoolExecutor } from "../runner/pool-executor.js";
 import { createRunner } from "../runner/runner.js";
-import { createMemoryBackend } from "../store/memory-backend.js";
+import { createMemoryBackend } from "../store/backends/memory/memory-backend.js";
 import type { StoreApi } from "../store/store-api.js";
 import { createStore } from "../store/store.js";
 import type { ApoArgs } from "./apo-args.js";
@@ -21,7 +21,7 @@ async function openStore(spec: ApoArgs["store"]): Promise<{ store: StoreApi; clo
     return { store: client, close: async () => client.close() };
   }
   // The native SQLite driver is loaded only when asked for.
-  const backend = spec.kind === "sqlite" ? (await import("../store/sqlite-backend.js")).createSqliteBackend({ path: spec.path }) : createMemoryBackend();
+  const backend = spec.kind === "sqlite" ? (await import("../store/backends/sqlite/sqlite-backend.js")).createSqliteBackend({ path: spec.path }) : createMemoryBackend();
   const store = createStore({ backend });
   return { store, close: () => store.close() };
 }

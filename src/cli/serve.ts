@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { createLlmProxy } from "../proxy/llm-proxy.js";
 import { createOtlpTracesHandler } from "../otlp/otlp-route.js";
 import { startStoreServer } from "../server/store-server.js";
-import { createMemoryBackend } from "../store/memory-backend.js";
+import { createMemoryBackend } from "../store/backends/memory/memory-backend.js";
 import { createStore, type Store } from "../store/store.js";
 import type { ServeArgs } from "./serve-args.js";
 
@@ -66,13 +66,13 @@ export async function serve(args: ServeArgs): Promise<number> {
 async function openStore(backend: ServeArgs["backend"]): Promise<Store> {
   if (backend.kind === "memory") return createStore({ backend: createMemoryBackend() });
   if (backend.kind === "postgres") {
-    const { createPostgresBackend } = await import("../store/postgres-backend.js");
+    const { createPostgresBackend } = await import("../store/backends/postgres/postgres-backend.js");
     return createStore({ backend: await createPostgresBackend({ connectionString: backend.url }) });
   }
-  let sqlite: typeof import("../store/sqlite-backend.js");
+  let sqlite: typeof import("../store/backends/sqlite/sqlite-backend.js");
   try {
     // Loaded on demand: the native driver is only needed for SQLite, and --memory works without it.
-    sqlite = await import("../store/sqlite-backend.js");
+    sqlite = await import("../store/backends/sqlite/sqlite-backend.js");
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw new Error(`cannot load the SQLite backend (${reason}); use --memory`);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AttemptStatus, RolloutStatus } from "../gen/agl/v1/types_pb.js";
-import { createMemoryBackend } from "./memory-backend.js";
+import { createMemoryBackend } from "./backends/memory/memory-backend.js";
 import { createPendingWrites } from "./pending-writes.js";
 import { createStore } from "./store.js";
 

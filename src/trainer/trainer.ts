@@ -6,7 +6,7 @@ import { type BaselineReport, createBaseline } from "../algorithm/baseline.js";
 import { createInProcessExecutor } from "../runner/in-process-executor.js";
 import { createPoolExecutor } from "../runner/pool-executor.js";
 import { createRunner, type RunnerOptions } from "../runner/runner.js";
-import { createMemoryBackend } from "../store/memory-backend.js";
+import { createMemoryBackend } from "../store/backends/memory/memory-backend.js";
 import type { StoreApi } from "../store/store-api.js";
 import { createStore } from "../store/store.js";
 

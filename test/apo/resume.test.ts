@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import type { ApoReport } from "../../src/algorithm/apo/apo-report.js";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/fake-llm-server.js";
 import { agentModule, agentPolicy, hintTasks, optimizerPolicy } from "./apo-harness.js";
-import { createSqliteBackend } from "../../src/store/sqlite-backend.js";
+import { createSqliteBackend } from "../../src/store/backends/sqlite/sqlite-backend.js";
 import { createStore } from "../../src/store/store.js";
 import { agl, repo } from "./agl-cli.js";
 

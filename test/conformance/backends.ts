@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StorageBackend } from "../../src/store/backend.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
-import { createPostgresBackend } from "../../src/store/postgres-backend.js";
-import { createSqliteBackend } from "../../src/store/sqlite-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
+import { createPostgresBackend } from "../../src/store/backends/postgres/postgres-backend.js";
+import { createSqliteBackend } from "../../src/store/backends/sqlite/sqlite-backend.js";
 import { borrowSchema, postgresUrl, releaseSchema } from "../support/postgres.js";
 
 export interface BackendDef {

@@ -13,7 +13,7 @@ import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
 import { createInProcessExecutor } from "../../src/runner/in-process-executor.js";
 import { createRunner } from "../../src/runner/runner.js";
 import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { createTripletClient, type TripletClient } from "../../src/triplets/triplet-client.js";
 import { type Answer, type FakeVllm, startFakeVllm } from "../support/fake-vllm.js";

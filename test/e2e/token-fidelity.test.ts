@@ -10,7 +10,7 @@ import { createStoreClient, type StoreClient } from "../../src/client/store-clie
 import { type RolloutTriplets, TripletMode } from "../../src/gen/agl/v1/triplets_pb.js";
 import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
 import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { createTripletClient, type TripletClient } from "../../src/triplets/triplet-client.js";
 import { type Answer, type FakeVllm, startFakeVllm } from "../support/fake-vllm.js";

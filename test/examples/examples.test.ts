@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBaseline } from "../../src/algorithm/baseline.js";
 import { silentLogger } from "../../src/agent/logger.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore } from "../../src/store/store.js";
 import { Trainer } from "../../src/trainer/trainer.js";
 import { tasks } from "../../examples/calculator/tasks.js";

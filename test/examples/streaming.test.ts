@@ -8,7 +8,7 @@ import { type BaselineOptions, createBaseline } from "../../src/algorithm/baseli
 import { silentLogger } from "../../src/agent/logger.js";
 import { StatusCode } from "../../src/gen/agl/v1/types_pb.js";
 import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { Trainer } from "../../src/trainer/trainer.js";
 import { tasks } from "../../examples/calculator/tasks.js";

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ExportTraceServiceRequestSchema } from "../../src/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import { createOtlpTracesHandler } from "../../src/otlp/otlp-route.js";
 import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { fromAttributeValue } from "../../src/tracer/attributes.js";
 import { jsonValue } from "../support/store-harness.js";

@@ -7,7 +7,7 @@ import { create } from "@bufbuild/protobuf";
 import { afterEach, describe, expect, it } from "vitest";
 import { AttemptStatus, ResourceSchema, RolloutStatus, type ResourcesUpdate } from "../../src/gen/agl/v1/types_pb.js";
 import type { StorageBackend } from "../../src/store/backend.js";
-import { createPostgresBackend } from "../../src/store/postgres-backend.js";
+import { createPostgresBackend } from "../../src/store/backends/postgres/postgres-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { FakeClock, ids, json, makeSpan, sleep, timed, withTimeout } from "../conformance/harness.js";
 import { adminQuery, dropSchema, freshSchema, postgresUrl } from "../support/postgres.js";

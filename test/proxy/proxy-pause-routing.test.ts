@@ -1,7 +1,7 @@
 /** Pause/drain for weight swaps, over the TS API and the admin routes; sticky routing over several engines. */
 import { afterEach, describe, expect, it } from "vitest";
 import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { type FakeVllm, startFakeVllm } from "../support/fake-vllm.js";
 import { type ProxyHarness, postJson, startProxyHarness } from "../support/proxy-harness.js";

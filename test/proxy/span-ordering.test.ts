@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { AttemptStatus, StatusCode } from "../../src/gen/agl/v1/types_pb.js";
 import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import type { StoreApi } from "../../src/store/store-api.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { type FakeVllm, startFakeVllm } from "../support/fake-vllm.js";

@@ -12,7 +12,7 @@ import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
 import { createPoolExecutor } from "../../src/runner/pool-executor.js";
 import { createRunner, type Runner } from "../../src/runner/runner.js";
 import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import type { AttemptExecutor } from "../../src/runner/attempt-task.js";
 import { attrs } from "../hooks/hook-helpers.js";

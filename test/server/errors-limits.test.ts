@@ -4,7 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ResourcesUpdateSchema, WorkerSchema } from "../../src/gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../../src/store/store-api.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore } from "../../src/store/store.js";
 import { curlJson, grpcClient, grpcError, startTestServer, unary, type GrpcClient, type TestServer } from "./helpers.js";
 

@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { startStoreServer, type StoreServer, type StoreServerOptions } from "../../src/server/index.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));

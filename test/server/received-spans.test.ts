@@ -15,7 +15,7 @@ import { AddSpansResponseSchema, UpdateAttemptRequestSchema } from "../../src/ge
 import { AttemptStatus, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
 import { startStoreServer, type StoreServer } from "../../src/server/index.js";
 import { handWrittenSpan } from "../support/hand-written-span.js";
-import { createSqliteBackend } from "../../src/store/sqlite-backend.js";
+import { createSqliteBackend } from "../../src/store/backends/sqlite/sqlite-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 
 const identity = (bytes: Buffer) => bytes;

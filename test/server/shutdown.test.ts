@@ -5,7 +5,7 @@ import * as grpc from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
 import { LightningStore } from "../../src/gen/agl/v1/store_pb.js";
 import type { StoreApi } from "../../src/store/store-api.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore } from "../../src/store/store.js";
 import { grpcClient, grpcError, startTestServer, unary } from "./helpers.js";
 

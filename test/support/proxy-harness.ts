@@ -2,7 +2,7 @@
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { createLlmProxy, type LlmProxy, type LlmProxyOptions } from "../../src/proxy/llm-proxy.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { type FakeVllm, type FakeVllmOptions, startFakeVllm } from "./fake-vllm.js";
 

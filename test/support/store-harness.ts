@@ -3,7 +3,7 @@ import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
 import type { Rollout } from "../../src/gen/agl/v1/types_pb.js";
 import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore, type Store, type StoreOptions } from "../../src/store/store.js";
 
 /** A real store server on a loopback socket, with a gRPC client to it. */

@@ -5,7 +5,7 @@ import { type StreamTripletsResponse, TripletMode } from "../../src/gen/agl/v1/t
 import { AttemptStatus, RolloutMode, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
 import type { StoreApi } from "../../src/store/store-api.js";
-import { createMemoryBackend } from "../../src/store/memory-backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { createTripletClient, type TripletClient } from "../../src/triplets/triplet-client.js";
 import { claimWithSpans, finish } from "../support/triplet-fixtures.js";

@@ -1,10 +1,10 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Attempt, ResourcesUpdate, Rollout, Span, Worker } from "../gen/agl/v1/types_pb.js";
-import { RolloutStatus } from "../gen/agl/v1/types_pb.js";
-import { spanKey, type StorageBackend, type StorageCounts, type StorageTx, type StoreEvent } from "./backend.js";
+import type { Attempt, ResourcesUpdate, Rollout, Span, Worker } from "../../../gen/agl/v1/types_pb.js";
+import { RolloutStatus } from "../../../gen/agl/v1/types_pb.js";
+import { spanKey, type StorageBackend, type StorageCounts, type StorageTx, type StoreEvent } from "../../backend.js";
 import { combine, deepCopy, fieldValue, frozenCopy, matchString, sortAndPage } from "./memory-query.js";
-import { deliver } from "./events.js";
-import { createMutex } from "./mutex.js";
+import { deliver } from "../../events.js";
+import { createMutex } from "../../mutex.js";
 
 const isActive = (status: RolloutStatus) => status === RolloutStatus.PREPARING || status === RolloutStatus.RUNNING;
 

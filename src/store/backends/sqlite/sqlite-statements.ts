@@ -6,8 +6,8 @@ import {
   type ResourcesUpdate,
   ResourcesUpdateSchema,
   RolloutStatus,
-} from "../gen/agl/v1/types_pb.js";
-import { time } from "./stored-messages.js";
+} from "../../../gen/agl/v1/types_pb.js";
+import { time } from "../sql/stored-messages.js";
 
 /** Prepared statements of the SQLite backend, and the mapping between messages and rows. */
 

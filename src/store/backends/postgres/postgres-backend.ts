@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import pg from "pg";
-import type { StorageBackend, StorageTx, StoreEvent, TransactionOptions } from "./backend.js";
-import { invalidArgument } from "./errors.js";
+import type { StorageBackend, StorageTx, StoreEvent, TransactionOptions } from "../../backend.js";
+import { invalidArgument } from "../../errors.js";
 import { classify, unavailable } from "./postgres-errors.js";
 import { encodeEvents, EventListener } from "./postgres-events.js";
 import { checkSchemaName, migrate } from "./postgres-schema.js";

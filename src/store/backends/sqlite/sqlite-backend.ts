@@ -9,7 +9,7 @@ import {
   type Span,
   type Worker,
   WorkerSchema,
-} from "../gen/agl/v1/types_pb.js";
+} from "../../../gen/agl/v1/types_pb.js";
 import {
   type PageResult,
   type PageSpec,
@@ -22,15 +22,15 @@ import {
   type StoreEvent,
   type WorkerFilter,
   spanKey,
-} from "./backend.js";
+} from "../../backend.js";
 import { attemptWhere, queryPage, resourcesWhere, rolloutWhere, spanWhere, StatementCache, workerWhere } from "./sqlite-queries.js";
-import { deliver } from "./events.js";
-import { createMutex } from "./mutex.js";
+import { deliver } from "../../events.js";
+import { createMutex } from "../../mutex.js";
 import { type Checkpointer, startCheckpointer } from "./sqlite-checkpointer.js";
 import { openSchema } from "./sqlite-schema.js";
 import { attemptRow, prepareStatements, resourcesRow, type Statements } from "./sqlite-statements.js";
-import { encodeSpan } from "./span-wire.js";
-import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "./stored-messages.js";
+import { encodeSpan } from "../../span-wire.js";
+import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "../sql/stored-messages.js";
 
 export interface SqliteBackendOptions {
   /** Database file; ":memory:" for a private in-memory database. */

@@ -1,8 +1,8 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import pg from "pg";
-import { type ResourcesUpdate, ResourcesUpdateSchema, RolloutStatus } from "../gen/agl/v1/types_pb.js";
-import type { StoreEvent } from "./backend.js";
-import { deliver } from "./events.js";
+import { type ResourcesUpdate, ResourcesUpdateSchema, RolloutStatus } from "../../../gen/agl/v1/types_pb.js";
+import type { StoreEvent } from "../../backend.js";
+import { deliver } from "../../events.js";
 
 /**
  * Store events across servers sharing one database, over LISTEN/NOTIFY. A transaction queues its events as

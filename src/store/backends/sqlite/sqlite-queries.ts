@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
-import type { PageResult, PageSpec, TableName } from "./backend.js";
-import { type Condition, Params, type SqlDialect, sqlFilters } from "./sql-filters.js";
-import { orderClause } from "./sql-order.js";
+import type { PageResult, PageSpec, TableName } from "../../backend.js";
+import { type Condition, Params, type SqlDialect, sqlFilters } from "../sql/sql-filters.js";
+import { orderClause } from "../sql/sql-order.js";
 
 /** SQL for the queries of the SQLite backend: filters, order and pagination (`?` parameters). */
 

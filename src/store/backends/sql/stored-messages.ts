@@ -6,7 +6,7 @@ import {
   RolloutSchema,
   SpanSchema,
   WorkerSchema,
-} from "../gen/agl/v1/types_pb.js";
+} from "../../../gen/agl/v1/types_pb.js";
 
 /** SQL backends keep each entity as its protobuf binary (with a few columns to filter and sort on); these read it back. */
 export const decodeRollout = (data: Uint8Array) => fromBinary(RolloutSchema, data);

@@ -9,7 +9,7 @@ import {
   type Span,
   type Worker,
   WorkerSchema,
-} from "../gen/agl/v1/types_pb.js";
+} from "../../../gen/agl/v1/types_pb.js";
 import {
   type PageResult,
   type PageSpec,
@@ -21,11 +21,11 @@ import {
   type StoreEvent,
   type WorkerFilter,
   spanKey,
-} from "./backend.js";
+} from "../../backend.js";
 import { attemptWhere, queryPage, resourcesWhere, rolloutWhere, spanWhere, workerWhere } from "./postgres-queries.js";
 import { attemptRow, resourcesRow, statementName, versionKey } from "./postgres-rows.js";
-import { encodeSpan } from "./span-wire.js";
-import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "./stored-messages.js";
+import { encodeSpan } from "../../span-wire.js";
+import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "../sql/stored-messages.js";
 
 /** One transaction of the PostgreSQL backend, on one pooled connection. */
 

@@ -1,4 +1,4 @@
-import { type PageSpec, sortableFields, type TableName } from "./backend.js";
+import { type PageSpec, sortableFields, type TableName } from "../../backend.js";
 
 /** Default sort key and the columns that may be NULL (unset optional times, sorted as +infinity). */
 const tableOrder: Record<TableName, { defaultKey: string; nullable: ReadonlySet<string> }> = {

@@ -1,4 +1,4 @@
-import type { ResourcesFilter, RolloutFilter, SpanFilter, StringMatch, WorkerFilter } from "./backend.js";
+import type { ResourcesFilter, RolloutFilter, SpanFilter, StringMatch, WorkerFilter } from "../../backend.js";
 
 /**
  * The WHERE clauses of the SQL backends, built once for both dialects. Values are always parameters; only fixed column

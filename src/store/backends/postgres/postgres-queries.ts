@@ -1,6 +1,6 @@
-import type { PageResult, PageSpec, TableName } from "./backend.js";
-import { type Condition, Params, type SqlDialect, sqlFilters } from "./sql-filters.js";
-import { orderClause } from "./sql-order.js";
+import type { PageResult, PageSpec, TableName } from "../../backend.js";
+import { type Condition, Params, type SqlDialect, sqlFilters } from "../sql/sql-filters.js";
+import { orderClause } from "../sql/sql-order.js";
 
 /** Filters, sort and pagination SQL of the PostgreSQL backend (`$n` parameters). */
 

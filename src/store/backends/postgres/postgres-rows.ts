@@ -4,8 +4,8 @@ import {
   AttemptSchema,
   type ResourcesUpdate,
   ResourcesUpdateSchema,
-} from "../gen/agl/v1/types_pb.js";
-import { time } from "./stored-messages.js";
+} from "../../../gen/agl/v1/types_pb.js";
+import { time } from "../sql/stored-messages.js";
 
 /** Rows of the PostgreSQL backend: messages to column values, and prepared statement names. */
 

@@ -1,4 +1,4 @@
-import type { PageResult, PageSpec, StringMatch } from "./backend.js";
+import type { PageResult, PageSpec, StringMatch } from "../../backend.js";
 
 /** The value of a sortable field: a string, a number, or undefined for an unset time (sorts as +infinity). */
 export type SortValue = string | number | undefined;

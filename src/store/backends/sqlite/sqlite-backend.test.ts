@@ -17,9 +17,9 @@ import {
   SpanSchema,
   WorkerSchema,
   WorkerStatus,
-} from "../gen/agl/v1/types_pb.js";
-import type { PageSpec, StorageBackend, StorageTx, StoreEvent } from "./backend.js";
-import { createMemoryBackend } from "./memory-backend.js";
+} from "../../../gen/agl/v1/types_pb.js";
+import type { PageSpec, StorageBackend, StorageTx, StoreEvent } from "../../backend.js";
+import { createMemoryBackend } from "../memory/memory-backend.js";
 import { createSqliteBackend } from "./sqlite-backend.js";
 
 /** Backends that must behave identically; the file-based tests below are SQLite's own. */
@@ -647,7 +647,7 @@ describe("sqlite backend on a file", () => {
     // A child commits rollouts and acknowledges each on stdout when its call returns.
     const child = scriptWithBackend(
       `const { create } = await import("@bufbuild/protobuf");
-       const { RolloutSchema } = await import(${modulePath("../gen/agl/v1/types_pb.ts")});
+       const { RolloutSchema } = await import(${modulePath("../../../gen/agl/v1/types_pb.ts")});
        const backend = createSqliteBackend({ path: ${JSON.stringify(path)} });
        for (let i = 0; ; i += 8) {
          // Eight calls at a time, so that they share COMMITs.
