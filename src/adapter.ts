@@ -32,4 +32,4 @@ export { rewardOf, matchRewards } from "./adapter/rewards.js";
 export type { RewardMatchPolicy } from "./adapter/rewards.js";
 
 /** Span names and attribute keys shared by the proxy, the tracer hooks and the adapters. */
-export * as semconv from "./adapter/semconv.js";
+export * as semconv from "./core/semconv.js";

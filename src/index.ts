@@ -68,6 +68,6 @@ export type { StoreClient, StoreClientOptions } from "./client/store-client.js";
 export type { StoreApi } from "./store/store-api.js";
 
 /** Errors agents and templates raise, and the logger interface (`console` fits). */
-export { AglError } from "./agent/errors.js";
-export type { AglErrorCode } from "./agent/errors.js";
-export type { Logger } from "./agent/logger.js";
+export { AglError } from "./core/errors.js";
+export type { AglErrorCode } from "./core/errors.js";
+export type { Logger } from "./core/logger.js";

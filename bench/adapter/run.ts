@@ -9,7 +9,7 @@
 import { parseArgs } from "node:util";
 import { create } from "@bufbuild/protobuf";
 import { attr } from "../../src/adapter/attributes.js";
-import * as sc from "../../src/adapter/semconv.js";
+import * as sc from "../../src/core/semconv.js";
 import { spansToTriplets, type TripletAdapterOptions } from "../../src/adapter/spans-to-triplets.js";
 import { type Span, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
 

@@ -9,7 +9,7 @@
  *   npx tsx bench/apo/run.ts --rounds 3 --beam 4 --branch 4 --workers 2 --concurrency 16
  */
 import { parseArgs } from "node:util";
-import { silentLogger } from "../../src/agent/logger.js";
+import { silentLogger } from "../../src/core/logger.js";
 import type { ApoEvent } from "../../src/algorithm/apo/apo-events.js";
 import { runApo } from "../../src/algorithm/apo/apo.js";
 import { createOptimizerClient, type OptimizerClient } from "../../src/algorithm/apo/optimizer-client.js";

@@ -15,7 +15,7 @@ import { readFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { fromJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import { silentLogger } from "../../src/agent/logger.js";
+import { silentLogger } from "../../src/core/logger.js";
 import { createStoreClient } from "../../src/client/store-client.js";
 import type { AttemptExecutor } from "../../src/runner/attempt-task.js";
 import { createInProcessExecutor } from "../../src/runner/in-process-executor.js";

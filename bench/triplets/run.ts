@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { promisify } from "node:util";
 import { attr } from "../../src/adapter/attributes.js";
-import * as sc from "../../src/adapter/semconv.js";
+import * as sc from "../../src/core/semconv.js";
 import { TripletMode } from "../../src/gen/agl/v1/triplets_pb.js";
 import { AttemptStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { startStoreServer } from "../../src/server/store-server.js";

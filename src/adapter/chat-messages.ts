@@ -9,7 +9,7 @@ import {
   GEN_AI_INPUT_MESSAGES,
   GEN_AI_OUTPUT_MESSAGES,
   GEN_AI_TOOL_DEFINITIONS,
-} from "./semconv.js";
+} from "../core/semconv.js";
 
 /** A chat message in the OpenAI chat-completions shape (plain JSON). */
 export type ChatMessage = { role: string; content: unknown } & Record<string, unknown>;

@@ -13,7 +13,7 @@ import {
   GEN_AI_REQUEST_MODEL,
   GEN_AI_RESPONSE_ID,
   GEN_AI_RESPONSE_MODEL,
-} from "./semconv.js";
+} from "../core/semconv.js";
 import type { TraceNode, TraceTree } from "./trace-tree.js";
 
 /** One LLM call found in a trace. */

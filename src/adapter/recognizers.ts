@@ -11,7 +11,7 @@ import {
   LlmSource,
   OPENAI_AGENTS_SPAN_TYPE,
   OPERATION_EXECUTE_TOOL,
-} from "./semconv.js";
+} from "../core/semconv.js";
 
 /** One row of the adapter table: how to tell that a span records an LLM call, and how exact that record is. */
 export interface LlmCallRecognizer {

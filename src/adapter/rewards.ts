@@ -1,6 +1,6 @@
 import type { Span } from "../gen/agl/v1/types_pb.js";
 import { attrJson, attrNumber, attrString } from "./attributes.js";
-import { AGL_ANNOTATION, AGL_OPERATION, AGL_OPERATION_NAME, AGL_REWARD, AGL_REWARD_FEEDBACK, rewardValueKey } from "./semconv.js";
+import { AGL_ANNOTATION, AGL_OPERATION, AGL_OPERATION_NAME, AGL_REWARD, AGL_REWARD_FEEDBACK, rewardValueKey } from "../core/semconv.js";
 import type { TraceNode } from "./trace-tree.js";
 
 /**

@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { type Span, SpanSchema } from "../gen/agl/v1/types_pb.js";
-import { AGL_VIRTUAL } from "./semconv.js";
+import { AGL_VIRTUAL } from "../core/semconv.js";
 
 /** A span in a trace tree, with its children ordered by sequence id. */
 export interface TraceNode {

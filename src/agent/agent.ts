@@ -1,7 +1,7 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { SpanCoreFields } from "../emitter/instant-span.js";
 import type { Span } from "../gen/agl/v1/types_pb.js";
-import type { Logger } from "./logger.js";
+import type { Logger } from "../core/logger.js";
 import type { Resources } from "./resources.js";
 
 /** Whether a rollout is for training, validation or testing; undefined when the rollout has no mode. */

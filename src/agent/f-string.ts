@@ -1,4 +1,4 @@
-import { AglError } from "./errors.js";
+import { AglError } from "../core/errors.js";
 
 /**
  * Renders a Python `str.format`-style template: `{name}`, `{user.name}`, `{items[0]}`, `{x!r}`, `{price:,.2f}`,

@@ -1,5 +1,5 @@
 import { Environment, Interpreter, Template } from "@huggingface/jinja";
-import { AglError } from "./errors.js";
+import { AglError } from "../core/errors.js";
 
 /** Options of {@link renderJinja}. */
 export interface JinjaRenderOptions {

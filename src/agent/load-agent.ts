@@ -1,7 +1,7 @@
 import { pathToFileURL } from "node:url";
 import { isAbsolute, resolve } from "node:path";
 import { type Agent, isAgent } from "./agent.js";
-import { AglError } from "./errors.js";
+import { AglError } from "../core/errors.js";
 
 /**
  * Imports an agent module by path or URL and returns its agent: the named export `exportName` when given, else the

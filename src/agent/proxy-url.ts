@@ -1,4 +1,4 @@
-import { AglError } from "./errors.js";
+import { AglError } from "../core/errors.js";
 
 /**
  * The URL of the LLM proxy for one attempt: `{endpoint without a trailing /v1}/rollout/{rolloutId}/attempt/{attemptId}/v1`.

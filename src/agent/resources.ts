@@ -2,7 +2,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { type Resource, TemplateEngine } from "../gen/agl/v1/types_pb.js";
-import { AglError } from "./errors.js";
+import { AglError } from "../core/errors.js";
 import { renderFString } from "./f-string.js";
 import { type JinjaRenderOptions, renderJinja } from "./jinja.js";
 import { bindProxyEndpoint } from "./proxy-url.js";

@@ -1,5 +1,5 @@
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { Logger } from "../agent/logger.js";
+import type { Logger } from "../core/logger.js";
 import type { StoreApi } from "../store/store-api.js";
 
 /** What an algorithm works with: the store (its only channel to runners) and a logger. */

@@ -1,5 +1,5 @@
 import { writeFile } from "node:fs/promises";
-import { createConsoleLogger } from "../agent/logger.js";
+import { createConsoleLogger } from "../core/logger.js";
 import { ApoError } from "../algorithm/apo/apo-error.js";
 import type { ApoOptions } from "../algorithm/apo/apo-options.js";
 import { formatReport } from "../algorithm/apo/apo-report.js";

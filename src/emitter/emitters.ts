@@ -1,4 +1,4 @@
-import { AglError } from "../agent/errors.js";
+import { AglError } from "../core/errors.js";
 import { type AttributeMap, attr, flattenAttributes } from "../tracer/attributes.js";
 import { type EmitOptions, emitInstantSpan, type SpanCoreFields } from "./instant-span.js";
 import {

@@ -1,5 +1,5 @@
 import { SpanStatusCode } from "@opentelemetry/api";
-import { AglError } from "../agent/errors.js";
+import { AglError } from "../core/errors.js";
 import { type AttributeMap, flattenAttributes } from "../tracer/attributes.js";
 import { currentAttempt } from "../tracer/attempt-scope.js";
 import { aglTracer, parentContext, setTypedAttributes } from "../tracer/provider.js";

@@ -1,4 +1,4 @@
-import { AglError } from "../agent/errors.js";
+import { AglError } from "../core/errors.js";
 import { type AttributeMap, attr } from "../tracer/attributes.js";
 import { type EmitOptions, emitInstantSpan, type SpanCoreFields } from "./instant-span.js";
 import { AGL_ANNOTATION, AGL_REWARD_FEEDBACK, rewardNameKey, rewardValueKey } from "./semconv.js";

@@ -17,7 +17,7 @@ export {
   AGL_REWARD_PREFIX,
   rewardNameKey,
   rewardValueKey,
-} from "../adapter/semconv.js";
+} from "../core/semconv.js";
 
 /** Resource (and span) attributes naming the attempt a span belongs to; OTLP ingest reads them. */
 export const AGL_ROLLOUT_ID_KEY = "agentlightning.rollout_id";

@@ -1,7 +1,7 @@
 import { type AttributeValue, type Span, StatusCode } from "../gen/agl/v1/types_pb.js";
 import { attr } from "../adapter/attributes.js";
 import { randomHex } from "../store/ids.js";
-import * as sc from "../adapter/semconv.js";
+import * as sc from "../core/semconv.js";
 import type { CallKind, CompletionRecord } from "./completion-reader.js";
 import type { CallScope } from "./scope-check.js";
 

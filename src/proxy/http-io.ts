@@ -1,5 +1,5 @@
 import type * as http from "node:http";
-import { checkBearerToken } from "../server/auth.js";
+import { checkBearerToken } from "../core/auth.js";
 
 /** The request body exceeded the limit. */
 export class BodyTooLargeError extends Error {

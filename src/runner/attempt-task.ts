@@ -1,6 +1,6 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { RolloutMode } from "../agent/agent.js";
-import type { ErrorInfo } from "../agent/errors.js";
+import type { ErrorInfo } from "../core/errors.js";
 import type { ResourcesData } from "../agent/resources.js";
 import type { Span } from "../gen/agl/v1/types_pb.js";
 

@@ -1,7 +1,7 @@
 import { context, ROOT_CONTEXT, type Span as OtelSpan, SpanStatusCode, trace } from "@opentelemetry/api";
 import { type Agent, rolloutMethodFor, type RolloutContext } from "../agent/agent.js";
-import { errorInfo, type ErrorInfo } from "../agent/errors.js";
-import { createConsoleLogger, type Logger, withPrefix } from "../agent/logger.js";
+import { errorInfo, type ErrorInfo } from "../core/errors.js";
+import { createConsoleLogger, type Logger, withPrefix } from "../core/logger.js";
 import { resolveResources } from "../agent/resources.js";
 import {
   AGL_AGENT_NAME_KEY,

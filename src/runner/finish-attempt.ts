@@ -1,9 +1,9 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { Logger } from "../agent/logger.js";
+import type { Logger } from "../core/logger.js";
 import { AttemptStatus, RolloutStatus, type Span } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
 import type { AttemptEnd, AttemptOutcome } from "./attempt-task.js";
-import { withRetries } from "./retry.js";
+import { withRetries } from "../core/retry.js";
 
 const statusOf: Record<Exclude<AttemptEnd, "interrupted">, AttemptStatus> = {
   succeeded: AttemptStatus.SUCCEEDED,

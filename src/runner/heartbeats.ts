@@ -1,4 +1,4 @@
-import type { Logger } from "../agent/logger.js";
+import type { Logger } from "../core/logger.js";
 import type { AttemptStatus } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
 

@@ -1,5 +1,5 @@
 import type { Agent } from "../agent/agent.js";
-import type { Logger } from "../agent/logger.js";
+import type { Logger } from "../core/logger.js";
 import type { AbortKind, AttemptExecutor, AttemptHandle } from "./attempt-task.js";
 import { executeAttempt } from "./execute-attempt.js";
 

@@ -4,7 +4,7 @@
  */
 import { threadId, workerData } from "node:worker_threads";
 import { type Agent } from "../agent/agent.js";
-import { AglError, errorInfo } from "../agent/errors.js";
+import { AglError, errorInfo } from "../core/errors.js";
 import { loadAgent } from "../agent/load-agent.js";
 import { registerAgentLoaders } from "../agent/module-loaders.js";
 import type { AbortKind } from "./attempt-task.js";

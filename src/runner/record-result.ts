@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import type { RolloutResult } from "../agent/agent.js";
-import { AglError } from "../agent/errors.js";
+import { AglError } from "../core/errors.js";
 import { recordCoreFields, type SpanCoreFields, wasRecorded } from "../emitter/instant-span.js";
 import { emitReward } from "../emitter/reward.js";
 import { type Span, SpanSchema } from "../gen/agl/v1/types_pb.js";

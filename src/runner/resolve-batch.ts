@@ -1,7 +1,7 @@
 import type { ResourcesData } from "../agent/resources.js";
 import type { Rollout } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
-import { withRetries } from "./retry.js";
+import { withRetries } from "../core/retry.js";
 
 /** A short-lived cache of snapshots, shared by the batches of one runner. */
 export type ResourcesCache = Map<string, { at: number; data: Promise<ResourcesData | Error> }>;

@@ -1,4 +1,4 @@
-import type { Logger } from "../agent/logger.js";
+import type { Logger } from "../core/logger.js";
 import type { StoreApi } from "../store/store-api.js";
 import type { SpanShipperOptions } from "../tracer/span-shipper.js";
 import type { AttemptEnd, AttemptExecutor } from "./attempt-task.js";

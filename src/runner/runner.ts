@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { ConnectError } from "@connectrpc/connect";
-import { errorInfo } from "../agent/errors.js";
-import { createConsoleLogger } from "../agent/logger.js";
+import { errorInfo } from "../core/errors.js";
+import { createConsoleLogger } from "../core/logger.js";
 import type { ResourcesData } from "../agent/resources.js";
 import { AttemptStatus, type Rollout } from "../gen/agl/v1/types_pb.js";
 import { RUNNER_HEARTBEAT_SECONDS } from "../store/liveness.js";

@@ -2,7 +2,7 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import type { StoreApi } from "../store/store-api.js";
-import { createBearerAuthInterceptor } from "./auth.js";
+import { createBearerAuthInterceptor } from "../core/auth.js";
 import { consoleLogger, createErrorLoggingInterceptor, type ServerLogger } from "./error-logging.js";
 import { createFrontServer } from "./front-server.js";
 import { addConnectService } from "./grpc-adapter.js";

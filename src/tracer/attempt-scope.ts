@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Span as OtelSpan } from "@opentelemetry/api";
-import type { Logger } from "../agent/logger.js";
+import type { Logger } from "../core/logger.js";
 import type { Span } from "../gen/agl/v1/types_pb.js";
 import type { LlmCallRegistry } from "./llm-captures.js";
 

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Logger } from "../agent/logger.js";
+import type { Logger } from "../core/logger.js";
 import type { AttemptStatus, Span } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
 

@@ -1,6 +1,6 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { Agent } from "../agent/agent.js";
-import { createConsoleLogger, type Logger } from "../agent/logger.js";
+import { createConsoleLogger, type Logger } from "../core/logger.js";
 import type { Algorithm, Datasets } from "../algorithm/algorithm.js";
 import { type BaselineReport, createBaseline } from "../algorithm/baseline.js";
 import { createInProcessExecutor } from "../runner/in-process-executor.js";

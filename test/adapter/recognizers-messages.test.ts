@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { spansToMessages } from "../../src/adapter/messages-view.js";
 import { agentNameOf, recognizeLlmCall } from "../../src/adapter/recognizers.js";
-import * as sc from "../../src/adapter/semconv.js";
+import * as sc from "../../src/core/semconv.js";
 import { llmSpan, rewardSpan, span } from "../support/span-factory.js";
 
 describe("adapter table", () => {

@@ -1,7 +1,7 @@
 /** The trace tree: sequence-id order, lost parents, several roots, cycles, hierarchy repair. */
 import { describe, expect, it } from "vitest";
 import { repairHierarchy } from "../../src/adapter/repair-hierarchy.js";
-import { AGL_VIRTUAL, GEN_AI_AGENT_NAME } from "../../src/adapter/semconv.js";
+import { AGL_VIRTUAL, GEN_AI_AGENT_NAME } from "../../src/core/semconv.js";
 import { buildTraceTree, type TraceNode, VIRTUAL_ROOT_ID, walk } from "../../src/adapter/trace-tree.js";
 import { llmSpan, span } from "../support/span-factory.js";
 

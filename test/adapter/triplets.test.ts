@@ -1,7 +1,7 @@
 /** Spans → triplets: call detection and deduplication, reward matching, transition and trajectory samples. */
 import { isMessage } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import * as sc from "../../src/adapter/semconv.js";
+import * as sc from "../../src/core/semconv.js";
 import { spansToTriplets } from "../../src/adapter/spans-to-triplets.js";
 import { TripletSchema, TripletStatsSchema } from "../../src/gen/agl/v1/triplets_pb.js";
 import { llmSpan, rewardSpan, span } from "../support/span-factory.js";

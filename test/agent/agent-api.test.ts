@@ -2,7 +2,7 @@
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { rollout, rolloutMethodFor } from "../../src/agent/agent.js";
-import { AglError } from "../../src/agent/errors.js";
+import { AglError } from "../../src/core/errors.js";
 import { loadAgent } from "../../src/agent/load-agent.js";
 import { bindProxyEndpoint } from "../../src/agent/proxy-url.js";
 import { resolveResources } from "../../src/agent/resources.js";

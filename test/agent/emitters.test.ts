@@ -1,7 +1,7 @@
 /** Emitters and reward post-processing: span names and attribute keys of the reference (§6.4), in the attempt. */
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { AglError } from "../../src/agent/errors.js";
+import { AglError } from "../../src/core/errors.js";
 import { emitAnnotation, emitException, emitMessage, emitObject, linkAttributes, tagAttributes } from "../../src/emitter/emitters.js";
 import { emitReward } from "../../src/emitter/reward.js";
 import { type Span, SpanSchema, StatusCode } from "../../src/gen/agl/v1/types_pb.js";

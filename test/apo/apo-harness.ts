@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import type { JsonValue } from "@bufbuild/protobuf";
-import { silentLogger } from "../../src/agent/logger.js";
+import { silentLogger } from "../../src/core/logger.js";
 import type { ApoOptions } from "../../src/algorithm/apo/apo-options.js";
 import { createInProcessExecutor } from "../../src/runner/in-process-executor.js";
 import { createPoolExecutor } from "../../src/runner/pool-executor.js";

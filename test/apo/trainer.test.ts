@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { silentLogger } from "../../src/agent/logger.js";
+import { silentLogger } from "../../src/core/logger.js";
 import { createApo } from "../../src/algorithm/apo/apo-algorithm.js";
 import { Trainer } from "../../src/trainer/trainer.js";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/fake-llm-server.js";

@@ -1,7 +1,7 @@
 /** The examples, run as users run them (Trainer.dev, agent on a worker thread) against the loopback engine. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBaseline } from "../../src/algorithm/baseline.js";
-import { silentLogger } from "../../src/agent/logger.js";
+import { silentLogger } from "../../src/core/logger.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore } from "../../src/store/store.js";
 import { Trainer } from "../../src/trainer/trainer.js";

@@ -5,7 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type BaselineOptions, createBaseline } from "../../src/algorithm/baseline.js";
-import { silentLogger } from "../../src/agent/logger.js";
+import { silentLogger } from "../../src/core/logger.js";
 import { StatusCode } from "../../src/gen/agl/v1/types_pb.js";
 import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";

@@ -4,7 +4,7 @@ import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { attrInts } from "../../src/adapter/attributes.js";
-import { AGL_LLM_RESPONSE_TOKEN_IDS } from "../../src/adapter/semconv.js";
+import { AGL_LLM_RESPONSE_TOKEN_IDS } from "../../src/core/semconv.js";
 import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
 import { createTripletClient } from "../../src/triplets/triplet-client.js";
 import { type FakeVllm, startFakeVllm } from "../support/fake-vllm.js";

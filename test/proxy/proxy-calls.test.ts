@@ -3,7 +3,7 @@ import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { attrDoubles, attrInts, attrJson, attrNumber, attrString } from "../../src/adapter/attributes.js";
-import * as sc from "../../src/adapter/semconv.js";
+import * as sc from "../../src/core/semconv.js";
 import { StatusCode } from "../../src/gen/agl/v1/types_pb.js";
 import { encode } from "../support/fake-tokenizer.js";
 import { type ProxyHarness, postJson, startProxyHarness } from "../support/proxy-harness.js";

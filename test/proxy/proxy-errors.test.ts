@@ -2,7 +2,7 @@
 import * as net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { attrInts, attrNumber, attrString } from "../../src/adapter/attributes.js";
-import * as sc from "../../src/adapter/semconv.js";
+import * as sc from "../../src/core/semconv.js";
 import { createLlmProxy } from "../../src/proxy/llm-proxy.js";
 import { AttemptStatus, RolloutStatus, StatusCode } from "../../src/gen/agl/v1/types_pb.js";
 import { type ProxyHarness, postJson, startProxyHarness } from "../support/proxy-harness.js";

@@ -5,7 +5,7 @@
  * attempt with an error that names the choices.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { silentLogger } from "../../src/agent/logger.js";
+import { silentLogger } from "../../src/core/logger.js";
 import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
 import { RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";

@@ -4,7 +4,7 @@
  * and streamed calls read to `[DONE]` are recorded as OK with their token ids.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { silentLogger } from "../../src/agent/logger.js";
+import { silentLogger } from "../../src/core/logger.js";
 import { RolloutStatus, type Span, StatusCode } from "../../src/gen/agl/v1/types_pb.js";
 import { createInProcessExecutor } from "../../src/runner/in-process-executor.js";
 import { createPoolExecutor } from "../../src/runner/pool-executor.js";

@@ -1,6 +1,6 @@
 /** The piscina pool: real worker threads running a TypeScript agent module, with the blocked-thread supervisor. */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { silentLogger } from "../../src/agent/logger.js";
+import { silentLogger } from "../../src/core/logger.js";
 import { AttemptStatus, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
 import type { AttemptExecutor } from "../../src/runner/attempt-task.js";
 import { createPoolExecutor, type PoolExecutorOptions } from "../../src/runner/pool-executor.js";

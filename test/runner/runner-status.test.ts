@@ -1,7 +1,7 @@
 /** The runner against a real store server on a socket: status transitions, resources, heartbeats, shutdown. */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Agent, rollout } from "../../src/agent/agent.js";
-import { silentLogger } from "../../src/agent/logger.js";
+import { silentLogger } from "../../src/core/logger.js";
 import { emitMessage } from "../../src/emitter/emitters.js";
 import { AttemptStatus, RolloutStatus, TemplateEngine, WorkerStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { createInProcessExecutor } from "../../src/runner/in-process-executor.js";

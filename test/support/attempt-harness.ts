@@ -1,6 +1,6 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { type RolloutFn, rollout } from "../../src/agent/agent.js";
-import { silentLogger } from "../../src/agent/logger.js";
+import { silentLogger } from "../../src/core/logger.js";
 import type { ResourcesData } from "../../src/agent/resources.js";
 import type { Span } from "../../src/gen/agl/v1/types_pb.js";
 import type { AttemptOutcome, AttemptTask } from "../../src/runner/attempt-task.js";

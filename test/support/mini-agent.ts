@@ -6,7 +6,7 @@
 import { toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { attr } from "../../src/adapter/attributes.js";
-import * as sc from "../../src/adapter/semconv.js";
+import * as sc from "../../src/core/semconv.js";
 import { AttemptStatus, type Rollout } from "../../src/gen/agl/v1/types_pb.js";
 import { bindResources } from "../../src/proxy/binding.js";
 import type { StoreApi } from "../../src/store/store-api.js";

@@ -1,7 +1,7 @@
 /** Builds store spans for adapter tests, with attributes given as plain values. */
 import { create } from "@bufbuild/protobuf";
 import { attr } from "../../src/adapter/attributes.js";
-import * as sc from "../../src/adapter/semconv.js";
+import * as sc from "../../src/core/semconv.js";
 import { type AttributeValue, type Span, SpanSchema, StatusCode } from "../../src/gen/agl/v1/types_pb.js";
 
 export type PlainAttr = string | number | boolean | number[] | string[] | { doubles: number[] } | { int: number };

@@ -1,7 +1,7 @@
 /** The span shipper against a real store server, through a TCP proxy that loses answers and stalls. */
 import { create } from "@bufbuild/protobuf";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Logger } from "../../src/agent/logger.js";
+import type { Logger } from "../../src/core/logger.js";
 import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
 import { AttemptStatus, RolloutStatus, type Span, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
 import { createSpanShipper } from "../../src/tracer/span-shipper.js";

@@ -1,7 +1,7 @@
 /** Trainer.dev and the Baseline algorithm: an agent module on worker threads, an agent object on this thread. */
 import { describe, expect, it } from "vitest";
 import { rollout } from "../../src/agent/agent.js";
-import { silentLogger } from "../../src/agent/logger.js";
+import { silentLogger } from "../../src/core/logger.js";
 import { createBaseline } from "../../src/algorithm/baseline.js";
 import { emitReward } from "../../src/emitter/reward.js";
 import { Trainer } from "../../src/trainer/trainer.js";

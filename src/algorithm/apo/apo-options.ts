@@ -1,5 +1,5 @@
 import type { JsonValue, MessageInitShape } from "@bufbuild/protobuf";
-import type { Logger } from "../../agent/logger.js";
+import type { Logger } from "../../core/logger.js";
 import type { TemplateEngineName } from "../../agent/resources.js";
 import type { RolloutConfigSchema } from "../../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../../store/store-api.js";

@@ -1,4 +1,4 @@
-import { createConsoleLogger } from "../../agent/logger.js";
+import { createConsoleLogger } from "../../core/logger.js";
 import { AttemptStatus } from "../../gen/agl/v1/types_pb.js";
 import type { ApoEvent } from "./apo-events.js";
 import { ApoError } from "./apo-error.js";

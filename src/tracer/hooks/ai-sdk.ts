@@ -18,7 +18,7 @@ import {
   GEN_AI_USAGE_INPUT_TOKENS,
   GEN_AI_USAGE_OUTPUT_TOKENS,
   LlmSource,
-} from "../../adapter/semconv.js";
+} from "../../core/semconv.js";
 import { type AttributeMap, attr, toJsonText } from "../attributes.js";
 import type { AttemptScope } from "../attempt-scope.js";
 import { currentAttempt } from "../attempt-scope.js";

@@ -1,5 +1,5 @@
 import { context, type Span as OtelSpan, SpanKind, trace } from "@opentelemetry/api";
-import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, GEN_AI_RESPONSE_ID } from "../../adapter/semconv.js";
+import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, GEN_AI_RESPONSE_ID } from "../../core/semconv.js";
 import type { AttributeMap } from "../attributes.js";
 import { type AttemptScope, currentAttempt } from "../attempt-scope.js";
 import { aglTracer, parentContext, setTypedAttributes } from "../provider.js";

@@ -20,7 +20,7 @@ import {
   GEN_AI_USAGE_OUTPUT_TOKENS,
   LANGCHAIN_RUN_TYPE,
   LlmSource,
-} from "../../adapter/semconv.js";
+} from "../../core/semconv.js";
 import { type AttributeMap, attr, toJsonText } from "../attributes.js";
 import { setTypedAttributes } from "../provider.js";
 import { enrichFromFetchCapture, type HookSpan, startHookSpan } from "./hook-spans.js";

@@ -12,7 +12,7 @@ import {
   GEN_AI_USAGE_OUTPUT_TOKENS,
   LlmSource,
   OPENAI_AGENTS_SPAN_TYPE,
-} from "../../adapter/semconv.js";
+} from "../../core/semconv.js";
 import { type AttributeMap, attr } from "../attributes.js";
 import { setTypedAttributes } from "../provider.js";
 import { enrichFromFetchCapture, type HookSpan, startHookSpan } from "./hook-spans.js";

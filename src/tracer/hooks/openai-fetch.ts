@@ -11,7 +11,7 @@ import {
   GEN_AI_PROVIDER_NAME,
   GEN_AI_SYSTEM,
   LlmSource,
-} from "../../adapter/semconv.js";
+} from "../../core/semconv.js";
 import { type AttributeMap, attr } from "../attributes.js";
 import { currentAttempt } from "../attempt-scope.js";
 import { aglTracer, parentContext, setTypedAttributes } from "../provider.js";

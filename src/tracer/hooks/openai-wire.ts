@@ -14,7 +14,7 @@ import {
   GEN_AI_TOOL_DEFINITIONS,
   GEN_AI_USAGE_INPUT_TOKENS,
   GEN_AI_USAGE_OUTPUT_TOKENS,
-} from "../../adapter/semconv.js";
+} from "../../core/semconv.js";
 import { type AttributeMap, attr } from "../attributes.js";
 
 /** The OpenAI endpoints the fetch wrapper understands. */
