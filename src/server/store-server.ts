@@ -11,7 +11,7 @@ import { createHttpServer, type HttpFallback } from "./http-handler.js";
 import { createReflectionServices } from "./reflection-service.js";
 import type { ServiceRegistration } from "./service-registration.js";
 import { createStoreServices } from "./store-services.js";
-import { createTripletService } from "../triplets/triplet-service.js";
+import { createTripletService } from "./triplet-service.js";
 import type { StreamTripletsOptions } from "../triplets/stream-triplets.js";
 import { trackHttpConnections } from "./http-connections.js";
 import { useNodeTextEncoding } from "../wire/node-text-encoding.js";

@@ -1,10 +1,10 @@
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import { GetRolloutMessagesResponseSchema, TripletService } from "../gen/agl/v1/triplets_pb.js";
-import { serviceRegistration, type ServiceRegistration } from "../server/service-registration.js";
+import { serviceRegistration, type ServiceRegistration } from "./service-registration.js";
 import type { StoreApi } from "../store/store-api.js";
-import { adapterOptions, rolloutMessages, rolloutTriplets } from "./rollout-triplets.js";
-import { type StreamTripletsOptions, streamTriplets } from "./stream-triplets.js";
+import { adapterOptions, rolloutMessages, rolloutTriplets } from "../triplets/rollout-triplets.js";
+import { type StreamTripletsOptions, streamTriplets } from "../triplets/stream-triplets.js";
 
 /** Options of {@link createTripletService}. */
 export interface TripletServiceOptions extends StreamTripletsOptions {
