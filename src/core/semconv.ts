@@ -1,5 +1,6 @@
 /**
- * Span names and attribute keys agl agrees on across the proxy, the tracer hooks and the adapters.
+ * Span names and attribute keys agl agrees on across the proxy, the tracer hooks, the emitters, the
+ * runner, OTLP ingest and the adapters.
  *
  * LLM calls use the OpenTelemetry `gen_ai.*` conventions plus agl's own `agl.llm.*` keys for what the conventions lack:
  * the exact token ids and logprobs the engine sampled, the raw request and response bodies, and which resources
@@ -111,6 +112,35 @@ export const AGL_OPERATION_NAME = "agentlightning.operation.name";
 export const rewardValueKey = (index: number) => `${AGL_REWARD_PREFIX}.${index}.value`;
 /** `agentlightning.reward.{index}.name`. */
 export const rewardNameKey = (index: number) => `${AGL_REWARD_PREFIX}.${index}.name`;
+
+// ---- Names only producers write (the emitters, the runner, OTLP ingest) -----------------------------------------
+
+/** Resource (and span) attributes naming the attempt a span belongs to; OTLP ingest reads them. */
+export const AGL_ROLLOUT_ID_KEY = "agentlightning.rollout_id";
+export const AGL_ATTEMPT_ID_KEY = "agentlightning.attempt_id";
+export const AGL_SPAN_SEQUENCE_ID_KEY = "agentlightning.span_sequence_id";
+export const AGL_TRACER_NAME_KEY = "agentlightning.tracer.name";
+
+/** The root span the runner opens around each attempt (agl's addition; its children are the agent's spans). */
+export const AGL_ROLLOUT_SPAN = "agentlightning.rollout";
+/** Attributes of the root span. */
+export const AGL_ROLLOUT_MODE_KEY = "agentlightning.rollout.mode";
+export const AGL_ATTEMPT_SEQUENCE_KEY = "agentlightning.attempt.sequence_id";
+export const AGL_AGENT_NAME_KEY = "agent.name";
+
+export const AGL_OBJECT_TYPE = "agentlightning.object.type";
+export const AGL_OBJECT_LITERAL = "agentlightning.object.literal";
+export const AGL_OBJECT_JSON = "agentlightning.object.json";
+export const AGL_LINK_PREFIX = "agentlightning.link";
+export const AGL_TAG_PREFIX = "agentlightning.tag";
+export const AGL_OPERATION_INPUT = "agentlightning.operation.input";
+export const AGL_OPERATION_OUTPUT = "agentlightning.operation.output";
+
+/** OpenTelemetry exception conventions, used by `emitException`. */
+export const EXCEPTION_TYPE = "exception.type";
+export const EXCEPTION_MESSAGE = "exception.message";
+export const EXCEPTION_ESCAPED = "exception.escaped";
+export const EXCEPTION_STACKTRACE = "exception.stacktrace";
 
 // ---- Framework-native shapes the adapters also recognise ---------------------------------------------------------
 

@@ -16,7 +16,7 @@ import {
   EXCEPTION_MESSAGE,
   EXCEPTION_STACKTRACE,
   EXCEPTION_TYPE,
-} from "./semconv.js";
+} from "../core/semconv.js";
 
 /** Records a text message (`agentlightning.message` with `agentlightning.message.body`). */
 export function emitMessage(text: string, options: EmitOptions = {}): SpanCoreFields {

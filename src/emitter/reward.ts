@@ -1,7 +1,7 @@
 import { AglError } from "../core/errors.js";
 import { type AttributeMap, attr } from "../tracer/attributes.js";
 import { type EmitOptions, emitInstantSpan, type SpanCoreFields } from "./instant-span.js";
-import { AGL_ANNOTATION, AGL_REWARD_FEEDBACK, rewardNameKey, rewardValueKey } from "./semconv.js";
+import { AGL_ANNOTATION, AGL_REWARD_FEEDBACK, rewardNameKey, rewardValueKey } from "../core/semconv.js";
 
 /** Options of {@link emitReward}. */
 export interface EmitRewardOptions extends EmitOptions {

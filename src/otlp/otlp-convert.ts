@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { AGL_ATTEMPT_ID_KEY, AGL_ROLLOUT_ID_KEY, AGL_SPAN_SEQUENCE_ID_KEY } from "../emitter/semconv.js";
+import { AGL_ATTEMPT_ID_KEY, AGL_ROLLOUT_ID_KEY, AGL_SPAN_SEQUENCE_ID_KEY } from "../core/semconv.js";
 import { type Span, SpanSchema, StatusCode } from "../gen/agl/v1/types_pb.js";
 import type { ExportTraceServiceRequest } from "../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import type { AnyValue, KeyValue } from "../gen/opentelemetry/proto/common/v1/common_pb.js";

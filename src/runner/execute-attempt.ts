@@ -10,7 +10,7 @@ import {
   AGL_ROLLOUT_ID_KEY,
   AGL_ROLLOUT_MODE_KEY,
   AGL_ROLLOUT_SPAN,
-} from "../emitter/semconv.js";
+} from "../core/semconv.js";
 import type { Span } from "../gen/agl/v1/types_pb.js";
 import { createAttemptRecorder } from "../tracer/attempt-recorder.js";
 import { type AttemptScope, runInAttempt } from "../tracer/attempt-scope.js";
