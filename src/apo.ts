@@ -20,8 +20,6 @@ export type { ApoOptions, OptimizerOptions } from "./algorithm/apo/apo-options.j
 export type { ApoEvent } from "./algorithm/apo/apo-events.js";
 export type { ApoReport, ApoStatus, RoundReport } from "./algorithm/apo/apo-report.js";
 export { formatReport as formatApoReport } from "./algorithm/apo/apo-report.js";
-export { ApoError } from "./algorithm/apo/apo-error.js";
-export type { ApoErrorCode } from "./algorithm/apo/apo-error.js";
 
 /** The critique and edit prompts, replaceable through `ApoOptions.prompts`. */
 export { defaultApoPrompts } from "./algorithm/apo/apo-prompts.js";

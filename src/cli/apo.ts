@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import { createConsoleLogger } from "../core/logger.js";
-import { ApoError } from "../algorithm/apo/apo-error.js";
+import { AglError } from "../core/errors.js";
 import type { ApoOptions } from "../algorithm/apo/apo-options.js";
 import { formatReport } from "../algorithm/apo/apo-report.js";
 import { runApo } from "../algorithm/apo/apo.js";
@@ -85,7 +85,7 @@ export async function apo(args: ApoArgs): Promise<number> {
     process.stdout.write(`Report written to ${path}\n`);
     return 0;
   } catch (error) {
-    if (error instanceof ApoError && error.code === "aborted") {
+    if (error instanceof AglError && error.code === "aborted") {
       write("apo: interrupted; run again with the same --run-id (and a persistent store) to resume");
       return 130;
     }

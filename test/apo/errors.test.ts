@@ -1,7 +1,7 @@
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { ApoError } from "../../src/algorithm/apo/apo-error.js";
+import { AglError } from "../../src/core/errors.js";
 import type { ApoOptions } from "../../src/algorithm/apo/apo-options.js";
 import { runApo } from "../../src/algorithm/apo/apo.js";
 import { resolveApoOptions } from "../../src/algorithm/apo/resolve-options.js";
@@ -33,12 +33,12 @@ const search = (runId: string, extra: Partial<ApoOptions> = {}): ApoOptions => (
   ...extra,
 });
 
-const failure = async (options: ApoOptions): Promise<ApoError> => {
+const failure = async (options: ApoOptions): Promise<AglError> => {
   try {
     await runApo(options);
   } catch (error) {
-    expect(error).toBeInstanceOf(ApoError);
-    return error as ApoError;
+    expect(error).toBeInstanceOf(AglError);
+    return error as AglError;
   }
   throw new Error("the run did not fail");
 };

@@ -1,7 +1,7 @@
 import { createConsoleLogger } from "../../core/logger.js";
 import { AttemptStatus } from "../../gen/agl/v1/types_pb.js";
 import type { ApoEvent } from "./apo-events.js";
-import { ApoError } from "./apo-error.js";
+import { AglError } from "../../core/errors.js";
 import type { ApoOptions } from "./apo-options.js";
 import type { ApoReport, RoundReport } from "./apo-report.js";
 import { budgetWarning, createBudgetTracker, createPromptTokenEstimator, roundCost, type SearchShape } from "./budget.js";
@@ -212,7 +212,7 @@ function failIfNothingRan(outcomes: readonly RolloutOutcome[]): void {
   if (outcomes.some((o) => o.status === "succeeded" || o.reward !== undefined)) return;
   const statuses = [...new Set(outcomes.map((o) => o.status))].join(", ");
   const error = outcomes.find((o) => o.error)?.error;
-  throw new ApoError(
+  throw new AglError(
     "rollouts_failed",
     `none of the ${outcomes.length} baseline rollouts succeeded (${statuses})${error ? `; first error: ${error}` : ""}. ` +
       "Check the agent, its LLM endpoint, and that runners serve this store.",

@@ -1,4 +1,4 @@
-import { ApoError } from "./apo-error.js";
+import { AglError } from "../../core/errors.js";
 
 /** A chat message sent to the optimizer LLM. */
 export interface OptimizerMessage {
@@ -58,11 +58,11 @@ export function createOptimizerClient(options: OptimizerClientOptions): Optimize
     try {
       return await doFetch(`${baseUrl}${path}`, { ...init, headers, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
     } catch (error) {
-      if (signal?.aborted) throw new ApoError("aborted", "the run was aborted", { cause: error });
+      if (signal?.aborted) throw new AglError("aborted", "the run was aborted", { cause: error });
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
       const detail = cause?.code ?? cause?.message ?? (error as Error).message;
       const why = timeout.aborted ? `no answer within ${timeoutMs} ms` : detail === "bad port" ? "fetch refuses to use that port" : detail;
-      throw new ApoError("optimizer_unreachable", `cannot reach ${where} (${why}); check the base URL (--optimizer-base-url or OPENAI_BASE_URL)`, { cause: error });
+      throw new AglError("optimizer_unreachable", `cannot reach ${where} (${why}); check the base URL (--optimizer-base-url or OPENAI_BASE_URL)`, { cause: error });
     }
   };
 
@@ -78,7 +78,7 @@ export function createOptimizerClient(options: OptimizerClientOptions): Optimize
         try {
           response = await send("/chat/completions", { method: "POST", body: JSON.stringify(body) }, signal);
         } catch (error) {
-          if (attempt >= tries || (error as ApoError).code === "aborted") throw error;
+          if (attempt >= tries || (error as AglError).code === "aborted") throw error;
           await backoff(attempt, signal);
           continue;
         }
@@ -87,7 +87,7 @@ export function createOptimizerClient(options: OptimizerClientOptions): Optimize
         const retryable = response.status === 429 || response.status >= 500;
         if (!retryable || attempt >= tries) {
           const hint = response.status === 401 || response.status === 403 ? "; check the API key (--optimizer-api-key or OPENAI_API_KEY)" : response.status === 404 ? `; check the base URL and the model name "${request.model}"` : "";
-          throw new ApoError("optimizer_failed", `${where} answered ${response.status} for model "${request.model}": ${errorText(text)}${hint}`);
+          throw new AglError("optimizer_failed", `${where} answered ${response.status} for model "${request.model}": ${errorText(text)}${hint}`);
         }
         await backoff(attempt, signal, Number(response.headers.get("retry-after")) * 1000 || undefined);
       }
@@ -95,7 +95,7 @@ export function createOptimizerClient(options: OptimizerClientOptions): Optimize
     async preflight(models) {
       const response = await send("/models", { method: "GET" });
       if (response.status === 401 || response.status === 403) {
-        throw new ApoError("optimizer_failed", `${where} refused the API key (${response.status}); check --optimizer-api-key or OPENAI_API_KEY`);
+        throw new AglError("optimizer_failed", `${where} refused the API key (${response.status}); check --optimizer-api-key or OPENAI_API_KEY`);
       }
       if (!response.ok) return [];
       const listed = (JSON.parse(await response.text().catch(() => "{}") || "{}") as { data?: { id?: string }[] }).data;
@@ -111,7 +111,7 @@ function parseAnswer(raw: string, request: OptimizerRequest, where: string): Opt
   try {
     json = JSON.parse(raw);
   } catch {
-    throw new ApoError("optimizer_failed", `${where} sent a body that is not JSON: ${raw.slice(0, 200)}`);
+    throw new AglError("optimizer_failed", `${where} sent a body that is not JSON: ${raw.slice(0, 200)}`);
   }
   const content = json.choices?.[0]?.message?.content;
   const text = typeof content === "string" ? content : "";
@@ -133,6 +133,6 @@ function errorText(body: string): string {
 function backoff(attempt: number, signal?: AbortSignal, ms = 250 * 2 ** (attempt - 1)): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(resolve, Math.min(ms, 10_000));
-    signal?.addEventListener("abort", () => (clearTimeout(timer), reject(new ApoError("aborted", "the run was aborted"))), { once: true });
+    signal?.addEventListener("abort", () => (clearTimeout(timer), reject(new AglError("aborted", "the run was aborted"))), { once: true });
   });
 }

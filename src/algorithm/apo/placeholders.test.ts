@@ -1,6 +1,6 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { describe, expect, test } from "vitest";
-import { ApoError } from "./apo-error.js";
+import { AglError } from "../../core/errors.js";
 import { checkSeedTemplate, editDefect, probeVariables, usedVariables } from "./placeholders.js";
 
 const tasks: JsonValue[] = [
@@ -22,13 +22,13 @@ describe("checkSeedTemplate", () => {
     expect(() => checkSeedTemplate("p", { template: "Q: {{ q }}", engine: "jinja" }, probe)).not.toThrow();
   });
   test("names the unknown placeholder and the known variables", () => {
-    let error: ApoError | undefined;
+    let error: AglError | undefined;
     try {
       checkSeedTemplate("p", { template: "Q: {question}", engine: "f-string" }, probe);
     } catch (e) {
-      error = e as ApoError;
+      error = e as AglError;
     }
-    expect(error).toBeInstanceOf(ApoError);
+    expect(error).toBeInstanceOf(AglError);
     expect(error?.code).toBe("unknown_placeholder");
     expect(error?.message).toContain("'question'");
     expect(error?.message).toContain('prompt template "p"');

@@ -1,6 +1,6 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { promptTemplate, type TemplateEngineName } from "../../agent/resources.js";
-import { ApoError } from "./apo-error.js";
+import { AglError } from "../../core/errors.js";
 
 /** A prompt template being optimized. */
 export interface TemplateText {
@@ -45,13 +45,13 @@ export function usedVariables(text: TemplateText, probe: Record<string, unknown>
 
 /**
  * Checks a seed template before anything runs: it must render with the known variables. Throws an
- * {@link ApoError} (`unknown_placeholder`) naming the template, the renderer's complaint and the known variables.
+ * {@link AglError} (`unknown_placeholder`) naming the template, the renderer's complaint and the known variables.
  */
 export function checkSeedTemplate(name: string, text: TemplateText, probe: Record<string, unknown>): void {
   const error = renderError(text, probe, `prompt template "${name}"`);
   if (error === undefined) return;
   const known = Object.keys(probe);
-  throw new ApoError(
+  throw new AglError(
     "unknown_placeholder",
     `${error}. Known variables: ${known.join(", ") || "none"} (the fields every task has` +
       ` plus those given with --var / options.variables).`,

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { StoreApi } from "../../store/store-api.js";
-import { ApoError } from "./apo-error.js";
+import { AglError } from "../../core/errors.js";
 import { type ResourceInit, findSnapshot, publishSnapshot, readSnapshot, snapshotId, snapshotResources } from "./candidate.js";
 import type { TemplateText } from "./placeholders.js";
 
@@ -40,7 +40,7 @@ export async function openRun(
   if (found) {
     const { record } = readSnapshot(found);
     if (record.fingerprint !== digest) {
-      throw new ApoError(
+      throw new AglError(
         "resume_mismatch",
         `APO run "${runId}" is already in the store with other settings (templates, datasets, variables, beam, branch, ` +
           `batch sizes, seed or baseline differ); resume it with the same ones or choose another run id`,

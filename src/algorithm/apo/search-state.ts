@@ -1,5 +1,5 @@
 import type { ResourcesUpdate } from "../../gen/agl/v1/types_pb.js";
-import { ApoError } from "./apo-error.js";
+import { AglError } from "../../core/errors.js";
 import { type Candidate, publishSnapshot, snapshotId, snapshotResources } from "./candidate.js";
 import { meanReward, type RolloutOutcome } from "./rollout-outcome.js";
 import { batchKey, type SearchContext } from "./search-context.js";
@@ -32,7 +32,7 @@ export function createSearchState(ctx: SearchContext, seed: Candidate): SearchSt
     bestVersion: 0,
     nextOrder: 1,
     async evaluate(cand, what, tasks) {
-      if (ctx.signal?.aborted) throw new ApoError("aborted", "the run was aborted");
+      if (ctx.signal?.aborted) throw new AglError("aborted", "the run was aborted");
       ctx.budget.spend({ rollouts: tasks.length });
       return ctx.evaluator.evaluate(
         {

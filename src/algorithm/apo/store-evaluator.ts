@@ -3,7 +3,7 @@ import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { spansToMessages } from "../../adapter/messages-view.js";
 import { type Rollout, type RolloutConfigSchema, RolloutMode, RolloutStatus } from "../../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../../store/store-api.js";
-import { ApoError } from "./apo-error.js";
+import { AglError } from "../../core/errors.js";
 import { createLimiter } from "./limiter.js";
 import type { OutcomeStatus, RolloutOutcome } from "./rollout-outcome.js";
 
@@ -96,7 +96,7 @@ export function createStoreEvaluator(options: StoreEvaluatorOptions): RolloutEva
   const waitChunk = async (ids: string[], deadline: number, signal?: AbortSignal): Promise<Map<string, Rollout>> => {
     const done = new Map<string, Rollout>();
     while (done.size < ids.length) {
-      if (signal?.aborted) throw new ApoError("aborted", "the run was aborted");
+      if (signal?.aborted) throw new AglError("aborted", "the run was aborted");
       const left = deadline - Date.now();
       if (left <= 0) break;
       const { rollouts } = await store.waitForRollouts(
