@@ -4,6 +4,7 @@ import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { credentials } from "@grpc/grpc-js";
+import { withRetries } from "../core/retry.js";
 import { ResourceService } from "../gen/agl/v1/resources_pb.js";
 import { LightningStore } from "../gen/agl/v1/store_pb.js";
 import type { StoreApi } from "../store/store-api.js";
@@ -47,8 +48,6 @@ function serverWaitSeconds(method: DescMethod, input: unknown): number {
   return 0;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** Wraps a transport with default deadlines (longer for long-polls), the token, and retries where safe. */
 function withPolicy(inner: Transport, options: Required<Pick<StoreClientOptions, "timeoutMs" | "maxTries">> & { token?: string }): Transport {
   const headersWithToken = (header: ConstructorParameters<typeof Headers>[0]) => {
@@ -61,15 +60,11 @@ function withPolicy(inner: Transport, options: Required<Pick<StoreClientOptions,
       const wait = serverWaitSeconds(method, input);
       const deadline = timeoutMs ?? (Number.isFinite(wait) ? options.timeoutMs + wait * 1000 : undefined);
       const tries = isRepeatable(method) ? options.maxTries : 1;
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await inner.unary(method, signal, deadline, headersWithToken(header), input, contextValues);
-        } catch (error) {
-          const retry = attempt < tries && ConnectError.from(error).code === Code.Unavailable && !signal?.aborted;
-          if (!retry) throw error;
-          await sleep(100 * 2 ** (attempt - 1) * (0.5 + Math.random() / 2));
-        }
-      }
+      return withRetries(() => inner.unary(method, signal, deadline, headersWithToken(header), input, contextValues), {
+        tries,
+        signal,
+        retryable: (error) => ConnectError.from(error).code === Code.Unavailable,
+      });
     },
     stream(method, signal, timeoutMs, header, input, contextValues) {
       return inner.stream(method, signal, timeoutMs, headersWithToken(header), input, contextValues);

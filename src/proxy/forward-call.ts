@@ -1,5 +1,6 @@
 import type * as http from "node:http";
 import { performance } from "node:perf_hooks";
+import { backoffMs, sleep } from "../core/retry.js";
 import type { Backend, BackendSet } from "./backends.js";
 import { upstreamUrl } from "./backends.js";
 import type { CallRecord } from "./call-span.js";
@@ -7,7 +8,7 @@ import { type CallKind, type CompletionRecord, readCompletion } from "./completi
 import { sendError } from "./http-io.js";
 import type { CallScope } from "./scope-check.js";
 import { streamThrough } from "./stream-through.js";
-import { backoffMs, isRetryableStatus, readBody, type Upstream, UpstreamError } from "./upstream.js";
+import { isRetryableStatus, readBody, type Upstream, UpstreamError } from "./upstream.js";
 
 /** How calls are forwarded; shared by every call of a proxy. */
 export interface ForwardPolicy {
@@ -48,17 +49,6 @@ export interface CallPlan {
   startTime: number;
   startedAt: number;
 }
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-  });
 
 /**
  * Ends the answer (`send`) and records the call, in the policy's order. Answer first: `record` runs in the same tick
@@ -153,7 +143,7 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       if (e.kind === "aborted") return finish(499, tries, backend, undefined, undefined, { type: "client_disconnected", message: e.message });
       if (tries <= policy.maxRetries) {
         policy.onRetry();
-        await sleep(backoffMs(tries, policy.backoffBaseMs, policy.backoffMaxMs), signal);
+        await sleep(backoffMs(tries, policy.backoffBaseMs, policy.backoffMaxMs), { signal });
         continue;
       }
       const status = e.kind === "timeout" ? 504 : 502;
@@ -182,7 +172,7 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       }
       if (isRetryableStatus(status) && tries <= policy.maxRetries && !signal.aborted) {
         policy.onRetry();
-        await sleep(backoffMs(tries, policy.backoffBaseMs, policy.backoffMaxMs, upstream.headers["retry-after"]), signal);
+        await sleep(backoffMs(tries, policy.backoffBaseMs, policy.backoffMaxMs, upstream.headers["retry-after"]), { signal });
         if (!signal.aborted) continue;
       }
       const message = `the engine answered ${status}: ${text.toString("utf8").slice(0, 500)}`;

@@ -89,12 +89,3 @@ export async function readBody(res: http.IncomingMessage): Promise<Buffer> {
 
 /** Statuses worth another try: rate limited or the engine failing. */
 export const isRetryableStatus = (status: number) => status === 429 || status === 500 || status === 502 || status === 503 || status === 504;
-
-/** The backoff before try `n + 1` (n ≥ 1): exponential with full jitter, or the engine's `Retry-After` (capped). */
-export function backoffMs(n: number, baseMs: number, maxMs: number, retryAfter?: string | string[]): number {
-  const header = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
-  const seconds = header === undefined ? Number.NaN : Number(header);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds * 1000, maxMs);
-  const ceiling = Math.min(baseMs * 2 ** (n - 1), maxMs);
-  return ceiling / 2 + Math.random() * (ceiling / 2);
-}

@@ -7,6 +7,7 @@ import {
   StreamTripletsResponseSchema,
 } from "../gen/agl/v1/triplets_pb.js";
 import { type Rollout, RolloutMode, RolloutStatus } from "../gen/agl/v1/types_pb.js";
+import { sleep } from "../core/retry.js";
 import type { StoreApi } from "../store/store-api.js";
 import { decodeCursor, encodeCursor, markDone } from "./cursor.js";
 import { adapterOptions, rolloutTriplets } from "./rollout-triplets.js";
@@ -27,17 +28,6 @@ const finished = new Set([RolloutStatus.SUCCEEDED, RolloutStatus.FAILED, Rollout
 function filterKey(req: StreamTripletsRequest): string {
   return JSON.stringify([[...req.rolloutIds].sort(), req.groupId, req.rolloutMode, [...req.statusIn].sort(), req.resourcesId, req.resourcesVersion]);
 }
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-  });
 
 /**
  * The triplet stream over any `StoreApi`: walks the matching rollouts in creation order and sends each one once it
@@ -104,6 +94,6 @@ export async function* streamTriplets(
       yield create(StreamTripletsResponseSchema, { cursor: encodeCursor(state, key), caughtUp: true });
     }
     if (!req.follow) return;
-    await sleep(options.pollIntervalMs ?? 250, signal);
+    await sleep(options.pollIntervalMs ?? 250, { signal });
   }
 }

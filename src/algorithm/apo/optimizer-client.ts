@@ -1,4 +1,5 @@
 import { AglError } from "../../core/errors.js";
+import { backoffMs, withRetries } from "../../core/retry.js";
 
 /** A chat message sent to the optimizer LLM. */
 export interface OptimizerMessage {
@@ -72,25 +73,30 @@ export function createOptimizerClient(options: OptimizerClientOptions): Optimize
       const body: Record<string, unknown> = { model: request.model, messages: request.messages };
       if (request.temperature !== undefined) body.temperature = request.temperature;
       if (request.maxCompletionTokens !== undefined) body.max_completion_tokens = request.maxCompletionTokens;
-      const tries = options.maxTries ?? 3;
-      for (let attempt = 1; ; attempt++) {
-        let response: Response;
-        try {
-          response = await send("/chat/completions", { method: "POST", body: JSON.stringify(body) }, signal);
-        } catch (error) {
-          if (attempt >= tries || (error as AglError).code === "aborted") throw error;
-          await backoff(attempt, signal);
-          continue;
-        }
-        const text = await response.text();
-        if (response.ok) return parseAnswer(text, request, where);
-        const retryable = response.status === 429 || response.status >= 500;
-        if (!retryable || attempt >= tries) {
+      const answer = withRetries(
+        async () => {
+          const response = await send("/chat/completions", { method: "POST", body: JSON.stringify(body) }, signal);
+          const text = await response.text();
+          if (response.ok) return parseAnswer(text, request, where);
           const hint = response.status === 401 || response.status === 403 ? "; check the API key (--optimizer-api-key or OPENAI_API_KEY)" : response.status === 404 ? `; check the base URL and the model name "${request.model}"` : "";
-          throw new AglError("optimizer_failed", `${where} answered ${response.status} for model "${request.model}": ${errorText(text)}${hint}`);
-        }
-        await backoff(attempt, signal, Number(response.headers.get("retry-after")) * 1000 || undefined);
-      }
+          throw new AglError("optimizer_failed", `${where} answered ${response.status} for model "${request.model}": ${errorText(text)}${hint}`, { cause: response });
+        },
+        {
+          tries: options.maxTries ?? 3,
+          baseMs: 250,
+          maxMs: 10_000,
+          retryable: (error) => {
+            const failed = answerOf(error);
+            return (error as AglError).code === "optimizer_unreachable" || (failed !== undefined && (failed.status === 429 || failed.status >= 500));
+          },
+          delayMs: (n, error) => backoffMs(n, 250, 10_000, answerOf(error)?.headers.get("retry-after")),
+          signal,
+        },
+      );
+      // A wait for the next try ends early when the run is aborted, and the run's callers look for `aborted`.
+      return answer.catch((error: unknown) => {
+        throw signal?.aborted && (error as AglError).code !== "aborted" ? new AglError("aborted", "the run was aborted", { cause: error }) : error;
+      });
     },
     async preflight(models) {
       const response = await send("/models", { method: "GET" });
@@ -122,17 +128,13 @@ function parseAnswer(raw: string, request: OptimizerRequest, where: string): Opt
   return { text, tokens: Math.ceil(chars / 4) + Math.ceil(text.length / 4), promptTokens: undefined };
 }
 
+/** The HTTP answer an `optimizer_failed` error carries as its cause. */
+const answerOf = (error: unknown) => ((error as AglError).cause instanceof Response ? ((error as AglError).cause as Response) : undefined);
+
 function errorText(body: string): string {
   try {
     const message = (JSON.parse(body) as { error?: { message?: string } }).error?.message;
     if (message) return message;
   } catch {}
   return body.slice(0, 300) || "(empty body)";
-}
-
-function backoff(attempt: number, signal?: AbortSignal, ms = 250 * 2 ** (attempt - 1)): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, Math.min(ms, 10_000));
-    signal?.addEventListener("abort", () => (clearTimeout(timer), reject(new AglError("aborted", "the run was aborted"))), { once: true });
-  });
 }
