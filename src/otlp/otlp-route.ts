@@ -3,6 +3,7 @@ import { promisify } from "node:util";
 import { gunzip, inflate } from "node:zlib";
 import { create, fromBinary, fromJson, toBinary, toJson } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
+import { checkBearerToken } from "../core/auth.js";
 import {
   ExportTraceServiceRequestSchema,
   ExportTraceServiceResponseSchema,
@@ -101,8 +102,12 @@ export function createOtlpTracesHandler(options: OtlpTracesHandlerOptions): Http
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, json: boolean) => {
     if (req.method !== "POST") throw new HttpError(405, "use POST");
-    if (options.token !== undefined && req.headers.authorization !== `Bearer ${options.token}`) {
-      throw new HttpError(401, "missing or wrong bearer token");
+    if (options.token !== undefined) {
+      try {
+        checkBearerToken(req.headers.authorization, options.token);
+      } catch (error) {
+        throw new HttpError(401, ConnectError.from(error).rawMessage);
+      }
     }
     const body = await readBody(req, limit);
     let request;
