@@ -23,6 +23,8 @@ export interface RetryOptions {
   onRetry?(error: unknown, n: number): void;
   /** Stops retrying (the last error is thrown); a wait in progress ends at once. */
   signal?: AbortSignal;
+  /** Lets the process exit during a wait (background work must not keep it alive). */
+  unref?: boolean;
 }
 
 /**
@@ -40,7 +42,7 @@ export async function withRetries<T>(fn: () => Promise<T>, options: RetryOptions
       const left = giveUpAt - performance.now();
       if (n >= tries || left <= 0 || options.signal?.aborted || !retryable(error)) throw error;
       options.onRetry?.(error, n);
-      await sleep(Math.min(left, options.delayMs?.(n, error) ?? backoffMs(n, options.baseMs ?? 100, options.maxMs ?? 5_000)), { signal: options.signal });
+      await sleep(Math.min(left, options.delayMs?.(n, error) ?? backoffMs(n, options.baseMs ?? 100, options.maxMs ?? 5_000)), options);
       if (options.signal?.aborted) throw error;
     }
   }

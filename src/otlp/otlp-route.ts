@@ -3,6 +3,7 @@ import { promisify } from "node:util";
 import { gunzip, inflate } from "node:zlib";
 import { create, fromBinary, fromJson, toBinary, toJson } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
+import { writeSpans } from "../client/span-writer.js";
 import { checkBearerToken } from "../core/auth.js";
 import {
   ExportTraceServiceRequestSchema,
@@ -122,15 +123,10 @@ export function createOtlpTracesHandler(options: OtlpTracesHandlerOptions): Http
     let rejected = converted.rejected;
     const reasons = [...converted.reasons];
     for (const spans of converted.byAttempt.values()) {
-      for (let i = 0; i < spans.length; i += maxSpansPerCall) {
-        const chunk = spans.slice(i, i + maxSpansPerCall);
-        try {
-          await options.store.addSpans({ spans: chunk });
-        } catch (error) {
-          const failure = ConnectError.from(error);
-          rejected += chunk.length;
-          reasons.push(failure.rawMessage);
-        }
+      const { failed } = await writeSpans(options.store, spans, { maxPerCall: maxSpansPerCall });
+      for (const { spans: refused, error } of failed) {
+        rejected += refused.length;
+        reasons.push(error.rawMessage);
       }
     }
     const response = create(ExportTraceServiceResponseSchema, {

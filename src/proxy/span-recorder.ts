@@ -1,3 +1,4 @@
+import { writeSpans } from "../client/span-writer.js";
 import { AttemptStatus } from "../gen/agl/v1/types_pb.js";
 import type { PendingWrites } from "../store/pending-writes.js";
 import type { StoreApi } from "../store/store-api.js";
@@ -33,15 +34,14 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
   const stats: RecorderStats = { spansRecorded: 0, spanWriteErrors: 0 };
   const timeoutMs = options.timeoutMs ?? 5_000;
   const write = async (call: CallRecord, scope: NonNullable<CallRecord["scope"]>) => {
-    try {
-      const { acks } = await options.store.addSpans({ spans: [callSpan(call)] }, { timeoutMs });
-      stats.spansRecorded++;
-      if (acks[0]?.attemptStatus === AttemptStatus.CANCELLED) options.scopes.markCancelled(scope);
-    } catch (error) {
+    const { acks, failed } = await writeSpans(options.store, [callSpan(call)], { callTimeoutMs: timeoutMs });
+    for (const { error } of failed) {
       stats.spanWriteErrors++;
-      const reason = error instanceof Error ? error.message : String(error);
-      options.log(`agl proxy: could not store the span of a call of rollout ${scope.rolloutId}: ${reason}`);
+      options.log(`agl proxy: could not store the span of a call of rollout ${scope.rolloutId}: ${error.message}`);
     }
+    if (acks.length === 0) return;
+    stats.spansRecorded++;
+    if (acks[0]?.attemptStatus === AttemptStatus.CANCELLED) options.scopes.markCancelled(scope);
   };
   return {
     record(call) {

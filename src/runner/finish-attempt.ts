@@ -3,6 +3,7 @@ import type { Logger } from "../core/logger.js";
 import { AttemptStatus, RolloutStatus, type Span } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
 import type { AttemptEnd, AttemptOutcome } from "./attempt-task.js";
+import { writeSpans } from "../client/span-writer.js";
 import { withRetries } from "../core/retry.js";
 
 const statusOf: Record<Exclude<AttemptEnd, "interrupted">, AttemptStatus> = {
@@ -44,15 +45,13 @@ export interface FinishInput {
 export async function finishAttempt(store: StoreApi, input: FinishInput): Promise<void> {
   const { rolloutId, attemptId, outcome } = input;
   const retry = { forMs: input.retryForMs };
-  let spans = input.spans;
+  const overflow = Math.max(0, input.spans.length - maxSpansPerUpdate);
+  const spans = input.spans.slice(overflow);
   let dropped = input.droppedSpans;
-  while (spans.length > maxSpansPerUpdate) {
-    const chunk = spans.slice(0, maxSpansPerUpdate);
-    spans = spans.slice(maxSpansPerUpdate);
-    await withRetries(() => store.addSpans({ spans: chunk }), retry).catch((error) => {
-      dropped += chunk.length;
-      input.logger.warn(`could not store ${chunk.length} final spans of ${rolloutId} ${attemptId}: ${String(error)}`);
-    });
+  const { failed } = await writeSpans(store, input.spans.slice(0, overflow), { maxPerCall: maxSpansPerUpdate, retry });
+  for (const { spans: lost, error } of failed) {
+    dropped += lost.length;
+    input.logger.warn(`could not store ${lost.length} final spans of ${rolloutId} ${attemptId}: ${String(error)}`);
   }
   const metadata: JsonObject = { ...input.metadata };
   if (outcome.error) {

@@ -1,4 +1,5 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
+import { writeSpans } from "../client/span-writer.js";
 import type { Logger } from "../core/logger.js";
 import type { AttemptStatus, Span } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
@@ -71,8 +72,6 @@ interface Account {
 }
 
 const keyOf = (s: { rolloutId: string; attemptId: string }) => `${s.rolloutId}\0${s.attemptId}`;
-const permanent = new Set([Code.InvalidArgument, Code.NotFound, Code.FailedPrecondition, Code.ResourceExhausted, Code.PermissionDenied, Code.Unauthenticated, Code.Unimplemented]);
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 /** Creates a span shipper over `options.store`. */
 export function createSpanShipper(options: SpanShipperOptions): SpanShipper {
@@ -107,40 +106,24 @@ export function createSpanShipper(options: SpanShipperOptions): SpanShipper {
   };
 
   const ship = async (batch: Span[]): Promise<void> => {
-    const giveUpAt = performance.now() + retryForMs;
-    for (let tries = 1; ; tries++) {
-      try {
-        const response = await store.addSpans({ spans: batch }, { timeoutMs: callTimeoutMs });
-        stats.shipped += batch.length;
-        const now = Date.now();
-        const seen = new Set<string>();
-        for (const ack of response.acks) {
-          if (ack.duplicate) stats.duplicates++;
-          const key = keyOf(ack);
-          if (seen.has(key)) continue;
-          seen.add(key);
-          account(key).lastShippedMs = now;
-          options.onAttemptStatus?.(ack.rolloutId, ack.attemptId, ack.attemptStatus);
-        }
-        return;
-      } catch (error) {
-        const failure = ConnectError.from(error);
-        if (permanent.has(failure.code)) {
-          const groups = new Map<string, Span[]>();
-          for (const span of batch) groups.set(keyOf(span), [...(groups.get(keyOf(span)) ?? []), span]);
-          // One bad attempt (say, deleted) must not take the others' spans with it.
-          if (groups.size > 1) return void (await Promise.all([...groups.values()].map(ship)));
-          if (failure.code === Code.ResourceExhausted && batch.length > 1) {
-            const half = Math.ceil(batch.length / 2);
-            return void (await Promise.all([ship(batch.slice(0, half)), ship(batch.slice(half))]));
-          }
-          return drop(batch, `the store refused them (${Code[failure.code]}: ${failure.rawMessage})`);
-        }
-        const left = giveUpAt - performance.now();
-        if (tries >= maxTries || left <= 0) return drop(batch, `gave up after ${tries} tries (${Code[failure.code]}: ${failure.rawMessage})`);
-        stats.retries++;
-        await sleep(Math.min(left, 5_000, retryBaseMs * 2 ** Math.min(tries - 1, 16)) * (0.5 + Math.random() / 2));
-      }
+    const { acks, failed } = await writeSpans(store, batch, {
+      callTimeoutMs,
+      retry: { tries: maxTries, forMs: retryForMs, baseMs: retryBaseMs, unref: true, onRetry: () => void stats.retries++ },
+    });
+    stats.shipped += acks.length;
+    const now = Date.now();
+    const seen = new Set<string>();
+    for (const ack of acks) {
+      if (ack.duplicate) stats.duplicates++;
+      const key = keyOf(ack);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      account(key).lastShippedMs = now;
+      options.onAttemptStatus?.(ack.rolloutId, ack.attemptId, ack.attemptStatus);
+    }
+    for (const { spans, error, refused, tries } of failed) {
+      const why = `${Code[error.code]}: ${error.rawMessage}`;
+      drop(spans, refused ? `the store refused them (${why})` : `gave up after ${tries} tries (${why})`);
     }
   };
 
