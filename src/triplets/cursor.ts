@@ -70,3 +70,28 @@ export function decodeCursor(cursor: string, filterKey: string): StreamPosition 
   }
   return { watermark: w as number, done };
 }
+
+/** A stream's place among the matching rollouts, bound to its filters: what is left, and the cursor after each step. */
+export interface StreamCursor {
+  /** The first position not yet done: a pass over the rollouts starts there. */
+  readonly watermark: number;
+  /** Whether the rollout at `position` is still to be sent (or skipped for good). */
+  pending(position: number): boolean;
+  /** Marks `position` done (sent, or skipped for good). */
+  complete(position: number): void;
+  /** The cursor as it stands. */
+  current(): string;
+}
+
+/** Opens a cursor a client sent (empty: the start), for the filters `filterKey` names. */
+export function openCursor(cursor: string, filterKey: string): StreamCursor {
+  const state = decodeCursor(cursor, filterKey);
+  return {
+    get watermark() {
+      return state.watermark;
+    },
+    pending: (position) => position >= state.watermark && !state.done.has(position),
+    complete: (position) => markDone(state, position),
+    current: () => encodeCursor(state, filterKey),
+  };
+}

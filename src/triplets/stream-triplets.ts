@@ -9,7 +9,7 @@ import {
 import { type Rollout, RolloutMode, RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import { sleep } from "../core/retry.js";
 import type { StoreApi } from "../store/store-api.js";
-import { decodeCursor, encodeCursor, markDone } from "./cursor.js";
+import { openCursor } from "./cursor.js";
 import { adapterOptions, rolloutTriplets } from "./rollout-triplets.js";
 
 /** Options of {@link streamTriplets}. */
@@ -47,8 +47,7 @@ export async function* streamTriplets(
       throw new ConnectError(`status_in: ${RolloutStatus[status] ?? status} is not a finished status (succeeded, failed, cancelled)`, Code.InvalidArgument);
     }
   }
-  const key = filterKey(req);
-  const state = decodeCursor(req.cursor, key);
+  const cursor = openCursor(req.cursor, filterKey(req));
   const adapter = adapterOptions(req.options);
   const pageSize = options.pageSize ?? 500;
   const statuses = new Set(req.statusIn);
@@ -63,14 +62,14 @@ export async function* streamTriplets(
     while (queue.length > keep) {
       const { position, build } = queue.shift() as (typeof queue)[number];
       const message = build && (await build);
-      markDone(state, position);
+      cursor.complete(position);
       if (!message) continue;
       announce = true;
-      yield create(StreamTripletsResponseSchema, { rollout: message, cursor: encodeCursor(state, key) });
+      yield create(StreamTripletsResponseSchema, { rollout: message, cursor: cursor.current() });
     }
   }
   while (!signal?.aborted) {
-    let offset = state.watermark;
+    let offset = cursor.watermark;
     for (;;) {
       const page = await store.queryRollouts(
         { rolloutIdIn: req.rolloutIds, groupId: req.groupId, page: { offset, limit: pageSize } },
@@ -78,7 +77,7 @@ export async function* streamTriplets(
       );
       for (const [i, rollout] of page.rollouts.entries()) {
         const position = offset + i;
-        if (position < state.watermark || state.done.has(position) || !finished.has(rollout.status)) continue;
+        if (!cursor.pending(position) || !finished.has(rollout.status)) continue;
         const build = wanted(rollout) ? rolloutTriplets(store, rollout, "latest", adapter, resources, signal) : undefined;
         // Awaited in order later; until then a failure must not count as unhandled.
         build?.catch(() => {});
@@ -91,7 +90,7 @@ export async function* streamTriplets(
     yield* send(0);
     if (announce) {
       announce = false;
-      yield create(StreamTripletsResponseSchema, { cursor: encodeCursor(state, key), caughtUp: true });
+      yield create(StreamTripletsResponseSchema, { cursor: cursor.current(), caughtUp: true });
     }
     if (!req.follow) return;
     await sleep(options.pollIntervalMs ?? 250, { signal });
