@@ -23,22 +23,31 @@ export interface HeartbeatOptions<A extends AttemptRef> {
   stats(): Record<string, number>;
 }
 
+/** The heartbeats of a runner. */
+export interface Heartbeats<A> {
+  /**
+   * Resolves once no heartbeat of `attempt` is in flight. An attempt's end waits for it (after leaving `attempts()`):
+   * a heartbeat landing after a hand-back would make the store derive the rollout's status from the cancelled attempt.
+   */
+  quiet(attempt: A): Promise<void>;
+  stop(): void;
+}
+
 /**
  * Keeps the store informed while agents run. Spans are heartbeats already (each acknowledged batch refreshes its
  * attempt); an attempt that stays silent longer than `attemptIntervalMs` — an agent awaiting a slow LLM — gets an
  * explicit `UpdateAttempt(last_heartbeat_time)`, whose answer also reveals a cancellation. The worker itself sends
  * `UpdateWorker` with its stats every `workerIntervalMs`.
  */
-export function startHeartbeats<A extends AttemptRef>(options: HeartbeatOptions<A>): { stop(): void } {
+export function startHeartbeats<A extends AttemptRef>(options: HeartbeatOptions<A>): Heartbeats<A> {
   const { store, logger } = options;
-  const inFlight = new Set<A>();
+  const inFlight = new Map<A, Promise<void>>();
   let warned = false;
   const beatAttempts = () => {
     const now = Date.now();
     for (const attempt of options.attempts()) {
       if (inFlight.has(attempt) || now - options.lastShippedMs(attempt) < options.attemptIntervalMs) continue;
-      inFlight.add(attempt);
-      store
+      const beat = store
         .updateAttempt({ rolloutId: attempt.rollout.rolloutId, attemptId: attempt.attemptId, lastHeartbeatTime: now / 1000 })
         .then((updated) => options.onBeat(attempt, updated.status))
         .catch((error) => {
@@ -46,6 +55,7 @@ export function startHeartbeats<A extends AttemptRef>(options: HeartbeatOptions<
           warned = true;
         })
         .finally(() => inFlight.delete(attempt));
+      inFlight.set(attempt, beat);
     }
   };
   const beatWorker = () => {
@@ -60,6 +70,7 @@ export function startHeartbeats<A extends AttemptRef>(options: HeartbeatOptions<
   attemptTimer.unref();
   workerTimer.unref();
   return {
+    quiet: (attempt) => inFlight.get(attempt) ?? Promise.resolve(),
     stop() {
       clearInterval(attemptTimer);
       clearInterval(workerTimer);
