@@ -1,6 +1,7 @@
 import { fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { type ResourceSchema, type RolloutConfigSchema, RolloutMode, RolloutStatus } from "../gen/agl/v1/types_pb.js";
+import { sleep } from "../core/retry.js";
 import type { Algorithm, AlgorithmContext, Datasets } from "./algorithm.js";
 import { finalRewardOf } from "./rollout-reward.js";
 
@@ -65,7 +66,7 @@ export function createBaseline(options: BaselineOptions = {}): Algorithm<Baselin
             const stats = await store.getStatistics({});
             room = Math.min(room, Math.max(0, options.maxQueued - stats.queueLength));
             if (room === 0) {
-              await new Promise((resolve) => setTimeout(resolve, 100));
+              await sleep(100);
               continue;
             }
           }

@@ -1,4 +1,5 @@
 import type { ResourcesUpdate } from "../gen/agl/v1/types_pb.js";
+import { sleep } from "../core/retry.js";
 import type { StoreApi } from "../store/store-api.js";
 import type { Backend, BackendSet } from "./backends.js";
 
@@ -67,7 +68,7 @@ export function storeBackends(options: StoreBackendsOptions): BackendSource {
         if (closed.signal.aborted) return;
         options.onError?.(error);
       }
-      await new Promise((resolve) => setTimeout(resolve, delayMs).unref());
+      await sleep(delayMs, { unref: true });
       delayMs = Math.min(delayMs * 2, 5_000);
     }
   })();

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import pg from "pg";
+import { backoffMs, sleep } from "../../../core/retry.js";
 import type { StorageBackend, StorageTx, StoreEvent, TransactionOptions } from "../../backend.js";
 import { invalidArgument } from "../../errors.js";
 import { classify, unavailable } from "./postgres-errors.js";
@@ -156,7 +157,7 @@ class PostgresBackend implements StorageBackend {
       } catch (error) {
         if (classify(error) !== "connection") throw error;
         if (++connectionFailures >= MAX_CONNECTION_TRIES) throw unavailable(error, false);
-        await backoff(connectionFailures, 50, 500);
+        await sleep(backoffMs(connectionFailures, 50, 500));
         continue;
       }
       // A checked-out connection has no error listener of the pool's: a failure between queries must not crash us.
@@ -227,14 +228,14 @@ class PostgresBackend implements StorageBackend {
         if (kind === "conflict" || (kind === "duplicate" && conflicts < 5)) {
           if (++conflicts < MAX_CONFLICT_TRIES) {
             locking = "rows";
-            await backoff(conflicts, 1, 100);
+            await sleep(backoffMs(conflicts, 1, 100));
             continue;
           }
         }
         if (kind === "connection") {
           // Before COMMIT was sent, nothing was stored: running again is safe. During COMMIT the outcome is unknown.
           if (!committing && ++connectionFailures < MAX_CONNECTION_TRIES) {
-            await backoff(connectionFailures, 50, 500);
+            await sleep(backoffMs(connectionFailures, 50, 500));
             continue;
           }
           throw unavailable(error, committing);
@@ -289,12 +290,6 @@ function ourParameters(connectionString: string): { connectionString: string; sc
 const payloadToken = (prefix: string, n: number) => `${prefix}.${n}`;
 
 const asError = (error: unknown) => (error instanceof Error ? error : new Error(String(error)));
-
-/** Full jitter: a random delay up to `base * 2^(attempt-1)`, at most `max` milliseconds. */
-function backoff(attempt: number, base: number, max: number): Promise<void> {
-  const ceiling = Math.min(max, base * 2 ** (attempt - 1));
-  return new Promise((resolve) => setTimeout(resolve, Math.random() * ceiling));
-}
 
 function rateLimitedLog(): (message: string, error: unknown) => void {
   const last = new Map<string, number>();

@@ -1,5 +1,6 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import pg from "pg";
+import { backoffMs, sleep, withRetries } from "../../../core/retry.js";
 import { type ResourcesUpdate, ResourcesUpdateSchema, RolloutStatus } from "../../../gen/agl/v1/types_pb.js";
 import type { StoreEvent } from "../../backend.js";
 import { deliver } from "../../events.js";
@@ -177,8 +178,7 @@ export class EventListener {
     this.reconnecting = true;
     try {
       for (let attempt = 0; !this.closed; attempt++) {
-        const delay = Math.min(5_000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2);
-        await new Promise((resolve) => setTimeout(resolve, delay).unref());
+        await sleep(backoffMs(attempt + 1, 100, 5_000), { unref: true });
         if (this.closed) return;
         try {
           await this.connect();
@@ -235,18 +235,15 @@ export class EventListener {
   }
 
   private async loadVersion(id: string, version: number): Promise<ResourcesUpdate | undefined> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const { rows } = await this.options.pool.query<{ data: Uint8Array }>(
+    const { rows } = await withRetries(
+      () =>
+        this.options.pool.query<{ data: Uint8Array }>(
           `SELECT data FROM ${this.options.schema}.resource_versions WHERE resources_id = $1 AND version = $2`,
           [id, version],
-        );
-        return rows[0] && fromBinary(ResourcesUpdateSchema, rows[0].data);
-      } catch (error) {
-        if (this.closed || attempt >= 5) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
-      }
-    }
+        ),
+      { tries: 6, retryable: () => !this.closed },
+    );
+    return rows[0] && fromBinary(ResourcesUpdateSchema, rows[0].data);
   }
 
   /** After a reconnect: what other servers may have announced while this one was not listening. */
