@@ -38,7 +38,7 @@ export type AttemptEnd = "succeeded" | "failed" | "timeout" | "cancelled" | "int
 export interface AttemptOutcome {
   end: AttemptEnd;
   error?: ErrorInfo;
-  /** Spans recorded but not yet handed on: they ride on the attempt's final update. */
+  /** Spans recorded but not yet handed on: the runner ships them last, before the attempt's status. */
   spans: Span[];
   /** Spans the agent ended after the attempt was over (never stored). */
   lateSpans: number;

@@ -1,9 +1,8 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Logger } from "../core/logger.js";
-import { AttemptStatus, RolloutStatus, type Span } from "../gen/agl/v1/types_pb.js";
+import { AttemptStatus, RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
 import type { AttemptEnd, AttemptOutcome } from "./attempt-task.js";
-import { writeSpans } from "../client/span-writer.js";
 import { withRetries } from "../core/retry.js";
 
 const statusOf: Record<Exclude<AttemptEnd, "interrupted">, AttemptStatus> = {
@@ -13,8 +12,6 @@ const statusOf: Record<Exclude<AttemptEnd, "interrupted">, AttemptStatus> = {
   cancelled: AttemptStatus.CANCELLED,
   lost: AttemptStatus.UNRESPONSIVE,
 };
-// UpdateAttempt carries at most this many spans; the rest go first through AddSpans.
-const maxSpansPerUpdate = 1_000;
 const finalStatuses = new Set([AttemptStatus.SUCCEEDED, AttemptStatus.FAILED, AttemptStatus.TIMEOUT, AttemptStatus.CANCELLED]);
 
 /** What the runner knows when an attempt ends. */
@@ -22,13 +19,11 @@ export interface FinishInput {
   rolloutId: string;
   attemptId: string;
   outcome: AttemptOutcome;
-  /** The attempt's remaining spans (shipper leftovers and the agent thread's last ones). */
-  spans: Span[];
-  /** Spans of the attempt dropped on the way. */
+  /** Spans of the attempt dropped on the way (the shipper has stored the others before this is called). */
   droppedSpans: number;
   /** Metadata the attempt had when claimed (kept, with `error`/`spans_dropped` added). */
   metadata: JsonObject;
-  /** The store already finished the attempt (cancelled, timed out): report spans only, not a status. */
+  /** The store already finished the attempt (cancelled, timed out): report metadata only, not a status. */
   settledByStore: boolean;
   /** How long each call is retried while the store cannot be reached, before the report is given up. */
   retryForMs: number;
@@ -36,54 +31,28 @@ export interface FinishInput {
 }
 
 /**
- * Reports an attempt's end to the store in one call: its last spans and its status (with the error and dropped-span
- * count in the attempt's metadata), retried for up to `retryForMs` while the store cannot be reached (repeating the
- * update is safe: it sets the same fields, and its spans are idempotent by span id). An interrupted attempt is handed
- * back: its spans are stored and its rollout goes back to the queue (which ends the attempt at the store and frees
- * its worker), unless the store has already finished the attempt.
+ * Reports an attempt's end to the store in one call, once the shipper has stored its spans: its status, with the
+ * error and dropped-span count in the attempt's metadata, retried for up to `retryForMs` while the store cannot be
+ * reached (repeating the update is safe: it sets the same fields). An interrupted attempt is handed back: its rollout
+ * goes back to the queue (which ends the attempt at the store and frees its worker), unless the store has already
+ * finished the attempt.
  */
 export async function finishAttempt(store: StoreApi, input: FinishInput): Promise<void> {
   const { rolloutId, attemptId, outcome } = input;
   const retry = { forMs: input.retryForMs };
-  const overflow = Math.max(0, input.spans.length - maxSpansPerUpdate);
-  const spans = input.spans.slice(overflow);
-  let dropped = input.droppedSpans;
-  const { failed } = await writeSpans(store, input.spans.slice(0, overflow), { maxPerCall: maxSpansPerUpdate, retry });
-  for (const { spans: lost, error } of failed) {
-    dropped += lost.length;
-    input.logger.warn(`could not store ${lost.length} final spans of ${rolloutId} ${attemptId}: ${String(error)}`);
-  }
   const metadata: JsonObject = { ...input.metadata };
   if (outcome.error) {
     metadata.error = { type: outcome.error.type, message: outcome.error.message.slice(0, 4_000), ...(outcome.error.stack ? { stack: outcome.error.stack.slice(0, 4_000) } : {}) };
   }
-  if (dropped > 0) metadata.spans_dropped = dropped;
+  if (input.droppedSpans > 0) metadata.spans_dropped = input.droppedSpans;
   const interrupted = outcome.end === "interrupted";
   if (interrupted) metadata.handed_back = outcome.error?.message ?? "the runner shut down before the agent finished";
-  let changed = outcome.error !== undefined || dropped > 0 || interrupted;
+  const changed = outcome.error !== undefined || input.droppedSpans > 0 || interrupted;
   const status = interrupted || input.settledByStore ? undefined : statusOf[outcome.end as Exclude<AttemptEnd, "interrupted">];
-  const update = (withSpans: Span[]) =>
-    withRetries(() =>
-      store.updateAttempt({
-        rolloutId,
-        attemptId,
-        spans: withSpans,
-        ...(status === undefined ? {} : { status }),
-        ...(changed ? { metadata } : {}),
-      }),
-      retry,
-    );
-  let attempt;
-  try {
-    attempt = await update(spans);
-  } catch (error) {
-    if (spans.length === 0) throw error;
-    // A span the store refuses must not keep the status from landing.
-    input.logger.warn(`the final spans of ${rolloutId} ${attemptId} were refused (${String(error)}); reporting the status without them`);
-    metadata.spans_dropped = dropped + spans.length;
-    changed = true;
-    attempt = await update([]);
-  }
+  const attempt = await withRetries(
+    () => store.updateAttempt({ rolloutId, attemptId, ...(status === undefined ? {} : { status }), ...(changed ? { metadata } : {}) }),
+    retry,
+  );
   if (interrupted && !finalStatuses.has(attempt.status) && attempt.status !== AttemptStatus.UNRESPONSIVE) {
     await withRetries(() => store.updateRollout({ rolloutId, status: RolloutStatus.REQUEUING }), retry);
   }

@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import { ConnectError } from "@connectrpc/connect";
 import { errorInfo } from "../core/errors.js";
 import { createConsoleLogger } from "../core/logger.js";
+import { backoffMs, sleep } from "../core/retry.js";
 import type { ResourcesData } from "../agent/resources.js";
 import { AttemptStatus, type Rollout } from "../gen/agl/v1/types_pb.js";
 import { RUNNER_HEARTBEAT_SECONDS } from "../store/liveness.js";
@@ -9,7 +10,7 @@ import { createSpanShipper, type SpanShipper } from "../tracer/span-shipper.js";
 import type { AbortKind, AttemptHandle, AttemptOutcome } from "./attempt-task.js";
 import { buildTask } from "./build-task.js";
 import { finishAttempt, handBackUnstarted } from "./finish-attempt.js";
-import { startHeartbeats } from "./heartbeats.js";
+import { type Heartbeats, startHeartbeats } from "./heartbeats.js";
 import { type ResourcesCache, resolveBatchResources } from "./resolve-batch.js";
 import type { Runner, RunnerOptions, RunnerSummary } from "./runner-options.js";
 
@@ -22,6 +23,8 @@ interface Active {
   dispatchedAt: number;
   lastHeartbeatMs: number;
   settledByStore: boolean;
+  /** The agent is done and its end is being reported: no more heartbeats. */
+  ending?: boolean;
   finished: Promise<void>;
 }
 
@@ -63,18 +66,20 @@ export function createRunner(options: RunnerOptions): Runner {
     logger.info(`${rolloutId} ${attemptId}: the store reports ${AttemptStatus[status]}; stopping the agent`);
     entry.handle?.abort(kind);
   };
+  let heartbeats: Heartbeats<Active> | undefined;
   const shipper: SpanShipper = createSpanShipper({ retryForMs, ...options.shipper, store, logger, onAttemptStatus: onStoreStatus });
 
   const finish = async (entry: Active, outcome: AttemptOutcome) => {
     const { rolloutId } = entry.rollout;
-    const { spans: leftovers, dropped } = await shipper.drain(rolloutId, entry.attemptId);
+    entry.ending = true;
+    await heartbeats?.quiet(entry);
+    const { dropped } = await shipper.settle(rolloutId, entry.attemptId, outcome.spans);
     const overheadMs = performance.now() - entry.dispatchedAt - outcome.agentMs;
     try {
       await finishAttempt(store, {
         rolloutId,
         attemptId: entry.attemptId,
         outcome,
-        spans: [...leftovers, ...outcome.spans],
         droppedSpans: dropped,
         metadata: entry.rollout.latestAttempt?.metadata ?? {},
         settledByStore: entry.settledByStore,
@@ -132,13 +137,13 @@ export function createRunner(options: RunnerOptions): Runner {
   const loop = async (): Promise<RunnerSummary> => {
     // Claim nothing before the agent can run: a claimed rollout would wait (and look unresponsive) meanwhile.
     await executor.ready?.();
-    const heartbeats = startHeartbeats({
+    heartbeats = startHeartbeats({
       store,
       workerId,
       logger,
       attemptIntervalMs: heartbeatMs,
       workerIntervalMs: options.workerHeartbeatMs ?? heartbeatMs,
-      attempts: () => [...active.values()].filter((e) => !e.settledByStore),
+      attempts: () => [...active.values()].filter((e) => !e.settledByStore && !e.ending),
       lastShippedMs: (e) => Math.max(e.lastHeartbeatMs, shipper.lastShippedMs(e.rollout.rolloutId, e.attemptId) ?? 0),
       onBeat: (e, status) => {
         e.lastHeartbeatMs = Date.now();
@@ -159,7 +164,7 @@ export function createRunner(options: RunnerOptions): Runner {
           failures = 0;
         } catch (error) {
           if (failures++ === 0) logger.warn(`dequeue failed (${ConnectError.from(error).message}); retrying`);
-          await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 100 * 2 ** failures)));
+          await sleep(backoffMs(failures + 1, 100, 5_000));
           continue;
         }
         summary.claimed += rollouts.length;

@@ -13,7 +13,7 @@ export interface AttemptRecorderOptions {
 /** Collects one attempt's finished spans in the thread that runs the agent and hands them on in batches. */
 export interface AttemptRecorder {
   record(span: Span): void;
-  /** Ends recording and returns what was not handed on yet (the final flush rides on the attempt's last update). */
+  /** Ends recording and returns what was not handed on yet (the runner ships them last, before the attempt's status). */
   close(): Span[];
   /** Spans that ended after `close()` (an agent that kept running after its attempt ended); they are not stored. */
   readonly late: number;

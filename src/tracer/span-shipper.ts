@@ -51,10 +51,11 @@ export interface SpanShipperStats {
 export interface SpanShipper {
   enqueue(spans: readonly Span[]): void;
   /**
-   * Takes an attempt out of the shipper: removes its queued spans (returned, to ride on the attempt's final update),
-   * waits for its batches in flight, and reports how many of its spans were dropped.
+   * Ends an attempt's part in the shipper: ships its last spans and the ones still queued at once, waits until the
+   * store has acknowledged them all (or they were dropped), and reports how many of its spans were dropped. After it
+   * resolves, the attempt's status can be reported: no span of the attempt reaches the store after it.
    */
-  drain(rolloutId: string, attemptId: string): Promise<{ spans: Span[]; dropped: number }>;
+  settle(rolloutId: string, attemptId: string, last?: readonly Span[]): Promise<{ dropped: number }>;
   /** When a batch of the attempt was last acknowledged (epoch ms), if ever. */
   lastShippedMs(rolloutId: string, attemptId: string): number | undefined;
   /** More than half of `maxQueued` is waiting: a runner should take no new work. */
@@ -168,18 +169,20 @@ export function createSpanShipper(options: SpanShipperOptions): SpanShipper {
       if (refused.length > 0) drop(refused, `more than ${maxQueued} spans are waiting for a slow store`);
       pump(false);
     },
-    async drain(rolloutId, attemptId) {
+    async settle(rolloutId, attemptId, last = []) {
       const key = keyOf({ rolloutId, attemptId });
-      // Queued spans are taken even when the attempt never sent a batch (it has no account yet): left behind, they
-      // would reach the store after the attempt's final status.
+      // The attempt's queued spans go now, whatever the linger, with its last ones (which bypass `maxQueued`: the
+      // attempt is ending, so they are the last it adds).
       const mine: Span[] = [];
       queue = queue.filter((span) => (keyOf(span) === key ? (mine.push(span), false) : true));
       stats.queued = queue.length;
+      mine.push(...last);
+      for (let i = 0; i < mine.length; i += batchSize) send(mine.slice(i, i + batchSize));
       const acc = accounts.get(key);
-      if (!acc) return { spans: mine, dropped: 0 };
+      if (!acc) return { dropped: 0 };
       await Promise.all([...acc.inFlight]);
       accounts.delete(key);
-      return { spans: mine, dropped: acc.dropped };
+      return { dropped: acc.dropped };
     },
     lastShippedMs: (rolloutId, attemptId) => accounts.get(keyOf({ rolloutId, attemptId }))?.lastShippedMs,
     get congested() {

@@ -68,7 +68,7 @@ describe("span shipper", () => {
     expect(logger.warnings.join("\n")).toMatch(/dropped 200 span\(s\).*more than 100 spans are waiting/);
     await shipper.flush();
     expect(shipper.stats().dropped).toBe(300);
-    expect(await shipper.drain(ids.rolloutId, ids.attemptId)).toEqual({ spans: [], dropped: 300 });
+    expect(await shipper.settle(ids.rolloutId, ids.attemptId)).toEqual({ dropped: 300 });
     proxy.dropConnections();
     proxy.stall(false);
     expect((await h.client.querySpans({ rolloutId: ids.rolloutId })).spans).toHaveLength(0);
@@ -122,7 +122,21 @@ describe("span shipper", () => {
     shipper.enqueue(makeSpans(ids, 1, "c"));
     await shipper.flush();
     expect(statuses.at(-1)).toBe(AttemptStatus.CANCELLED);
-    const drained = await shipper.drain(ids.rolloutId, ids.attemptId);
-    expect(drained.dropped).toBe(0);
+    const settled = await shipper.settle(ids.rolloutId, ids.attemptId);
+    expect(settled.dropped).toBe(0);
+  });
+
+  it("settles an attempt: its queued spans and its last ones are stored at once, before its status may be reported", async () => {
+    const ids = await claimAttempt();
+    const other = await claimAttempt();
+    const shipper = createSpanShipper({ store: client, batchSize: 100, lingerMs: 60_000 });
+    shipper.enqueue([...makeSpans(ids, 5), ...makeSpans(other, 3, "o")]);
+    expect(await shipper.settle(ids.rolloutId, ids.attemptId, makeSpans(ids, 2, "l"))).toEqual({ dropped: 0 });
+    const stored = (await h.client.querySpans({ rolloutId: ids.rolloutId })).spans;
+    expect(stored.map((s) => s.spanId).sort()).toEqual([...makeSpans(ids, 5), ...makeSpans(ids, 2, "l")].map((s) => s.spanId).sort());
+    // Another attempt's spans keep waiting for their batch.
+    expect(shipper.stats().queued).toBe(3);
+    await shipper.flush();
+    expect((await h.client.querySpans({ rolloutId: other.rolloutId })).spans).toHaveLength(3);
   });
 });
