@@ -1,11 +1,10 @@
 /** The one span writer, against a real store server. */
-import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { writeSpans } from "../../src/client/span-writer.js";
-import { type Span, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
+import type { Span } from "../../src/gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../../src/store/store-api.js";
-import { jsonValue, type StoreHarness, startStoreHarness } from "../support/store-harness.js";
+import { claimAttempt, makeSpans, type StoreHarness, startStoreHarness } from "../support/store-harness.js";
 
 let h: StoreHarness;
 beforeEach(async () => {
@@ -14,17 +13,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await h.close();
 });
-
-async function claimAttempt() {
-  await h.client.enqueueRollouts({ rollouts: [{ input: jsonValue({}) }] });
-  const [rollout] = (await h.client.dequeueRollouts({ workerId: "w" })).rollouts;
-  return { rolloutId: rollout!.rolloutId, attemptId: rollout!.latestAttempt!.attemptId };
-}
-
-const makeSpans = (ids: { rolloutId: string; attemptId: string }, n: number, prefix = "s"): Span[] =>
-  Array.from({ length: n }, (_, i) =>
-    create(SpanSchema, { ...ids, spanId: `${prefix}${i.toString(16).padStart(15, "0")}`.slice(0, 16), traceId: "ab".repeat(16), name: `span-${i}` }),
-  );
 
 /** The client, with every AddSpans call's size recorded and the first `failures` calls failing with `code` (or the calls `refuse` picks). */
 function observed(store: StoreApi, failures = 0, code = Code.Unavailable, refuse: (spans: Span[]) => boolean = () => false) {
@@ -44,7 +32,7 @@ function observed(store: StoreApi, failures = 0, code = Code.Unavailable, refuse
 
 describe("writeSpans", () => {
   it("writes in calls of at most maxPerCall, in order, and returns one ack per span", async () => {
-    const ids = await claimAttempt();
+    const ids = await claimAttempt(h.client);
     const { store, calls } = observed(h.client);
     const { acks, failed } = await writeSpans(store, makeSpans(ids, 25), { maxPerCall: 10 });
     expect(calls).toEqual([10, 10, 5]);
@@ -55,7 +43,7 @@ describe("writeSpans", () => {
   });
 
   it("retries a transient failure when asked to, and the retry stores nothing twice", async () => {
-    const ids = await claimAttempt();
+    const ids = await claimAttempt(h.client);
     const once = observed(h.client, 1);
     const first = await writeSpans(once.store, makeSpans(ids, 3));
     expect(first.failed).toMatchObject([{ refused: false, tries: 1 }]);
@@ -71,7 +59,7 @@ describe("writeSpans", () => {
   });
 
   it("keeps a batch's good spans when the store refuses another attempt's, without retrying the refusal", async () => {
-    const ids = await claimAttempt();
+    const ids = await claimAttempt(h.client);
     const unknown = { rolloutId: "ro-000000000000", attemptId: "at-00000000" };
     const { store, calls } = observed(h.client);
     const { acks, failed } = await writeSpans(store, [...makeSpans(ids, 4), ...makeSpans(unknown, 2, "u")], { retry: { tries: 5, baseMs: 1 } });
@@ -84,7 +72,7 @@ describe("writeSpans", () => {
   });
 
   it("halves a batch the store finds too large until only what is too large alone is left", async () => {
-    const ids = await claimAttempt();
+    const ids = await claimAttempt(h.client);
     const spans = makeSpans(ids, 8);
     const tooLarge = spans[5]!;
     const { store, calls } = observed(h.client, 0, Code.ResourceExhausted, (batch) => batch.includes(tooLarge));

@@ -1,10 +1,11 @@
-import { fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { create, fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
-import type { Rollout } from "../../src/gen/agl/v1/types_pb.js";
+import { type Rollout, type Span, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
 import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore, type Store, type StoreOptions } from "../../src/store/store.js";
+import type { StoreApi } from "../../src/store/store-api.js";
 
 /** A real store server on a loopback socket, with a gRPC client to it. */
 export interface StoreHarness {
@@ -50,3 +51,16 @@ export async function waitFinished(client: StoreClient | Store, rolloutIds: stri
   }
   return rollouts;
 }
+
+/** Enqueues one rollout and claims it: the ids of its running attempt. */
+export async function claimAttempt(client: StoreApi): Promise<{ rolloutId: string; attemptId: string }> {
+  await client.enqueueRollouts({ rollouts: [{ input: jsonValue({}) }] });
+  const [rollout] = (await client.dequeueRollouts({ workerId: "w" })).rollouts;
+  return { rolloutId: rollout!.rolloutId, attemptId: rollout!.latestAttempt!.attemptId };
+}
+
+/** `n` spans of an attempt, with ids made from `prefix` and their index. */
+export const makeSpans = (ids: { rolloutId: string; attemptId: string }, n: number, prefix = "s"): Span[] =>
+  Array.from({ length: n }, (_, i) =>
+    create(SpanSchema, { ...ids, spanId: `${prefix}${i.toString(16).padStart(15, "0")}`.slice(0, 16), traceId: "ab".repeat(16), name: `span-${i}` }),
+  );

@@ -1,12 +1,11 @@
 /** The span shipper against a real store server, through a TCP proxy that loses answers and stalls. */
-import { create } from "@bufbuild/protobuf";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Logger } from "../../src/core/logger.js";
 import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
-import { AttemptStatus, RolloutStatus, type Span, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
+import { AttemptStatus, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { createSpanShipper } from "../../src/tracer/span-shipper.js";
 import { type FlakyTcpProxy, startFlakyTcpProxy } from "../support/flaky-tcp-proxy.js";
-import { jsonValue, type StoreHarness, startStoreHarness } from "../support/store-harness.js";
+import { claimAttempt, makeSpans, type StoreHarness, startStoreHarness } from "../support/store-harness.js";
 
 let h: StoreHarness;
 let proxy: FlakyTcpProxy;
@@ -23,17 +22,6 @@ afterEach(async () => {
   await h.close();
 });
 
-async function claimAttempt() {
-  await h.client.enqueueRollouts({ rollouts: [{ input: jsonValue({}) }] });
-  const [rollout] = (await h.client.dequeueRollouts({ workerId: "w" })).rollouts;
-  return { rolloutId: rollout!.rolloutId, attemptId: rollout!.latestAttempt!.attemptId };
-}
-
-const makeSpans = (ids: { rolloutId: string; attemptId: string }, n: number, prefix = "s"): Span[] =>
-  Array.from({ length: n }, (_, i) =>
-    create(SpanSchema, { ...ids, spanId: `${prefix}${i.toString(16).padStart(15, "0")}`.slice(0, 16), traceId: "ab".repeat(16), name: `span-${i}` }),
-  );
-
 function capturingLogger(): Logger & { warnings: string[] } {
   const warnings: string[] = [];
   return { warnings, debug() {}, info() {}, warn: (m: string) => void warnings.push(m), error: (m: string) => void warnings.push(m) };
@@ -41,7 +29,7 @@ function capturingLogger(): Logger & { warnings: string[] } {
 
 describe("span shipper", () => {
   it("retries batches whose answer was lost, and the store never holds a span twice", async () => {
-    const ids = await claimAttempt();
+    const ids = await claimAttempt(h.client);
     const shipper = createSpanShipper({ store: client, batchSize: 50, lingerMs: 10, retryBaseMs: 10, maxInFlight: 1 });
     proxy.loseNextAnswers(2);
     shipper.enqueue(makeSpans(ids, 120));
@@ -59,7 +47,7 @@ describe("span shipper", () => {
   });
 
   it("bounds memory while the store is stalled: drops are counted per attempt, logged, and never silent", async () => {
-    const ids = await claimAttempt();
+    const ids = await claimAttempt(h.client);
     const logger = capturingLogger();
     const shipper = createSpanShipper({ store: client, batchSize: 50, lingerMs: 10, maxQueued: 100, maxInFlight: 2, maxTries: 2, retryBaseMs: 10, callTimeoutMs: 200, logger });
     proxy.stall(true);
@@ -79,7 +67,7 @@ describe("span shipper", () => {
   });
 
   it("keeps retrying through an outage, however many tries it takes, and gives up only after retryForMs", async () => {
-    const ids = await claimAttempt();
+    const ids = await claimAttempt(h.client);
     const logger = capturingLogger();
     // Every try waits out its 100 ms deadline while the network is stalled: about ten tries in 1.5 s.
     const patient = createSpanShipper({ store: client, batchSize: 50, lingerMs: 10, retryBaseMs: 10, callTimeoutMs: 100, logger });
@@ -107,7 +95,7 @@ describe("span shipper", () => {
   });
 
   it("keeps a batch's good spans when the store refuses another attempt's, and reports acknowledged statuses", async () => {
-    const ids = await claimAttempt();
+    const ids = await claimAttempt(h.client);
     const statuses: AttemptStatus[] = [];
     const logger = capturingLogger();
     const shipper = createSpanShipper({ store: client, batchSize: 100, lingerMs: 10, logger, onAttemptStatus: (_r, _a, s) => statuses.push(s) });
@@ -127,8 +115,8 @@ describe("span shipper", () => {
   });
 
   it("settles an attempt: its queued spans and its last ones are stored at once, before its status may be reported", async () => {
-    const ids = await claimAttempt();
-    const other = await claimAttempt();
+    const ids = await claimAttempt(h.client);
+    const other = await claimAttempt(h.client);
     const shipper = createSpanShipper({ store: client, batchSize: 100, lingerMs: 60_000 });
     shipper.enqueue([...makeSpans(ids, 5), ...makeSpans(other, 3, "o")]);
     expect(await shipper.settle(ids.rolloutId, ids.attemptId, makeSpans(ids, 2, "l"))).toEqual({ dropped: 0 });
