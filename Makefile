@@ -9,7 +9,17 @@ PY_GEN    := $(PY_DIR)/agl_bridge/gen
 TS_GEN    := src/gen
 STAMPS    := .make
 
-.PHONY: help deps proto check-proto build typecheck test test-ts test-py lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo clean
+# Node: the machine's own when it is a maintained line (22, 24, 26), else the pinned Node 24 that
+# scripts/node-toolchain.sh brings into .toolchain/; AGL_NODE=pinned always takes the pinned one. Every recipe (npm,
+# npx, bin/agl.js, Python tests that spawn node) finds it first on PATH; node-gyp builds against its headers.
+AGL_NODE  ?= auto
+NODE_HOME := $(shell AGL_NODE='$(AGL_NODE)' scripts/node-toolchain.sh home)
+ifneq ($(NODE_HOME),)
+export PATH := $(NODE_HOME)/bin:$(PATH)
+export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
+endif
+
+.PHONY: FORCE help deps proto check-proto build typecheck test test-ts test-py lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo clean
 
 help:
 	@echo "make test    install what is needed, check generated code, run the whole suite"
@@ -19,8 +29,14 @@ help:
 $(STAMPS):
 	@mkdir -p $(STAMPS)
 
-# npm ci only when the lockfile changed since the last install.
-$(STAMPS)/npm: package-lock.json | $(STAMPS)
+# The Node in use, installed when it is the pinned one. The stamp changes only with Node's version, so that
+# node_modules (better-sqlite3 is native) is installed again for another Node.
+$(STAMPS)/node: FORCE | $(STAMPS)
+	@$(if $(NODE_HOME),scripts/node-toolchain.sh install >/dev/null)
+	@v=$$(node --version) || exit; [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
+
+# npm ci only when the lockfile or Node changed since the last install.
+$(STAMPS)/npm: package-lock.json $(STAMPS)/node | $(STAMPS)
 	npm ci --no-audit --no-fund
 	@touch $@
 
