@@ -19,7 +19,7 @@ export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
 endif
 
-.PHONY: FORCE help deps proto check-proto build typecheck test test-ts test-py lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo clean
+.PHONY: FORCE help deps proto check-proto build typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo clean
 
 help:
 	@echo "make test    install what is needed, check generated code, run the whole suite"
@@ -79,7 +79,12 @@ test-ts: deps
 test-py: deps
 	cd $(PY_DIR) && .venv/bin/python -m pytest -q
 
-test: deps check-proto typecheck lint-py test-ts test-py
+# The smoke subset (vitest.smoke.config.ts) on the other maintained Node lines, each with its own install.
+NODE_SMOKE_LINES := 22 26
+test-node-lines:
+	scripts/node-smoke.sh $(NODE_SMOKE_LINES)
+
+test: deps check-proto typecheck lint-py test-ts test-py test-node-lines
 
 bench-store: build
 	npx tsx bench/store/run.ts --backend memory
