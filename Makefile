@@ -11,7 +11,8 @@ STAMPS    := .make
 
 # Node: the machine's own when it is a maintained line (22, 24, 26), else the pinned Node 24 that
 # scripts/node-toolchain.sh brings into .toolchain/; AGL_NODE=pinned always takes the pinned one. Every recipe (npm,
-# npx, bin/agl.js, Python tests that spawn node) finds it first on PATH; node-gyp builds against its headers.
+# npx, bin/agl.js, Python tests that spawn node) finds it first on PATH. A native addon built from source is built
+# against its headers, whatever nodedir the machine's npm config names.
 AGL_NODE  ?= auto
 NODE_HOME := $(shell AGL_NODE='$(AGL_NODE)' scripts/node-toolchain.sh home)
 ifneq ($(NODE_HOME),)
@@ -31,7 +32,7 @@ $(STAMPS):
 	@mkdir -p $(STAMPS)
 
 # The Node in use, installed when it is the pinned one. The stamp changes only with Node's version, so that
-# node_modules (better-sqlite3 is native) is installed again for another Node.
+# node_modules is installed again for another Node (install scripts and native addons may depend on it).
 $(STAMPS)/node: FORCE | $(STAMPS)
 	@$(if $(NODE_HOME),scripts/node-toolchain.sh install >/dev/null)
 	@v=$$(node --version) || exit; [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
