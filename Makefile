@@ -11,8 +11,8 @@ STAMPS    := .make
 
 # Node: the machine's own when it is a maintained line (22, 24, 26), else the pinned Node 24 that
 # scripts/node-toolchain.sh brings into .toolchain/; AGL_NODE=pinned always takes the pinned one. Every recipe (npm,
-# npx, bin/agl.js, Python tests that spawn node) finds it first on PATH. A native addon built from source is built
-# against its headers, whatever nodedir the machine's npm config names.
+# npx, bin/agl.js, Python tests that spawn node) finds it first on PATH. node-gyp (better-sqlite3's install step, a
+# no-op where its N-API prebuild fits) uses its headers, offline, whatever nodedir the machine's npm config names.
 AGL_NODE  ?= auto
 NODE_HOME := $(shell AGL_NODE='$(AGL_NODE)' scripts/node-toolchain.sh home)
 ifneq ($(NODE_HOME),)
