@@ -7,7 +7,8 @@ import { type BackendSource, staticBackends, storeBackends } from "./backend-sou
 import type { Backend } from "./backends.js";
 import { type CallHandlerDeps, handleCall } from "./call-handler.js";
 import type { ForwardPolicy } from "./forward-call.js";
-import { bearerProblem, sendError, sendJson } from "./http-io.js";
+import { bearerTokenProblem } from "../server/auth.js";
+import { sendError, sendJson } from "./http-io.js";
 import { createPauseGate, type PauseOptions, type PauseState } from "./pause-gate.js";
 import { routeRequest } from "./proxy-routes.js";
 import { createScopeChecker } from "./scope-check.js";
@@ -154,7 +155,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       counters.responses[res.statusCode] = (counters.responses[res.statusCode] ?? 0) + 1;
     });
     if (options.token !== undefined) {
-      const problem = bearerProblem(req, options.token);
+      const problem = bearerTokenProblem(req.headers.authorization, options.token);
       if (problem) return sendError(res, 401, "unauthenticated", problem);
     }
     let work: Promise<void> | void;
