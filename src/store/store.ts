@@ -14,6 +14,7 @@ import { defaultLimits, type StoreLimits } from "./validate.js";
 import { createWaiters } from "./waiters.js";
 import { withTxCache } from "./tx-cache.js";
 import { scanOnce } from "./watchdog.js";
+import { withWellFormedRequests } from "./well-formed-requests.js";
 import { workerMethods } from "./workers.js";
 import { useNodeTextEncoding } from "../wire/node-text-encoding.js";
 
@@ -100,12 +101,14 @@ export function createStore(options: StoreOptions): Store {
   return {
     backend,
     pendingWrites,
-    ...rollouts,
-    ...attempts,
-    ...spans,
-    ...afterPendingWrites(pendingWrites, { ...rollouts, ...attempts, ...spans }),
-    ...workerMethods(ctx),
-    ...resourceMethods(ctx),
+    ...withWellFormedRequests({
+      ...rollouts,
+      ...attempts,
+      ...spans,
+      ...afterPendingWrites(pendingWrites, { ...rollouts, ...attempts, ...spans }),
+      ...workerMethods(ctx),
+      ...resourceMethods(ctx),
+    }),
     async getStatistics() {
       const counts = await ctx.read((tx) => tx.counts());
       const byStatus: Record<string, number> = {};
