@@ -1,6 +1,6 @@
 import type * as http from "node:http";
 import { performance } from "node:perf_hooks";
-import type { Backend, BackendSet } from "./backends.js";
+import type { Backend } from "./backends.js";
 import { upstreamUrl } from "./backends.js";
 import type { CallRecord } from "./call-span.js";
 import { type CallKind, type CompletionRecord, readCompletion } from "./completion-reader.js";
@@ -31,6 +31,12 @@ export interface ForwardPolicy {
   onRetry(): void;
 }
 
+/** The resources snapshot a call is recorded under. */
+export interface CallResources {
+  resourcesId: string;
+  resourcesVersion: number;
+}
+
 /** One call, routed and ready to go. */
 export interface CallPlan {
   kind: CallKind;
@@ -43,7 +49,8 @@ export interface CallPlan {
   order: Backend[];
   /** Model name to send instead of the client's. */
   rewrite: string | undefined;
-  set: BackendSet;
+  /** The resources the call is stamped with: its rollout's id and that id's current version. */
+  resources: CallResources;
   /** Epoch seconds and `performance.now()` at arrival. */
   startTime: number;
   startedAt: number;
@@ -116,8 +123,7 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
     requestText: plan.requestText,
     stream,
     startTime: plan.startTime,
-    resourcesId: plan.set.resourcesId,
-    resourcesVersion: plan.set.resourcesVersion,
+    ...plan.resources,
   };
   const finish = (
     httpStatus: number,

@@ -11,6 +11,7 @@ import { bearerTokenProblem } from "../server/auth.js";
 import { sendError, sendJson } from "./http-io.js";
 import { createPauseGate, type PauseOptions, type PauseState } from "./pause-gate.js";
 import { routeRequest } from "./proxy-routes.js";
+import { createResourceVersions } from "./resource-versions.js";
 import { createScopeChecker } from "./scope-check.js";
 import { createSpanRecorder } from "./span-recorder.js";
 import { createUpstream, type UpstreamOptions } from "./upstream.js";
@@ -95,6 +96,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     : storeBackends({ store: options.store, resourceNames: options.resourceNames, onError: (e) => log(`agl proxy: watching resources failed: ${String(e)}`) });
   const gate = createPauseGate({ maxWaitMs: options.pauseMaxWaitMs });
   const scopes = createScopeChecker(options.store);
+  const versions = createResourceVersions(options.store, log);
   const recorder = createSpanRecorder({ store: options.store, scopes, pendingWrites: options.pendingWrites, log });
   const upstream = createUpstream(options.upstream);
   const counters = { requests: 0, retries: 0, unattributedCalls: 0, responses: {} as Record<string, number> };
@@ -138,6 +140,13 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       await Promise.race([source.ready, new Promise((resolve) => (timer = setTimeout(resolve, options.noBackendWaitMs ?? 2_000)))]);
       clearTimeout(timer);
       return source.current();
+    },
+    async resourcesOf(scope, set) {
+      const resourcesId = scope ? scopes.resourcesIdOf(scope) : "";
+      if (!resourcesId) return { resourcesId: set.resourcesId, resourcesVersion: set.resourcesVersion };
+      // The backends' own snapshot may be fresher than the watch of versions, a moment after a publish.
+      const seen = set.resourcesId === resourcesId ? set.resourcesVersion : 0;
+      return { resourcesId, resourcesVersion: Math.max(seen, await versions.versionOf(resourcesId)) };
     },
     onUnattributed() {
       if (counters.unattributedCalls++ === 0) {
@@ -204,6 +213,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     ready: source.ready,
     async close() {
       source.close();
+      versions.close();
       if (server) {
         const closed = new Promise<void>((resolve) => server?.close(() => resolve()));
         server.closeIdleConnections();
