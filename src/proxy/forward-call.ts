@@ -1,5 +1,6 @@
 import type * as http from "node:http";
 import { performance } from "node:perf_hooks";
+import type { AnswerOrder } from "./answer-order.js";
 import type { Backend } from "./backends.js";
 import { upstreamUrl } from "./backends.js";
 import type { CallRecord } from "./call-span.js";
@@ -14,11 +15,8 @@ export interface ForwardPolicy {
   upstream: Upstream;
   /** Stores the call's span. */
   record(call: CallRecord): Promise<void>;
-  /**
-   * Whether the answer may end before its span is stored. Only when `record` registers each write with the pending
-   * writes of a store in this process, whose finishing updates wait for them; otherwise the span is stored first.
-   */
-  answerFirst: boolean;
+  /** Whether each answer may end before its span is stored (the store then waits for the span). */
+  order: AnswerOrder;
   /** Tries after the first one for 429, 5xx, refused connections and timeouts (before any byte reached the client). */
   maxRetries: number;
   backoffBaseMs: number;
@@ -69,11 +67,12 @@ const sleep = (ms: number, signal: AbortSignal) =>
 
 /**
  * Ends the answer (`send`) and records the call, in the policy's order. Answer first: `record` runs in the same tick
- * as `send`, so its write is registered before the client can act on the answer. Calls without scope are not stored.
+ * as `send`, so an in-process write is registered before the client can act on the answer. Calls without scope are
+ * not stored.
  */
 async function endAndRecord(policy: ForwardPolicy, plan: CallPlan, send: () => void, record: () => Promise<void>): Promise<void> {
   if (!plan.scope) return send();
-  if (policy.answerFirst) {
+  if (await policy.order.mayAnswerFirst(plan.scope, plan.ids.spanId)) {
     send();
     return record();
   }

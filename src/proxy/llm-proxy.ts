@@ -3,6 +3,7 @@ import type { AddressInfo, Socket } from "node:net";
 import type { PendingWrites } from "../store/pending-writes.js";
 import type { StoreApi } from "../store/store-api.js";
 import { handleAdmin } from "./admin-routes.js";
+import { inProcessOrder, promisedOrder, spanFirstOrder } from "./answer-order.js";
 import { type BackendSource, staticBackends, storeBackends } from "./backend-source.js";
 import type { Backend } from "./backends.js";
 import { type CallHandlerDeps, handleCall } from "./call-handler.js";
@@ -23,9 +24,15 @@ export interface LlmProxyOptions {
   /**
    * The pending writes of `store` when it runs in this process and no other server shares its data (memory, SQLite).
    * The proxy then answers first and stores the span right after, registering the write there; the store makes the
-   * rollout's updates and span reads wait for it. Without it each span is stored before the end of its answer is sent.
+   * rollout's updates and span reads wait for it.
    */
   pendingWrites?: PendingWrites;
+  /**
+   * Without `pendingWrites`: promise each span to the store (`ExpectSpans`) and answer once it holds the promise,
+   * storing the span right after (default true); false, or a store that cannot hold promises (PostgreSQL), stores
+   * each span before the end of its answer is sent.
+   */
+  spanPromises?: boolean;
   /** Fixed backends; without them the proxy follows the `llm` resources of the store's latest snapshot. */
   backends?: readonly Backend[];
   /** With store backends: only the `llm` resources of these names. */
@@ -97,13 +104,14 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
   const gate = createPauseGate({ maxWaitMs: options.pauseMaxWaitMs });
   const scopes = createScopeChecker(options.store);
   const versions = createResourceVersions(options.store, log);
-  const recorder = createSpanRecorder({ store: options.store, scopes, pendingWrites: options.pendingWrites, log });
+  const order = options.pendingWrites ? inProcessOrder : options.spanPromises === false ? spanFirstOrder : promisedOrder(options.store, log);
+  const recorder = createSpanRecorder({ store: options.store, scopes, pendingWrites: options.pendingWrites, onLost: order.lost, log });
   const upstream = createUpstream(options.upstream);
   const counters = { requests: 0, retries: 0, unattributedCalls: 0, responses: {} as Record<string, number> };
   const policy: ForwardPolicy = {
     upstream,
     record: (call) => recorder.record(call),
-    answerFirst: options.pendingWrites !== undefined,
+    order,
     maxRetries: options.maxRetries ?? 3,
     backoffBaseMs: options.backoffBaseMs ?? 200,
     backoffMaxMs: options.backoffMaxMs ?? 10_000,

@@ -23,6 +23,8 @@ export interface SpanRecorderOptions {
   scopes: ScopeChecker;
   /** The in-process store's pending writes, where each span write is registered as it starts. */
   pendingWrites?: PendingWrites;
+  /** Told when a span write failed, so a store waiting for that span stops waiting. */
+  onLost?: (scope: NonNullable<CallRecord["scope"]>, spanId: string) => void;
   /** Longest wait for the store per span (default 5,000 ms). */
   timeoutMs?: number;
   log: (message: string) => void;
@@ -41,6 +43,7 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
       stats.spanWriteErrors++;
       const reason = error instanceof Error ? error.message : String(error);
       options.log(`agl proxy: could not store the span of a call of rollout ${scope.rolloutId}: ${reason}`);
+      options.onLost?.(scope, call.spanId);
     }
   };
   return {

@@ -8,6 +8,7 @@ import type { StoreContext } from "./context.js";
 import { afterPendingWrites, createPendingWrites, type PendingWrites } from "./pending-writes.js";
 import { resourceMethods } from "./resources.js";
 import { rolloutMethods } from "./rollouts.js";
+import { spanPromiseMethods } from "./span-promises.js";
 import { spanMethods } from "./spans.js";
 import type { StoreApi } from "./store-api.js";
 import { defaultLimits, type StoreLimits } from "./validate.js";
@@ -38,7 +39,8 @@ export interface Store extends StoreApi {
   readonly backend: StorageBackend;
   /**
    * Writes started in this process and not yet finished (the span of an LLM call the proxy already answered):
-   * `updateAttempt`, `updateRollout` and `querySpans` of a rollout wait for that rollout's.
+   * `updateAttempt`, `updateRollout` and `querySpans` of a rollout wait for that rollout's. (Spans promised by other
+   * processes, `expectSpans`, hold only the updates that finish an attempt or a rollout.)
    */
   readonly pendingWrites: PendingWrites;
   /** Runs one watchdog pass now; resolves to the number of attempts it timed out or marked unresponsive. */
@@ -98,6 +100,7 @@ export function createStore(options: StoreOptions): Store {
   const rollouts = rolloutMethods(ctx);
   const attempts = attemptMethods(ctx);
   const spans = spanMethods(ctx);
+  const ordered = afterPendingWrites(pendingWrites, { ...rollouts, ...attempts, ...spans });
   return {
     backend,
     pendingWrites,
@@ -105,7 +108,8 @@ export function createStore(options: StoreOptions): Store {
       ...rollouts,
       ...attempts,
       ...spans,
-      ...afterPendingWrites(pendingWrites, { ...rollouts, ...attempts, ...spans }),
+      ...ordered,
+      ...spanPromiseMethods(ctx, { addSpans: spans.addSpans, updateAttempt: ordered.updateAttempt, updateRollout: ordered.updateRollout }),
       ...workerMethods(ctx),
       ...resourceMethods(ctx),
     }),
