@@ -9,8 +9,13 @@
  * unattributed calls store nothing. Prints p50/p90/p99 and the server processes' CPU time per call for each path, and
  * the p50 the proxy adds.
  *
- *   npx tsx bench/proxy/run.ts --requests 2000 [--mode serve|standalone|both] [--compiled] [--backend memory|sqlite]
- *                              [--profile DIR] [--only REGEX]
+ *   npx tsx bench/proxy/run.ts --requests 2000 [--mode serve|standalone|both] [--spans-first] [--compiled]
+ *                              [--backend memory|sqlite] [--profile DIR] [--only REGEX]
+ *
+ * `--engine-ms N` makes the engine wait N ms before answering, like a real one: the standalone proxy promises each
+ * span while the engine works, so that wait hides the promise's round trip.
+ * `--spans-first` runs the standalone proxy with `--spans-first` (each span stored before its answer ends: the
+ * behaviour before span promises), for comparison.
  *
  * `--profile DIR` writes V8 CPU profiles of the server processes there (open them in Chrome DevTools or speedscope);
  * `--only REGEX` runs only the rows whose name matches (say `^proxy, whole` to profile that path alone).
@@ -34,6 +39,8 @@ const { values: args } = parseArgs({
     profile: { type: "string" },
     only: { type: "string" },
     mode: { type: "string", default: "both" },
+    "spans-first": { type: "boolean", default: false },
+    "engine-ms": { type: "string", default: "0" },
   },
 });
 const requests = Number(args.requests);
@@ -41,7 +48,11 @@ const warmup = Number(args.warmup);
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 
 function startEngine(): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/proxy/engine.ts"], { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--import", "tsx", "bench/proxy/engine.ts"], {
+    cwd: repoRoot,
+    env: { ...process.env, ENGINE_LATENCY_MS: args["engine-ms"] },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   return new Promise((resolve, reject) => {
     let out = "";
     child.stdout?.on("data", (d: Buffer) => {
@@ -111,7 +122,7 @@ async function measure(mode: "serve" | "standalone"): Promise<{ rows: Row[]; spa
     processes.push(server);
     let proxyUrl = server.url;
     if (mode === "standalone") {
-      const proxy = await startServerProcess(["--store", server.url, ...fixed], { ...processOptions("proxy"), command: "proxy" });
+      const proxy = await startServerProcess(["--store", server.url, ...fixed, ...(args["spans-first"] ? ["--spans-first"] : [])], { ...processOptions("proxy"), command: "proxy" });
       processes.push(proxy);
       proxyUrl = proxy.url;
     }
@@ -162,10 +173,10 @@ try {
 }
 
 console.log(
-  `${requests} sequential calls per row (after ${warmup} warm-up calls of every row), ~800 prompt and ~85 response tokens, ${args.compiled ? "compiled" : "tsx"} processes, ${args.backend} store`,
+  `${requests} sequential calls per row (after ${warmup} warm-up calls of every row), ~800 prompt and ~85 response tokens, engine latency ${args["engine-ms"]} ms, ${args.compiled ? "compiled" : "tsx"} processes, ${args.backend} store`,
 );
 for (const [mode, { rows, spans }] of results) {
-  const title = mode === "serve" ? "agl serve --proxy-backend (one process)" : "agl proxy (own process) + agl serve";
+  const title = mode === "serve" ? "agl serve --proxy-backend (one process)" : `agl proxy${args["spans-first"] ? " --spans-first" : ""} (own process) + agl serve`;
   console.log(`\n${title}`);
   console.log("path                                p50 ms   p90 ms   p99 ms   server CPU ms/call (user + system)");
   for (const [name, { sorted, user, system }] of rows) {

@@ -33,6 +33,8 @@ export interface LlmProxyOptions {
    * each span before the end of its answer is sent.
    */
   spanPromises?: boolean;
+  /** With span promises: spans of calls that end within this many ms are stored in one `AddSpans` (default 5). */
+  spanBatchMs?: number;
   /** Fixed backends; without them the proxy follows the `llm` resources of the store's latest snapshot. */
   backends?: readonly Backend[];
   /** With store backends: only the `llm` resources of these names. */
@@ -104,13 +106,22 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
   const gate = createPauseGate({ maxWaitMs: options.pauseMaxWaitMs });
   const scopes = createScopeChecker(options.store);
   const versions = createResourceVersions(options.store, log);
-  const order = options.pendingWrites ? inProcessOrder : options.spanPromises === false ? spanFirstOrder : promisedOrder(options.store, log);
-  const recorder = createSpanRecorder({ store: options.store, scopes, pendingWrites: options.pendingWrites, onLost: order.lost, log });
+  const promising = !options.pendingWrites && options.spanPromises !== false;
+  const order = options.pendingWrites ? inProcessOrder : promising ? promisedOrder(options.store, log) : spanFirstOrder;
+  const recorder = createSpanRecorder({
+    store: options.store,
+    scopes,
+    pendingWrites: options.pendingWrites,
+    onLost: order.lost,
+    // Promised spans no answer waits for travel together: one AddSpans for the calls that end close together.
+    batchLingerMs: promising ? (options.spanBatchMs ?? 5) : 0,
+    log,
+  });
   const upstream = createUpstream(options.upstream);
   const counters = { requests: 0, retries: 0, unattributedCalls: 0, responses: {} as Record<string, number> };
   const policy: ForwardPolicy = {
     upstream,
-    record: (call) => recorder.record(call),
+    record: (call, waiting) => recorder.record(call, waiting),
     order,
     maxRetries: options.maxRetries ?? 3,
     backoffBaseMs: options.backoffBaseMs ?? 200,
@@ -222,6 +233,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     async close() {
       source.close();
       versions.close();
+      recorder.flush();
       if (server) {
         const closed = new Promise<void>((resolve) => server?.close(() => resolve()));
         server.closeIdleConnections();

@@ -83,6 +83,8 @@ describe("agl CLI with the proxy", () => {
     const res = await postJson(`${proxy.url}/rollout/${rolloutId}/attempt/${attemptId}/v1/chat/completions`, { model: "anything", messages: [{ role: "user", content: "hi" }] });
     expect(res.status).toBe(200);
     expect(engine.requests[0]?.body.model).toBe("served-name");
+    // The answer came first; the attempt's finishing update waits until its span has landed.
+    await store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
     expect((await store.querySpans({ rolloutId })).spans).toHaveLength(1);
     const unknown = await postJson(`${proxy.url}/rollout/${rolloutId}/attempt/at-00000000/v1/chat/completions`, { model: "x", messages: [] });
     expect(unknown.status).toBe(404);
