@@ -94,14 +94,15 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
       return response;
     },
 
-    async updateAttempt(init, options) {
-      if (init.rolloutId && init.status !== undefined && finishingAttempt.has(init.status)) await settled(init.rolloutId, options?.signal);
-      return held.updateAttempt(init, options);
+    // No await when nothing is promised: the call then starts in this tick, in the order the caller made it.
+    updateAttempt(init, options) {
+      const wait = init.rolloutId && init.status !== undefined && finishingAttempt.has(init.status) ? settled(init.rolloutId, options?.signal) : undefined;
+      return wait ? wait.then(() => held.updateAttempt(init, options)) : held.updateAttempt(init, options);
     },
 
-    async updateRollout(init, options) {
-      if (init.rolloutId && init.status !== undefined && finishingRollout.has(init.status)) await settled(init.rolloutId, options?.signal);
-      return held.updateRollout(init, options);
+    updateRollout(init, options) {
+      const wait = init.rolloutId && init.status !== undefined && finishingRollout.has(init.status) ? settled(init.rolloutId, options?.signal) : undefined;
+      return wait ? wait.then(() => held.updateRollout(init, options)) : held.updateRollout(init, options);
     },
   };
 }
