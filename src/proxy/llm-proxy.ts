@@ -1,5 +1,6 @@
 import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { bearerTokenProblem } from "../server/auth.js";
 import type { PendingWrites } from "../store/pending-writes.js";
 import type { StoreApi } from "../store/store-api.js";
 import { handleAdmin } from "./admin-routes.js";
@@ -8,7 +9,6 @@ import { type BackendSource, staticBackends, storeBackends } from "./backend-sou
 import type { Backend } from "./backends.js";
 import { type CallHandlerDeps, handleCall } from "./call-handler.js";
 import type { ForwardPolicy } from "./forward-call.js";
-import { bearerTokenProblem } from "../server/auth.js";
 import { sendError, sendJson } from "./http-io.js";
 import { createPauseGate, type PauseOptions, type PauseState } from "./pause-gate.js";
 import { routeRequest } from "./proxy-routes.js";

@@ -15,6 +15,11 @@ export function wellFormed(text: string): string {
 
 type Fields = Record<string, unknown>;
 
+/** An own property even for a key like `__proto__`, which a plain assignment would take as the prototype. */
+function define(target: Fields, key: string | number, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
 /** Copy-on-write of an object or array: copied the first time something changes. A class, not closures: this runs per message. */
 class Changes<T extends object> {
   private out: Fields | undefined;
@@ -26,7 +31,7 @@ class Changes<T extends object> {
   }
 
   set(key: string | number, value: unknown): void {
-    if (value !== (this.source as Fields)[key]) this.copy()[key] = value;
+    if (value !== (this.source as Fields)[key]) define(this.copy(), key, value);
   }
 
   /** Sets `key` to `value`, or moves it under its well-formed name (a later duplicate name wins, as in JSON). */
@@ -35,7 +40,7 @@ class Changes<T extends object> {
     if (fixed === key) return this.set(key, value);
     const out = this.copy();
     delete out[key];
-    out[fixed] = value;
+    define(out, fixed, value);
   }
 
   result(): T {
