@@ -7,6 +7,7 @@ import {
   ExportTraceServiceRequestSchema,
   ExportTraceServiceResponseSchema,
 } from "../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
+import { bearerTokenProblem } from "../server/auth.js";
 import type { StoreApi } from "../store/store-api.js";
 import { convertOtlpTraces } from "./otlp-convert.js";
 
@@ -101,9 +102,8 @@ export function createOtlpTracesHandler(options: OtlpTracesHandlerOptions): Http
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, json: boolean) => {
     if (req.method !== "POST") throw new HttpError(405, "use POST");
-    if (options.token !== undefined && req.headers.authorization !== `Bearer ${options.token}`) {
-      throw new HttpError(401, "missing or wrong bearer token");
-    }
+    const problem = options.token === undefined ? undefined : bearerTokenProblem(req.headers.authorization, options.token);
+    if (problem) throw new HttpError(401, problem);
     const body = await readBody(req, limit);
     let request;
     try {

@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "../agent/logger.js";
 import { AttemptStatus, RolloutStatus, type Span } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
@@ -62,8 +63,8 @@ export async function finishAttempt(store: StoreApi, input: FinishInput): Promis
   const interrupted = outcome.end === "interrupted";
   if (interrupted) metadata.handed_back = outcome.error?.message ?? "the runner shut down before the agent finished";
   let changed = outcome.error !== undefined || dropped > 0 || interrupted;
-  const status = interrupted || input.settledByStore ? undefined : statusOf[outcome.end as Exclude<AttemptEnd, "interrupted">];
-  const update = (withSpans: Span[]) =>
+  let status = interrupted || input.settledByStore ? undefined : statusOf[outcome.end as Exclude<AttemptEnd, "interrupted">];
+  const send = (withSpans: Span[]) =>
     withRetries(() =>
       store.updateAttempt({
         rolloutId,
@@ -74,6 +75,17 @@ export async function finishAttempt(store: StoreApi, input: FinishInput): Promis
       }),
       retry,
     );
+  const update = async (withSpans: Span[]) => {
+    try {
+      return await send(withSpans);
+    } catch (error) {
+      // The store finished the attempt before us (its rollout was cancelled): it keeps that status; the rest still lands.
+      if (status === undefined || ConnectError.from(error).code !== Code.FailedPrecondition) throw error;
+      input.logger.info(`${rolloutId} ${attemptId}: ${ConnectError.from(error).rawMessage}; reporting it without a status`);
+      status = undefined;
+      return send(withSpans);
+    }
+  };
   let attempt;
   try {
     attempt = await update(spans);

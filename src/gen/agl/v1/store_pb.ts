@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agl/v1/store.proto.
  */
 export const file_agl_v1_store: GenFile = /*@__PURE__*/
-  fileDesc("ChJhZ2wvdjEvc3RvcmUucHJvdG8SBmFnbC52MSI/ChZFbnF1ZXVlUm9sbG91dHNSZXF1ZXN0EiUKCHJvbGxvdXRzGAEgAygLMhMuYWdsLnYxLlJvbGxvdXRTcGVjIjwKF0VucXVldWVSb2xsb3V0c1Jlc3BvbnNlEiEKCHJvbGxvdXRzGAEgAygLMg8uYWdsLnYxLlJvbGxvdXQiXwoWRGVxdWV1ZVJvbGxvdXRzUmVxdWVzdBISCgVsaW1pdBgBIAEoDUgAiAEBEhEKCXdvcmtlcl9pZBgCIAEoCRIUCgx3YWl0X3NlY29uZHMYAyABKAFCCAoGX2xpbWl0IjwKF0RlcXVldWVSb2xsb3V0c1Jlc3BvbnNlEiEKCHJvbGxvdXRzGAEgAygLMg8uYWdsLnYxLlJvbGxvdXQiTgoTU3RhcnRSb2xsb3V0UmVxdWVzdBIkCgdyb2xsb3V0GAEgASgLMhMuYWdsLnYxLlJvbGxvdXRTcGVjEhEKCXdvcmtlcl9pZBgCIAEoCSI8ChNTdGFydEF0dGVtcHRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgJIicKEUdldFJvbGxvdXRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkizQEKFFF1ZXJ5Um9sbG91dHNSZXF1ZXN0EigKCXN0YXR1c19pbhgBIAMoDjIVLmFnbC52MS5Sb2xsb3V0U3RhdHVzEhUKDXJvbGxvdXRfaWRfaW4YAiADKAkSGwoTcm9sbG91dF9pZF9jb250YWlucxgDIAEoCRIQCghncm91cF9pZBgEIAEoCRIpCgxmaWx0ZXJfbG9naWMYBSABKA4yEy5hZ2wudjEuRmlsdGVyTG9naWMSGgoEcGFnZRgGIAEoCzIMLmFnbC52MS5QYWdlIloKFVF1ZXJ5Um9sbG91dHNSZXNwb25zZRIhCghyb2xsb3V0cxgBIAMoCzIPLmFnbC52MS5Sb2xsb3V0Eh4KBHBhZ2UYAiABKAsyEC5hZ2wudjEuUGFnZUluZm8i6AIKFFVwZGF0ZVJvbGxvdXRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkSKgoFaW5wdXQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVIAIgBARImCgRtb2RlGAMgASgOMhMuYWdsLnYxLlJvbGxvdXRNb2RlSAGIAQESGQoMcmVzb3VyY2VzX2lkGAQgASgJSAKIAQESKgoGc3RhdHVzGAUgASgOMhUuYWdsLnYxLlJvbGxvdXRTdGF0dXNIA4gBARIqCgZjb25maWcYBiABKAsyFS5hZ2wudjEuUm9sbG91dENvbmZpZ0gEiAEBEi4KCG1ldGFkYXRhGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgFiAEBQggKBl9pbnB1dEIHCgVfbW9kZUIPCg1fcmVzb3VyY2VzX2lkQgkKB19zdGF0dXNCCQoHX2NvbmZpZ0ILCglfbWV0YWRhdGEiXwoWV2FpdEZvclJvbGxvdXRzUmVxdWVzdBITCgtyb2xsb3V0X2lkcxgBIAMoCRIcCg90aW1lb3V0X3NlY29uZHMYAiABKAFIAIgBAUISChBfdGltZW91dF9zZWNvbmRzIjwKF1dhaXRGb3JSb2xsb3V0c1Jlc3BvbnNlEiEKCHJvbGxvdXRzGAEgAygLMg8uYWdsLnYxLlJvbGxvdXQiRgoUUXVlcnlBdHRlbXB0c1JlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRIaCgRwYWdlGAIgASgLMgwuYWdsLnYxLlBhZ2UiWgoVUXVlcnlBdHRlbXB0c1Jlc3BvbnNlEiEKCGF0dGVtcHRzGAEgAygLMg8uYWdsLnYxLkF0dGVtcHQSHgoEcGFnZRgCIAEoCzIQLmFnbC52MS5QYWdlSW5mbyItChdHZXRMYXRlc3RBdHRlbXB0UmVxdWVzdBISCgpyb2xsb3V0X2lkGAEgASgJIjwKGEdldExhdGVzdEF0dGVtcHRSZXNwb25zZRIgCgdhdHRlbXB0GAEgASgLMg8uYWdsLnYxLkF0dGVtcHQirwIKFFVwZGF0ZUF0dGVtcHRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkSEgoKYXR0ZW1wdF9pZBgCIAEoCRIqCgZzdGF0dXMYAyABKA4yFS5hZ2wudjEuQXR0ZW1wdFN0YXR1c0gAiAEBEhYKCXdvcmtlcl9pZBgEIAEoCUgBiAEBEiAKE2xhc3RfaGVhcnRiZWF0X3RpbWUYBSABKAFIAogBARIuCghtZXRhZGF0YRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIA4gBARIbCgVzcGFucxgHIAMoCzIMLmFnbC52MS5TcGFuQgkKB19zdGF0dXNCDAoKX3dvcmtlcl9pZEIWChRfbGFzdF9oZWFydGJlYXRfdGltZUILCglfbWV0YWRhdGEiLgoPQWRkU3BhbnNSZXF1ZXN0EhsKBXNwYW5zGAEgAygLMgwuYWdsLnYxLlNwYW4imQEKB1NwYW5BY2sSEgoKcm9sbG91dF9pZBgBIAEoCRISCgphdHRlbXB0X2lkGAIgASgJEg8KB3NwYW5faWQYAyABKAkSEwoLc2VxdWVuY2VfaWQYBCABKA0SEQoJZHVwbGljYXRlGAUgASgIEi0KDmF0dGVtcHRfc3RhdHVzGAYgASgOMhUuYWdsLnYxLkF0dGVtcHRTdGF0dXMiMQoQQWRkU3BhbnNSZXNwb25zZRIdCgRhY2tzGAEgAygLMg8uYWdsLnYxLlNwYW5BY2siyQIKEVF1ZXJ5U3BhbnNSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkSEgoKYXR0ZW1wdF9pZBgCIAEoCRIQCgh0cmFjZV9pZBgDIAEoCRIZChF0cmFjZV9pZF9jb250YWlucxgEIAEoCRIPCgdzcGFuX2lkGAUgASgJEhgKEHNwYW5faWRfY29udGFpbnMYBiABKAkSEQoJcGFyZW50X2lkGAcgASgJEhoKEnBhcmVudF9pZF9jb250YWlucxgIIAEoCRIMCgRuYW1lGAkgASgJEhUKDW5hbWVfY29udGFpbnMYCiABKAkSKQoMZmlsdGVyX2xvZ2ljGAsgASgOMhMuYWdsLnYxLkZpbHRlckxvZ2ljEhkKEWFmdGVyX3NlcXVlbmNlX2lkGAwgASgNEhoKBHBhZ2UYDSABKAsyDC5hZ2wudjEuUGFnZSJRChJRdWVyeVNwYW5zUmVzcG9uc2USGwoFc3BhbnMYASADKAsyDC5hZ2wudjEuU3BhbhIeCgRwYWdlGAIgASgLMhAuYWdsLnYxLlBhZ2VJbmZvIjsKEVNlcXVlbmNlSWRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkSEgoKYXR0ZW1wdF9pZBgCIAEoCSJJChpOZXh0U3BhblNlcXVlbmNlSWRzUmVxdWVzdBIrCghyZXF1ZXN0cxgBIAMoCzIZLmFnbC52MS5TZXF1ZW5jZUlkUmVxdWVzdCIzChtOZXh0U3BhblNlcXVlbmNlSWRzUmVzcG9uc2USFAoMc2VxdWVuY2VfaWRzGAEgAygNIloKE1VwZGF0ZVdvcmtlclJlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEjAKD2hlYXJ0YmVhdF9zdGF0cxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiJQoQR2V0V29ya2VyUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkioQEKE1F1ZXJ5V29ya2Vyc1JlcXVlc3QSJwoJc3RhdHVzX2luGAEgAygOMhQuYWdsLnYxLldvcmtlclN0YXR1cxIaChJ3b3JrZXJfaWRfY29udGFpbnMYAiABKAkSKQoMZmlsdGVyX2xvZ2ljGAMgASgOMhMuYWdsLnYxLkZpbHRlckxvZ2ljEhoKBHBhZ2UYBCABKAsyDC5hZ2wudjEuUGFnZSJXChRRdWVyeVdvcmtlcnNSZXNwb25zZRIfCgd3b3JrZXJzGAEgAygLMg4uYWdsLnYxLldvcmtlchIeCgRwYWdlGAIgASgLMhAuYWdsLnYxLlBhZ2VJbmZvIhYKFEdldFN0YXRpc3RpY3NSZXF1ZXN0Ir8CCgpTdGF0aXN0aWNzEg8KB2JhY2tlbmQYASABKAkSFgoOdG90YWxfcm9sbG91dHMYAiABKA0SFgoOdG90YWxfYXR0ZW1wdHMYAyABKA0SEwoLdG90YWxfc3BhbnMYBCABKA0SFwoPdG90YWxfcmVzb3VyY2VzGAUgASgNEhUKDXRvdGFsX3dvcmtlcnMYBiABKA0SFAoMcXVldWVfbGVuZ3RoGAcgASgNEhYKDnVwdGltZV9zZWNvbmRzGAggASgBEkQKEnJvbGxvdXRzX2J5X3N0YXR1cxgJIAMoCzIoLmFnbC52MS5TdGF0aXN0aWNzLlJvbGxvdXRzQnlTdGF0dXNFbnRyeRo3ChVSb2xsb3V0c0J5U3RhdHVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgNOgI4ATLDCgoOTGlnaHRuaW5nU3RvcmUSUgoPRW5xdWV1ZVJvbGxvdXRzEh4uYWdsLnYxLkVucXVldWVSb2xsb3V0c1JlcXVlc3QaHy5hZ2wudjEuRW5xdWV1ZVJvbGxvdXRzUmVzcG9uc2USUgoPRGVxdWV1ZVJvbGxvdXRzEh4uYWdsLnYxLkRlcXVldWVSb2xsb3V0c1JlcXVlc3QaHy5hZ2wudjEuRGVxdWV1ZVJvbGxvdXRzUmVzcG9uc2USPAoMU3RhcnRSb2xsb3V0EhsuYWdsLnYxLlN0YXJ0Um9sbG91dFJlcXVlc3QaDy5hZ2wudjEuUm9sbG91dBI8CgxTdGFydEF0dGVtcHQSGy5hZ2wudjEuU3RhcnRBdHRlbXB0UmVxdWVzdBoPLmFnbC52MS5Sb2xsb3V0Ej0KCkdldFJvbGxvdXQSGS5hZ2wudjEuR2V0Um9sbG91dFJlcXVlc3QaDy5hZ2wudjEuUm9sbG91dCIDkAIBElEKDVF1ZXJ5Um9sbG91dHMSHC5hZ2wudjEuUXVlcnlSb2xsb3V0c1JlcXVlc3QaHS5hZ2wudjEuUXVlcnlSb2xsb3V0c1Jlc3BvbnNlIgOQAgESPgoNVXBkYXRlUm9sbG91dBIcLmFnbC52MS5VcGRhdGVSb2xsb3V0UmVxdWVzdBoPLmFnbC52MS5Sb2xsb3V0ElIKD1dhaXRGb3JSb2xsb3V0cxIeLmFnbC52MS5XYWl0Rm9yUm9sbG91dHNSZXF1ZXN0Gh8uYWdsLnYxLldhaXRGb3JSb2xsb3V0c1Jlc3BvbnNlElEKDVF1ZXJ5QXR0ZW1wdHMSHC5hZ2wudjEuUXVlcnlBdHRlbXB0c1JlcXVlc3QaHS5hZ2wudjEuUXVlcnlBdHRlbXB0c1Jlc3BvbnNlIgOQAgESWgoQR2V0TGF0ZXN0QXR0ZW1wdBIfLmFnbC52MS5HZXRMYXRlc3RBdHRlbXB0UmVxdWVzdBogLmFnbC52MS5HZXRMYXRlc3RBdHRlbXB0UmVzcG9uc2UiA5ACARI+Cg1VcGRhdGVBdHRlbXB0EhwuYWdsLnYxLlVwZGF0ZUF0dGVtcHRSZXF1ZXN0Gg8uYWdsLnYxLkF0dGVtcHQSPQoIQWRkU3BhbnMSFy5hZ2wudjEuQWRkU3BhbnNSZXF1ZXN0GhguYWdsLnYxLkFkZFNwYW5zUmVzcG9uc2USSAoKUXVlcnlTcGFucxIZLmFnbC52MS5RdWVyeVNwYW5zUmVxdWVzdBoaLmFnbC52MS5RdWVyeVNwYW5zUmVzcG9uc2UiA5ACARJeChNOZXh0U3BhblNlcXVlbmNlSWRzEiIuYWdsLnYxLk5leHRTcGFuU2VxdWVuY2VJZHNSZXF1ZXN0GiMuYWdsLnYxLk5leHRTcGFuU2VxdWVuY2VJZHNSZXNwb25zZRI7CgxVcGRhdGVXb3JrZXISGy5hZ2wudjEuVXBkYXRlV29ya2VyUmVxdWVzdBoOLmFnbC52MS5Xb3JrZXISOgoJR2V0V29ya2VyEhguYWdsLnYxLkdldFdvcmtlclJlcXVlc3QaDi5hZ2wudjEuV29ya2VyIgOQAgESTgoMUXVlcnlXb3JrZXJzEhsuYWdsLnYxLlF1ZXJ5V29ya2Vyc1JlcXVlc3QaHC5hZ2wudjEuUXVlcnlXb3JrZXJzUmVzcG9uc2UiA5ACARJGCg1HZXRTdGF0aXN0aWNzEhwuYWdsLnYxLkdldFN0YXRpc3RpY3NSZXF1ZXN0GhIuYWdsLnYxLlN0YXRpc3RpY3MiA5ACAWIGcHJvdG8z", [file_agl_v1_types, file_google_protobuf_struct]);
+  fileDesc("ChJhZ2wvdjEvc3RvcmUucHJvdG8SBmFnbC52MSI/ChZFbnF1ZXVlUm9sbG91dHNSZXF1ZXN0EiUKCHJvbGxvdXRzGAEgAygLMhMuYWdsLnYxLlJvbGxvdXRTcGVjIjwKF0VucXVldWVSb2xsb3V0c1Jlc3BvbnNlEiEKCHJvbGxvdXRzGAEgAygLMg8uYWdsLnYxLlJvbGxvdXQiXwoWRGVxdWV1ZVJvbGxvdXRzUmVxdWVzdBISCgVsaW1pdBgBIAEoDUgAiAEBEhEKCXdvcmtlcl9pZBgCIAEoCRIUCgx3YWl0X3NlY29uZHMYAyABKAFCCAoGX2xpbWl0IjwKF0RlcXVldWVSb2xsb3V0c1Jlc3BvbnNlEiEKCHJvbGxvdXRzGAEgAygLMg8uYWdsLnYxLlJvbGxvdXQiTgoTU3RhcnRSb2xsb3V0UmVxdWVzdBIkCgdyb2xsb3V0GAEgASgLMhMuYWdsLnYxLlJvbGxvdXRTcGVjEhEKCXdvcmtlcl9pZBgCIAEoCSI8ChNTdGFydEF0dGVtcHRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgJIicKEUdldFJvbGxvdXRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkizQEKFFF1ZXJ5Um9sbG91dHNSZXF1ZXN0EigKCXN0YXR1c19pbhgBIAMoDjIVLmFnbC52MS5Sb2xsb3V0U3RhdHVzEhUKDXJvbGxvdXRfaWRfaW4YAiADKAkSGwoTcm9sbG91dF9pZF9jb250YWlucxgDIAEoCRIQCghncm91cF9pZBgEIAEoCRIpCgxmaWx0ZXJfbG9naWMYBSABKA4yEy5hZ2wudjEuRmlsdGVyTG9naWMSGgoEcGFnZRgGIAEoCzIMLmFnbC52MS5QYWdlIloKFVF1ZXJ5Um9sbG91dHNSZXNwb25zZRIhCghyb2xsb3V0cxgBIAMoCzIPLmFnbC52MS5Sb2xsb3V0Eh4KBHBhZ2UYAiABKAsyEC5hZ2wudjEuUGFnZUluZm8i6AIKFFVwZGF0ZVJvbGxvdXRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkSKgoFaW5wdXQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVIAIgBARImCgRtb2RlGAMgASgOMhMuYWdsLnYxLlJvbGxvdXRNb2RlSAGIAQESGQoMcmVzb3VyY2VzX2lkGAQgASgJSAKIAQESKgoGc3RhdHVzGAUgASgOMhUuYWdsLnYxLlJvbGxvdXRTdGF0dXNIA4gBARIqCgZjb25maWcYBiABKAsyFS5hZ2wudjEuUm9sbG91dENvbmZpZ0gEiAEBEi4KCG1ldGFkYXRhGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgFiAEBQggKBl9pbnB1dEIHCgVfbW9kZUIPCg1fcmVzb3VyY2VzX2lkQgkKB19zdGF0dXNCCQoHX2NvbmZpZ0ILCglfbWV0YWRhdGEiXwoWV2FpdEZvclJvbGxvdXRzUmVxdWVzdBITCgtyb2xsb3V0X2lkcxgBIAMoCRIcCg90aW1lb3V0X3NlY29uZHMYAiABKAFIAIgBAUISChBfdGltZW91dF9zZWNvbmRzIjwKF1dhaXRGb3JSb2xsb3V0c1Jlc3BvbnNlEiEKCHJvbGxvdXRzGAEgAygLMg8uYWdsLnYxLlJvbGxvdXQiRgoUUXVlcnlBdHRlbXB0c1JlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRIaCgRwYWdlGAIgASgLMgwuYWdsLnYxLlBhZ2UiWgoVUXVlcnlBdHRlbXB0c1Jlc3BvbnNlEiEKCGF0dGVtcHRzGAEgAygLMg8uYWdsLnYxLkF0dGVtcHQSHgoEcGFnZRgCIAEoCzIQLmFnbC52MS5QYWdlSW5mbyItChdHZXRMYXRlc3RBdHRlbXB0UmVxdWVzdBISCgpyb2xsb3V0X2lkGAEgASgJIjwKGEdldExhdGVzdEF0dGVtcHRSZXNwb25zZRIgCgdhdHRlbXB0GAEgASgLMg8uYWdsLnYxLkF0dGVtcHQirwIKFFVwZGF0ZUF0dGVtcHRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkSEgoKYXR0ZW1wdF9pZBgCIAEoCRIqCgZzdGF0dXMYAyABKA4yFS5hZ2wudjEuQXR0ZW1wdFN0YXR1c0gAiAEBEhYKCXdvcmtlcl9pZBgEIAEoCUgBiAEBEiAKE2xhc3RfaGVhcnRiZWF0X3RpbWUYBSABKAFIAogBARIuCghtZXRhZGF0YRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIA4gBARIbCgVzcGFucxgHIAMoCzIMLmFnbC52MS5TcGFuQgkKB19zdGF0dXNCDAoKX3dvcmtlcl9pZEIWChRfbGFzdF9oZWFydGJlYXRfdGltZUILCglfbWV0YWRhdGEiLgoPQWRkU3BhbnNSZXF1ZXN0EhsKBXNwYW5zGAEgAygLMgwuYWdsLnYxLlNwYW4icAoSRXhwZWN0U3BhbnNSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkSEgoKYXR0ZW1wdF9pZBgCIAEoCRIQCghzcGFuX2lkcxgDIAMoCRIOCgZ0dGxfbXMYBCABKA0SEAoId2l0aGRyYXcYBSABKAgiFQoTRXhwZWN0U3BhbnNSZXNwb25zZSKZAQoHU3BhbkFjaxISCgpyb2xsb3V0X2lkGAEgASgJEhIKCmF0dGVtcHRfaWQYAiABKAkSDwoHc3Bhbl9pZBgDIAEoCRITCgtzZXF1ZW5jZV9pZBgEIAEoDRIRCglkdXBsaWNhdGUYBSABKAgSLQoOYXR0ZW1wdF9zdGF0dXMYBiABKA4yFS5hZ2wudjEuQXR0ZW1wdFN0YXR1cyIxChBBZGRTcGFuc1Jlc3BvbnNlEh0KBGFja3MYASADKAsyDy5hZ2wudjEuU3BhbkFjayLJAgoRUXVlcnlTcGFuc1JlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRISCgphdHRlbXB0X2lkGAIgASgJEhAKCHRyYWNlX2lkGAMgASgJEhkKEXRyYWNlX2lkX2NvbnRhaW5zGAQgASgJEg8KB3NwYW5faWQYBSABKAkSGAoQc3Bhbl9pZF9jb250YWlucxgGIAEoCRIRCglwYXJlbnRfaWQYByABKAkSGgoScGFyZW50X2lkX2NvbnRhaW5zGAggASgJEgwKBG5hbWUYCSABKAkSFQoNbmFtZV9jb250YWlucxgKIAEoCRIpCgxmaWx0ZXJfbG9naWMYCyABKA4yEy5hZ2wudjEuRmlsdGVyTG9naWMSGQoRYWZ0ZXJfc2VxdWVuY2VfaWQYDCABKA0SGgoEcGFnZRgNIAEoCzIMLmFnbC52MS5QYWdlIlEKElF1ZXJ5U3BhbnNSZXNwb25zZRIbCgVzcGFucxgBIAMoCzIMLmFnbC52MS5TcGFuEh4KBHBhZ2UYAiABKAsyEC5hZ2wudjEuUGFnZUluZm8iOwoRU2VxdWVuY2VJZFJlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRISCgphdHRlbXB0X2lkGAIgASgJIkkKGk5leHRTcGFuU2VxdWVuY2VJZHNSZXF1ZXN0EisKCHJlcXVlc3RzGAEgAygLMhkuYWdsLnYxLlNlcXVlbmNlSWRSZXF1ZXN0IjMKG05leHRTcGFuU2VxdWVuY2VJZHNSZXNwb25zZRIUCgxzZXF1ZW5jZV9pZHMYASADKA0iWgoTVXBkYXRlV29ya2VyUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSMAoPaGVhcnRiZWF0X3N0YXRzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIlChBHZXRXb3JrZXJSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCSKhAQoTUXVlcnlXb3JrZXJzUmVxdWVzdBInCglzdGF0dXNfaW4YASADKA4yFC5hZ2wudjEuV29ya2VyU3RhdHVzEhoKEndvcmtlcl9pZF9jb250YWlucxgCIAEoCRIpCgxmaWx0ZXJfbG9naWMYAyABKA4yEy5hZ2wudjEuRmlsdGVyTG9naWMSGgoEcGFnZRgEIAEoCzIMLmFnbC52MS5QYWdlIlcKFFF1ZXJ5V29ya2Vyc1Jlc3BvbnNlEh8KB3dvcmtlcnMYASADKAsyDi5hZ2wudjEuV29ya2VyEh4KBHBhZ2UYAiABKAsyEC5hZ2wudjEuUGFnZUluZm8iFgoUR2V0U3RhdGlzdGljc1JlcXVlc3QivwIKClN0YXRpc3RpY3MSDwoHYmFja2VuZBgBIAEoCRIWCg50b3RhbF9yb2xsb3V0cxgCIAEoDRIWCg50b3RhbF9hdHRlbXB0cxgDIAEoDRITCgt0b3RhbF9zcGFucxgEIAEoDRIXCg90b3RhbF9yZXNvdXJjZXMYBSABKA0SFQoNdG90YWxfd29ya2VycxgGIAEoDRIUCgxxdWV1ZV9sZW5ndGgYByABKA0SFgoOdXB0aW1lX3NlY29uZHMYCCABKAESRAoScm9sbG91dHNfYnlfc3RhdHVzGAkgAygLMiguYWdsLnYxLlN0YXRpc3RpY3MuUm9sbG91dHNCeVN0YXR1c0VudHJ5GjcKFVJvbGxvdXRzQnlTdGF0dXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKA06AjgBMosLCg5MaWdodG5pbmdTdG9yZRJSCg9FbnF1ZXVlUm9sbG91dHMSHi5hZ2wudjEuRW5xdWV1ZVJvbGxvdXRzUmVxdWVzdBofLmFnbC52MS5FbnF1ZXVlUm9sbG91dHNSZXNwb25zZRJSCg9EZXF1ZXVlUm9sbG91dHMSHi5hZ2wudjEuRGVxdWV1ZVJvbGxvdXRzUmVxdWVzdBofLmFnbC52MS5EZXF1ZXVlUm9sbG91dHNSZXNwb25zZRI8CgxTdGFydFJvbGxvdXQSGy5hZ2wudjEuU3RhcnRSb2xsb3V0UmVxdWVzdBoPLmFnbC52MS5Sb2xsb3V0EjwKDFN0YXJ0QXR0ZW1wdBIbLmFnbC52MS5TdGFydEF0dGVtcHRSZXF1ZXN0Gg8uYWdsLnYxLlJvbGxvdXQSPQoKR2V0Um9sbG91dBIZLmFnbC52MS5HZXRSb2xsb3V0UmVxdWVzdBoPLmFnbC52MS5Sb2xsb3V0IgOQAgESUQoNUXVlcnlSb2xsb3V0cxIcLmFnbC52MS5RdWVyeVJvbGxvdXRzUmVxdWVzdBodLmFnbC52MS5RdWVyeVJvbGxvdXRzUmVzcG9uc2UiA5ACARI+Cg1VcGRhdGVSb2xsb3V0EhwuYWdsLnYxLlVwZGF0ZVJvbGxvdXRSZXF1ZXN0Gg8uYWdsLnYxLlJvbGxvdXQSUgoPV2FpdEZvclJvbGxvdXRzEh4uYWdsLnYxLldhaXRGb3JSb2xsb3V0c1JlcXVlc3QaHy5hZ2wudjEuV2FpdEZvclJvbGxvdXRzUmVzcG9uc2USUQoNUXVlcnlBdHRlbXB0cxIcLmFnbC52MS5RdWVyeUF0dGVtcHRzUmVxdWVzdBodLmFnbC52MS5RdWVyeUF0dGVtcHRzUmVzcG9uc2UiA5ACARJaChBHZXRMYXRlc3RBdHRlbXB0Eh8uYWdsLnYxLkdldExhdGVzdEF0dGVtcHRSZXF1ZXN0GiAuYWdsLnYxLkdldExhdGVzdEF0dGVtcHRSZXNwb25zZSIDkAIBEj4KDVVwZGF0ZUF0dGVtcHQSHC5hZ2wudjEuVXBkYXRlQXR0ZW1wdFJlcXVlc3QaDy5hZ2wudjEuQXR0ZW1wdBI9CghBZGRTcGFucxIXLmFnbC52MS5BZGRTcGFuc1JlcXVlc3QaGC5hZ2wudjEuQWRkU3BhbnNSZXNwb25zZRJICgpRdWVyeVNwYW5zEhkuYWdsLnYxLlF1ZXJ5U3BhbnNSZXF1ZXN0GhouYWdsLnYxLlF1ZXJ5U3BhbnNSZXNwb25zZSIDkAIBEkYKC0V4cGVjdFNwYW5zEhouYWdsLnYxLkV4cGVjdFNwYW5zUmVxdWVzdBobLmFnbC52MS5FeHBlY3RTcGFuc1Jlc3BvbnNlEl4KE05leHRTcGFuU2VxdWVuY2VJZHMSIi5hZ2wudjEuTmV4dFNwYW5TZXF1ZW5jZUlkc1JlcXVlc3QaIy5hZ2wudjEuTmV4dFNwYW5TZXF1ZW5jZUlkc1Jlc3BvbnNlEjsKDFVwZGF0ZVdvcmtlchIbLmFnbC52MS5VcGRhdGVXb3JrZXJSZXF1ZXN0Gg4uYWdsLnYxLldvcmtlchI6CglHZXRXb3JrZXISGC5hZ2wudjEuR2V0V29ya2VyUmVxdWVzdBoOLmFnbC52MS5Xb3JrZXIiA5ACARJOCgxRdWVyeVdvcmtlcnMSGy5hZ2wudjEuUXVlcnlXb3JrZXJzUmVxdWVzdBocLmFnbC52MS5RdWVyeVdvcmtlcnNSZXNwb25zZSIDkAIBEkYKDUdldFN0YXRpc3RpY3MSHC5hZ2wudjEuR2V0U3RhdGlzdGljc1JlcXVlc3QaEi5hZ2wudjEuU3RhdGlzdGljcyIDkAIBYgZwcm90bzM", [file_agl_v1_types, file_google_protobuf_struct]);
 
 /**
  * @generated from message agl.v1.EnqueueRolloutsRequest
@@ -475,6 +475,60 @@ export const AddSpansRequestSchema: GenMessage<AddSpansRequest> = /*@__PURE__*/
   messageDesc(file_agl_v1_store, 17);
 
 /**
+ * @generated from message agl.v1.ExpectSpansRequest
+ */
+export type ExpectSpansRequest = Message<"agl.v1.ExpectSpansRequest"> & {
+  /**
+   * @generated from field: string rollout_id = 1;
+   */
+  rolloutId: string;
+
+  /**
+   * @generated from field: string attempt_id = 2;
+   */
+  attemptId: string;
+
+  /**
+   * @generated from field: repeated string span_ids = 3;
+   */
+  spanIds: string[];
+
+  /**
+   * How long the promise holds at most (default 30,000 ms, at most 600,000).
+   *
+   * @generated from field: uint32 ttl_ms = 4;
+   */
+  ttlMs: number;
+
+  /**
+   * Withdraws an earlier promise of these spans (their write failed): the calls waiting for them go on.
+   *
+   * @generated from field: bool withdraw = 5;
+   */
+  withdraw: boolean;
+};
+
+/**
+ * Describes the message agl.v1.ExpectSpansRequest.
+ * Use `create(ExpectSpansRequestSchema)` to create a new message.
+ */
+export const ExpectSpansRequestSchema: GenMessage<ExpectSpansRequest> = /*@__PURE__*/
+  messageDesc(file_agl_v1_store, 18);
+
+/**
+ * @generated from message agl.v1.ExpectSpansResponse
+ */
+export type ExpectSpansResponse = Message<"agl.v1.ExpectSpansResponse"> & {
+};
+
+/**
+ * Describes the message agl.v1.ExpectSpansResponse.
+ * Use `create(ExpectSpansResponseSchema)` to create a new message.
+ */
+export const ExpectSpansResponseSchema: GenMessage<ExpectSpansResponse> = /*@__PURE__*/
+  messageDesc(file_agl_v1_store, 19);
+
+/**
  * @generated from message agl.v1.SpanAck
  */
 export type SpanAck = Message<"agl.v1.SpanAck"> & {
@@ -518,7 +572,7 @@ export type SpanAck = Message<"agl.v1.SpanAck"> & {
  * Use `create(SpanAckSchema)` to create a new message.
  */
 export const SpanAckSchema: GenMessage<SpanAck> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 18);
+  messageDesc(file_agl_v1_store, 20);
 
 /**
  * @generated from message agl.v1.AddSpansResponse
@@ -537,7 +591,7 @@ export type AddSpansResponse = Message<"agl.v1.AddSpansResponse"> & {
  * Use `create(AddSpansResponseSchema)` to create a new message.
  */
 export const AddSpansResponseSchema: GenMessage<AddSpansResponse> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 19);
+  messageDesc(file_agl_v1_store, 21);
 
 /**
  * @generated from message agl.v1.QuerySpansRequest
@@ -618,7 +672,7 @@ export type QuerySpansRequest = Message<"agl.v1.QuerySpansRequest"> & {
  * Use `create(QuerySpansRequestSchema)` to create a new message.
  */
 export const QuerySpansRequestSchema: GenMessage<QuerySpansRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 20);
+  messageDesc(file_agl_v1_store, 22);
 
 /**
  * @generated from message agl.v1.QuerySpansResponse
@@ -640,7 +694,7 @@ export type QuerySpansResponse = Message<"agl.v1.QuerySpansResponse"> & {
  * Use `create(QuerySpansResponseSchema)` to create a new message.
  */
 export const QuerySpansResponseSchema: GenMessage<QuerySpansResponse> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 21);
+  messageDesc(file_agl_v1_store, 23);
 
 /**
  * @generated from message agl.v1.SequenceIdRequest
@@ -662,7 +716,7 @@ export type SequenceIdRequest = Message<"agl.v1.SequenceIdRequest"> & {
  * Use `create(SequenceIdRequestSchema)` to create a new message.
  */
 export const SequenceIdRequestSchema: GenMessage<SequenceIdRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 22);
+  messageDesc(file_agl_v1_store, 24);
 
 /**
  * @generated from message agl.v1.NextSpanSequenceIdsRequest
@@ -679,7 +733,7 @@ export type NextSpanSequenceIdsRequest = Message<"agl.v1.NextSpanSequenceIdsRequ
  * Use `create(NextSpanSequenceIdsRequestSchema)` to create a new message.
  */
 export const NextSpanSequenceIdsRequestSchema: GenMessage<NextSpanSequenceIdsRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 23);
+  messageDesc(file_agl_v1_store, 25);
 
 /**
  * @generated from message agl.v1.NextSpanSequenceIdsResponse
@@ -696,7 +750,7 @@ export type NextSpanSequenceIdsResponse = Message<"agl.v1.NextSpanSequenceIdsRes
  * Use `create(NextSpanSequenceIdsResponseSchema)` to create a new message.
  */
 export const NextSpanSequenceIdsResponseSchema: GenMessage<NextSpanSequenceIdsResponse> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 24);
+  messageDesc(file_agl_v1_store, 26);
 
 /**
  * @generated from message agl.v1.UpdateWorkerRequest
@@ -718,7 +772,7 @@ export type UpdateWorkerRequest = Message<"agl.v1.UpdateWorkerRequest"> & {
  * Use `create(UpdateWorkerRequestSchema)` to create a new message.
  */
 export const UpdateWorkerRequestSchema: GenMessage<UpdateWorkerRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 25);
+  messageDesc(file_agl_v1_store, 27);
 
 /**
  * @generated from message agl.v1.GetWorkerRequest
@@ -735,7 +789,7 @@ export type GetWorkerRequest = Message<"agl.v1.GetWorkerRequest"> & {
  * Use `create(GetWorkerRequestSchema)` to create a new message.
  */
 export const GetWorkerRequestSchema: GenMessage<GetWorkerRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 26);
+  messageDesc(file_agl_v1_store, 28);
 
 /**
  * @generated from message agl.v1.QueryWorkersRequest
@@ -767,7 +821,7 @@ export type QueryWorkersRequest = Message<"agl.v1.QueryWorkersRequest"> & {
  * Use `create(QueryWorkersRequestSchema)` to create a new message.
  */
 export const QueryWorkersRequestSchema: GenMessage<QueryWorkersRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 27);
+  messageDesc(file_agl_v1_store, 29);
 
 /**
  * @generated from message agl.v1.QueryWorkersResponse
@@ -789,7 +843,7 @@ export type QueryWorkersResponse = Message<"agl.v1.QueryWorkersResponse"> & {
  * Use `create(QueryWorkersResponseSchema)` to create a new message.
  */
 export const QueryWorkersResponseSchema: GenMessage<QueryWorkersResponse> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 28);
+  messageDesc(file_agl_v1_store, 30);
 
 /**
  * @generated from message agl.v1.GetStatisticsRequest
@@ -802,7 +856,7 @@ export type GetStatisticsRequest = Message<"agl.v1.GetStatisticsRequest"> & {
  * Use `create(GetStatisticsRequestSchema)` to create a new message.
  */
 export const GetStatisticsRequestSchema: GenMessage<GetStatisticsRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 29);
+  messageDesc(file_agl_v1_store, 31);
 
 /**
  * @generated from message agl.v1.Statistics
@@ -863,7 +917,7 @@ export type Statistics = Message<"agl.v1.Statistics"> & {
  * Use `create(StatisticsSchema)` to create a new message.
  */
 export const StatisticsSchema: GenMessage<Statistics> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 30);
+  messageDesc(file_agl_v1_store, 32);
 
 /**
  * @generated from service agl.v1.LightningStore
@@ -989,6 +1043,20 @@ export const LightningStore: GenService<{
     methodKind: "unary";
     input: typeof QuerySpansRequestSchema;
     output: typeof QuerySpansResponseSchema;
+  },
+  /**
+   * Promises spans that will come through AddSpans shortly (the LLM proxy answers a call first and stores its span
+   * right after). Until each promised span is stored, withdrawn, or `ttl_ms` passes, the rollout's UpdateAttempt,
+   * UpdateRollout and QuerySpans wait, so an attempt cannot finish before its spans land. The promise lives in the
+   * memory of the one server of a memory or SQLite store; a PostgreSQL store answers FAILED_PRECONDITION (another
+   * server may take those calls), and the caller stores its spans before answering instead.
+   *
+   * @generated from rpc agl.v1.LightningStore.ExpectSpans
+   */
+  expectSpans: {
+    methodKind: "unary";
+    input: typeof ExpectSpansRequestSchema;
+    output: typeof ExpectSpansResponseSchema;
   },
   /**
    * Allocates per-rollout span sequence ids, in request order.
