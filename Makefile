@@ -9,18 +9,36 @@ PY_GEN    := $(PY_DIR)/agl_bridge/gen
 TS_GEN    := src/gen
 STAMPS    := .make
 
-.PHONY: help deps proto check-proto build typecheck test test-ts test-py lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo clean
+# Node: the machine's own when it is a maintained line (22, 24, 26), else the pinned Node 24 that
+# scripts/node-toolchain.sh brings into .toolchain/; AGL_NODE=pinned always takes the pinned one. Every recipe (npm,
+# npx, bin/agl.js, Python tests that spawn node) finds it first on PATH. node-gyp (better-sqlite3's install step, a
+# no-op where its N-API prebuild fits) uses its headers, offline, whatever nodedir the machine's npm config names.
+AGL_NODE  ?= auto
+NODE_HOME := $(shell AGL_NODE='$(AGL_NODE)' scripts/node-toolchain.sh home)
+ifneq ($(NODE_HOME),)
+export PATH := $(NODE_HOME)/bin:$(PATH)
+export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
+endif
+
+.PHONY: FORCE help deps proto check-proto build typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo clean
 
 help:
-	@echo "make test    install what is needed, check generated code, run the whole suite"
+	@echo "make test    install what is needed (Node 24 too, when the machine's is not 22, 24 or 26), check generated"
+	@echo "             code, run the whole suite, then a smoke subset on Node 22 and 26"
 	@echo "make proto   regenerate src/gen and $(PY_GEN) from proto/"
 	@echo "make build   compile TypeScript into dist/"
 
 $(STAMPS):
 	@mkdir -p $(STAMPS)
 
-# npm ci only when the lockfile changed since the last install.
-$(STAMPS)/npm: package-lock.json | $(STAMPS)
+# The Node in use, installed when it is the pinned one. The stamp changes only with Node's version, so that
+# node_modules is installed again for another Node (install scripts and native addons may depend on it).
+$(STAMPS)/node: FORCE | $(STAMPS)
+	@$(if $(NODE_HOME),scripts/node-toolchain.sh install >/dev/null)
+	@v=$$(node --version) || exit; [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
+
+# npm ci only when the lockfile or Node changed since the last install.
+$(STAMPS)/npm: package-lock.json $(STAMPS)/node | $(STAMPS)
 	npm ci --no-audit --no-fund
 	@touch $@
 
@@ -63,7 +81,12 @@ test-ts: deps
 test-py: deps
 	cd $(PY_DIR) && .venv/bin/python -m pytest -q
 
-test: deps check-proto typecheck lint-py test-ts test-py
+# The smoke subset (vitest.smoke.config.ts) on the other maintained Node lines, each with its own install.
+NODE_SMOKE_LINES := 22 26
+test-node-lines:
+	scripts/node-smoke.sh $(NODE_SMOKE_LINES)
+
+test: deps check-proto typecheck lint-py test-ts test-py test-node-lines
 
 bench-store: build
 	npx tsx bench/store/run.ts --backend memory

@@ -1,14 +1,23 @@
 /**
  * LLM proxy overhead: the same chat completion sent straight to the engine and through the proxy, one at a time
- * (latency, not throughput), streamed and not. Three processes: this client, the engine (the fake vLLM) and
- * `agl serve --memory --proxy` (store, triplets and proxy on one port, as deployed). Through the proxy the calls are
- * attempt-scoped: checked, and each stores its span (ids, logprobs, bodies) right after its answer, the store holding
- * the attempt's updates until then; unattributed calls store nothing. Prints p50/p90/p99 and the server's CPU time per
- * call for each path, and the p50 the proxy adds (target < 1 ms).
+ * (latency, not throughput), streamed and not, for both deployments:
+ * - `serve`: `agl serve --memory --proxy-backend …` (store, triplets and proxy on one port, one process);
+ * - `standalone`: `agl serve --memory` plus `agl proxy --store … --backend …` (the proxy in its own process, talking
+ *   to the store over gRPC).
+ * The engine (the fake vLLM) is its own process. Through the proxy the calls are attempt-scoped: checked, and each
+ * stores its span (ids, logprobs, bodies) right after its answer, the store holding the attempt's updates until then;
+ * unattributed calls store nothing. Prints p50/p90/p99 and the server processes' CPU time per call for each path, and
+ * the p50 the proxy adds.
  *
- *   npx tsx bench/proxy/run.ts --requests 2000 [--compiled] [--backend memory|sqlite] [--profile DIR] [--only REGEX]
+ *   npx tsx bench/proxy/run.ts --requests 2000 [--mode serve|standalone|both] [--spans-first] [--compiled]
+ *                              [--backend memory|sqlite] [--profile DIR] [--only REGEX]
  *
- * `--profile DIR` writes a V8 CPU profile of the server process there (open it in Chrome DevTools or speedscope);
+ * `--engine-ms N` makes the engine wait N ms before answering, like a real one: the standalone proxy promises each
+ * span while the engine works, so that wait hides the promise's round trip.
+ * `--spans-first` runs the standalone proxy with `--spans-first` (each span stored before its answer ends: the
+ * behaviour before span promises), for comparison.
+ *
+ * `--profile DIR` writes V8 CPU profiles of the server processes there (open them in Chrome DevTools or speedscope);
  * `--only REGEX` runs only the rows whose name matches (say `^proxy, whole` to profile that path alone).
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -19,7 +28,7 @@ import * as http from "node:http";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createStoreClient } from "../../src/client/store-client.js";
-import { startServerProcess } from "../../test/support/server-process.js";
+import { type ServerProcess, startServerProcess } from "../../test/support/server-process.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -29,6 +38,9 @@ const { values: args } = parseArgs({
     backend: { type: "string", default: "memory" },
     profile: { type: "string" },
     only: { type: "string" },
+    mode: { type: "string", default: "both" },
+    "spans-first": { type: "boolean", default: false },
+    "engine-ms": { type: "string", default: "0" },
   },
 });
 const requests = Number(args.requests);
@@ -36,7 +48,11 @@ const warmup = Number(args.warmup);
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 
 function startEngine(): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/proxy/engine.ts"], { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--import", "tsx", "bench/proxy/engine.ts"], {
+    cwd: repoRoot,
+    env: { ...process.env, ENGINE_LATENCY_MS: args["engine-ms"] },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   return new Promise((resolve, reject) => {
     let out = "";
     child.stdout?.on("data", (d: Buffer) => {
@@ -77,69 +93,101 @@ function cpuMs(pid: number): { user: number; system: number } {
   }
 }
 
-/** Latencies, sorted, and the server's CPU time per call (steadier than latency on a shared machine). */
-async function series(url: string, body: string): Promise<{ sorted: number[]; user: number; system: number }> {
+/** Latencies, sorted, and the server processes' CPU time per call (steadier than latency on a shared machine). */
+async function series(pids: number[], url: string, body: string): Promise<{ sorted: number[]; user: number; system: number }> {
   const out: number[] = [];
-  const before = cpuMs(server.pid);
+  const cpu = () => pids.map(cpuMs).reduce((a, b) => ({ user: a.user + b.user, system: a.system + b.system }), { user: 0, system: 0 });
+  const before = cpu();
   for (let i = 0; i < requests; i++) out.push(await timedPost(url, body));
-  const after = cpuMs(server.pid);
+  const after = cpu();
   return { sorted: out.sort((a, b) => a - b), user: (after.user - before.user) / requests, system: (after.system - before.system) / requests };
 }
 
+type Row = [string, Awaited<ReturnType<typeof series>>];
+
 const engine = await startEngine();
 const dir = mkdtempSync(join(tmpdir(), "agl-bench-proxy-"));
-const storage = args.backend === "sqlite" ? ["--database", join(dir, "bench.db")] : ["--memory"];
-const server = await startServerProcess([...storage, "--proxy-backend", engine.url, "--proxy-model", "fake-model"], {
+const processOptions = (name: string) => ({
   compiled: args.compiled,
-  nodeArgs: args.profile ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${args.profile}`] : [],
-}).catch((error: unknown) => {
-  engine.child.kill("SIGTERM");
-  throw error;
+  nodeArgs: args.profile ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${join(args.profile, name)}`] : [],
 });
-const store = createStoreClient({ baseUrl: server.url });
-await store.enqueueRollouts({ rollouts: [{}] });
-const [rollout] = (await store.dequeueRollouts({ workerId: "bench" })).rollouts;
-const scoped = `${server.url}/rollout/${rollout?.rolloutId}/attempt/${rollout?.latestAttempt?.attemptId}/v1`;
 
-const messages = [
-  { role: "system", content: "You are a helpful assistant. ".repeat(20) },
-  { role: "user", content: "Tell me about foxes. ".repeat(10) },
-];
-const paths = [false, true].flatMap((stream) => {
-  const clientBody = JSON.stringify({ model: "fake-model", messages, stream });
-  // The engine gets exactly what the proxy would send it, so both paths cost the engine the same.
-  const engineBody = JSON.stringify({ model: "fake-model", messages, stream, return_token_ids: true, logprobs: true });
-  const kind = stream ? "streamed" : "whole";
-  return [
-    { name: `direct, ${kind}`, url: `${engine.url}/chat/completions`, body: engineBody },
-    { name: `proxy, ${kind}`, url: `${scoped}/chat/completions`, body: clientBody },
-    { name: `proxy unattributed, ${kind}`, url: `${server.url}/v1/chat/completions`, body: clientBody },
-  ];
-}).filter((path) => !args.only || new RegExp(args.only).test(path.name));
-// Every path is warmed up before any is measured: otherwise the first proxied row pays for compiling the server's
-// code and growing its heap (measured: about 0.1 ms of server CPU per call, and the latency that comes with it).
-for (const path of paths) for (let i = 0; i < warmup; i++) await timedPost(path.url, path.body);
-const rows: [string, Awaited<ReturnType<typeof series>>][] = [];
-for (const path of paths) rows.push([path.name, await series(path.url, path.body)]);
-const spans = (await store.querySpans({ rolloutId: rollout?.rolloutId as string, page: { limit: 0 } })).page?.total;
+/** Starts one deployment, measures every row through it, stops it. */
+async function measure(mode: "serve" | "standalone"): Promise<{ rows: Row[]; spans: number | undefined }> {
+  const storage = args.backend === "sqlite" ? ["--database", join(dir, `${mode}.db`)] : ["--memory"];
+  const processes: ServerProcess[] = [];
+  try {
+    const fixed = ["--backend", engine.url, "--model", "fake-model"];
+    const server = await startServerProcess(mode === "serve" ? [...storage, "--proxy-backend", engine.url, "--proxy-model", "fake-model"] : storage, processOptions(`${mode}-store`));
+    processes.push(server);
+    let proxyUrl = server.url;
+    if (mode === "standalone") {
+      const proxy = await startServerProcess(["--store", server.url, ...fixed, ...(args["spans-first"] ? ["--spans-first"] : [])], { ...processOptions("proxy"), command: "proxy" });
+      processes.push(proxy);
+      proxyUrl = proxy.url;
+    }
+    const store = createStoreClient({ baseUrl: server.url });
+    try {
+      await store.enqueueRollouts({ rollouts: [{}] });
+      const [rollout] = (await store.dequeueRollouts({ workerId: "bench" })).rollouts;
+      const scoped = `${proxyUrl}/rollout/${rollout?.rolloutId}/attempt/${rollout?.latestAttempt?.attemptId}/v1`;
+      const messages = [
+        { role: "system", content: "You are a helpful assistant. ".repeat(20) },
+        { role: "user", content: "Tell me about foxes. ".repeat(10) },
+      ];
+      const paths = [false, true].flatMap((stream) => {
+        const clientBody = JSON.stringify({ model: "fake-model", messages, stream });
+        // The engine gets exactly what the proxy would send it, so both paths cost the engine the same.
+        const engineBody = JSON.stringify({ model: "fake-model", messages, stream, return_token_ids: true, logprobs: true });
+        const kind = stream ? "streamed" : "whole";
+        return [
+          { name: `direct, ${kind}`, url: `${engine.url}/chat/completions`, body: engineBody },
+          { name: `proxy, ${kind}`, url: `${scoped}/chat/completions`, body: clientBody },
+          { name: `proxy unattributed, ${kind}`, url: `${proxyUrl}/v1/chat/completions`, body: clientBody },
+        ];
+      }).filter((path) => !args.only || new RegExp(args.only).test(path.name));
+      // Every path is warmed up before any is measured: otherwise the first proxied row pays for compiling the
+      // server's code and growing its heap (measured: about 0.1 ms of server CPU per call, and the latency with it).
+      for (const path of paths) for (let i = 0; i < warmup; i++) await timedPost(path.url, path.body);
+      const pids = processes.map((p) => p.pid);
+      const rows: Row[] = [];
+      for (const path of paths) rows.push([path.name, await series(pids, path.url, path.body)]);
+      const spans = (await store.querySpans({ rolloutId: rollout?.rolloutId as string, page: { limit: 0 } })).page?.total;
+      return { rows, spans };
+    } finally {
+      store.close();
+    }
+  } finally {
+    for (const p of processes.reverse()) await p.stop();
+  }
+}
+
+const modes = args.mode === "both" ? (["serve", "standalone"] as const) : [args.mode as "serve" | "standalone"];
+const results: [string, Awaited<ReturnType<typeof measure>>][] = [];
+try {
+  for (const mode of modes) results.push([mode, await measure(mode)]);
+} finally {
+  engine.child.kill("SIGTERM");
+  agent.destroy();
+  rmSync(dir, { recursive: true, force: true });
+}
 
 console.log(
-  `${requests} sequential calls per row (after ${warmup} warm-up calls of every row), ~800 prompt and ~85 response tokens, ${args.compiled ? "compiled" : "tsx"} server, ${args.backend} store`,
+  `${requests} sequential calls per row (after ${warmup} warm-up calls of every row), ~800 prompt and ~85 response tokens, engine latency ${args["engine-ms"]} ms, ${args.compiled ? "compiled" : "tsx"} processes, ${args.backend} store`,
 );
-console.log("path                                p50 ms   p90 ms   p99 ms   server CPU ms/call (user + system)");
-for (const [name, { sorted, user, system }] of rows) {
-  const cpu = `${(user + system).toFixed(3)} (${user.toFixed(3)} + ${system.toFixed(3)})`;
-  console.log(`${name.padEnd(34)} ${[50, 90, 99].map((p) => pct(sorted, p).toFixed(3).padStart(8)).join(" ")}   ${cpu}`);
+for (const [mode, { rows, spans }] of results) {
+  const title = mode === "serve" ? "agl serve --proxy-backend (one process)" : `agl proxy${args["spans-first"] ? " --spans-first" : ""} (own process) + agl serve`;
+  console.log(`\n${title}`);
+  console.log("path                                p50 ms   p90 ms   p99 ms   server CPU ms/call (user + system)");
+  for (const [name, { sorted, user, system }] of rows) {
+    const cpu = `${(user + system).toFixed(3)} (${user.toFixed(3)} + ${system.toFixed(3)})`;
+    console.log(`${name.padEnd(34)} ${[50, 90, 99].map((p) => pct(sorted, p).toFixed(3).padStart(8)).join(" ")}   ${cpu}`);
+  }
+  for (const kind of ["whole", "streamed"]) {
+    const direct = rows.find(([n]) => n === `direct, ${kind}`)?.[1].sorted;
+    const proxied = rows.find(([n]) => n === `proxy, ${kind}`)?.[1].sorted;
+    if (!direct || !proxied) continue;
+    console.log(`added by the proxy (${kind}): p50 ${(pct(proxied, 50) - pct(direct, 50)).toFixed(3)} ms, p99 ${(pct(proxied, 99) - pct(direct, 99)).toFixed(3)} ms`);
+  }
+  console.log(`spans stored for the scoped calls: ${spans}`);
 }
-for (const kind of ["whole", "streamed"]) {
-  const direct = rows.find(([n]) => n === `direct, ${kind}`)?.[1].sorted;
-  const proxied = rows.find(([n]) => n === `proxy, ${kind}`)?.[1].sorted;
-  if (!direct || !proxied) continue;
-  console.log(`added by the proxy (${kind}): p50 ${(pct(proxied, 50) - pct(direct, 50)).toFixed(3)} ms, p99 ${(pct(proxied, 99) - pct(direct, 99)).toFixed(3)} ms`);
-}
-console.log(`spans stored for the scoped calls: ${spans}`);
-store.close();
-await server.stop();
-engine.child.kill("SIGTERM");
-agent.destroy();
-rmSync(dir, { recursive: true, force: true });

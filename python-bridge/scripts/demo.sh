@@ -5,6 +5,7 @@
 # `make deps`. Environment: DEMO_STEPS (default 200), DEMO_DIR (default a new temporary directory).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/node-env.sh
 DIR="${DEMO_DIR:-$(mktemp -d -t agl-demo-XXXXXX)}"
 STEPS="${DEMO_STEPS:-200}"
 mkdir -p "$DIR"

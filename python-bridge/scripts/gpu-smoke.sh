@@ -11,6 +11,7 @@
 # checks that the store saw a new resource version per step, the validation rollouts, and val/ metrics in the log.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/node-env.sh
 : "${MODEL:?set MODEL to a local Hugging Face model directory}"
 STEPS="${STEPS:-2}"
 PY=python-bridge/.venv/bin/python

@@ -11,6 +11,8 @@ export interface ProxyArgs {
   backends: string[];
   model?: string;
   maxRetries: number;
+  /** Store each span before its answer ends instead of promising it to the store (`--spans-first`). */
+  spansFirst: boolean;
   help: boolean;
 }
 
@@ -28,6 +30,9 @@ Options:
   --backend <url>        a fixed engine (OpenAI base URL, repeatable); default: the store's latest LLM resource
   --model <name>         the model the fixed engines serve
   --max-retries <n>      retries of 429/5xx/timeouts before the first byte (default 3)
+  --spans-first          store each call's span before its answer ends, rather than answer first and promise the
+                         span to the store (needed when several store servers share one SQLite file; PostgreSQL
+                         stores refuse promises by themselves)
   -h, --help             show this help
 `;
 
@@ -44,6 +49,7 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       backend: { type: "string", multiple: true },
       model: { type: "string" },
       "max-retries": { type: "string" },
+      "spans-first": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -61,6 +67,7 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     backends,
     ...(values.model ? { model: values.model } : {}),
     maxRetries: integer(values["max-retries"] ?? "3", "--max-retries", 0, 100),
+    spansFirst: values["spans-first"] === true,
     help,
   };
 }

@@ -11,6 +11,7 @@ export async function runProxy(args: ProxyArgs): Promise<number> {
   const proxy = createLlmProxy({
     store,
     maxRetries: args.maxRetries,
+    ...(args.spansFirst ? { spanPromises: false } : {}),
     ...(args.token ? { token: args.token } : {}),
     ...(args.backends.length > 0 ? { backends: args.backends.map((endpoint) => ({ endpoint, model: args.model ?? "" })) } : {}),
   });

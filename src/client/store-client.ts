@@ -7,8 +7,8 @@ import { credentials } from "@grpc/grpc-js";
 import { withRetries } from "../core/retry.js";
 import { ResourceService } from "../gen/agl/v1/resources_pb.js";
 import { LightningStore } from "../gen/agl/v1/store_pb.js";
-import type { StoreApi } from "../store/store-api.js";
 import { createGrpcJsTransport } from "./grpc-js-transport.js";
+import { type PlainJsonClient, withTypedValues } from "./plain-json.js";
 import { useNodeTextEncoding } from "../wire/node-text-encoding.js";
 
 export interface StoreClientOptions {
@@ -32,8 +32,11 @@ export interface StoreClientOptions {
   keepaliveMs?: number;
 }
 
-/** A store client: the `StoreApi` over the network, plus `close()`. */
-export type StoreClient = StoreApi & { close(): void };
+/**
+ * A store client: the `StoreApi` over the network, plus `close()`. Where the contract holds a `google.protobuf.Value`
+ * (a rollout's `input`, a JSON resource) a request may give plain JSON as well as the typed `Value`.
+ */
+export type StoreClient = PlainJsonClient<typeof LightningStore> & PlainJsonClient<typeof ResourceService> & { close(): void };
 
 // Reads, span batches (idempotent by span id) and heartbeats can be repeated without changing the outcome.
 const repeatable = new Set(["AddSpans", "UpdateWorker"]);
@@ -60,14 +63,18 @@ function withPolicy(inner: Transport, options: Required<Pick<StoreClientOptions,
       const wait = serverWaitSeconds(method, input);
       const deadline = timeoutMs ?? (Number.isFinite(wait) ? options.timeoutMs + wait * 1000 : undefined);
       const tries = isRepeatable(method) ? options.maxTries : 1;
-      return withRetries(() => inner.unary(method, signal, deadline, headersWithToken(header), input, contextValues), {
+      const request = withTypedValues(method.input, input) as typeof input;
+      return withRetries(() => inner.unary(method, signal, deadline, headersWithToken(header), request, contextValues), {
         tries,
         signal,
         retryable: (error) => ConnectError.from(error).code === Code.Unavailable,
       });
     },
     stream(method, signal, timeoutMs, header, input, contextValues) {
-      return inner.stream(method, signal, timeoutMs, headersWithToken(header), input, contextValues);
+      const request = (async function* () {
+        for await (const message of input) yield withTypedValues(method.input, message) as typeof message;
+      })();
+      return inner.stream(method, signal, timeoutMs, headersWithToken(header), request, contextValues);
     },
   };
 }
@@ -102,5 +109,8 @@ export function createStoreClient(options: StoreClientOptions = {}): StoreClient
     maxTries: options.maxTries ?? 6,
     token: options.token ?? process.env.AGL_TOKEN,
   });
-  return { ...createClient(LightningStore, transport), ...createClient(ResourceService, transport), close };
+  // The transport turns plain JSON into typed values before sending, so the wider request types hold.
+  const store = createClient(LightningStore, transport) as unknown as PlainJsonClient<typeof LightningStore>;
+  const resources = createClient(ResourceService, transport) as unknown as PlainJsonClient<typeof ResourceService>;
+  return { ...store, ...resources, close };
 }

@@ -40,6 +40,19 @@ export function checkBearerToken(authorization: string | null | undefined, token
   if (!sameSecret(match[1] ?? "", token)) throw new ConnectError("invalid bearer token", Code.Unauthenticated);
 }
 
+/**
+ * Undefined when `authorization` is `Bearer <token>`; otherwise what is wrong, for a plain HTTP route's 401. The same
+ * check as {@link checkBearerToken}, so every route of a server accepts and refuses the same headers.
+ */
+export function bearerTokenProblem(authorization: string | null | undefined, token: string): string | undefined {
+  try {
+    checkBearerToken(authorization, token);
+    return undefined;
+  } catch (error) {
+    return ConnectError.from(error).rawMessage;
+  }
+}
+
 /** Constant-time comparison; hashing first makes it independent of the lengths too. */
 function sameSecret(given: string, expected: string): boolean {
   const digest = (value: string) => createHash("sha256").update(value).digest();

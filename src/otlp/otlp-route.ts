@@ -2,9 +2,8 @@ import type * as http from "node:http";
 import { promisify } from "node:util";
 import { gunzip, inflate } from "node:zlib";
 import { create, fromBinary, fromJson, toBinary, toJson } from "@bufbuild/protobuf";
-import { ConnectError } from "@connectrpc/connect";
 import { writeSpans } from "../client/span-writer.js";
-import { checkBearerToken } from "../core/auth.js";
+import { bearerTokenProblem } from "../core/auth.js";
 import {
   ExportTraceServiceRequestSchema,
   ExportTraceServiceResponseSchema,
@@ -103,13 +102,8 @@ export function createOtlpTracesHandler(options: OtlpTracesHandlerOptions): Http
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, json: boolean) => {
     if (req.method !== "POST") throw new HttpError(405, "use POST");
-    if (options.token !== undefined) {
-      try {
-        checkBearerToken(req.headers.authorization, options.token);
-      } catch (error) {
-        throw new HttpError(401, ConnectError.from(error).rawMessage);
-      }
-    }
+    const problem = options.token === undefined ? undefined : bearerTokenProblem(req.headers.authorization, options.token);
+    if (problem) throw new HttpError(401, problem);
     const body = await readBody(req, limit);
     let request;
     try {

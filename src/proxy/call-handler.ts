@@ -2,11 +2,11 @@ import type * as http from "node:http";
 import { performance } from "node:perf_hooks";
 import { type BackendSet, backendsForModel, routeOrder } from "./backends.js";
 import { traceIdsFor } from "./call-span.js";
-import { type CallPlan, type ForwardPolicy, forwardCall } from "./forward-call.js";
+import { type CallPlan, type CallResources, type ForwardPolicy, forwardCall } from "./forward-call.js";
 import { BodyTooLargeError, readRequestBody, sendError } from "./http-io.js";
 import type { PauseGate } from "./pause-gate.js";
 import type { ProxyRoute } from "./proxy-routes.js";
-import type { ScopeChecker } from "./scope-check.js";
+import type { CallScope, ScopeChecker } from "./scope-check.js";
 
 /** What {@link handleCall} works with; one per proxy. */
 export interface CallHandlerDeps {
@@ -16,6 +16,8 @@ export interface CallHandlerDeps {
   maxBodyBytes: number;
   /** The backends in force, waiting a little for the first ones. */
   backends(): Promise<BackendSet | undefined>;
+  /** The resources to stamp a call with: its rollout's, else those the backends came from. */
+  resourcesOf(scope: CallScope | undefined, set: BackendSet): Promise<CallResources>;
   /** A call came without rollout/attempt scope. */
   onUnattributed(): void;
   /** Rotates unscoped calls over the engines. */
@@ -84,7 +86,7 @@ export async function handleCall(deps: CallHandlerDeps, route: Extract<ProxyRout
     ids: traceIdsFor(req.headers.traceparent),
     order: routeOrder(backends, route.scope?.rolloutId, deps.rotation()),
     rewrite,
-    set,
+    resources: await deps.resourcesOf(route.scope, set),
     startTime,
     startedAt,
   };

@@ -1,7 +1,8 @@
 import type * as http from "node:http";
 import { performance } from "node:perf_hooks";
 import { backoffMs, sleep } from "../core/retry.js";
-import type { Backend, BackendSet } from "./backends.js";
+import type { AnswerOrder } from "./answer-order.js";
+import type { Backend } from "./backends.js";
 import { upstreamUrl } from "./backends.js";
 import type { CallRecord } from "./call-span.js";
 import { type CallKind, type CompletionRecord, readCompletion } from "./completion-reader.js";
@@ -13,13 +14,10 @@ import { isRetryableStatus, readBody, type Upstream, UpstreamError } from "./ups
 /** How calls are forwarded; shared by every call of a proxy. */
 export interface ForwardPolicy {
   upstream: Upstream;
-  /** Stores the call's span. */
-  record(call: CallRecord): Promise<void>;
-  /**
-   * Whether the answer may end before its span is stored. Only when `record` registers each write with the pending
-   * writes of a store in this process, whose finishing updates wait for them; otherwise the span is stored first.
-   */
-  answerFirst: boolean;
+  /** Stores the call's span; `waiting`: the answer waits for it (else the write may join a batch). */
+  record(call: CallRecord, waiting: boolean): Promise<void>;
+  /** Whether each answer may end before its span is stored (the store then waits for the span). */
+  order: AnswerOrder;
   /** Tries after the first one for 429, 5xx, refused connections and timeouts (before any byte reached the client). */
   maxRetries: number;
   backoffBaseMs: number;
@@ -30,6 +28,12 @@ export interface ForwardPolicy {
   /** Endpoints that rejected `return_token_ids` (auto mode). */
   noTokenIds: Set<string>;
   onRetry(): void;
+}
+
+/** The resources snapshot a call is recorded under. */
+export interface CallResources {
+  resourcesId: string;
+  resourcesVersion: number;
 }
 
 /** One call, routed and ready to go. */
@@ -44,23 +48,25 @@ export interface CallPlan {
   order: Backend[];
   /** Model name to send instead of the client's. */
   rewrite: string | undefined;
-  set: BackendSet;
+  /** The resources the call is stamped with: its rollout's id and that id's current version. */
+  resources: CallResources;
   /** Epoch seconds and `performance.now()` at arrival. */
   startTime: number;
   startedAt: number;
 }
 
 /**
- * Ends the answer (`send`) and records the call, in the policy's order. Answer first: `record` runs in the same tick
- * as `send`, so its write is registered before the client can act on the answer. Calls without scope are not stored.
+ * Ends the answer (`send`) and records the call, in the order `answerFirst` (from the policy's order) gives; without
+ * it (a call without scope) nothing is recorded. Answer first: `record` runs in the same tick as `send`, so an
+ * in-process write is registered before the client can act on the answer.
  */
-async function endAndRecord(policy: ForwardPolicy, plan: CallPlan, send: () => void, record: () => Promise<void>): Promise<void> {
-  if (!plan.scope) return send();
-  if (policy.answerFirst) {
+async function endAndRecord(answerFirst: (() => Promise<boolean>) | undefined, send: () => void, record: (waiting: boolean) => Promise<void>): Promise<void> {
+  if (!answerFirst) return send();
+  if (await answerFirst()) {
     send();
-    return record();
+    return record(false);
   }
-  await record();
+  await record(true);
   send();
 }
 
@@ -98,6 +104,8 @@ function upstreamBody(plan: CallPlan, policy: ForwardPolicy, backend: Backend): 
  */
 export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: http.ServerResponse, signal: AbortSignal): Promise<void> {
   const stream = plan.request.stream === true;
+  // Calls without scope are not stored.
+  const answerFirst = plan.scope && policy.order.begin(plan.scope, plan.ids.spanId);
   const base: Omit<CallRecord, "endTime" | "httpStatus" | "completion" | "error" | "tries" | "backendEndpoint" | "timeToFirstByteMs"> = {
     scope: plan.scope,
     kind: plan.kind,
@@ -106,10 +114,10 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
     requestText: plan.requestText,
     stream,
     startTime: plan.startTime,
-    resourcesId: plan.set.resourcesId,
-    resourcesVersion: plan.set.resourcesVersion,
+    ...plan.resources,
   };
   const finish = (
+    waiting: boolean,
     httpStatus: number,
     tries: number,
     backend: Backend | undefined,
@@ -117,16 +125,19 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
     completion: CompletionRecord | undefined,
     error?: { type: string; message: string },
   ) =>
-    policy.record({
-      ...base,
-      endTime: plan.startTime + (performance.now() - plan.startedAt) / 1000,
-      httpStatus,
-      tries,
-      backendEndpoint: backend?.endpoint,
-      timeToFirstByteMs: ttfb,
-      completion,
-      error,
-    });
+    policy.record(
+      {
+        ...base,
+        endTime: plan.startTime + (performance.now() - plan.startedAt) / 1000,
+        httpStatus,
+        tries,
+        backendEndpoint: backend?.endpoint,
+        timeToFirstByteMs: ttfb,
+        completion,
+        error,
+      },
+      waiting,
+    );
 
   let tries = 0;
   let probing = 0;
@@ -140,7 +151,7 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       upstream = await policy.upstream.post(url, body, backend.apiKey, signal);
     } catch (error) {
       const e = error as UpstreamError;
-      if (e.kind === "aborted") return finish(499, tries, backend, undefined, undefined, { type: "client_disconnected", message: e.message });
+      if (e.kind === "aborted") return finish(false, 499, tries, backend, undefined, undefined, { type: "client_disconnected", message: e.message });
       if (tries <= policy.maxRetries) {
         policy.onRetry();
         await sleep(backoffMs(tries, policy.backoffBaseMs, policy.backoffMaxMs), { signal });
@@ -149,10 +160,9 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       const status = e.kind === "timeout" ? 504 : 502;
       const message = `the engine did not answer after ${tries} ${tries === 1 ? "try" : "tries"}: ${e.message}`;
       return endAndRecord(
-        policy,
-        plan,
+        answerFirst,
         () => sendError(res, status, e.kind === "timeout" ? "engine_timeout" : "engine_unavailable", message),
-        () => finish(status, tries, backend, undefined, undefined, { type: "upstream_error", message }),
+        (waiting) => finish(waiting, status, tries, backend, undefined, undefined, { type: "upstream_error", message }),
       );
     }
     const ttfb = performance.now() - plan.startedAt;
@@ -183,13 +193,13 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
         res.writeHead(status, headers);
         res.end(text);
       };
-      return endAndRecord(policy, plan, send, () => finish(status, tries, backend, ttfb, undefined, { type: "upstream_status", message }));
+      return endAndRecord(answerFirst, send, (waiting) => finish(waiting, status, tries, backend, ttfb, undefined, { type: "upstream_status", message }));
     }
     const isStream = stream && /text\/event-stream/i.test(upstream.headers["content-type"] ?? "");
     if (isStream) {
       const outcome = await streamThrough(upstream, res, { kind: plan.kind, spanId: plan.ids.spanId, assemble: plan.scope !== undefined }, signal);
       const finalStatus = outcome.error ? (outcome.error.type === "client_disconnected" ? 499 : 502) : status;
-      return endAndRecord(policy, plan, outcome.release, () => finish(finalStatus, tries, backend, ttfb, outcome.completion, outcome.error));
+      return endAndRecord(answerFirst, outcome.release, (waiting) => finish(waiting, finalStatus, tries, backend, ttfb, outcome.completion, outcome.error));
     }
     let text: Buffer;
     try {
@@ -198,10 +208,9 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       const message = `the engine's answer broke off: ${error instanceof Error ? error.message : String(error)}`;
       const disconnected = signal.aborted;
       return endAndRecord(
-        policy,
-        plan,
+        answerFirst,
         () => (disconnected ? void res.end() : sendError(res, 502, "engine_broke_off", message)),
-        () => finish(disconnected ? 499 : 502, tries, backend, ttfb, undefined, { type: disconnected ? "client_disconnected" : "upstream_error", message }),
+        (waiting) => finish(waiting, disconnected ? 499 : 502, tries, backend, ttfb, undefined, { type: disconnected ? "client_disconnected" : "upstream_error", message }),
       );
     }
     const send = () => {
@@ -213,6 +222,6 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       });
       res.end(text);
     };
-    return endAndRecord(policy, plan, send, () => finish(status, tries, backend, ttfb, parseCompletion(text)));
+    return endAndRecord(answerFirst, send, (waiting) => finish(waiting, status, tries, backend, ttfb, parseCompletion(text)));
   }
 }

@@ -1,5 +1,4 @@
 import type * as http from "node:http";
-import { checkBearerToken } from "../core/auth.js";
 
 /** The request body exceeded the limit. */
 export class BodyTooLargeError extends Error {
@@ -47,14 +46,4 @@ export function sendError(
 ): void {
   const type = status === 429 ? "rate_limit_error" : status >= 500 ? "upstream_error" : "invalid_request_error";
   sendJson(res, status, { error: { message, type, code } }, headers);
-}
-
-/** Undefined when the request carries `authorization: Bearer <token>`; otherwise what is wrong. */
-export function bearerProblem(req: http.IncomingMessage, token: string): string | undefined {
-  try {
-    checkBearerToken(req.headers.authorization, token);
-    return undefined;
-  } catch (error) {
-    return error instanceof Error ? error.message.replace(/^\[\w+\] /, "") : String(error);
-  }
 }

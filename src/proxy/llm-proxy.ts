@@ -1,15 +1,18 @@
 import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { bearerTokenProblem } from "../core/auth.js";
 import type { PendingWrites } from "../store/pending-writes.js";
 import type { StoreApi } from "../store/store-api.js";
 import { handleAdmin } from "./admin-routes.js";
+import { inProcessOrder, promisedOrder, spanFirstOrder } from "./answer-order.js";
 import { type BackendSource, staticBackends, storeBackends } from "./backend-source.js";
 import type { Backend } from "./backends.js";
 import { type CallHandlerDeps, handleCall } from "./call-handler.js";
 import type { ForwardPolicy } from "./forward-call.js";
-import { bearerProblem, sendError, sendJson } from "./http-io.js";
+import { sendError, sendJson } from "./http-io.js";
 import { createPauseGate, type PauseOptions, type PauseState } from "./pause-gate.js";
 import { routeRequest } from "./proxy-routes.js";
+import { createResourceVersions } from "./resource-versions.js";
 import { createScopeChecker } from "./scope-check.js";
 import { createSpanRecorder } from "./span-recorder.js";
 import { createUpstream, type UpstreamOptions } from "./upstream.js";
@@ -21,9 +24,17 @@ export interface LlmProxyOptions {
   /**
    * The pending writes of `store` when it runs in this process and no other server shares its data (memory, SQLite).
    * The proxy then answers first and stores the span right after, registering the write there; the store makes the
-   * rollout's updates and span reads wait for it. Without it each span is stored before the end of its answer is sent.
+   * rollout's updates and span reads wait for it.
    */
   pendingWrites?: PendingWrites;
+  /**
+   * Without `pendingWrites`: promise each span to the store (`ExpectSpans`) and answer once it holds the promise,
+   * storing the span right after (default true); false, or a store that cannot hold promises (PostgreSQL), stores
+   * each span before the end of its answer is sent.
+   */
+  spanPromises?: boolean;
+  /** With span promises: spans of calls that end within this many ms are stored in one `AddSpans` (default 5). */
+  spanBatchMs?: number;
   /** Fixed backends; without them the proxy follows the `llm` resources of the store's latest snapshot. */
   backends?: readonly Backend[];
   /** With store backends: only the `llm` resources of these names. */
@@ -94,13 +105,24 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     : storeBackends({ store: options.store, resourceNames: options.resourceNames, onError: (e) => log(`agl proxy: watching resources failed: ${String(e)}`) });
   const gate = createPauseGate({ maxWaitMs: options.pauseMaxWaitMs });
   const scopes = createScopeChecker(options.store);
-  const recorder = createSpanRecorder({ store: options.store, scopes, pendingWrites: options.pendingWrites, log });
+  const versions = createResourceVersions(options.store, log);
+  const promising = !options.pendingWrites && options.spanPromises !== false;
+  const order = options.pendingWrites ? inProcessOrder : promising ? promisedOrder(options.store, log) : spanFirstOrder;
+  const recorder = createSpanRecorder({
+    store: options.store,
+    scopes,
+    pendingWrites: options.pendingWrites,
+    onLost: order.lost,
+    // Promised spans no answer waits for travel together: one AddSpans for the calls that end close together.
+    batchLingerMs: promising ? (options.spanBatchMs ?? 5) : 0,
+    log,
+  });
   const upstream = createUpstream(options.upstream);
   const counters = { requests: 0, retries: 0, unattributedCalls: 0, responses: {} as Record<string, number> };
   const policy: ForwardPolicy = {
     upstream,
-    record: (call) => recorder.record(call),
-    answerFirst: options.pendingWrites !== undefined,
+    record: (call, waiting) => recorder.record(call, waiting),
+    order,
     maxRetries: options.maxRetries ?? 3,
     backoffBaseMs: options.backoffBaseMs ?? 200,
     backoffMaxMs: options.backoffMaxMs ?? 10_000,
@@ -138,6 +160,13 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       clearTimeout(timer);
       return source.current();
     },
+    async resourcesOf(scope, set) {
+      const resourcesId = scope ? scopes.resourcesIdOf(scope) : "";
+      if (!resourcesId) return { resourcesId: set.resourcesId, resourcesVersion: set.resourcesVersion };
+      // The backends' own snapshot may be fresher than the watch of versions, a moment after a publish.
+      const seen = set.resourcesId === resourcesId ? set.resourcesVersion : 0;
+      return { resourcesId, resourcesVersion: Math.max(seen, await versions.versionOf(resourcesId)) };
+    },
     onUnattributed() {
       if (counters.unattributedCalls++ === 0) {
         log("agl proxy: serving calls without /rollout/{rollout_id}/attempt/{attempt_id}; they are counted, not stored");
@@ -154,7 +183,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       counters.responses[res.statusCode] = (counters.responses[res.statusCode] ?? 0) + 1;
     });
     if (options.token !== undefined) {
-      const problem = bearerProblem(req, options.token);
+      const problem = bearerTokenProblem(req.headers.authorization, options.token);
       if (problem) return sendError(res, 401, "unauthenticated", problem);
     }
     let work: Promise<void> | void;
@@ -203,6 +232,8 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     ready: source.ready,
     async close() {
       source.close();
+      versions.close();
+      recorder.flush();
       if (server) {
         const closed = new Promise<void>((resolve) => server?.close(() => resolve()));
         server.closeIdleConnections();

@@ -17,53 +17,61 @@ export interface ScopeRefusal {
 /** Checks scopes against the store, remembering the ones that exist. */
 export interface ScopeChecker {
   check(scope: CallScope): Promise<ScopeRefusal | undefined>;
+  /** The resources id of a checked scope's rollout ("" when it has none, or the scope was not checked). */
+  resourcesIdOf(scope: CallScope): string;
   /** The store said the attempt was cancelled: later calls of it are refused with 409. */
   markCancelled(scope: CallScope): void;
 }
 
 const keyOf = (s: CallScope) => `${s.rolloutId}/${s.attemptId}`;
+type Known = { state: "ok"; resourcesId: string } | { state: "cancelled" };
 
 /**
- * Creates a {@link ScopeChecker}. The first call of an attempt costs one store read; known attempts are kept (up to
- * `maxEntries`, oldest forgotten first), so later calls cost nothing.
+ * Creates a {@link ScopeChecker}. The first call of an attempt costs a store read (two when it is not the rollout's
+ * latest attempt); known attempts are kept (up to `maxEntries`, oldest forgotten first), so later calls cost nothing.
  */
 export function createScopeChecker(store: StoreApi, maxEntries = 100_000): ScopeChecker {
-  const known = new Map<string, "ok" | "cancelled">();
-  const remember = (key: string, value: "ok" | "cancelled") => {
+  const known = new Map<string, Known>();
+  const remember = (key: string, value: Known) => {
     known.delete(key);
     known.set(key, value);
     if (known.size > maxEntries) known.delete(known.keys().next().value as string);
+  };
+  const exists = async (scope: CallScope): Promise<{ resourcesId: string } | ScopeRefusal> => {
+    try {
+      const rollout = await store.getRollout({ rolloutId: scope.rolloutId });
+      const { resourcesId } = rollout;
+      if (rollout.latestAttempt?.attemptId === scope.attemptId) return { resourcesId };
+      const { attempts } = await store.queryAttempts({ rolloutId: scope.rolloutId });
+      if (attempts.some((a) => a.attemptId === scope.attemptId)) return { resourcesId };
+    } catch (error) {
+      const e = ConnectError.from(error);
+      if (e.code === Code.NotFound || e.code === Code.InvalidArgument) {
+        return { status: 404, code: "rollout_not_found", message: `rollout ${JSON.stringify(scope.rolloutId)} does not exist in the store` };
+      }
+      return { status: 503, code: "store_unavailable", message: `cannot check the rollout in the store: ${e.rawMessage}` };
+    }
+    return { status: 404, code: "attempt_not_found", message: `attempt ${JSON.stringify(scope.attemptId)} does not exist for rollout ${scope.rolloutId}` };
   };
   return {
     async check(scope) {
       const key = keyOf(scope);
       const seen = known.get(key);
-      if (seen === "ok") return undefined;
-      if (seen === "cancelled") {
+      if (seen?.state === "ok") return undefined;
+      if (seen?.state === "cancelled") {
         return { status: 409, code: "attempt_cancelled", message: `attempt ${scope.attemptId} of rollout ${scope.rolloutId} was cancelled` };
       }
-      let attempts;
-      try {
-        ({ attempts } = await store.queryAttempts({ rolloutId: scope.rolloutId }));
-      } catch (error) {
-        const e = ConnectError.from(error);
-        if (e.code === Code.NotFound || e.code === Code.InvalidArgument) {
-          return { status: 404, code: "rollout_not_found", message: `rollout ${JSON.stringify(scope.rolloutId)} does not exist in the store` };
-        }
-        return { status: 503, code: "store_unavailable", message: `cannot check the rollout in the store: ${e.rawMessage}` };
-      }
-      if (!attempts.some((a) => a.attemptId === scope.attemptId)) {
-        return {
-          status: 404,
-          code: "attempt_not_found",
-          message: `attempt ${JSON.stringify(scope.attemptId)} does not exist for rollout ${scope.rolloutId}`,
-        };
-      }
-      remember(key, "ok");
+      const found = await exists(scope);
+      if ("status" in found) return found;
+      remember(key, { state: "ok", resourcesId: found.resourcesId });
       return undefined;
     },
+    resourcesIdOf(scope) {
+      const seen = known.get(keyOf(scope));
+      return seen?.state === "ok" ? seen.resourcesId : "";
+    },
     markCancelled(scope) {
-      remember(keyOf(scope), "cancelled");
+      remember(keyOf(scope), { state: "cancelled" });
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "../core/logger.js";
 import { AttemptStatus, RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
@@ -48,11 +49,19 @@ export async function finishAttempt(store: StoreApi, input: FinishInput): Promis
   const interrupted = outcome.end === "interrupted";
   if (interrupted) metadata.handed_back = outcome.error?.message ?? "the runner shut down before the agent finished";
   const changed = outcome.error !== undefined || input.droppedSpans > 0 || interrupted;
-  const status = interrupted || input.settledByStore ? undefined : statusOf[outcome.end as Exclude<AttemptEnd, "interrupted">];
-  const attempt = await withRetries(
-    () => store.updateAttempt({ rolloutId, attemptId, ...(status === undefined ? {} : { status }), ...(changed ? { metadata } : {}) }),
-    retry,
-  );
+  let status = interrupted || input.settledByStore ? undefined : statusOf[outcome.end as Exclude<AttemptEnd, "interrupted">];
+  const send = () =>
+    withRetries(() => store.updateAttempt({ rolloutId, attemptId, ...(status === undefined ? {} : { status }), ...(changed ? { metadata } : {}) }), retry);
+  let attempt;
+  try {
+    attempt = await send();
+  } catch (error) {
+    // The store finished the attempt before us (its rollout was cancelled): it keeps that status; the metadata still lands.
+    if (status === undefined || ConnectError.from(error).code !== Code.FailedPrecondition) throw error;
+    input.logger.info(`${rolloutId} ${attemptId}: ${ConnectError.from(error).rawMessage}; reporting it without a status`);
+    status = undefined;
+    attempt = await send();
+  }
   if (interrupted && !finalStatuses.has(attempt.status) && attempt.status !== AttemptStatus.UNRESPONSIVE) {
     await withRetries(() => store.updateRollout({ rolloutId, status: RolloutStatus.REQUEUING }), retry);
   }

@@ -1,7 +1,7 @@
 import type { Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { undecodableRequestError } from "./undecodable-request.js";
-import { wellFormed } from "./well-formed.js";
+import { wellFormed } from "../store/well-formed-text.js";
 
 /** Where the server reports what clients must not see. */
 export interface ServerLogger {

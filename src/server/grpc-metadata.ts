@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { status as GrpcStatus, type StatusObject } from "@grpc/grpc-js";
 import { headersToMetadata } from "../wire/grpc-headers.js";
-import { wellFormed } from "./well-formed.js";
+import { wellFormed } from "../store/well-formed-text.js";
 
 /** True when `headers` has at least one entry. */
 export function hasHeaders(headers: Headers): boolean {

@@ -1,8 +1,9 @@
-import type { DescService } from "@bufbuild/protobuf";
+import type { DescMessage, DescService } from "@bufbuild/protobuf";
 import type { CallOptions, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { ResourceService } from "../gen/agl/v1/resources_pb.js";
 import { LightningStore } from "../gen/agl/v1/store_pb.js";
 import type { StoreApi } from "../store/store-api.js";
+import { vouchWellFormed, withWellFormedText } from "../store/well-formed-text.js";
 import { serviceRegistration, type ServiceRegistration } from "./service-registration.js";
 
 /**
@@ -23,6 +24,15 @@ export function callOptionsOf(ctx: HandlerContext): CallOptions {
   return timeoutMs === undefined ? { signal: ctx.signal } : { signal: ctx.signal, timeoutMs };
 }
 
+/**
+ * The request with its text well-formed, vouched for so the store does not walk it again. Only JSON can carry a lone
+ * surrogate (`"\ud800"`); a request decoded from protobuf binary went through UTF-8 and cannot.
+ */
+function wellFormedRequest(desc: DescMessage, request: object, ctx: HandlerContext): object {
+  const json = /json/i.test(ctx.requestHeader.get("content-type") ?? "");
+  return vouchWellFormed(json ? withWellFormedText(desc, request) : request);
+}
+
 type AnyMethod = (request: unknown, options: CallOptions) => unknown;
 
 function delegate<S extends DescService>(service: S, client: object): Partial<ServiceImpl<S>> {
@@ -31,7 +41,7 @@ function delegate<S extends DescService>(service: S, client: object): Partial<Se
     const fn = (client as Record<string, unknown>)[method.localName];
     if (typeof fn !== "function") continue;
     // Unary methods return a promise and server-streaming ones an AsyncIterable: both are valid handler results.
-    impl[method.localName] = (request, ctx) => (fn as AnyMethod).call(client, request, callOptionsOf(ctx));
+    impl[method.localName] = (request, ctx) => (fn as AnyMethod).call(client, wellFormedRequest(method.input, request as object, ctx), callOptionsOf(ctx));
   }
   return impl as Partial<ServiceImpl<S>>;
 }

@@ -3,6 +3,7 @@ import type { HandlerContext } from "@connectrpc/connect";
 import { GetRolloutMessagesResponseSchema, TripletService } from "../gen/agl/v1/triplets_pb.js";
 import { serviceRegistration, type ServiceRegistration } from "./service-registration.js";
 import type { StoreApi } from "../store/store-api.js";
+import { checkStreamTripletsRequest, checkTripletOptions } from "./check-triplet-request.js";
 import { adapterOptions, rolloutMessages, rolloutTriplets } from "../triplets/rollout-triplets.js";
 import { type StreamTripletsOptions, streamTriplets } from "../triplets/stream-triplets.js";
 
@@ -21,9 +22,13 @@ const withSignal = (ctx: HandlerContext) => ({ signal: ctx.signal });
 export function createTripletService(options: TripletServiceOptions): ServiceRegistration {
   const { store } = options;
   return serviceRegistration(TripletService, {
-    streamTriplets: (req, ctx) => streamTriplets(store, req, ctx.signal, options),
+    async *streamTriplets(req, ctx) {
+      checkStreamTripletsRequest(req);
+      yield* streamTriplets(store, req, ctx.signal, options);
+    },
 
     async getRolloutTriplets(req, ctx) {
+      checkTripletOptions(req.options);
       const rollout = await store.getRollout({ rolloutId: req.rolloutId }, withSignal(ctx));
       return rolloutTriplets(store, rollout, req.attemptId || "latest", adapterOptions(req.options), undefined, ctx.signal);
     },

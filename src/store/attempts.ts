@@ -4,9 +4,9 @@ import {
   QueryAttemptsRequestSchema,
   UpdateAttemptRequestSchema,
 } from "../gen/agl/v1/store_pb.js";
-import { type Attempt, AttemptStatus } from "../gen/agl/v1/types_pb.js";
+import { type Attempt, AttemptStatus, RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import { pageInfo, requireRollout, type StoreContext } from "./context.js";
-import { invalidArgument, notFound } from "./errors.js";
+import { failedPrecondition, invalidArgument, notFound } from "./errors.js";
 import { checkSpans, storeSpans } from "./span-batch.js";
 import type { StoreApi } from "./store-api.js";
 import { setAttemptStatus, settleAttempt, syncAttemptWorker } from "./transitions.js";
@@ -78,6 +78,13 @@ export function attemptMethods(ctx: StoreContext): AttemptMethods {
         const attempt = req.attemptId === "latest" ? latest : await tx.getAttempt(req.rolloutId, req.attemptId);
         if (!attempt) {
           throw notFound(`attempt ${JSON.stringify(req.attemptId)} not found for rollout ${JSON.stringify(req.rolloutId)}`);
+        }
+        if (req.status !== undefined && req.status !== AttemptStatus.CANCELLED && attempt.status === AttemptStatus.CANCELLED) {
+          const why = rollout.status === RolloutStatus.CANCELLED ? "its rollout was cancelled" : "it was cancelled";
+          throw failedPrecondition(
+            `attempt ${attempt.attemptId} of rollout ${req.rolloutId} stays cancelled (${why}): stop its agent; ` +
+              "its spans and metadata can still be reported without a status",
+          );
         }
         if (req.workerId !== undefined) attempt.workerId = req.workerId;
         if (req.lastHeartbeatTime !== undefined) attempt.lastHeartbeatTime = req.lastHeartbeatTime;

@@ -8,6 +8,7 @@ import type { StoreContext } from "./context.js";
 import { afterPendingWrites, createPendingWrites, type PendingWrites } from "./pending-writes.js";
 import { resourceMethods } from "./resources.js";
 import { rolloutMethods } from "./rollouts.js";
+import { spanPromiseMethods } from "./span-promises.js";
 import { spanMethods } from "./spans.js";
 import type { StoreApi } from "./store-api.js";
 import { defaultLimits, type StoreLimits } from "./validate.js";
@@ -15,6 +16,7 @@ import { createWaiters } from "./waiters.js";
 import { withTxCache } from "./tx-cache.js";
 import { DEFAULT_UNRESPONSIVE_SECONDS, DEFAULT_WORKER_GONE_SECONDS } from "./liveness.js";
 import { scanOnce } from "./watchdog.js";
+import { withWellFormedRequests } from "./well-formed-requests.js";
 import { workerMethods } from "./workers.js";
 import { useNodeTextEncoding } from "../wire/node-text-encoding.js";
 
@@ -48,7 +50,8 @@ export interface Store extends StoreApi {
   readonly backend: StorageBackend;
   /**
    * Writes started in this process and not yet finished (the span of an LLM call the proxy already answered):
-   * `updateAttempt`, `updateRollout` and `querySpans` of a rollout wait for that rollout's.
+   * `updateAttempt`, `updateRollout` and `querySpans` of a rollout wait for that rollout's. (Spans promised by other
+   * processes, `expectSpans`, hold only the updates that finish an attempt or a rollout.)
    */
   readonly pendingWrites: PendingWrites;
   /** Runs one watchdog pass now; resolves to the number of attempts it timed out or marked unresponsive. */
@@ -112,15 +115,19 @@ export function createStore(options: StoreOptions): Store {
   const rollouts = rolloutMethods(ctx);
   const attempts = attemptMethods(ctx);
   const spans = spanMethods(ctx);
+  const ordered = afterPendingWrites(pendingWrites, { ...rollouts, ...attempts, ...spans });
   return {
     backend,
     pendingWrites,
-    ...rollouts,
-    ...attempts,
-    ...spans,
-    ...afterPendingWrites(pendingWrites, { ...rollouts, ...attempts, ...spans }),
-    ...workerMethods(ctx),
-    ...resourceMethods(ctx),
+    ...withWellFormedRequests({
+      ...rollouts,
+      ...attempts,
+      ...spans,
+      ...ordered,
+      ...spanPromiseMethods(ctx, { addSpans: spans.addSpans, updateAttempt: ordered.updateAttempt, updateRollout: ordered.updateRollout }),
+      ...workerMethods(ctx),
+      ...resourceMethods(ctx),
+    }),
     async getStatistics() {
       const counts = await ctx.read((tx) => tx.counts());
       const byStatus: Record<string, number> = {};

@@ -25,7 +25,21 @@ export function currentAttempt(): AttemptScope | undefined {
   return storage.getStore();
 }
 
+const onEnter: Array<() => void> = [];
+
+/**
+ * Calls `enter` at the start of every attempt, synchronously inside its async context: for libraries that keep state
+ * per async context (LangChain's configure hooks). Since Node 24, what AsyncLocalStorage's `enterWith` set after an
+ * `await` no longer reaches the caller, so state set once where a hook was registered may not reach the attempts.
+ */
+export function onAttemptEnter(enter: () => void): void {
+  onEnter.push(enter);
+}
+
 /** Runs `fn` (and everything it starts, sync or async) inside `scope`. */
 export function runInAttempt<T>(scope: AttemptScope, fn: () => T): T {
-  return storage.run(scope, fn);
+  return storage.run(scope, () => {
+    for (const enter of onEnter) enter();
+    return fn();
+  });
 }

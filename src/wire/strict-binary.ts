@@ -42,8 +42,12 @@ class Malformed extends Error {}
 
 /** A reader that can hand out views of what it read. */
 class Reader extends BinaryReader {
+  constructor(private readonly source: Uint8Array) {
+    super(source);
+  }
+
   slice(start: number, end: number): Uint8Array {
-    return this.buf.subarray(start, end);
+    return this.source.subarray(start, end);
   }
 }
 

@@ -7,10 +7,12 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
 import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
-import { AttemptStatus, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
+import { AttemptStatus, RolloutStatus, TemplateEngine } from "../../src/gen/agl/v1/types_pb.js";
 import { startTestServer, type TestServer } from "../server/helpers.js";
 
 const cleanups: Array<() => unknown> = [];
@@ -65,6 +67,39 @@ describe("store client", () => {
     expect(done.rollouts.map((r) => r.status)).toEqual([RolloutStatus.SUCCEEDED]);
     expect(done.rollouts[0]?.metadata).toEqual({ task: 7 });
     expect((await store.querySpans({ rolloutId: claimed!.rolloutId })).spans.map((s) => s.name)).toEqual(["step"]);
+  });
+
+  it("takes plain JSON wherever the contract holds a Value (input, JSON resources), keeping the typed form, on every protocol", async () => {
+    const t = await serve();
+    for (const protocol of ["grpc", "connect", "grpc-web"] as const) {
+      const store = client({ baseUrl: t.server.url, protocol });
+      const inputs: JsonValue[] = [{ question: "2+2?", choices: [3, 4], nested: { ok: true, none: null } }, "plain text", 42, null, [1, "two"], {}];
+      const { rollouts } = await store.enqueueRollouts({ rollouts: inputs.map((input) => ({ input, metadata: { protocol } })) });
+      const stored = await Promise.all(rollouts.map((r) => store.getRollout({ rolloutId: r.rolloutId })));
+      expect(stored.map((r) => toJson(ValueSchema, r.input!)), protocol).toEqual(inputs);
+      expect(stored[0]?.metadata).toEqual({ protocol });
+      // The typed forms: a Value message, and a Value init object.
+      const typed = await store.startRollout({ rollout: { input: fromJson(ValueSchema, { typed: 1 }) } });
+      expect(toJson(ValueSchema, typed.input!)).toEqual({ typed: 1 });
+      const init = await store.updateRollout({ rolloutId: typed.rolloutId, input: { kind: { case: "stringValue", value: "x" } } });
+      expect(toJson(ValueSchema, init.input!)).toBe("x");
+      const updated = await store.updateRollout({ rolloutId: typed.rolloutId, input: { step: 2 } });
+      expect(toJson(ValueSchema, updated.input!)).toEqual({ step: 2 });
+      // A JSON resource, beside a typed one.
+      const published = await store.addResources({
+        resources: {
+          config: { kind: { case: "json", value: { temperature: 0.7, stop: ["\n"] } } },
+          prompt: { kind: { case: "promptTemplate", value: { template: "Q: {q}", engine: TemplateEngine.F_STRING } } },
+        },
+      });
+      const latest = await store.getLatestResources({});
+      expect(latest.resources?.resourcesId).toBe(published.resourcesId);
+      const config = latest.resources?.resources.config?.kind;
+      expect(config?.case === "json" && toJson(ValueSchema, config.value)).toEqual({ temperature: 0.7, stop: ["\n"] });
+      // What JSON cannot carry is refused before anything is sent.
+      const refused = await store.enqueueRollouts({ rollouts: [{ input: { when: 10n } as never }] }).catch((e: unknown) => ConnectError.from(e));
+      expect(refused).toMatchObject({ code: Code.InvalidArgument, rawMessage: expect.stringMatching(/^rollouts\[0\]\.input: not a JSON value/) });
+    }
   });
 
   it("gives long-polls a deadline beyond their server-side wait", async () => {

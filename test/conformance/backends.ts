@@ -80,4 +80,14 @@ const postgres: BackendDef = {
   },
 };
 
-export const backends: BackendDef[] = [memory, sqlite, postgres];
+/** Every backend, or those named in AGL_CONFORMANCE_BACKENDS (comma-separated), as the smoke run on other Node lines asks. */
+export const backends: BackendDef[] = select([memory, sqlite, postgres], process.env["AGL_CONFORMANCE_BACKENDS"]);
+
+function select(all: BackendDef[], names: string | undefined): BackendDef[] {
+  if (!names) return all;
+  return names.split(",").map((name) => {
+    const def = all.find((d) => d.name === name.trim());
+    if (!def) throw new Error(`AGL_CONFORMANCE_BACKENDS: no backend "${name}" (there are ${all.map((d) => d.name).join(", ")})`);
+    return def;
+  });
+}

@@ -32,8 +32,23 @@ describe.each(backends)("deliberate differences [$name]", (def) => {
     expect((await store.getLatestAttempt({ rolloutId })).attempt?.status).toBe(AttemptStatus.CANCELLED);
     const ack = await addSpan(store, rolloutId, attemptId);
     expect(ack.attemptStatus).toBe(AttemptStatus.CANCELLED);
-    // The runner reports success anyway: the rollout stays cancelled (the reference turns it into succeeded).
-    await store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
+    // The runner reports success anyway (the reference turns the rollout into succeeded): refused, with a reason the
+    // runner can act on, and nothing changes, not even the spans sent along.
+    for (const status of [AttemptStatus.SUCCEEDED, AttemptStatus.FAILED, AttemptStatus.RUNNING]) {
+      await expectRejectedUnchanged(
+        store,
+        () => store.updateAttempt({ rolloutId, attemptId, status, spans: [makeSpan(rolloutId, attemptId)], metadata: { done: true } }),
+        Code.FailedPrecondition,
+        /stays cancelled/,
+        /rollout was cancelled/,
+      );
+    }
+    expect((await store.getLatestAttempt({ rolloutId })).attempt?.status).toBe(AttemptStatus.CANCELLED);
+    // Its spans and metadata still land without a status, and repeating the cancellation is harmless.
+    const reported = await store.updateAttempt({ rolloutId, attemptId, spans: [makeSpan(rolloutId, attemptId)], metadata: { done: true } });
+    expect(reported).toMatchObject({ status: AttemptStatus.CANCELLED, metadata: { done: true } });
+    expect((await store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.CANCELLED })).status).toBe(AttemptStatus.CANCELLED);
+    expect((await store.querySpans({ rolloutId })).spans).toHaveLength(3);
     let r = await store.getRollout({ rolloutId });
     expect(r.status).toBe(RolloutStatus.CANCELLED);
     expect(r.endTime).toBe(cancelled.endTime);

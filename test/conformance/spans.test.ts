@@ -13,6 +13,7 @@ import {
   expectRejectedUnchanged,
   makeSpan,
   openStore,
+  sleep,
   startRollout,
   TRACE_A,
   TRACE_B,
@@ -417,5 +418,50 @@ describe.each(backends)("spans carried by UpdateAttempt [$name]", (def) => {
         }),
       Code.InvalidArgument,
     );
+  });
+
+  it("ExpectSpans: promised spans hold the updates that finish the attempt or rollout until they land, are withdrawn, or lapse", async () => {
+    const { store } = await openStore(def);
+    const { rolloutId, attemptId } = await startRollout(store, {}, "w");
+    const expectSpans = (spanIds: string[], extra: { ttlMs?: number; withdraw?: boolean } = {}) =>
+      store.expectSpans({ rolloutId, attemptId, spanIds, ...extra });
+    await expectRejectedUnchanged(store, () => store.expectSpans({ rolloutId: "", attemptId, spanIds: ["s"] }), Code.InvalidArgument, /rollout_id/);
+    await expectRejectedUnchanged(store, () => expectSpans(["s"], { ttlMs: 3_600_000 }), Code.InvalidArgument, /ttl_ms/);
+    if (def.name === "postgres") {
+      // Another server may take the rollout's updates: the caller is told to store its spans first.
+      await expectRejectedUnchanged(store, () => expectSpans(["s"]), Code.FailedPrecondition, /store the spans first/);
+      return;
+    }
+    await expectRejectedUnchanged(store, () => store.expectSpans({ rolloutId: "ro-000000000000", attemptId, spanIds: ["s"] }), Code.NotFound);
+    const span = makeSpan(rolloutId, attemptId);
+    await expectSpans([span.spanId]);
+    const finished = store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
+    const settled = (p: Promise<unknown>) => Promise.race([p.then(() => true), sleep(100).then(() => false)]);
+    expect(await settled(finished)).toBe(false);
+    // Heartbeats and reads go on meanwhile.
+    expect(await settled(store.updateAttempt({ rolloutId, attemptId, lastHeartbeatTime: 1 }))).toBe(true);
+    expect(await settled(store.querySpans({ rolloutId }))).toBe(true);
+    // The span lands (AddSpans, as the proxy sends it): the attempt finishes, with its span in.
+    await store.addSpans({ spans: [span] });
+    expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
+    expect((await store.querySpans({ rolloutId })).spans.map((s) => s.spanId)).toEqual([span.spanId]);
+
+    // A withdrawn promise holds nothing; nor does one past its TTL.
+    const other = await startRollout(store, {}, "w");
+    await store.expectSpans({ rolloutId: other.rolloutId, attemptId: other.attemptId, spanIds: ["a1", "a2"] });
+    await store.expectSpans({ rolloutId: other.rolloutId, attemptId: other.attemptId, spanIds: ["a1", "a2"], withdraw: true });
+    expect(await settled(store.updateRollout({ rolloutId: other.rolloutId, status: RolloutStatus.SUCCEEDED }))).toBe(true);
+    await store.updateRollout({ rolloutId: other.rolloutId, status: RolloutStatus.RUNNING });
+    await store.expectSpans({ rolloutId: other.rolloutId, attemptId: other.attemptId, spanIds: ["a3"], ttlMs: 150 });
+    // Cancelling never waits.
+    expect(await settled(store.updateRollout({ rolloutId: other.rolloutId, status: RolloutStatus.CANCELLED }))).toBe(true);
+    const lapsed = store.updateRollout({ rolloutId: other.rolloutId, status: RolloutStatus.FAILED });
+    expect(await settled(lapsed)).toBe(false);
+    expect((await lapsed).status).toBe(RolloutStatus.FAILED);
+    // A caller that gives up stops waiting.
+    await store.expectSpans({ rolloutId: other.rolloutId, attemptId: other.attemptId, spanIds: ["a4"] });
+    const gaveUp = store.updateRollout({ rolloutId: other.rolloutId, status: RolloutStatus.SUCCEEDED }, { signal: AbortSignal.timeout(50) });
+    await expect(gaveUp).rejects.toMatchObject({ code: Code.DeadlineExceeded });
+    expect((await store.getRollout({ rolloutId: other.rolloutId })).status).toBe(RolloutStatus.FAILED);
   });
 });

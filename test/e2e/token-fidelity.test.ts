@@ -42,7 +42,7 @@ async function collect(mode: TripletMode): Promise<RolloutTriplets[]> {
 beforeAll(async () => {
   engine = await startFakeVllm({ policy: addingPolicy, tokensPerChunk: 4 });
   store = createStore({ backend: createMemoryBackend() });
-  proxy = createLlmProxy({ store, log: () => {} });
+  proxy = createLlmProxy({ store, pendingWrites: store.pendingWrites, log: () => {} });
   server = await startStoreServer({ store, port: 0, triplets: { pollIntervalMs: 50 }, fallback: (req, res) => proxy.handle(req, res) });
   client = createStoreClient({ baseUrl: server.url });
   triplets = createTripletClient({ baseUrl: server.url });

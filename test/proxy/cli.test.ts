@@ -3,8 +3,10 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { attrInts } from "../../src/adapter/attributes.js";
-import { AGL_LLM_RESPONSE_TOKEN_IDS } from "../../src/core/semconv.js";
+import { attrInts, attrNumber, attrString } from "../../src/adapter/attributes.js";
+import { AGL_LLM_RESOURCES_ID, AGL_LLM_RESOURCES_VERSION, AGL_LLM_RESPONSE_TOKEN_IDS } from "../../src/core/semconv.js";
+import type { StreamTripletsResponse } from "../../src/gen/agl/v1/triplets_pb.js";
+import { AttemptStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
 import { createTripletClient } from "../../src/triplets/triplet-client.js";
 import { type FakeVllm, startFakeVllm } from "../support/fake-vllm.js";
@@ -81,11 +83,58 @@ describe("agl CLI with the proxy", () => {
     const res = await postJson(`${proxy.url}/rollout/${rolloutId}/attempt/${attemptId}/v1/chat/completions`, { model: "anything", messages: [{ role: "user", content: "hi" }] });
     expect(res.status).toBe(200);
     expect(engine.requests[0]?.body.model).toBe("served-name");
+    // The answer came first; the attempt's finishing update waits until its span has landed.
+    await store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
     expect((await store.querySpans({ rolloutId })).spans).toHaveLength(1);
     const unknown = await postJson(`${proxy.url}/rollout/${rolloutId}/attempt/at-00000000/v1/chat/completions`, { model: "x", messages: [] });
     expect(unknown.status).toBe(404);
     proxy.child.kill("SIGTERM");
     expect((await proxy.exited)[0]).toBe(0);
+  });
+
+  it.each([
+    ["agl serve --proxy-backend", "serve-fixed"],
+    ["agl serve --proxy", "serve-resources"],
+    ["agl proxy --backend", "standalone"],
+  ] as const)("%s stamps each call with its rollout's resources id and version, so triplets filter by them", async (_name, mode) => {
+    engine = await startFakeVllm();
+    cleanup.push(() => engine.close());
+    const server = await startAgl(["serve", "--memory", "--port", "0", ...(mode === "serve-fixed" ? ["--proxy-backend", engine.url, "--proxy-model", engine.model] : mode === "serve-resources" ? ["--proxy"] : [])]);
+    const proxyUrl = mode === "standalone" ? (await startAgl(["proxy", "--store", server.url, "--port", "0", "--backend", engine.url, "--model", engine.model])).url : server.url;
+    const store = createStoreClient({ baseUrl: server.url });
+    cleanup.push(() => store.close());
+    const llm = { engine: { kind: { case: "llm" as const, value: { endpoint: engine.url, model: engine.model } } } };
+    // The rollout runs under version 2 of "train"; a later snapshot ("val") is the latest when the call is made.
+    await store.updateResources({ resourcesId: "train", resources: llm, createIfMissing: true });
+    await store.updateResources({ resourcesId: "train", resources: llm });
+    await store.enqueueRollouts({ rollouts: [{ resourcesId: "train" }] });
+    await store.updateResources({ resourcesId: "val", resources: llm, createIfMissing: true });
+    const [claimed] = (await store.dequeueRollouts({ workerId: "cli-test" })).rollouts;
+    const { rolloutId } = claimed!;
+    const attemptId = claimed!.latestAttempt!.attemptId;
+    for (const stream of [false, true]) {
+      const res = await postJson(`${proxyUrl}/rollout/${rolloutId}/attempt/${attemptId}/v1/chat/completions`, { model: engine.model, messages: [{ role: "user", content: "hi" }], stream });
+      expect(res.status).toBe(200);
+      await res.text();
+    }
+    await store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
+    const spans = (await store.querySpans({ rolloutId })).spans;
+    expect(spans.map((span) => [attrString(span.attributes, AGL_LLM_RESOURCES_ID), attrNumber(span.attributes, AGL_LLM_RESOURCES_VERSION)])).toEqual([
+      ["train", 2],
+      ["train", 2],
+    ]);
+    const triplets = createTripletClient({ baseUrl: server.url });
+    cleanup.push(() => triplets.close());
+    let first: StreamTripletsResponse | undefined;
+    for await (const message of triplets.streamTriplets({ resourcesId: "train", resourcesVersion: 2 }, { timeoutMs: 10_000 })) {
+      first = message;
+      break;
+    }
+    expect(first?.rollout?.rolloutId).toBe(rolloutId);
+    expect(first?.rollout?.triplets.map((t) => [t.resourcesId, t.resourcesVersion])).toEqual([
+      ["train", 2],
+      ["train", 2],
+    ]);
   });
 
   it("rejects bad proxy flags with usage errors", async () => {

@@ -128,7 +128,7 @@ describe("LLM proxy: engine failures", () => {
     expect((await postJson(`${baseUrl}/chat/completions`, chat)).status).toBe(200);
     expect(h.engine.requests).toHaveLength(3);
 
-    const down = createLlmProxy({ store: h.store, backends: [{ endpoint: `http://127.0.0.1:${await deadPort()}/v1`, model: "fake-model" }], maxRetries: 2, backoffBaseMs: 5, log: () => {} });
+    const down = createLlmProxy({ store: h.store, pendingWrites: h.store.pendingWrites, backends: [{ endpoint: `http://127.0.0.1:${await deadPort()}/v1`, model: "fake-model" }], maxRetries: 2, backoffBaseMs: 5, log: () => {} });
     const downUrl = await down.listen(0);
     try {
       const { rolloutId, attemptId } = await h.claim();

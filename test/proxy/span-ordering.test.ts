@@ -2,9 +2,12 @@
  * When a call's span lands relative to the end of its answer. The guarantee either way: once an agent got its answer,
  * its runner cannot finish the attempt (nor anyone read the attempt's spans) without that call's span.
  */
+import { Code, ConnectError } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
+import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
 import { AttemptStatus, StatusCode } from "../../src/gen/agl/v1/types_pb.js";
 import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
+import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import type { StoreApi } from "../../src/store/store-api.js";
 import { createStore, type Store } from "../../src/store/store.js";
@@ -14,16 +17,23 @@ import { postJson } from "../support/proxy-harness.js";
 let store: Store;
 let engine: FakeVllm;
 let proxy: LlmProxy;
+let server: StoreServer | undefined;
+let client: StoreClient | undefined;
 afterEach(async () => {
   await proxy?.close();
+  client?.close();
+  await server?.close();
   await engine?.close();
   await store?.close();
+  server = client = undefined;
 });
 
-/** A store whose span writes wait until `open()`: the store is slow, or far away. */
+/** A store whose span writes wait until `open()` (the store is slow, or far away), or fail with `fail()`. */
 function slowSpanWrites(inner: Store) {
   let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
+  let fail!: () => void;
+  const gate = new Promise<void>((resolve, reject) => ((open = resolve), (fail = () => reject(new ConnectError("disk full", Code.ResourceExhausted)))));
+  gate.catch(() => {});
   let stored = 0;
   const slow: StoreApi = {
     ...inner,
@@ -34,19 +44,29 @@ function slowSpanWrites(inner: Store) {
       return response;
     },
   };
-  return { slow, open, stored: () => stored };
+  return { slow, open, fail, stored: () => stored };
 }
 
 const settledWithin = <T>(promise: Promise<T>, ms: number) =>
   Promise.race([promise.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms))]);
 
-async function start(inProcess: boolean) {
+/**
+ * The proxy with the store in its process (`agl serve --proxy`), or the store behind a real server on a socket
+ * (`agl proxy`), answering first with span promises or storing each span first.
+ */
+async function start(where: "in process" | "elsewhere" | "elsewhere, span first") {
   store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: 0 });
   engine = await startFakeVllm();
   const writes = slowSpanWrites(store);
+  let proxyStore: StoreApi = writes.slow;
+  if (where !== "in process") {
+    server = await startStoreServer({ store: writes.slow, port: 0 });
+    proxyStore = client = createStoreClient({ baseUrl: server.url });
+  }
   proxy = createLlmProxy({
-    store: writes.slow,
-    ...(inProcess ? { pendingWrites: store.pendingWrites } : {}),
+    store: proxyStore,
+    ...(where === "in process" ? { pendingWrites: store.pendingWrites } : {}),
+    ...(where === "elsewhere, span first" ? { spanPromises: false } : {}),
     backends: [{ endpoint: engine.url, model: engine.model }],
     log: () => {},
   });
@@ -55,22 +75,26 @@ async function start(inProcess: boolean) {
   const [rollout] = (await store.dequeueRollouts({ workerId: "w" })).rollouts;
   const rolloutId = rollout!.rolloutId;
   const attemptId = rollout!.latestAttempt!.attemptId;
-  return { ...writes, rolloutId, attemptId, baseUrl: `${url}/rollout/${rolloutId}/attempt/${attemptId}/v1` };
+  // What a runner sees: the store in process, or a client of its server.
+  const runnerStore: StoreApi = client ?? store;
+  return { ...writes, runnerStore, rolloutId, attemptId, baseUrl: `${url}/rollout/${rolloutId}/attempt/${attemptId}/v1` };
 }
 
 describe.each([false, true])("span ordering (stream: %s)", (stream) => {
   const body = { model: "fake-model", messages: [{ role: "user", content: "hi" }], stream };
 
-  it("with the store in process: answers first, and the attempt's finishing update and span reads wait for the span", async () => {
-    const { open, stored, rolloutId, attemptId, baseUrl } = await start(true);
+  it.each(["in process", "elsewhere"] as const)("with the store %s: answers first, and the attempt's finishing update waits for the span", async (where) => {
+    const { open, stored, runnerStore, rolloutId, attemptId, baseUrl } = await start(where);
     const res = await postJson(`${baseUrl}/chat/completions`, body);
     const text = await res.text();
     expect(text).toContain(stream ? "data: [DONE]" : "chat.completion");
     expect(stored()).toBe(0);
 
     // What a runner does once its agent returned: report the attempt finished.
-    const finished = store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
-    const read = store.querySpans({ rolloutId });
+    const finished = runnerStore.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
+    // In process the span's write is moments away, and span reads wait for it too; promised from elsewhere, only the
+    // updates that finish the attempt or rollout wait (docs/store-semantics.md, difference 10).
+    const read = where === "in process" ? runnerStore.querySpans({ rolloutId }) : finished.then(() => runnerStore.querySpans({ rolloutId }));
     expect(await settledWithin(finished, 100)).toBe(false);
     expect((await store.getRollout({ rolloutId })).latestAttempt?.status).not.toBe(AttemptStatus.SUCCEEDED);
 
@@ -83,8 +107,18 @@ describe.each([false, true])("span ordering (stream: %s)", (stream) => {
     expect(res.headers.get("x-agl-span-id")).toBe(spans[0]?.spanId);
   });
 
-  it("with the store elsewhere: stores the span before the end of the answer reaches the client", async () => {
-    const { open, stored, rolloutId, baseUrl } = await start(false);
+  it("with the store elsewhere: a span whose write failed no longer holds the attempt's updates", async () => {
+    const { fail, runnerStore, rolloutId, attemptId, baseUrl } = await start("elsewhere");
+    await (await postJson(`${baseUrl}/chat/completions`, body)).text();
+    const finished = runnerStore.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
+    expect(await settledWithin(finished, 100)).toBe(false);
+    fail();
+    expect(await settledWithin(finished, 2_000)).toBe(true);
+    expect(proxy.status().spanWriteErrors).toBe(1);
+  });
+
+  it("with the store elsewhere and span promises off: stores the span before the end of the answer reaches the client", async () => {
+    const { open, stored, rolloutId, baseUrl } = await start("elsewhere, span first");
     const answer = postJson(`${baseUrl}/chat/completions`, body).then((res) => res.text());
     expect(await settledWithin(answer, 100)).toBe(false);
     open();

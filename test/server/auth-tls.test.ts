@@ -7,6 +7,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LightningStore } from "../../src/gen/agl/v1/store_pb.js";
+import { type ServerProcess, startServerProcess } from "../support/server-process.js";
 import { curl, curlJson, grpcClient, grpcError, startTestServer, unary, type TestServer } from "./helpers.js";
 
 const bearer = (token: string) => {
@@ -94,5 +95,38 @@ describe("TLS (self-signed certificate made by openssl)", () => {
     expect(stats.json.backend).toBe("memory");
     const healthz = await curl("--cacert", join(dir, "cert.pem"), `${t.server.url}/healthz`);
     expect(healthz.status).toBe(200);
+  });
+});
+
+describe("one bearer check for every route of `agl serve --proxy`", () => {
+  let server: ServerProcess;
+  beforeAll(async () => {
+    server = await startServerProcess(["--memory", "--token", "s3cret", "--proxy-backend", "http://127.0.0.1:9/v1", "--proxy-model", "m"]);
+  });
+  afterAll(() => server.stop());
+
+  it("RPCs, OTLP ingest and the proxy's routes accept and refuse the same authorization headers, with the same reason", async () => {
+    const routes = [
+      { name: "rpc", path: "/agl.v1.LightningStore/GetStatistics", body: "{}", accepted: 200 },
+      { name: "otlp", path: "/v1/traces", body: "{}", accepted: 200 },
+      { name: "proxy admin", path: "/proxy/drain", body: "{}", accepted: 200 },
+    ];
+    const headers = ["", "Bearer s3cret", "bearer s3cret", "Bearer   s3cret ", "Bearer s3cre", "Bearer s3cretX", "Basic s3cret"];
+    for (const authorization of headers) {
+      const verdicts: { ok: boolean; reason: string | undefined }[] = [];
+      for (const route of routes) {
+        const res = await fetch(`${server.url}${route.path}`, {
+          method: "POST",
+          body: route.body,
+          headers: { "content-type": "application/json", ...(authorization ? { authorization } : {}) },
+        });
+        const body = (await res.json()) as { message?: string; error?: { message?: string } };
+        const reason = res.status === 401 ? (body.message ?? body.error?.message) : "";
+        verdicts.push({ ok: res.status === route.accepted, reason });
+        expect([route.accepted, 401], `${route.name} with "${authorization}"`).toContain(res.status);
+      }
+      // Every route gives the first route's verdict and reason.
+      expect(verdicts, `authorization "${authorization}"`).toEqual(routes.map(() => verdicts[0]));
+    }
   });
 });

@@ -32,6 +32,8 @@ export async function startProxyHarness(options: ProxyHarnessOptions = {}): Prom
   }
   const proxy = createLlmProxy({
     store,
+    // In the store's process, as `agl serve --proxy` runs it: span reads right after an answer see its span.
+    pendingWrites: store.pendingWrites,
     ...(options.viaResources ? {} : { backends: [{ endpoint: engine.url, model: engine.model }] }),
     backoffBaseMs: 5,
     log: () => {},

@@ -23,12 +23,14 @@ export interface ServerProcessOptions {
   compiled?: boolean;
   /** Options for node itself, before the entry (e.g. `--cpu-prof`, which NODE_OPTIONS does not accept). */
   nodeArgs?: string[];
+  /** The `agl` command to run (default `serve`; `proxy` prints its "listening on" line too). */
+  command?: "serve" | "proxy";
 }
 
-/** Starts `agl serve <args> --port 0` and resolves once it prints the address it listens on. */
+/** Starts `agl serve <args> --port 0` (or another command) and resolves once it prints the address it listens on. */
 export async function startServerProcess(args: string[], options: ServerProcessOptions = {}): Promise<ServerProcess> {
   const entry = options.compiled ? "dist/cli/main.js" : "bin/agl.js";
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), entry, "serve", "--port", "0", ...args], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), entry, options.command ?? "serve", "--port", "0", ...args], {
     cwd: repoRoot,
     env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -1,7 +1,7 @@
 /** TripletService over a real server: order, resume by cursor, follow, filters, backpressure, unary RPCs. */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type StreamTripletsResponse, TripletMode } from "../../src/gen/agl/v1/triplets_pb.js";
+import { RewardMatch, type StreamTripletsResponse, TripletMode } from "../../src/gen/agl/v1/triplets_pb.js";
 import { AttemptStatus, RolloutMode, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
 import type { StoreApi } from "../../src/store/store-api.js";
@@ -109,6 +109,14 @@ describe("StreamTriplets", () => {
     await expect(read({ groupId: "g-b", cursor })).rejects.toMatchObject({ code: Code.InvalidArgument });
     await expect(read({ cursor: "garbage!" })).rejects.toMatchObject({ code: Code.InvalidArgument });
     await expect(read({ statusIn: [RolloutStatus.RUNNING] })).rejects.toMatchObject({ code: Code.InvalidArgument });
+    // Enum values outside their enums are refused, like every store enum, naming the field.
+    for (const [request, field] of [
+      [{ rolloutMode: 99 as RolloutMode }, "rollout_mode"],
+      [{ options: { mode: 7 as TripletMode } }, "options.mode"],
+      [{ options: { rewardMatch: 42 as RewardMatch } }, "options.reward_match"],
+    ] as const) {
+      await expect(read(request)).rejects.toMatchObject({ code: Code.InvalidArgument, rawMessage: expect.stringContaining(field) });
+    }
   });
 
   it("builds messages only as fast as the consumer takes them (backpressure)", async () => {
@@ -145,5 +153,16 @@ describe("TripletService unary calls", () => {
     expect(body.rollouts[0]).toMatchObject({ rolloutId: r!.rolloutId, status: "ROLLOUT_STATUS_RUNNING" });
     expect(body.rollouts[0].conversations).toHaveLength(2);
     await expect(client.getRolloutTriplets({ rolloutId: "ro-000000000000" })).rejects.toMatchObject({ code: Code.NotFound });
+    for (const options of [{ mode: 3 as TripletMode }, { rewardMatch: -1 as RewardMatch }]) {
+      await expect(client.getRolloutTriplets({ rolloutId: r!.rolloutId, options })).rejects.toMatchObject({ code: Code.InvalidArgument });
+    }
+    // Over Connect JSON too, where an unknown number is what a client that is newer than the server would send.
+    const bad = await fetch(`${server.url}/agl.v1.TripletService/GetRolloutTriplets`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ rolloutId: r!.rolloutId, options: { rewardMatch: 9 } }),
+    });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).code).toBe("invalid_argument");
   });
 });

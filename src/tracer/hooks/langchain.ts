@@ -22,6 +22,7 @@ import {
   LlmSource,
 } from "../../core/semconv.js";
 import { type AttributeMap, attr, toJsonText } from "../attributes.js";
+import { onAttemptEnter } from "../attempt-scope.js";
 import { setTypedAttributes } from "../provider.js";
 import { enrichFromFetchCapture, type HookSpan, startHookSpan } from "./hook-spans.js";
 
@@ -156,9 +157,14 @@ export class AglLangChainHandler extends BaseCallbackHandler {
 
 const envVar = "AGL_LANGCHAIN_TRACING";
 
-/** Makes LangChain.js add an {@link AglLangChainHandler} to every run, with no per-call `callbacks`. */
+/**
+ * Makes LangChain.js add an {@link AglLangChainHandler} to every run, with no per-call `callbacks`: in the caller's
+ * async context and in every attempt (LangChain keeps its configure hooks per async context).
+ */
 export function registerLangChainTracing(): void {
   if (process.env[envVar] === "true") return;
   process.env[envVar] = "true";
-  registerConfigureHook({ handlerClass: AglLangChainHandler as never, envVar });
+  const register = () => registerConfigureHook({ handlerClass: AglLangChainHandler as never, envVar });
+  register();
+  onAttemptEnter(register);
 }

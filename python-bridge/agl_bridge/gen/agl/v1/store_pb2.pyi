@@ -166,6 +166,24 @@ class AddSpansRequest(_message.Message):
     spans: _containers.RepeatedCompositeFieldContainer[_types_pb2.Span]
     def __init__(self, spans: _Optional[_Iterable[_Union[_types_pb2.Span, _Mapping]]] = ...) -> None: ...
 
+class ExpectSpansRequest(_message.Message):
+    __slots__ = ("rollout_id", "attempt_id", "span_ids", "ttl_ms", "withdraw")
+    ROLLOUT_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    SPAN_IDS_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    WITHDRAW_FIELD_NUMBER: _ClassVar[int]
+    rollout_id: str
+    attempt_id: str
+    span_ids: _containers.RepeatedScalarFieldContainer[str]
+    ttl_ms: int
+    withdraw: bool
+    def __init__(self, rollout_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., span_ids: _Optional[_Iterable[str]] = ..., ttl_ms: _Optional[int] = ..., withdraw: _Optional[bool] = ...) -> None: ...
+
+class ExpectSpansResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class SpanAck(_message.Message):
     __slots__ = ("rollout_id", "attempt_id", "span_id", "sequence_id", "duplicate", "attempt_status")
     ROLLOUT_ID_FIELD_NUMBER: _ClassVar[int]

@@ -100,6 +100,11 @@ class LightningStoreStub:
                 request_serializer=agl_dot_v1_dot_store__pb2.QuerySpansRequest.SerializeToString,
                 response_deserializer=agl_dot_v1_dot_store__pb2.QuerySpansResponse.FromString,
                 _registered_method=True)
+        self.ExpectSpans = channel.unary_unary(
+                '/agl.v1.LightningStore/ExpectSpans',
+                request_serializer=agl_dot_v1_dot_store__pb2.ExpectSpansRequest.SerializeToString,
+                response_deserializer=agl_dot_v1_dot_store__pb2.ExpectSpansResponse.FromString,
+                _registered_method=True)
         self.NextSpanSequenceIds = channel.unary_unary(
                 '/agl.v1.LightningStore/NextSpanSequenceIds',
                 request_serializer=agl_dot_v1_dot_store__pb2.NextSpanSequenceIdsRequest.SerializeToString,
@@ -218,6 +223,17 @@ class LightningStoreServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExpectSpans(self, request, context):
+        """Promises spans that will come through AddSpans shortly (the LLM proxy answers a call first and stores its span
+        right after). Until each promised span is stored, withdrawn, or `ttl_ms` passes, the rollout's UpdateAttempt,
+        UpdateRollout and QuerySpans wait, so an attempt cannot finish before its spans land. The promise lives in the
+        memory of the one server of a memory or SQLite store; a PostgreSQL store answers FAILED_PRECONDITION (another
+        server may take those calls), and the caller stores its spans before answering instead.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def NextSpanSequenceIds(self, request, context):
         """Allocates per-rollout span sequence ids, in request order.
         """
@@ -317,6 +333,11 @@ def add_LightningStoreServicer_to_server(servicer, server):
                     servicer.QuerySpans,
                     request_deserializer=agl_dot_v1_dot_store__pb2.QuerySpansRequest.FromString,
                     response_serializer=agl_dot_v1_dot_store__pb2.QuerySpansResponse.SerializeToString,
+            ),
+            'ExpectSpans': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExpectSpans,
+                    request_deserializer=agl_dot_v1_dot_store__pb2.ExpectSpansRequest.FromString,
+                    response_serializer=agl_dot_v1_dot_store__pb2.ExpectSpansResponse.SerializeToString,
             ),
             'NextSpanSequenceIds': grpc.unary_unary_rpc_method_handler(
                     servicer.NextSpanSequenceIds,
@@ -695,6 +716,33 @@ class LightningStore:
             '/agl.v1.LightningStore/QuerySpans',
             agl_dot_v1_dot_store__pb2.QuerySpansRequest.SerializeToString,
             agl_dot_v1_dot_store__pb2.QuerySpansResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExpectSpans(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agl.v1.LightningStore/ExpectSpans',
+            agl_dot_v1_dot_store__pb2.ExpectSpansRequest.SerializeToString,
+            agl_dot_v1_dot_store__pb2.ExpectSpansResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,72 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { StoreApi } from "../store/store-api.js";
+import type { CallScope } from "./scope-check.js";
+
+/**
+ * Whether a call's answer may end before its span is stored. Either way an attempt cannot finish before its spans
+ * land: answered first, the span is something the store already waits for.
+ */
+export interface AnswerOrder {
+  /**
+   * Called as a scoped call starts. The function it returns, called when the answer is about to end, resolves true
+   * when the answer may end first (the store will hold the attempt's finishing updates until the span lands).
+   */
+  begin(scope: CallScope, spanId: string): () => Promise<boolean>;
+  /** A span answered first could not be stored: the store need not wait for it any longer. */
+  lost(scope: CallScope, spanId: string): void;
+}
+
+const yes = async () => true;
+const no = async () => false;
+
+/**
+ * The proxy runs in the store's process and registers each span write with the store's pending writes in the same
+ * tick as it ends the answer: always answer first.
+ */
+export const inProcessOrder: AnswerOrder = { begin: () => yes, lost: () => {} };
+
+/** Store every span before its answer ends. */
+export const spanFirstOrder: AnswerOrder = { begin: () => no, lost: () => {} };
+
+/** How long a promise holds at the store; a call that outlives half of it promises its span again before answering. */
+const promiseTtlMs = 10_000;
+
+/**
+ * The store is another process: promise the span (`ExpectSpans`, a small call the store keeps in memory) as the call
+ * starts, so the promise travels while the engine works, and answer first once the store holds it; the span is
+ * stored right after. A store that cannot hold promises (PostgreSQL, or a server without the method) is asked once:
+ * from then on spans are stored first. Any other failure makes that call store its span first.
+ */
+export function promisedOrder(store: StoreApi, log: (message: string) => void): AnswerOrder {
+  let refused = false;
+  const promise = async (scope: CallScope, spanId: string): Promise<boolean> => {
+    try {
+      await store.expectSpans({ rolloutId: scope.rolloutId, attemptId: scope.attemptId, spanIds: [spanId], ttlMs: promiseTtlMs });
+      return true;
+    } catch (error) {
+      const e = ConnectError.from(error);
+      if ((e.code === Code.FailedPrecondition || e.code === Code.Unimplemented) && !refused) {
+        refused = true;
+        log(`agl proxy: the store does not hold span promises (${e.rawMessage}); each span is stored before its answer ends`);
+      }
+      return false;
+    }
+  };
+  return {
+    begin(scope, spanId) {
+      if (refused) return no;
+      let sentAt = performance.now();
+      let promised = promise(scope, spanId);
+      return () => {
+        if (performance.now() - sentAt > promiseTtlMs / 2) {
+          sentAt = performance.now();
+          promised = promise(scope, spanId);
+        }
+        return promised;
+      };
+    },
+    lost(scope, spanId) {
+      store.expectSpans({ rolloutId: scope.rolloutId, attemptId: scope.attemptId, spanIds: [spanId], withdraw: true }).catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,59 @@
+import { sleep } from "../core/retry.js";
+import type { ResourcesUpdate } from "../gen/agl/v1/types_pb.js";
+import type { StoreApi } from "../store/store-api.js";
+
+/** The current version of each resources id, for stamping calls with the resources of the rollout they serve. */
+export interface ResourceVersions {
+  /** The latest version of `resourcesId` known (one store read the first time an id is seen; 0 when it cannot be read). */
+  versionOf(resourcesId: string): Promise<number>;
+  close(): void;
+}
+
+/**
+ * Creates {@link ResourceVersions}: follows `WatchResources` so a new version of an id is known as soon as it is
+ * published, and reads an id it has not seen yet with `GetResources`. The watch is re-established when it fails.
+ */
+export function createResourceVersions(store: StoreApi, log: (message: string) => void): ResourceVersions {
+  const versions = new Map<string, number>();
+  const reading = new Map<string, Promise<number>>();
+  const closed = new AbortController();
+  const observe = (update: ResourcesUpdate) => {
+    if (update.version > (versions.get(update.resourcesId) ?? 0)) versions.set(update.resourcesId, update.version);
+  };
+  void (async () => {
+    let delayMs = 100;
+    while (!closed.signal.aborted) {
+      try {
+        for await (const update of store.watchResources({ includeLatest: false }, { signal: closed.signal })) {
+          observe(update);
+          delayMs = 100;
+        }
+      } catch (error) {
+        if (closed.signal.aborted) return;
+        log(`agl proxy: watching resource versions failed: ${String(error)}`);
+      }
+      await sleep(delayMs, { signal: closed.signal, unref: true });
+      delayMs = Math.min(delayMs * 2, 5_000);
+    }
+  })();
+  const read = async (resourcesId: string) => {
+    try {
+      observe(await store.getResources({ resourcesId }));
+    } catch (error) {
+      log(`agl proxy: cannot read the version of resources ${resourcesId}: ${String(error)}`);
+    } finally {
+      reading.delete(resourcesId);
+    }
+    return versions.get(resourcesId) ?? 0;
+  };
+  return {
+    versionOf(resourcesId) {
+      const known = versions.get(resourcesId);
+      if (known !== undefined) return Promise.resolve(known);
+      let pending = reading.get(resourcesId);
+      if (!pending) reading.set(resourcesId, (pending = read(resourcesId)));
+      return pending;
+    },
+    close: () => closed.abort(),
+  };
+}

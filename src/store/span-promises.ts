@@ -1,0 +1,108 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { ExpectSpansRequestSchema } from "../gen/agl/v1/store_pb.js";
+import { AttemptStatus, RolloutStatus } from "../gen/agl/v1/types_pb.js";
+import { requireRollout, type StoreContext } from "./context.js";
+import { failedPrecondition, invalidArgument } from "./errors.js";
+import type { StoreApi } from "./store-api.js";
+import { checkCount, checkId } from "./validate.js";
+
+const defaultTtlMs = 10_000;
+const maxTtlMs = 60_000;
+
+type Held = Pick<StoreApi, "addSpans" | "updateAttempt" | "updateRollout">;
+type PromiseMethods = Held & Pick<StoreApi, "expectSpans">;
+
+const finishingAttempt = new Set([AttemptStatus.SUCCEEDED, AttemptStatus.FAILED, AttemptStatus.TIMEOUT]);
+const finishingRollout = new Set([RolloutStatus.SUCCEEDED, RolloutStatus.FAILED]);
+
+/** Resolves when `promise` does, or rejects when the caller gives up (its deadline passed, or it went away). */
+function unlessAborted(promise: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return promise;
+  return new Promise((resolve, reject) => {
+    const abort = () => reject(new ConnectError("the caller gave up while the rollout's promised spans were still coming", Code.DeadlineExceeded));
+    if (signal.aborted) return abort();
+    signal.addEventListener("abort", abort, { once: true });
+    void promise.then(() => {
+      signal.removeEventListener("abort", abort);
+      resolve();
+    });
+  });
+}
+
+/**
+ * `ExpectSpans`: spans promised by a component in another process (the standalone LLM proxy answers a call first and
+ * stores its span right after). Until each promised span is stored (`AddSpans`), withdrawn, or its TTL passes, the
+ * updates that finish the rollout's attempt or the rollout (`UpdateAttempt` to succeeded/failed/timeout,
+ * `UpdateRollout` to succeeded/failed) wait, so an attempt cannot finish before its spans land. Heartbeats, reads and
+ * cancellation never wait. Promises live in this process: a PostgreSQL store, which other servers share, refuses them.
+ */
+export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethods {
+  const { limits } = ctx;
+  /** Per rollout and promised span id: the promise, and how to settle it. */
+  const promised = new Map<string, Map<string, { settled: Promise<void>; settle(): void }>>();
+
+  const settle = (rolloutId: string, spanId: string) => promised.get(rolloutId)?.get(spanId)?.settle();
+  const promise = (rolloutId: string, spanId: string, ttlMs: number) => {
+    settle(rolloutId, spanId); // a repeated promise replaces the earlier one
+    let spans = promised.get(rolloutId);
+    if (!spans) promised.set(rolloutId, (spans = new Map()));
+    const rolloutSpans = spans;
+    let resolve!: () => void;
+    const entry = {
+      settled: new Promise<void>((r) => (resolve = r)),
+      settle() {
+        clearTimeout(timer);
+        if (rolloutSpans.get(spanId) === entry) rolloutSpans.delete(spanId);
+        if (rolloutSpans.size === 0 && promised.get(rolloutId) === rolloutSpans) promised.delete(rolloutId);
+        resolve();
+      },
+    };
+    const timer = setTimeout(() => entry.settle(), ttlMs).unref();
+    rolloutSpans.set(spanId, entry);
+  };
+  /** Resolves once every span promised so far for the rollout has settled. */
+  const settled = (rolloutId: string, signal: AbortSignal | undefined): Promise<void> | undefined => {
+    const spans = promised.get(rolloutId);
+    if (!spans || spans.size === 0) return undefined;
+    return unlessAborted(Promise.all([...spans.values()].map((e) => e.settled)).then(() => undefined), signal);
+  };
+
+  return {
+    async expectSpans(init) {
+      const req = create(ExpectSpansRequestSchema, init);
+      checkId(req.rolloutId, "rollout_id", limits);
+      checkId(req.attemptId, "attempt_id", limits);
+      checkCount(req.spanIds.length, limits.spansPerBatch, "span_ids");
+      for (const [i, spanId] of req.spanIds.entries()) checkId(spanId, `span_ids[${i}]`, limits);
+      if (req.ttlMs > maxTtlMs) throw invalidArgument(`ttl_ms: at most ${maxTtlMs}, got ${req.ttlMs}`);
+      if (ctx.backend.name === "postgres") {
+        throw failedPrecondition("a PostgreSQL store cannot hold span promises (another server may take the rollout's updates): store the spans first");
+      }
+      if (req.withdraw) {
+        for (const spanId of req.spanIds) settle(req.rolloutId, spanId);
+      } else {
+        await ctx.read((tx) => requireRollout(tx, req.rolloutId));
+        for (const spanId of req.spanIds) promise(req.rolloutId, spanId, req.ttlMs || defaultTtlMs);
+      }
+      return { $typeName: "agl.v1.ExpectSpansResponse" };
+    },
+
+    async addSpans(init, options) {
+      const response = await held.addSpans(init, options);
+      if (promised.size > 0) for (const ack of response.acks) settle(ack.rolloutId, ack.spanId);
+      return response;
+    },
+
+    // No await when nothing is promised: the call then starts in this tick, in the order the caller made it.
+    updateAttempt(init, options) {
+      const wait = init.rolloutId && init.status !== undefined && finishingAttempt.has(init.status) ? settled(init.rolloutId, options?.signal) : undefined;
+      return wait ? wait.then(() => held.updateAttempt(init, options)) : held.updateAttempt(init, options);
+    },
+
+    updateRollout(init, options) {
+      const wait = init.rolloutId && init.status !== undefined && finishingRollout.has(init.status) ? settled(init.rolloutId, options?.signal) : undefined;
+      return wait ? wait.then(() => held.updateRollout(init, options)) : held.updateRollout(init, options);
+    },
+  };
+}
