@@ -145,7 +145,7 @@ describe("runner status transitions", () => {
     expect((await attemptsOf(id))[0]?.status).toBe(AttemptStatus.CANCELLED);
   });
 
-  it("a rollout cancelled as its agent returns: the store refuses the success once, the runner keeps going", async () => {
+  it("a rollout cancelled as its agent returns: the runner learns it as its last spans land and reports no status", async () => {
     const messages: string[] = [];
     const record = (message: string) => void messages.push(message);
     const logger = { debug: () => {}, info: record, warn: record, error: record };
@@ -153,7 +153,7 @@ describe("runner status transitions", () => {
     startRunner(
       rollout(async (task: { n: number }, _r, ctx) => {
         calls++;
-        // Cancelled after the agent's last heartbeat: the runner only learns it when it reports the end.
+        // Cancelled after the agent's last heartbeat: the runner only learns it when it settles the attempt's spans.
         if (task.n === 1) await h.client.updateRollout({ rolloutId: ctx.rolloutId, status: RolloutStatus.CANCELLED });
         return 0.5;
       }),
@@ -165,12 +165,12 @@ describe("runner status transitions", () => {
     // The runner goes on with the next rollout.
     const next = await enqueue({ n: 2 });
     expect((await waitFinished(h.client, [next]))[0]?.status).toBe(RolloutStatus.SUCCEEDED);
-    await waitFor(async () => messages.some((m) => m.includes("stays cancelled")));
     expect((await attemptsOf(cancelled)).map((a) => a.status)).toEqual([AttemptStatus.CANCELLED]);
-    // The agent's reward still landed, and the refusal was neither retried in a loop nor reported as a failure.
+    // The agent's reward still landed; the span acks told the runner, so no success was sent to be refused.
     const { spans } = await h.client.querySpans({ rolloutId: cancelled });
     expect(spans.map((s) => s.name)).toContain("agentlightning.annotation");
-    expect(messages.filter((m) => m.includes("stays cancelled"))).toHaveLength(1);
+    expect(messages.filter((m) => m.includes(cancelled) && m.includes("the store reports CANCELLED"))).toHaveLength(1);
+    expect(messages.filter((m) => m.includes("stays cancelled"))).toEqual([]);
     expect(messages.filter((m) => m.includes("could not report"))).toEqual([]);
     expect(calls).toBe(2);
   });

@@ -1,0 +1,57 @@
+/** Reporting an attempt's end to a real store server, when the store has already finished the attempt. */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AttemptStatus, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
+import { finishAttempt } from "../../src/runner/finish-attempt.js";
+import { claimAttempt, type StoreHarness, startStoreHarness } from "../support/store-harness.js";
+
+let h: StoreHarness;
+beforeEach(async () => {
+  h = await startStoreHarness();
+});
+afterEach(async () => {
+  await h.close();
+});
+
+function recordingLogger() {
+  const messages: string[] = [];
+  const record = (message: string) => void messages.push(message);
+  return { messages, debug: record, info: record, warn: record, error: record };
+}
+
+describe("finishAttempt", () => {
+  it("a cancelled attempt stays cancelled: the refused status is dropped once and the metadata still lands", async () => {
+    const ids = await claimAttempt(h.client);
+    await h.client.updateRollout({ rolloutId: ids.rolloutId, status: RolloutStatus.CANCELLED });
+    const logger = recordingLogger();
+    await finishAttempt(h.client, {
+      ...ids,
+      outcome: { end: "failed", error: { type: "Error", message: "boom" }, spans: [], lateSpans: 0, agentMs: 1 },
+      droppedSpans: 2,
+      metadata: { kept: true },
+      settledByStore: false,
+      retryForMs: 5_000,
+      logger,
+    });
+    const [attempt] = (await h.client.queryAttempts({ rolloutId: ids.rolloutId })).attempts;
+    expect(attempt?.status).toBe(AttemptStatus.CANCELLED);
+    expect(attempt?.metadata).toMatchObject({ kept: true, spans_dropped: 2, error: { type: "Error", message: "boom" } });
+    expect((await h.client.getRollout({ rolloutId: ids.rolloutId })).status).toBe(RolloutStatus.CANCELLED);
+    expect(logger.messages.filter((m) => m.includes("stays cancelled"))).toHaveLength(1);
+  });
+
+  it("any other refusal is the caller's to handle", async () => {
+    const ids = await claimAttempt(h.client);
+    await expect(
+      finishAttempt(h.client, {
+        rolloutId: ids.rolloutId,
+        attemptId: "no-such-attempt",
+        outcome: { end: "succeeded", spans: [], lateSpans: 0, agentMs: 1 },
+        droppedSpans: 0,
+        metadata: {},
+        settledByStore: false,
+        retryForMs: 1_000,
+        logger: recordingLogger(),
+      }),
+    ).rejects.toThrow(/not.?found|no-such-attempt/i);
+  });
+});
