@@ -26,8 +26,9 @@ export interface HeartbeatOptions<A extends AttemptRef> {
 /** The heartbeats of a runner. */
 export interface Heartbeats<A> {
   /**
-   * Resolves once no heartbeat of `attempt` is in flight. An attempt's end waits for it (after leaving `attempts()`):
-   * a heartbeat landing after a hand-back would make the store derive the rollout's status from the cancelled attempt.
+   * Resolves once no heartbeat of `attempt` is in flight. An attempt's end waits for it (after leaving `attempts()`),
+   * so the end is the attempt's last word to the store (the store itself never lets a status-less update move a
+   * handed-back rollout).
    */
   quiet(attempt: A): Promise<void>;
   stop(): void;

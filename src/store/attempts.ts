@@ -89,8 +89,12 @@ export function attemptMethods(ctx: StoreContext): AttemptMethods {
         if (req.workerId !== undefined) attempt.workerId = req.workerId;
         if (req.lastHeartbeatTime !== undefined) attempt.lastHeartbeatTime = req.lastHeartbeatTime;
         if (req.metadata !== undefined) attempt.metadata = req.metadata;
+        const before = attempt.status;
         if (req.status !== undefined) setAttemptStatus(attempt, req.status, now);
-        await settleAttempt(tx, rollout, attempt, attempt.sequenceId === latest.sequenceId, now);
+        // Only a new status moves the rollout: a heartbeat, metadata or a repeated status after a hand-back (the
+        // attempt cancelled, the rollout requeuing) must not re-derive the rollout from that cancelled attempt.
+        const moved = attempt.status !== before && attempt.sequenceId === latest.sequenceId;
+        await settleAttempt(tx, rollout, attempt, moved, now);
         if (req.workerId || req.status !== undefined) await syncAttemptWorker(tx, attempt, now);
         return attempt;
       });

@@ -29,12 +29,13 @@ export function setAttemptStatus(attempt: Attempt, status: AttemptStatus, now: n
 }
 
 /**
- * Stores a changed attempt and propagates it: when it is the rollout's latest attempt and the rollout is not
- * finished, the rollout takes the derived status. Finished rollouts never change here (they are sticky).
+ * Stores a changed attempt and propagates it: when `drivesRollout` (the rollout's latest attempt took a new status)
+ * and the rollout is not finished, the rollout takes the derived status. Finished rollouts never change here (they
+ * are sticky).
  */
-export async function settleAttempt(tx: StorageTx, rollout: Rollout, attempt: Attempt, isLatest: boolean, now: number) {
+export async function settleAttempt(tx: StorageTx, rollout: Rollout, attempt: Attempt, drivesRollout: boolean, now: number) {
   await tx.putAttempt(attempt);
-  if (!isLatest || isFinished(rollout.status)) return;
+  if (!drivesRollout || isFinished(rollout.status)) return;
   const derived = deriveRolloutStatus(rollout, attempt);
   if (derived !== rollout.status) await writeRolloutStatus(tx, rollout, derived, now);
 }

@@ -199,6 +199,35 @@ describe.each(backends)("state machine [$name]", (def) => {
     expect(attempts.map((a) => a.status)).toEqual([AttemptStatus.FAILED, AttemptStatus.SUCCEEDED]);
   });
 
+  it("an update that leaves the latest attempt's status as it was never moves the rollout: a handed-back rollout stays requeuing", async () => {
+    const { store, clock } = await openStore(def);
+    const { rolloutId, attemptId } = await startRollout(store);
+    await addSpan(store, rolloutId, attemptId);
+    await store.updateRollout({ rolloutId, status: RolloutStatus.REQUEUING });
+    expect((await store.getLatestAttempt({ rolloutId })).attempt?.status).toBe(AttemptStatus.CANCELLED);
+    // A heartbeat in flight during the hand-back, the runner's metadata-only report, and a retried cancelled status.
+    await store.updateAttempt({ rolloutId, attemptId, lastHeartbeatTime: clock.t });
+    await store.updateAttempt({ rolloutId, attemptId, metadata: { handed_back: "the runner shut down" } });
+    await store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.CANCELLED });
+    const r = await store.getRollout({ rolloutId });
+    expect(r.status).toBe(RolloutStatus.REQUEUING);
+    expect(r.endTime).toBeUndefined();
+    const [again] = (await store.dequeueRollouts({})).rollouts;
+    expect(again?.rolloutId).toBe(rolloutId);
+    expect(again?.latestAttempt?.sequenceId).toBe(2);
+  });
+
+  it("a heartbeat-only update leaves a running rollout running, and a new status still moves it", async () => {
+    const { store, clock } = await openStore(def);
+    const { rolloutId, attemptId } = await startRollout(store);
+    await addSpan(store, rolloutId, attemptId);
+    clock.advance(1);
+    await store.updateAttempt({ rolloutId, attemptId, lastHeartbeatTime: clock.t });
+    expect((await store.getRollout({ rolloutId })).status).toBe(RolloutStatus.RUNNING);
+    await store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
+    expect((await store.getRollout({ rolloutId })).status).toBe(RolloutStatus.SUCCEEDED);
+  });
+
   it("updates of a non-latest attempt never change the rollout", async () => {
     const { store } = await openStore(def);
     const { rolloutId, attemptIds } = await rolloutWithAttempts(store, 3);
