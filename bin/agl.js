@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 if (Number(process.versions.node.split(".")[0]) < 22) {
   console.error(
     `agl needs Node 22, 24 or 26; this is ${process.version}, past its end of life. In a checkout, run it through make ` +
-      "or put the Node that make installs first on PATH: PATH=\"$(scripts/node-toolchain.sh install)/bin:$PATH\"",
+      'or put the Node that make installs first on PATH: PATH="$(scripts/node-toolchain.sh install)/bin:$PATH"',
   );
   process.exit(1);
 }

@@ -31,7 +31,13 @@ export type { ApoBudget, BudgetUsage, RoundCost, SearchShape } from "./algorithm
 
 /** The optimizer LLM's client and the rollout evaluator, replaceable through `OptimizerOptions.client` and `ApoOptions.evaluator`. */
 export { createOptimizerClient } from "./algorithm/apo/optimizer-client.js";
-export type { OptimizerClient, OptimizerClientOptions, OptimizerRequest, OptimizerAnswer, OptimizerMessage } from "./algorithm/apo/optimizer-client.js";
+export type {
+  OptimizerClient,
+  OptimizerClientOptions,
+  OptimizerRequest,
+  OptimizerAnswer,
+  OptimizerMessage,
+} from "./algorithm/apo/optimizer-client.js";
 export { createStoreEvaluator } from "./algorithm/apo/store-evaluator.js";
 export type { RolloutEvaluator, EvaluationRequest, StoreEvaluatorOptions } from "./algorithm/apo/store-evaluator.js";
 export type { RolloutOutcome, OutcomeStatus, ExperimentsFormat } from "./algorithm/apo/rollout-outcome.js";

@@ -34,7 +34,12 @@ function trace(r: number): Span[] {
   let seq = 0;
   const span = (spanId: string, parentId: string, name: string, attributes: Span["attributes"]) =>
     create(SpanSchema, { ...base, sequenceId: ++seq, spanId, parentId, name, attributes, startTime: seq, endTime: seq + 0.5 });
-  const spans = [span("a000000000000000", "", "invoke_agent solver", { [sc.GEN_AI_OPERATION_NAME]: attr.string("invoke_agent"), [sc.GEN_AI_AGENT_NAME]: attr.string("solver") })];
+  const spans = [
+    span("a000000000000000", "", "invoke_agent solver", {
+      [sc.GEN_AI_OPERATION_NAME]: attr.string("invoke_agent"),
+      [sc.GEN_AI_AGENT_NAME]: attr.string("solver"),
+    }),
+  ];
   let prompt = ids(promptLength, r);
   for (let turn = 0; turn < 3; turn++) {
     const response = ids(responseLength, r * 10 + turn);
@@ -73,12 +78,20 @@ function measure(label: string, options: TripletAdapterOptions) {
   }
   const seconds = best / 1000;
   console.log(
-    `${label.padEnd(34)} ${Math.round(spanCount / seconds).toLocaleString("en-US").padStart(10)} spans/s  ` +
-      `${Math.round(callCount / seconds).toLocaleString("en-US").padStart(9)} LLM calls/s  ${Math.round(rollouts / seconds).toLocaleString("en-US").padStart(8)} rollouts/s  (${triplets} triplets)`,
+    `${label.padEnd(34)} ${Math.round(spanCount / seconds)
+      .toLocaleString("en-US")
+      .padStart(10)} spans/s  ` +
+      `${Math.round(callCount / seconds)
+        .toLocaleString("en-US")
+        .padStart(9)} LLM calls/s  ${Math.round(rollouts / seconds)
+        .toLocaleString("en-US")
+        .padStart(8)} rollouts/s  (${triplets} triplets)`,
   );
 }
 
-console.log(`${rollouts} rollouts × ${spanCount / rollouts} spans; prompts ${promptLength}→${promptLength + 2 * (responseLength + observationLength)} ids, responses ${responseLength}; best of ${args.rounds}`);
+console.log(
+  `${rollouts} rollouts × ${spanCount / rollouts} spans; prompts ${promptLength}→${promptLength + 2 * (responseLength + observationLength)} ids, responses ${responseLength}; best of ${args.rounds}`,
+);
 measure("transition", { mode: "transition" });
 measure("trajectory", { mode: "trajectory" });
 measure("transition, no hierarchy repair", { mode: "transition", repairHierarchy: false });

@@ -58,7 +58,10 @@ function createIntervals() {
 
 /** The time in [a, b] covered by at least one of `spans`. */
 function covered(spans: readonly [number, number][], a: number, b: number): number {
-  const clipped = spans.map(([s, e]) => [Math.max(s, a), Math.min(e, b)] as const).filter(([s, e]) => e > s).sort((x, y) => x[0] - y[0]);
+  const clipped = spans
+    .map(([s, e]) => [Math.max(s, a), Math.min(e, b)] as const)
+    .filter(([s, e]) => e > s)
+    .sort((x, y) => x[0] - y[0]);
   let total = 0;
   let end = Number.NEGATIVE_INFINITY;
   for (const [s, e] of clipped) {
@@ -74,7 +77,12 @@ const server = await startStoreServer({ store, port: 0 });
 const client = createStoreClient({ baseUrl: server.url });
 const agentLlm = await startFakeLlmServer({ model: "agent-model", policy: agentPolicy });
 const optimizerLlm = await startFakeLlmServer({ model: "opt-model", policy: optimizerPolicy });
-const executor = createPoolExecutor({ agentModule, workers: Number(args.workers), concurrency: Number(args.concurrency), logger: silentLogger });
+const executor = createPoolExecutor({
+  agentModule,
+  workers: Number(args.workers),
+  concurrency: Number(args.concurrency),
+  logger: silentLogger,
+});
 const runner = createRunner({ store: client, executor, pollWaitSeconds: 1, logger: silentLogger });
 const running = runner.run();
 
@@ -88,12 +96,25 @@ const timedStore = new Proxy(client, {
   },
 }) as StoreApi;
 const baseOptimizer = createOptimizerClient({ baseUrl: optimizerLlm.url });
-const optimizer: OptimizerClient = { ...baseOptimizer, complete: (request, signal) => calls.time(() => baseOptimizer.complete(request, signal)) };
+const optimizer: OptimizerClient = {
+  ...baseOptimizer,
+  complete: (request, signal) => calls.time(() => baseOptimizer.complete(request, signal)),
+};
 
 // Warm the worker threads up (each loads the agent module on its first task).
 await createStoreEvaluator({ store: client, runId: "warm", resume: false }).evaluate({
-  key: "warm", resourcesId: (await client.addResources({ resources: { llm: { kind: { case: "llm", value: { endpoint: agentLlm.url, model: "agent-model" } } }, prompt: { kind: { case: "promptTemplate", value: { template: "{q}", engine: TemplateEngine.F_STRING } } } } })).resourcesId,
-  mode: "val", tasks: hintTasks(64).map((input, index) => ({ index, input })), withMessages: false,
+  key: "warm",
+  resourcesId: (
+    await client.addResources({
+      resources: {
+        llm: { kind: { case: "llm", value: { endpoint: agentLlm.url, model: "agent-model" } } },
+        prompt: { kind: { case: "promptTemplate", value: { template: "{q}", engine: TemplateEngine.F_STRING } } },
+      },
+    })
+  ).resourcesId,
+  mode: "val",
+  tasks: hintTasks(64).map((input, index) => ({ index, input })),
+  withMessages: false,
 });
 
 const marks = new Map<string, number>();
@@ -119,7 +140,9 @@ const report = await runApo({
 });
 const total = performance.now() - started;
 
-console.log(`APO: beam ${args.beam} × branch ${args.branch}, batch ${args.batch}, val batch ${args["val-batch"]}, train ${args.train}, val ${args.val}; pool ${args.workers} workers × ${args.concurrency}; zero-latency scripted LLMs`);
+console.log(
+  `APO: beam ${args.beam} × branch ${args.branch}, batch ${args.batch}, val batch ${args["val-batch"]}, train ${args.train}, val ${args.val}; pool ${args.workers} workers × ${args.concurrency}; zero-latency scripted LLMs`,
+);
 console.log("round   wall ms  rollouts  calls  rollouts in flight ms  optimizer ms  APO overhead ms  overhead/rollout ms");
 let previous = { rollouts: report.rounds.length > 0 ? (report.baseline === undefined ? 0 : Number(args.val)) : 0, optimizerCalls: 0 };
 for (const round of report.rounds) {
@@ -137,11 +160,20 @@ for (const round of report.rounds) {
   previous = { rollouts: round.used.rollouts, optimizerCalls: round.used.optimizerCalls };
 }
 const waitTotal = covered(waits.spans, started, started + total);
-console.log(`whole run: ${total.toFixed(0)} ms, ${report.budget.used.rollouts} rollouts, ${report.budget.used.optimizerCalls} optimizer calls; ` +
-  `${(report.budget.used.rollouts / (waitTotal / 1000)).toFixed(0)} rollouts/s while rollouts were in flight`);
+console.log(
+  `whole run: ${total.toFixed(0)} ms, ${report.budget.used.rollouts} rollouts, ${report.budget.used.optimizerCalls} optimizer calls; ` +
+    `${(report.budget.used.rollouts / (waitTotal / 1000)).toFixed(0)} rollouts/s while rollouts were in flight`,
+);
 
 // One saturated batch straight through the store and the pool.
-const resourcesId = (await client.addResources({ resources: { llm: { kind: { case: "llm", value: { endpoint: agentLlm.url, model: "agent-model" } } }, prompt: { kind: { case: "promptTemplate", value: { template: "{q} hint-a", engine: TemplateEngine.F_STRING } } } } })).resourcesId;
+const resourcesId = (
+  await client.addResources({
+    resources: {
+      llm: { kind: { case: "llm", value: { endpoint: agentLlm.url, model: "agent-model" } } },
+      prompt: { kind: { case: "promptTemplate", value: { template: "{q} hint-a", engine: TemplateEngine.F_STRING } } },
+    },
+  })
+).resourcesId;
 const n = Number(args.saturate);
 const reads = createIntervals();
 const satWaits = createIntervals();
@@ -154,7 +186,13 @@ const satStore = new Proxy(client, {
   },
 }) as StoreApi;
 const t0 = performance.now();
-await createStoreEvaluator({ store: satStore, runId: "sat", resume: false }).evaluate({ key: "sat", resourcesId, mode: "val", tasks: hintTasks(n).map((input, index) => ({ index, input })), withMessages: false });
+await createStoreEvaluator({ store: satStore, runId: "sat", resume: false }).evaluate({
+  key: "sat",
+  resourcesId,
+  mode: "val",
+  tasks: hintTasks(n).map((input, index) => ({ index, input })),
+  withMessages: false,
+});
 const t1 = performance.now();
 const seconds = (t1 - t0) / 1000;
 console.log(

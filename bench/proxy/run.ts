@@ -70,11 +70,15 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 function timedPost(url: string, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const start = performance.now();
-    const req = http.request(url, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
-      if (res.statusCode !== 200) reject(new Error(`${url}: ${res.statusCode}`));
-      res.on("data", () => {});
-      res.on("end", () => resolve(performance.now() - start));
-    });
+    const req = http.request(
+      url,
+      { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+      (res) => {
+        if (res.statusCode !== 200) reject(new Error(`${url}: ${res.statusCode}`));
+        res.on("data", () => {});
+        res.on("end", () => resolve(performance.now() - start));
+      },
+    );
     req.on("error", reject);
     req.end(body);
   });
@@ -86,7 +90,9 @@ const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, 
 function cpuMs(pid: number): { user: number; system: number } {
   try {
     // Fields 14 and 15 (utime, stime) after the parenthesized command name, in clock ticks of 10 ms.
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /s, "").split(" ");
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8")
+      .replace(/^.*\) /s, "")
+      .split(" ");
     return { user: Number(fields[11]) * 10, system: Number(fields[12]) * 10 };
   } catch {
     return { user: Number.NaN, system: Number.NaN };
@@ -100,7 +106,11 @@ async function series(pids: number[], url: string, body: string): Promise<{ sort
   const before = cpu();
   for (let i = 0; i < requests; i++) out.push(await timedPost(url, body));
   const after = cpu();
-  return { sorted: out.sort((a, b) => a - b), user: (after.user - before.user) / requests, system: (after.system - before.system) / requests };
+  return {
+    sorted: out.sort((a, b) => a - b),
+    user: (after.user - before.user) / requests,
+    system: (after.system - before.system) / requests,
+  };
 }
 
 type Row = [string, Awaited<ReturnType<typeof series>>];
@@ -118,11 +128,17 @@ async function measure(mode: "serve" | "standalone"): Promise<{ rows: Row[]; spa
   const processes: ServerProcess[] = [];
   try {
     const fixed = ["--backend", engine.url, "--model", "fake-model"];
-    const server = await startServerProcess(mode === "serve" ? [...storage, "--proxy-backend", engine.url, "--proxy-model", "fake-model"] : storage, processOptions(`${mode}-store`));
+    const server = await startServerProcess(
+      mode === "serve" ? [...storage, "--proxy-backend", engine.url, "--proxy-model", "fake-model"] : storage,
+      processOptions(`${mode}-store`),
+    );
     processes.push(server);
     let proxyUrl = server.url;
     if (mode === "standalone") {
-      const proxy = await startServerProcess(["--store", server.url, ...fixed, ...(args["spans-first"] ? ["--spans-first"] : [])], { ...processOptions("proxy"), command: "proxy" });
+      const proxy = await startServerProcess(["--store", server.url, ...fixed, ...(args["spans-first"] ? ["--spans-first"] : [])], {
+        ...processOptions("proxy"),
+        command: "proxy",
+      });
       processes.push(proxy);
       proxyUrl = proxy.url;
     }
@@ -135,17 +151,19 @@ async function measure(mode: "serve" | "standalone"): Promise<{ rows: Row[]; spa
         { role: "system", content: "You are a helpful assistant. ".repeat(20) },
         { role: "user", content: "Tell me about foxes. ".repeat(10) },
       ];
-      const paths = [false, true].flatMap((stream) => {
-        const clientBody = JSON.stringify({ model: "fake-model", messages, stream });
-        // The engine gets exactly what the proxy would send it, so both paths cost the engine the same.
-        const engineBody = JSON.stringify({ model: "fake-model", messages, stream, return_token_ids: true, logprobs: true });
-        const kind = stream ? "streamed" : "whole";
-        return [
-          { name: `direct, ${kind}`, url: `${engine.url}/chat/completions`, body: engineBody },
-          { name: `proxy, ${kind}`, url: `${scoped}/chat/completions`, body: clientBody },
-          { name: `proxy unattributed, ${kind}`, url: `${proxyUrl}/v1/chat/completions`, body: clientBody },
-        ];
-      }).filter((path) => !args.only || new RegExp(args.only).test(path.name));
+      const paths = [false, true]
+        .flatMap((stream) => {
+          const clientBody = JSON.stringify({ model: "fake-model", messages, stream });
+          // The engine gets exactly what the proxy would send it, so both paths cost the engine the same.
+          const engineBody = JSON.stringify({ model: "fake-model", messages, stream, return_token_ids: true, logprobs: true });
+          const kind = stream ? "streamed" : "whole";
+          return [
+            { name: `direct, ${kind}`, url: `${engine.url}/chat/completions`, body: engineBody },
+            { name: `proxy, ${kind}`, url: `${scoped}/chat/completions`, body: clientBody },
+            { name: `proxy unattributed, ${kind}`, url: `${proxyUrl}/v1/chat/completions`, body: clientBody },
+          ];
+        })
+        .filter((path) => !args.only || new RegExp(args.only).test(path.name));
       // Every path is warmed up before any is measured: otherwise the first proxied row pays for compiling the
       // server's code and growing its heap (measured: about 0.1 ms of server CPU per call, and the latency with it).
       for (const path of paths) for (let i = 0; i < warmup; i++) await timedPost(path.url, path.body);
@@ -176,7 +194,10 @@ console.log(
   `${requests} sequential calls per row (after ${warmup} warm-up calls of every row), ~800 prompt and ~85 response tokens, engine latency ${args["engine-ms"]} ms, ${args.compiled ? "compiled" : "tsx"} processes, ${args.backend} store`,
 );
 for (const [mode, { rows, spans }] of results) {
-  const title = mode === "serve" ? "agl serve --proxy-backend (one process)" : `agl proxy${args["spans-first"] ? " --spans-first" : ""} (own process) + agl serve`;
+  const title =
+    mode === "serve"
+      ? "agl serve --proxy-backend (one process)"
+      : `agl proxy${args["spans-first"] ? " --spans-first" : ""} (own process) + agl serve`;
   console.log(`\n${title}`);
   console.log("path                                p50 ms   p90 ms   p99 ms   server CPU ms/call (user + system)");
   for (const [name, { sorted, user, system }] of rows) {
@@ -187,7 +208,9 @@ for (const [mode, { rows, spans }] of results) {
     const direct = rows.find(([n]) => n === `direct, ${kind}`)?.[1].sorted;
     const proxied = rows.find(([n]) => n === `proxy, ${kind}`)?.[1].sorted;
     if (!direct || !proxied) continue;
-    console.log(`added by the proxy (${kind}): p50 ${(pct(proxied, 50) - pct(direct, 50)).toFixed(3)} ms, p99 ${(pct(proxied, 99) - pct(direct, 99)).toFixed(3)} ms`);
+    console.log(
+      `added by the proxy (${kind}): p50 ${(pct(proxied, 50) - pct(direct, 50)).toFixed(3)} ms, p99 ${(pct(proxied, 99) - pct(direct, 99)).toFixed(3)} ms`,
+    );
   }
   console.log(`spans stored for the scoped calls: ${spans}`);
 }

@@ -40,7 +40,12 @@ function processCpuMs(pid: number): number {
   }
 }
 
-async function session(makeExecutor: () => AttemptExecutor, inputs: unknown[], label: string, extra: (wallMs: number, events: AttemptEndEvent[]) => string[]) {
+async function session(
+  makeExecutor: () => AttemptExecutor,
+  inputs: unknown[],
+  label: string,
+  extra: (wallMs: number, events: AttemptEndEvent[]) => string[],
+) {
   // The store runs as its own process (`agl serve --memory`), as in a deployment.
   const server = await startServerProcess(["--memory"]);
   const client = createStoreClient({ baseUrl: server.url });
@@ -107,12 +112,31 @@ const only = process.env.BENCH_ONLY?.split(",");
 const wanted = (id: string) => !only || only.includes(id);
 const noops = Array.from({ length: n }, () => ({ ms: 0 }));
 // One rollout at a time isolates the per-rollout cost from queueing behind other rollouts.
-if (wanted("1a")) await session(() => createPoolExecutor({ agentModule: agents, exportName: "noop", workers: 1, concurrency: 1, logger: silentLogger }), noops.slice(0, 500), "1a. no-op agent, pool of 1 thread × 1 (sequential: per-rollout latency)", overheadLines);
-if (wanted("1b")) await session(() => createPoolExecutor({ agentModule: agents, exportName: "noop", workers: 2, concurrency: 64, logger: silentLogger }), noops, "1b. no-op agent, pool of 2 threads × 64 (throughput)", overheadLines);
-if (wanted("1c")) await session(() => createInProcessExecutor({ agent: noop, concurrency: 64 }), noops, "1c. no-op agent, on the runner's thread × 64", overheadLines);
-if (wanted("2")) await session(
-  () => createPoolExecutor({ agentModule: agents, exportName: "waiter", workers: 2, concurrency: 500, logger: silentLogger }),
-  Array.from({ length: 1_000 }, () => ({ ms: 1_000 })),
-  "2. 1,000 I/O-bound rollouts (each awaits 1 s), pool of 2 threads × 500",
-  (wallMs) => [`target: < 3 s wall, RSS < 1 GiB → ${wallMs < 3_000 ? "met" : "NOT met"} (wall)`],
-);
+if (wanted("1a"))
+  await session(
+    () => createPoolExecutor({ agentModule: agents, exportName: "noop", workers: 1, concurrency: 1, logger: silentLogger }),
+    noops.slice(0, 500),
+    "1a. no-op agent, pool of 1 thread × 1 (sequential: per-rollout latency)",
+    overheadLines,
+  );
+if (wanted("1b"))
+  await session(
+    () => createPoolExecutor({ agentModule: agents, exportName: "noop", workers: 2, concurrency: 64, logger: silentLogger }),
+    noops,
+    "1b. no-op agent, pool of 2 threads × 64 (throughput)",
+    overheadLines,
+  );
+if (wanted("1c"))
+  await session(
+    () => createInProcessExecutor({ agent: noop, concurrency: 64 }),
+    noops,
+    "1c. no-op agent, on the runner's thread × 64",
+    overheadLines,
+  );
+if (wanted("2"))
+  await session(
+    () => createPoolExecutor({ agentModule: agents, exportName: "waiter", workers: 2, concurrency: 500, logger: silentLogger }),
+    Array.from({ length: 1_000 }, () => ({ ms: 1_000 })),
+    "2. 1,000 I/O-bound rollouts (each awaits 1 s), pool of 2 threads × 500",
+    (wallMs) => [`target: < 3 s wall, RSS < 1 GiB → ${wallMs < 3_000 ? "met" : "NOT met"} (wall)`],
+  );

@@ -153,9 +153,7 @@ async function runner(index: number, total: number) {
   // Runners are split evenly across the connections, and so across the servers.
   const client = clients[index % clients.length]!;
   while (done < total) {
-    const { rollouts } = await timed("DequeueRollouts", () =>
-      client.dequeueRollouts({ workerId, limit: dequeueBatch, waitSeconds: 0.2 }),
-    );
+    const { rollouts } = await timed("DequeueRollouts", () => client.dequeueRollouts({ workerId, limit: dequeueBatch, waitSeconds: 0.2 }));
     await Promise.all(rollouts.map((r) => runOne(client, r.rolloutId, r.latestAttempt?.attemptId ?? "")));
   }
 }
@@ -194,7 +192,9 @@ if (servers.length > 0) {
   console.log(`server peak RSS: ${(peakRss / 2 ** 20).toFixed(0)} MiB${servers.length > 1 ? " (largest server)" : ""}`);
   // CPU per rollout does not depend on what else the machine runs, unlike rollouts/s.
   const perRollout = (cpu: number) => ((cpu / done) * 1000).toFixed(3);
-  console.log(`CPU per rollout: server${servers.length > 1 ? "s" : ""} ${perRollout(serverCpu)} ms, load generator ${perRollout(clientCpu)} ms`);
+  console.log(
+    `CPU per rollout: server${servers.length > 1 ? "s" : ""} ${perRollout(serverCpu)} ms, load generator ${perRollout(clientCpu)} ms`,
+  );
 }
 
 for (const c of clients) c.close();

@@ -20,7 +20,11 @@ import { createStore } from "../../src/store/store.js";
 import { createTripletClient } from "../../src/triplets/triplet-client.js";
 
 const { values: args } = parseArgs({
-  options: { rollouts: { type: "string", default: "2000" }, prompt: { type: "string", default: "600" }, response: { type: "string", default: "60" } },
+  options: {
+    rollouts: { type: "string", default: "2000" },
+    prompt: { type: "string", default: "600" },
+    response: { type: "string", default: "60" },
+  },
 });
 const total = Number(args.rollouts);
 const promptLength = Number(args.prompt);
@@ -56,16 +60,30 @@ for (let done = 0; done < total; done += 200) {
       });
       prompt = [...prompt, ...response, ...ids(40, turn)];
     }
-    spans.push({ rolloutId: r.rolloutId, attemptId, spanId: "f000000000000000", name: sc.AGL_ANNOTATION, attributes: { [sc.rewardValueKey(0)]: attr.double(1) } });
+    spans.push({
+      rolloutId: r.rolloutId,
+      attemptId,
+      spanId: "f000000000000000",
+      name: sc.AGL_ANNOTATION,
+      attributes: { [sc.rewardValueKey(0)]: attr.double(1) },
+    });
     await store.updateAttempt({ rolloutId: r.rolloutId, attemptId, status: AttemptStatus.SUCCEEDED, spans });
   }
 }
 
 const python = `${repoRoot}python-bridge/.venv/bin/python`;
 const address = new URL(server.url).host;
-console.log(`${total} finished rollouts × 3 calls; prompts ${promptLength}→${promptLength + 2 * (responseLength + 40)} ids, responses ${responseLength}`);
-for (const [label, mode] of [["transition", TripletMode.TRANSITION], ["trajectory", TripletMode.TRAJECTORY]] as const) {
-  const { stdout } = await promisify(execFile)(python, [`${repoRoot}bench/triplets/consume.py`, address, String(mode)], { cwd: `${repoRoot}python-bridge`, maxBuffer: 1 << 20 });
+console.log(
+  `${total} finished rollouts × 3 calls; prompts ${promptLength}→${promptLength + 2 * (responseLength + 40)} ids, responses ${responseLength}`,
+);
+for (const [label, mode] of [
+  ["transition", TripletMode.TRANSITION],
+  ["trajectory", TripletMode.TRAJECTORY],
+] as const) {
+  const { stdout } = await promisify(execFile)(python, [`${repoRoot}bench/triplets/consume.py`, address, String(mode)], {
+    cwd: `${repoRoot}python-bridge`,
+    maxBuffer: 1 << 20,
+  });
   const py = JSON.parse(stdout) as { rollouts: number; triplets: number; ids: number; seconds: number };
   const client = createTripletClient({ baseUrl: server.url });
   const start = performance.now();
@@ -73,7 +91,10 @@ for (const [label, mode] of [["transition", TripletMode.TRANSITION], ["trajector
   for await (const m of client.streamTriplets({ options: { mode } })) triplets += m.rollout?.triplets.length ?? 0;
   const tsSeconds = (performance.now() - start) / 1000;
   client.close();
-  const rate = (n: number, s: number) => Math.round(n / s).toLocaleString("en-US").padStart(9);
+  const rate = (n: number, s: number) =>
+    Math.round(n / s)
+      .toLocaleString("en-US")
+      .padStart(9);
   console.log(
     `${label.padEnd(10)} python: ${rate(py.triplets, py.seconds)} triplets/s ${rate(py.ids, py.seconds)} ids/s ${rate(py.rollouts, py.seconds)} rollouts/s` +
       `  | typescript: ${rate(triplets, tsSeconds)} triplets/s`,

@@ -37,7 +37,11 @@ const tools: OpenAI.ChatCompletionTool[] = [
 export default rollout(async function calculator(task: CalculatorTask, resources, ctx) {
   const llm = resources.llm();
   // The fetch wrapper records each call (and the token ids vLLM-style engines return) as a span of this rollout.
-  const client = new OpenAI({ baseURL: llm.endpoint, apiKey: llm.apiKey ?? process.env.OPENAI_API_KEY ?? "none", fetch: createTracingFetch() });
+  const client = new OpenAI({
+    baseURL: llm.endpoint,
+    apiKey: llm.apiKey ?? process.env.OPENAI_API_KEY ?? "none",
+    fetch: createTracingFetch(),
+  });
   const messages: OpenAI.ChatCompletionMessageParam[] = [
     { role: "system", content: "Solve the problem with the calculate tool, then reply with the number only." },
     { role: "user", content: task.question },

@@ -67,9 +67,12 @@ export function roomTable(task: BookingTask): string {
 /** The room an answer names: the last `ROOM: X` line, else the last room (or "none") mentioned. */
 export function answeredRoom(answer: string): string | undefined {
   const tagged = [...answer.matchAll(/ROOM:\s*\**\s*([A-Za-z]+)/gi)].at(-1)?.[1];
-  const pick = (word: string) => (/^(none|no)$/i.test(word) ? "none" : ROOMS.find((r) => r.name.toLowerCase() === word.toLowerCase())?.name);
+  const pick = (word: string) =>
+    /^(none|no)$/i.test(word) ? "none" : ROOMS.find((r) => r.name.toLowerCase() === word.toLowerCase())?.name;
   if (tagged) return pick(tagged);
-  const names = [...answer.matchAll(/\b([A-Za-z]+)\b/g)].map((m) => (/^no room$/i.test(m[1] ?? "") ? "none" : pick(m[1] ?? ""))).filter(Boolean);
+  const names = [...answer.matchAll(/\b([A-Za-z]+)\b/g)]
+    .map((m) => (/^no room$/i.test(m[1] ?? "") ? "none" : pick(m[1] ?? "")))
+    .filter(Boolean);
   if (/\bno (suitable )?room\b/i.test(answer)) names.push("none");
   return names.at(-1);
 }
@@ -86,8 +89,14 @@ export function grade(task: BookingTask, answer: string): { reward: number; feed
   if (chosen === "none") return { reward: 0, feedback: `answered that no room fits, but ${expected} fits` };
   const room = ROOMS.find((r) => r.name === chosen) as Room;
   const why = violation(room, task);
-  if (why) return { reward: 0, feedback: `chose ${chosen}, but ${why}; expected ${expected === "none" ? "no room (nothing fits)" : expected}` };
+  if (why)
+    return { reward: 0, feedback: `chose ${chosen}, but ${why}; expected ${expected === "none" ? "no room (nothing fits)" : expected}` };
   const best = ROOMS.find((r) => r.name === expected) as Room;
-  const rule = best.seats < room.seats ? `it has fewer seats (${best.seats} vs ${room.seats})` : best.distanceM < room.distanceM ? `it seats the same and is nearer (${best.distanceM} m vs ${room.distanceM} m)` : "it comes first alphabetically among equal rooms";
+  const rule =
+    best.seats < room.seats
+      ? `it has fewer seats (${best.seats} vs ${room.seats})`
+      : best.distanceM < room.distanceM
+        ? `it seats the same and is nearer (${best.distanceM} m vs ${room.distanceM} m)`
+        : "it comes first alphabetically among equal rooms";
   return { reward: 0.3, feedback: `chose ${chosen}, which fits, but ${expected} should be preferred because ${rule}` };
 }

@@ -12,7 +12,11 @@ import type { CalculatorTask } from "../calculator/agent.js";
 
 export default rollout(async function streamingCalculator(task: CalculatorTask, resources, ctx) {
   const llm = resources.llm();
-  const client = new OpenAI({ baseURL: llm.endpoint, apiKey: llm.apiKey ?? process.env.OPENAI_API_KEY ?? "none", fetch: createTracingFetch() });
+  const client = new OpenAI({
+    baseURL: llm.endpoint,
+    apiKey: llm.apiKey ?? process.env.OPENAI_API_KEY ?? "none",
+    fetch: createTracingFetch(),
+  });
   const stream = await client.chat.completions.create(
     {
       model: llm.model,

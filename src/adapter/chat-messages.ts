@@ -80,7 +80,8 @@ function fromParts(m: Json): ChatMessage[] {
   for (const part of parts.filter(isObject)) {
     const type = part.type;
     if (type === "text") text.push(String(part.content ?? part.text ?? ""));
-    else if (type === "tool_call" || type === "tool-call") toolCalls.push(type === "tool_call" ? semconvToolCall(part) : aiSdkToolCall(part));
+    else if (type === "tool_call" || type === "tool-call")
+      toolCalls.push(type === "tool_call" ? semconvToolCall(part) : aiSdkToolCall(part));
     else if (type === "tool_call_response" || type === "tool-result") {
       const id = part.id ?? part.toolCallId;
       const result = part.result ?? part.output;
@@ -95,10 +96,18 @@ function fromParts(m: Json): ChatMessage[] {
 
 function semconvToolCall(part: Json): Json {
   const args = part.arguments;
-  return { id: part.id, type: "function", function: { name: part.name, arguments: typeof args === "string" ? args : JSON.stringify(args ?? {}) } };
+  return {
+    id: part.id,
+    type: "function",
+    function: { name: part.name, arguments: typeof args === "string" ? args : JSON.stringify(args ?? {}) },
+  };
 }
 
 function aiSdkToolCall(part: Json): Json {
   const args = part.input ?? part.args;
-  return { id: part.toolCallId, type: "function", function: { name: part.toolName, arguments: typeof args === "string" ? args : JSON.stringify(args ?? {}) } };
+  return {
+    id: part.toolCallId,
+    type: "function",
+    function: { name: part.toolName, arguments: typeof args === "string" ? args : JSON.stringify(args ?? {}) },
+  };
 }

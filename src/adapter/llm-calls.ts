@@ -124,7 +124,8 @@ export function findLlmCalls(tree: TraceTree, options: FindLlmCallsOptions = {})
       const seen = byResponseId.get(call.responseId);
       if (seen) {
         duplicates++;
-        const better = call.priority > seen.priority || (call.priority === seen.priority && call.node.span.sequenceId < seen.node.span.sequenceId);
+        const better =
+          call.priority > seen.priority || (call.priority === seen.priority && call.node.span.sequenceId < seen.node.span.sequenceId);
         if (!better) continue;
         calls[calls.indexOf(seen)] = call;
         byResponseId.set(call.responseId, call);

@@ -66,7 +66,9 @@ export function buildTraceTree(spans: readonly Span[]): TraceTree {
     root = roots[0] as TraceNode;
   } else {
     const first = roots[0]?.span;
-    const span = first ? virtualSpan(first, VIRTUAL_ROOT_ID, VIRTUAL_ROOT_ID) : create(SpanSchema, { spanId: VIRTUAL_ROOT_ID, name: VIRTUAL_ROOT_ID });
+    const span = first
+      ? virtualSpan(first, VIRTUAL_ROOT_ID, VIRTUAL_ROOT_ID)
+      : create(SpanSchema, { spanId: VIRTUAL_ROOT_ID, name: VIRTUAL_ROOT_ID });
     root = { id: VIRTUAL_ROOT_ID, span, parent: undefined, children: roots, virtual: true };
     for (const child of roots) child.parent = root;
     spanTimesFromChildren(root);

@@ -26,7 +26,11 @@ export type TokenCall = LlmCall & { promptIds: number[]; responseIds: number[] }
 
 /** Whether a call can go into a sample: not failed, and with prompt and response ids. */
 export const hasTokenIds = (call: LlmCall): call is TokenCall =>
-  !call.failed && call.promptIds !== undefined && call.promptIds.length > 0 && call.responseIds !== undefined && call.responseIds.length > 0;
+  !call.failed &&
+  call.promptIds !== undefined &&
+  call.promptIds.length > 0 &&
+  call.responseIds !== undefined &&
+  call.responseIds.length > 0;
 
 function alignedLogprobs(call: TokenCall): number[] | undefined {
   return call.logprobs !== undefined && call.logprobs.length === call.responseIds.length ? call.logprobs : undefined;

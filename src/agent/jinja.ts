@@ -30,7 +30,12 @@ function createEnvironment(missing: Set<string>): JinjaEnvironment {
     return env;
   };
   const constants: [string, unknown][] = [
-    ["true", true], ["false", false], ["none", null], ["True", true], ["False", false], ["None", null],
+    ["true", true],
+    ["false", false],
+    ["none", null],
+    ["True", true],
+    ["False", false],
+    ["None", null],
   ];
   for (const [name, value] of constants) env.set(name, value);
   env.set("raise_exception", (message: unknown) => {
@@ -80,7 +85,9 @@ export function renderJinja(source: string, vars: Record<string, unknown>, label
     );
     const unknown = [...missing].filter((name) => !guarded.has(name));
     if (unknown.length > 0) {
-      fail(`missing variable${unknown.length > 1 ? "s" : ""} ${unknown.map((n) => `'${n}'`).join(", ")} (given: ${Object.keys(vars).join(", ") || "none"})`);
+      fail(
+        `missing variable${unknown.length > 1 ? "s" : ""} ${unknown.map((n) => `'${n}'`).join(", ")} (given: ${Object.keys(vars).join(", ") || "none"})`,
+      );
     }
   }
   return rendered;

@@ -8,14 +8,14 @@ import { AglError } from "../core/errors.js";
  * default export, else an export named `agent`. An exported class is instantiated with no arguments.
  */
 export async function loadAgent(modulePath: string, exportName?: string): Promise<Agent<unknown>> {
-  const url = /^[a-z]+:/i.test(modulePath) && !isAbsolute(modulePath)
-    ? modulePath
-    : pathToFileURL(resolve(modulePath)).href;
+  const url = /^[a-z]+:/i.test(modulePath) && !isAbsolute(modulePath) ? modulePath : pathToFileURL(resolve(modulePath)).href;
   let mod: Record<string, unknown>;
   try {
     mod = (await import(url)) as Record<string, unknown>;
   } catch (error) {
-    throw new AglError("agent_load", `cannot import agent module ${modulePath}: ${(error as Error).message}${hintFor(error)}`, { cause: error });
+    throw new AglError("agent_load", `cannot import agent module ${modulePath}: ${(error as Error).message}${hintFor(error)}`, {
+      cause: error,
+    });
   }
   const names = exportName ? [exportName] : ["default", "agent"];
   for (const name of names) {
@@ -35,7 +35,11 @@ export async function loadAgent(modulePath: string, exportName?: string): Promis
 function hintFor(error: unknown): string {
   const { code, message } = error as { code?: string; message?: string };
   if (code === "ERR_UNKNOWN_FILE_EXTENSION") return " (TypeScript agents need tsx: run them with `agl run`, or `node --import tsx`)";
-  if (code === "ERR_REQUIRE_CYCLE_MODULE" || code === "ERR_REQUIRE_ESM" || /Cannot use import statement outside a module/.test(message ?? "")) {
+  if (
+    code === "ERR_REQUIRE_CYCLE_MODULE" ||
+    code === "ERR_REQUIRE_ESM" ||
+    /Cannot use import statement outside a module/.test(message ?? "")
+  ) {
     return ' (the module is ESM loaded as CommonJS: name it .mts/.mjs, or add "type": "module" to its package.json)';
   }
   return "";

@@ -64,8 +64,7 @@ export function promptTemplate(template: string, engine: TemplateEngineName = "f
     kind: "prompt_template",
     template,
     engine,
-    format: (vars, options) =>
-      engine === "jinja" ? renderJinja(template, vars, label, options) : renderFString(template, vars, label),
+    format: (vars, options) => (engine === "jinja" ? renderJinja(template, vars, label, options) : renderFString(template, vars, label)),
   };
 }
 
@@ -102,7 +101,10 @@ export function resolveResources(data: ResourcesData, rolloutId: string, attempt
   const names = [...typed.keys()];
   const missing = (what: string, name?: string): never => {
     const which = name === undefined ? `no ${what} resource` : `no ${what} resource named "${name}"`;
-    throw new AglError("resource_missing", `${which} in resources ${data.resourcesId || "(none published)"} (names: ${names.join(", ") || "none"})`);
+    throw new AglError(
+      "resource_missing",
+      `${which} in resources ${data.resourcesId || "(none published)"} (names: ${names.join(", ") || "none"})`,
+    );
   };
   const pick = <K extends AgentResource["kind"]>(kind: K, what: string, name?: string) => {
     const found = name === undefined ? [...typed.values()].find((r) => r.kind === kind) : typed.get(name);

@@ -95,11 +95,14 @@ export function createBaseline(options: BaselineOptions = {}): Algorithm<Baselin
             reward: rollout ? await finalRewardOf(store, rolloutId) : undefined,
             attempts: attempts.length,
           };
-          logger.info(`baseline epoch ${epoch + 1}: ${rolloutId} (${entry.mode}) ${entry.status}, reward ${entry.reward ?? "none"}, ${entry.attempts} attempt(s)`);
+          logger.info(
+            `baseline epoch ${epoch + 1}: ${rolloutId} (${entry.mode}) ${entry.status}, reward ${entry.reward ?? "none"}, ${entry.attempts} attempt(s)`,
+          );
           rollouts.push(entry);
         }
       }
-      const rewards = (mode: "train" | "val") => rollouts.filter((r) => r.mode === mode && r.reward !== undefined).map((r) => r.reward as number);
+      const rewards = (mode: "train" | "val") =>
+        rollouts.filter((r) => r.mode === mode && r.reward !== undefined).map((r) => r.reward as number);
       const statuses: Record<string, number> = {};
       for (const r of rollouts) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
       return { rollouts, meanReward: { train: mean(rewards("train")), val: mean(rewards("val")) }, statuses };

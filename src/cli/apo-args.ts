@@ -19,7 +19,15 @@ export interface ApoArgs {
   budget: { rollouts?: number; optimizerCalls?: number; tokens?: number };
   seed: number;
   runId?: string;
-  optimizer: { baseUrl: string; apiKey?: string; gradientModel?: string; editModel?: string; temperature?: number; maxCompletionTokens?: number; concurrency?: number };
+  optimizer: {
+    baseUrl: string;
+    apiKey?: string;
+    gradientModel?: string;
+    editModel?: string;
+    temperature?: number;
+    maxCompletionTokens?: number;
+    concurrency?: number;
+  };
   critiquePrompt?: string;
   editPrompt?: string;
   llm?: { baseUrl: string; model: string };
@@ -88,10 +96,12 @@ Output:
 const number = (text: string | undefined, flag: string, min = 0): number | undefined => {
   if (text === undefined) return undefined;
   const value = Number(text);
-  if (text.trim() === "" || !Number.isFinite(value) || value < min) throw new UsageError(`${flag} must be a number ≥ ${min}, got "${text}"`);
+  if (text.trim() === "" || !Number.isFinite(value) || value < min)
+    throw new UsageError(`${flag} must be a number ≥ ${min}, got "${text}"`);
   return value;
 };
-const int = (text: string | undefined, flag: string, fallback: number, min = 1) => integer(text ?? String(fallback), flag, min, 1_000_000_000);
+const int = (text: string | undefined, flag: string, fallback: number, min = 1) =>
+  integer(text ?? String(fallback), flag, min, 1_000_000_000);
 
 /** Parses the arguments after `apo`; `env` supplies endpoint defaults. Throws {@link UsageError}. */
 export function parseApoArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ApoArgs {
@@ -101,19 +111,54 @@ export function parseApoArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
     args: [...argv],
     allowPositionals: true,
     options: {
-      train: s, val: s, prompt: { type: "string", multiple: true }, jinja: b, var: { type: "string", multiple: true }, export: s,
-      beam: s, branch: s, rounds: s, batch: s, "val-batch": s, "no-baseline": b, seed: s, "run-id": s,
-      "budget-rollouts": s, "budget-calls": s, "budget-tokens": s,
-      "optimizer-base-url": s, "optimizer-api-key": s, "gradient-model": s, "edit-model": s, temperature: s,
-      "max-completion-tokens": s, "optimizer-concurrency": s, "critique-prompt": s, "edit-prompt": s,
-      "llm-model": s, "llm-base-url": s, store: s, db: s, workers: s, concurrency: s, "no-runners": b,
-      "unresponsive-seconds": s, "rollout-timeout": s, "batch-timeout": s, report: s, quiet: b, help: { type: "boolean", short: "h" },
+      train: s,
+      val: s,
+      prompt: { type: "string", multiple: true },
+      jinja: b,
+      var: { type: "string", multiple: true },
+      export: s,
+      beam: s,
+      branch: s,
+      rounds: s,
+      batch: s,
+      "val-batch": s,
+      "no-baseline": b,
+      seed: s,
+      "run-id": s,
+      "budget-rollouts": s,
+      "budget-calls": s,
+      "budget-tokens": s,
+      "optimizer-base-url": s,
+      "optimizer-api-key": s,
+      "gradient-model": s,
+      "edit-model": s,
+      temperature: s,
+      "max-completion-tokens": s,
+      "optimizer-concurrency": s,
+      "critique-prompt": s,
+      "edit-prompt": s,
+      "llm-model": s,
+      "llm-base-url": s,
+      store: s,
+      db: s,
+      workers: s,
+      concurrency: s,
+      "no-runners": b,
+      "unresponsive-seconds": s,
+      "rollout-timeout": s,
+      "batch-timeout": s,
+      report: s,
+      quiet: b,
+      help: { type: "boolean", short: "h" },
     },
   });
   const { values: v, positionals } = parsed;
   const help = v.help === true;
   if (help) return { help } as ApoArgs;
-  if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? "the agent module is missing" : `one agent module expected, got ${positionals.join(" ")}`);
+  if (positionals.length !== 1)
+    throw new UsageError(
+      positionals.length === 0 ? "the agent module is missing" : `one agent module expected, got ${positionals.join(" ")}`,
+    );
   if (!v.train) throw new UsageError("--train FILE is required");
   if (!v.val) throw new UsageError("--val FILE is required");
   const prompts = (v.prompt ?? []).map((p): [string, string] => {
@@ -123,7 +168,8 @@ export function parseApoArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
   });
   if (prompts.length === 0) throw new UsageError("at least one --prompt NAME=TEMPLATE is required");
   if (v.store && v.db) throw new UsageError("--store and --db exclude each other");
-  if (v["no-runners"] && !v.store) throw new UsageError("--no-runners needs --store: with a store in this process, only runners here can serve it");
+  if (v["no-runners"] && !v.store)
+    throw new UsageError("--no-runners needs --store: with a store in this process, only runners here can serve it");
   const optimizerBaseUrl = v["optimizer-base-url"] ?? env.AGL_OPTIMIZER_BASE_URL ?? env.OPENAI_BASE_URL ?? "https://api.openai.com/v1";
   checkUrl(optimizerBaseUrl, "--optimizer-base-url");
   if (v.store) checkUrl(v.store, "--store");

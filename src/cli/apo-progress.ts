@@ -10,7 +10,11 @@ export function createApoProgress(write: (line: string) => void, everyMs = 5_000
       case "start": {
         const { shape, budget, roundCost } = event;
         const names = { rollouts: "rollouts", optimizerCalls: "optimizer calls", tokens: "optimizer tokens" } as const;
-        const limits = (Object.keys(names) as (keyof typeof names)[]).filter((k) => budget[k] !== undefined).map((k) => `${budget[k]} ${names[k]}`).join(", ") || "none";
+        const limits =
+          (Object.keys(names) as (keyof typeof names)[])
+            .filter((k) => budget[k] !== undefined)
+            .map((k) => `${budget[k]} ${names[k]}`)
+            .join(", ") || "none";
         write(
           `apo run ${event.runId} (${event.resumed ? "resumed from the store" : "new"}): templates ${event.templates.join(", ")}; ` +
             `train ${event.train}, val ${event.val}; beam ${shape.beamWidth} × branch ${shape.branchFactor}, ${event.rounds} rounds, ` +
@@ -37,13 +41,17 @@ export function createApoProgress(write: (line: string) => void, everyMs = 5_000
         write(`round ${event.round}: parents ${event.parents.join(", ")}`);
         break;
       case "child":
-        write(`  ${event.key} ← ${event.parent} (${event.target})${event.replayed ? " [from the store]" : ""}: ${event.rejected ? `dropped, ${event.rejected}` : "edited"}`);
+        write(
+          `  ${event.key} ← ${event.parent} (${event.target})${event.replayed ? " [from the store]" : ""}: ${event.rejected ? `dropped, ${event.rejected}` : "edited"}`,
+        );
         break;
       case "scored":
         write(`  validation batch: ${event.scores.map((s) => `${s.key} ${score(s.score)}`).join(", ")}`);
         break;
       case "new_best":
-        write(`  new best ${event.key}: ${score(event.score)} on the full validation set, published as ${event.resourcesId} v${event.version}`);
+        write(
+          `  new best ${event.key}: ${score(event.score)} on the full validation set, published as ${event.resourcesId} v${event.version}`,
+        );
         break;
       case "round_end": {
         const r = event.report;

@@ -21,7 +21,10 @@ async function openStore(spec: ApoArgs["store"]): Promise<{ store: StoreApi; clo
     return { store: client, close: async () => client.close() };
   }
   // The native SQLite driver is loaded only when asked for.
-  const backend = spec.kind === "sqlite" ? (await import("../store/backends/sqlite/sqlite-backend.js")).createSqliteBackend({ path: spec.path }) : createMemoryBackend();
+  const backend =
+    spec.kind === "sqlite"
+      ? (await import("../store/backends/sqlite/sqlite-backend.js")).createSqliteBackend({ path: spec.path })
+      : createMemoryBackend();
   const store = createStore({ backend });
   return { store, close: () => store.close() };
 }
@@ -39,11 +42,15 @@ export async function apo(args: ApoArgs): Promise<number> {
   if (args.critiquePrompt) prompts.critique = [{ user: await loadPromptFile(args.critiquePrompt, "--critique-prompt") }];
   if (args.editPrompt) prompts.edit = [{ user: await loadPromptFile(args.editPrompt, "--edit-prompt") }];
   const write = (line: string) => process.stderr.write(`${line}\n`);
-  if (args.store.kind === "memory") write("note: the store lives in this process's memory; pass --db FILE or --store URL to be able to resume this run");
+  if (args.store.kind === "memory")
+    write("note: the store lives in this process's memory; pass --db FILE or --store URL to be able to resume this run");
 
   const { store, close } = await openStore(args.store);
-  const executor = args.runners && createPoolExecutor({ agentModule: args.agentModule, ...args.runners, ...(args.exportName ? { exportName: args.exportName } : {}) });
-  const runner = executor && createRunner({ store, executor, pollWaitSeconds: 1, logger: createConsoleLogger({ prefix: "[runner]", level: "warn" }) });
+  const executor =
+    args.runners &&
+    createPoolExecutor({ agentModule: args.agentModule, ...args.runners, ...(args.exportName ? { exportName: args.exportName } : {}) });
+  const runner =
+    executor && createRunner({ store, executor, pollWaitSeconds: 1, logger: createConsoleLogger({ prefix: "[runner]", level: "warn" }) });
   const running = runner?.run();
   const abort = new AbortController();
   const onSignal = () => abort.abort();
@@ -52,7 +59,9 @@ export async function apo(args: ApoArgs): Promise<number> {
   try {
     const report = await runApo({
       store,
-      templates: Object.fromEntries(Object.entries(templates).map(([name, template]) => [name, { template, engine: args.jinja ? "jinja" : "f-string" }])),
+      templates: Object.fromEntries(
+        Object.entries(templates).map(([name, template]) => [name, { template, engine: args.jinja ? "jinja" : "f-string" }]),
+      ),
       train,
       val,
       optimizer: args.optimizer,

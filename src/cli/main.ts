@@ -76,7 +76,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`agl: ${error.message}\nRun 'agl ${["serve", "proxy", "apo", "run", "train"].includes(command ?? "") ? `${command} ` : ""}--help' for usage.\n`);
+      process.stderr.write(
+        `agl: ${error.message}\nRun 'agl ${["serve", "proxy", "apo", "run", "train"].includes(command ?? "") ? `${command} ` : ""}--help' for usage.\n`,
+      );
       return 2;
     }
     process.stderr.write(`agl: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -70,7 +70,10 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   const proxyBackends = values["proxy-backend"] ?? [];
   for (const url of proxyBackends) checkUrl(url, "--proxy-backend");
   const proxyModel = values["proxy-model"];
-  const proxy = values.proxy === true || proxyBackends.length > 0 ? { backends: proxyBackends, ...(proxyModel ? { model: proxyModel } : {}) } : undefined;
+  const proxy =
+    values.proxy === true || proxyBackends.length > 0
+      ? { backends: proxyBackends, ...(proxyModel ? { model: proxyModel } : {}) }
+      : undefined;
   return {
     host: values.host ?? "127.0.0.1",
     port: integer(values.port ?? "4747", "--port", 0, 65_535),

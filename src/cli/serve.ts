@@ -21,7 +21,9 @@ export async function serve(args: ServeArgs): Promise<number> {
         // before the updates that finish attempts; with PostgreSQL another server may take those updates.
         ...(args.backend.kind === "postgres" ? {} : { pendingWrites: store.pendingWrites }),
         ...(args.token === undefined ? {} : { token: args.token }),
-        ...(args.proxy.backends.length > 0 ? { backends: args.proxy.backends.map((endpoint) => ({ endpoint, model: args.proxy?.model ?? "" })) } : {}),
+        ...(args.proxy.backends.length > 0
+          ? { backends: args.proxy.backends.map((endpoint) => ({ endpoint, model: args.proxy?.model ?? "" })) }
+          : {}),
       })
     : undefined;
   let server;
@@ -48,7 +50,9 @@ export async function serve(args: ServeArgs): Promise<number> {
     await store.close();
     throw error;
   }
-  process.stdout.write(`agl store listening on ${server.url} (backend: ${args.backend.kind}${tls ? ", tls" : ""}${proxy ? ", llm proxy" : ""})\n`);
+  process.stdout.write(
+    `agl store listening on ${server.url} (backend: ${args.backend.kind}${tls ? ", tls" : ""}${proxy ? ", llm proxy" : ""})\n`,
+  );
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGTERM", resolve);

@@ -37,7 +37,11 @@ function trainerCommand(args: TrainArgs, store: string, proxy: string): string[]
   const common = (flag: string, value: string | number | undefined) => (value === undefined ? [] : [flag, String(value)]);
   if (args.trainer === "verl") {
     return [
-      "-m", "agl_bridge.verl", `agl.store=${store}`, `agl.proxy=${proxy}/v1`, `agl.train_dataset=${args.dataset}`,
+      "-m",
+      "agl_bridge.verl",
+      `agl.store=${store}`,
+      `agl.proxy=${proxy}/v1`,
+      `agl.train_dataset=${args.dataset}`,
       ...(args.valDataset ? [`agl.val_dataset=${args.valDataset}`] : []),
       ...(args.steps ? [`trainer.total_training_steps=${args.steps}`] : []),
       ...(args.n ? [`actor_rollout_ref.rollout.n=${args.n}`] : []),
@@ -48,11 +52,20 @@ function trainerCommand(args: TrainArgs, store: string, proxy: string): string[]
     ];
   }
   return [
-    "-m", "agl_bridge.local", "--store", store, "--proxy", `${proxy}/v1`,
-    ...common("--dataset", args.dataset), ...common("--val-dataset", args.valDataset),
-    ...common("--steps", args.steps), ...common("--n", args.n),
-    ...common("--tasks-per-step", args.tasksPerStep), ...common("--model", args.model),
-    ...common("--checkpoint-dir", args.checkpointDir), ...args.trainerArgs,
+    "-m",
+    "agl_bridge.local",
+    "--store",
+    store,
+    "--proxy",
+    `${proxy}/v1`,
+    ...common("--dataset", args.dataset),
+    ...common("--val-dataset", args.valDataset),
+    ...common("--steps", args.steps),
+    ...common("--n", args.n),
+    ...common("--tasks-per-step", args.tasksPerStep),
+    ...common("--model", args.model),
+    ...common("--checkpoint-dir", args.checkpointDir),
+    ...args.trainerArgs,
   ];
 }
 
@@ -69,11 +82,40 @@ export async function train(args: TrainArgs): Promise<number> {
     for (const child of children.reverse()) if (child.exitCode === null) child.kill("SIGTERM");
   };
   try {
-    const store = args.store ?? (await startService("store", process.execPath, [CLI, "serve", "--database", args.database, "--port", "0", ...token], /agl store listening on/, children));
+    const store =
+      args.store ??
+      (await startService(
+        "store",
+        process.execPath,
+        [CLI, "serve", "--database", args.database, "--port", "0", ...token],
+        /agl store listening on/,
+        children,
+      ));
     process.stderr.write(`agl train: store ${store}\n`);
-    const proxy = await startService("proxy", process.execPath, [CLI, "proxy", "--store", store, "--port", "0", ...token], /agl proxy listening on/, children);
+    const proxy = await startService(
+      "proxy",
+      process.execPath,
+      [CLI, "proxy", "--store", store, "--port", "0", ...token],
+      /agl proxy listening on/,
+      children,
+    );
     process.stderr.write(`agl train: proxy ${proxy}\n`);
-    const runner = spawn(process.execPath, [CLI, "run", args.agentModule, "--store", store, "--workers", String(args.workers), "--concurrency", String(args.concurrency), ...token], { stdio: ["ignore", "ignore", "pipe"], env });
+    const runner = spawn(
+      process.execPath,
+      [
+        CLI,
+        "run",
+        args.agentModule,
+        "--store",
+        store,
+        "--workers",
+        String(args.workers),
+        "--concurrency",
+        String(args.concurrency),
+        ...token,
+      ],
+      { stdio: ["ignore", "ignore", "pipe"], env },
+    );
     children.push(runner);
     runner.stderr?.on("data", (chunk: Buffer) => {
       if (/error|fail/i.test(chunk.toString())) process.stderr.write(`[runner] ${chunk.toString()}`);

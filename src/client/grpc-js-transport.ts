@@ -59,11 +59,27 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): GrpcJsTr
       return new Promise((resolve, reject) => {
         if (signal?.aborted) return reject(new ConnectError("call aborted", Code.Canceled));
         const metadata = metadataOf(header);
-        const call = client.makeUnaryRequest(pathOf(method), serialize, deserialize, request, metadata, callOptions(timeoutMs), (error, message) => {
-          signal?.removeEventListener("abort", onAbort);
-          if (error) reject(toConnectError(error));
-          else resolve({ stream: false, service: method.parent, method, header: new Headers(), message: message as never, trailer: new Headers() });
-        });
+        const call = client.makeUnaryRequest(
+          pathOf(method),
+          serialize,
+          deserialize,
+          request,
+          metadata,
+          callOptions(timeoutMs),
+          (error, message) => {
+            signal?.removeEventListener("abort", onAbort);
+            if (error) reject(toConnectError(error));
+            else
+              resolve({
+                stream: false,
+                service: method.parent,
+                method,
+                header: new Headers(),
+                message: message as never,
+                trailer: new Headers(),
+              });
+          },
+        );
         const onAbort = () => call.cancel();
         signal?.addEventListener("abort", onAbort, { once: true });
       });
@@ -78,7 +94,14 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): GrpcJsTr
       const { serialize } = codec(method.input);
       const { deserialize } = codec(method.output);
       const metadata = metadataOf(header);
-      const call = client.makeServerStreamRequest(pathOf(method), serialize, deserialize, request as never, metadata, callOptions(timeoutMs));
+      const call = client.makeServerStreamRequest(
+        pathOf(method),
+        serialize,
+        deserialize,
+        request as never,
+        metadata,
+        callOptions(timeoutMs),
+      );
       const onAbort = () => call.cancel();
       signal?.addEventListener("abort", onAbort, { once: true });
       async function* messages() {

@@ -73,10 +73,14 @@ async function writeBatch(store: StoreApi, batch: Span[], options: WriteSpansOpt
       if (group) group.push(span);
       else perAttempt.set(attemptOf(span), [span]);
     }
-    if (perAttempt.size > 1) return void (await Promise.all([...perAttempt.values()].map((part) => writeBatch(store, part, options, result))));
+    if (perAttempt.size > 1)
+      return void (await Promise.all([...perAttempt.values()].map((part) => writeBatch(store, part, options, result))));
     if (error.code === Code.ResourceExhausted && batch.length > 1) {
       const half = Math.ceil(batch.length / 2);
-      return void (await Promise.all([writeBatch(store, batch.slice(0, half), options, result), writeBatch(store, batch.slice(half), options, result)]));
+      return void (await Promise.all([
+        writeBatch(store, batch.slice(0, half), options, result),
+        writeBatch(store, batch.slice(half), options, result),
+      ]));
     }
     result.failed.push({ spans: batch, error, refused: true, tries });
   }

@@ -52,7 +52,10 @@ function serverWaitSeconds(method: DescMethod, input: unknown): number {
 }
 
 /** Wraps a transport with default deadlines (longer for long-polls), the token, and retries where safe. */
-function withPolicy(inner: Transport, options: Required<Pick<StoreClientOptions, "timeoutMs" | "maxTries">> & { token?: string }): Transport {
+function withPolicy(
+  inner: Transport,
+  options: Required<Pick<StoreClientOptions, "timeoutMs" | "maxTries">> & { token?: string },
+): Transport {
   const headersWithToken = (header: ConstructorParameters<typeof Headers>[0]) => {
     const headers = new Headers(header);
     if (options.token && !headers.has("authorization")) headers.set("authorization", `Bearer ${options.token}`);
@@ -101,7 +104,11 @@ export function createStoreClient(options: StoreClientOptions = {}): StoreClient
     inner = transport;
     close = () => transport.close();
   } else {
-    const base = { baseUrl: url.origin, httpVersion: "1.1" as const, nodeOptions: options.caFile ? { ca: readFileSync(options.caFile) } : {} };
+    const base = {
+      baseUrl: url.origin,
+      httpVersion: "1.1" as const,
+      nodeOptions: options.caFile ? { ca: readFileSync(options.caFile) } : {},
+    };
     inner = protocol === "connect" ? createConnectTransport({ ...base, useBinaryFormat: false }) : createGrpcWebTransport(base);
   }
   const transport = withPolicy(inner, {

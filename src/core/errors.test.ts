@@ -12,7 +12,10 @@ describe("AglError.from", () => {
     const controller = new AbortController();
     controller.abort();
     expect(AglError.from(controller.signal.reason).code).toBe("aborted");
-    expect(AglError.from(new DOMException("the rollout was cancelled", "AbortError"))).toMatchObject({ code: "aborted", message: "the rollout was cancelled" });
+    expect(AglError.from(new DOMException("the rollout was cancelled", "AbortError"))).toMatchObject({
+      code: "aborted",
+      message: "the rollout was cancelled",
+    });
     expect(AglError.from(Object.assign(new Error("stop"), { name: "AbortError" })).code).toBe("aborted");
     expect(AglError.from(new DOMException("too slow", "TimeoutError")).code).toBe("deadline_exceeded");
   });

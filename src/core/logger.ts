@@ -23,9 +23,11 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Logger 
   const level = options.level ?? (process.env.AGL_LOG_LEVEL as LogLevel | undefined) ?? "info";
   const min = rank[level] ?? rank.info;
   const prefix = options.prefix ? `${options.prefix} ` : "";
-  const at = (l: Exclude<LogLevel, "silent">) => (message: string, ...details: unknown[]) => {
-    if (rank[l] >= min) console.error(`agl ${l}: ${prefix}${message}`, ...details);
-  };
+  const at =
+    (l: Exclude<LogLevel, "silent">) =>
+    (message: string, ...details: unknown[]) => {
+      if (rank[l] >= min) console.error(`agl ${l}: ${prefix}${message}`, ...details);
+    };
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }
 

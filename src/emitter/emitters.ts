@@ -44,7 +44,7 @@ export function emitObject(value: unknown, options: EmitOptions = {}): SpanCoreF
       throw new AglError("invalid_argument", `emitObject needs a JSON-serializable value: ${(error as Error).message}`);
     }
     if (json === undefined) throw new AglError("invalid_argument", `emitObject cannot serialize ${typeof value}`);
-    const type = value === null ? "null" : Array.isArray(value) ? "array" : (value as object).constructor?.name ?? "object";
+    const type = value === null ? "null" : Array.isArray(value) ? "array" : ((value as object).constructor?.name ?? "object");
     attributes[AGL_OBJECT_TYPE] = attr.str(type);
     attributes[AGL_OBJECT_JSON] = attr.str(json);
   }
@@ -88,4 +88,3 @@ export function linkAttributes(links: Record<string, string>): Record<string, un
 export function tagAttributes(tags: readonly string[]): Record<string, unknown> {
   return Object.fromEntries(tags.map((tag, i) => [`${AGL_TAG_PREFIX}.${i}`, tag]));
 }
-

@@ -111,7 +111,11 @@ export function convertOtlpTraces(request: ExportTraceServiceRequest): Converted
           name: otlp.name,
           status: { code: statusCodes[otlp.status?.code ?? 0] ?? StatusCode.UNSET, description: otlp.status?.message ?? "" },
           attributes,
-          events: otlp.events.map((e) => ({ name: e.name, attributes: convertKeyValues(e.attributes), timestamp: nanosToSeconds(e.timeUnixNano) })),
+          events: otlp.events.map((e) => ({
+            name: e.name,
+            attributes: convertKeyValues(e.attributes),
+            timestamp: nanosToSeconds(e.timeUnixNano),
+          })),
           links: otlp.links.map((l) => ({
             context: { traceId: hex(l.traceId), spanId: hex(l.spanId), isRemote: false },
             attributes: convertKeyValues(l.attributes),

@@ -45,7 +45,7 @@ function rpcStatus(code: number, message: string): Buffer {
   const varint = (n: number) => {
     const out: number[] = [];
     for (let v = n; ; v >>>= 7) {
-      if (v < 0x80) return out.push(v), out;
+      if (v < 0x80) return (out.push(v), out);
       out.push((v & 0x7f) | 0x80);
     }
   };
@@ -108,7 +108,9 @@ export function createOtlpTracesHandler(options: OtlpTracesHandlerOptions): Http
     let request;
     try {
       request = json
-        ? fromJson(ExportTraceServiceRequestSchema, hexIdsToBase64(JSON.parse(body.toString("utf8") || "{}")) as never, { ignoreUnknownFields: true })
+        ? fromJson(ExportTraceServiceRequestSchema, hexIdsToBase64(JSON.parse(body.toString("utf8") || "{}")) as never, {
+            ignoreUnknownFields: true,
+          })
         : fromBinary(ExportTraceServiceRequestSchema, body);
     } catch (error) {
       throw new HttpError(400, `cannot parse the OTLP traces payload: ${(error as Error).message}`);

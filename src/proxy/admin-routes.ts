@@ -18,7 +18,12 @@ export interface AdminTarget {
  * - `POST /proxy/drain` `{"timeout_ms": n}`: wait until no call is in flight;
  * - `POST /proxy/resume`.
  */
-export async function handleAdmin(target: AdminTarget, action: "status" | "pause" | "resume" | "drain", req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+export async function handleAdmin(
+  target: AdminTarget,
+  action: "status" | "pause" | "resume" | "drain",
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<void> {
   let body: Record<string, unknown> = {};
   if (action !== "status") {
     const raw = (await readRequestBody(req, 64 * 1024)).toString("utf8").trim();
@@ -38,7 +43,8 @@ export async function handleAdmin(target: AdminTarget, action: "status" | "pause
       return sendJson(res, 200, target.status());
     case "pause": {
       const mode = body.mode ?? "wait";
-      if (mode !== "wait" && mode !== "reject") return sendError(res, 400, "invalid_mode", `mode must be "wait" or "reject", got ${JSON.stringify(mode)}`);
+      if (mode !== "wait" && mode !== "reject")
+        return sendError(res, 400, "invalid_mode", `mode must be "wait" or "reject", got ${JSON.stringify(mode)}`);
       const retry = typeof body.retry_after_seconds === "number" ? { retryAfterSeconds: body.retry_after_seconds } : {};
       target.pause({ mode, ...retry });
       const drained = body.drain === true ? await target.drain(timeoutMs) : undefined;

@@ -29,7 +29,12 @@ export interface CallHandlerDeps {
  * (404/409), picks the engines (503 without any, 404 for a model none serves), waits at the pause gate (or 429), then
  * forwards it. Resolves when the answer is complete.
  */
-export async function handleCall(deps: CallHandlerDeps, route: Extract<ProxyRoute, { kind: "call" }>, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+export async function handleCall(
+  deps: CallHandlerDeps,
+  route: Extract<ProxyRoute, { kind: "call" }>,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<void> {
   const startTime = Date.now() / 1000;
   const startedAt = performance.now();
   // The client may leave at any point: waiting in the gate, or mid-answer (then the engine's stream is stopped).
@@ -56,7 +61,8 @@ export async function handleCall(deps: CallHandlerDeps, route: Extract<ProxyRout
     return sendError(res, 400, "invalid_request", "the request body must be a JSON object");
   }
   const body = request as Record<string, unknown>;
-  if (route.call === "chat" && !Array.isArray(body.messages)) return sendError(res, 400, "invalid_request", "`messages` must be an array of chat messages");
+  if (route.call === "chat" && !Array.isArray(body.messages))
+    return sendError(res, 400, "invalid_request", "`messages` must be an array of chat messages");
   if (route.call === "completions" && body.prompt === undefined) return sendError(res, 400, "invalid_request", "`prompt` is required");
   if (route.scope) {
     const refusal = await deps.scopes.check(route.scope);
@@ -65,7 +71,10 @@ export async function handleCall(deps: CallHandlerDeps, route: Extract<ProxyRout
     deps.onUnattributed();
   }
   const set = await deps.backends();
-  if (!set) return sendError(res, 503, "no_backend", "no engine is configured yet: publish an LLM resource or pass --backend", { "retry-after": "1" });
+  if (!set)
+    return sendError(res, 503, "no_backend", "no engine is configured yet: publish an LLM resource or pass --backend", {
+      "retry-after": "1",
+    });
   const model = typeof body.model === "string" ? body.model : undefined;
   const { backends, rewrite } = backendsForModel(set.backends, model);
   if (backends.length === 0) {
@@ -75,7 +84,10 @@ export async function handleCall(deps: CallHandlerDeps, route: Extract<ProxyRout
   const refused = await deps.gate.enter(abort.signal);
   if (refused) {
     if (refused.reason === "aborted") return;
-    const message = refused.reason === "paused" ? "the proxy is paused for a weight update; retry later" : "the proxy stayed paused too long; retry later";
+    const message =
+      refused.reason === "paused"
+        ? "the proxy is paused for a weight update; retry later"
+        : "the proxy stayed paused too long; retry later";
     return sendError(res, 429, "proxy_paused", message, { "retry-after": String(refused.retryAfterSeconds) });
   }
   const plan: CallPlan = {

@@ -90,7 +90,17 @@ export function createStreamAssembler(kind: CallKind): StreamAssembler {
   const state = (index: number) => {
     let s = choices.get(index);
     if (!s) {
-      s = { index, role: undefined, content: "", text: "", toolCalls: [], finishReason: null, tokenIds: [], logprobs: [], hasLogprobs: false };
+      s = {
+        index,
+        role: undefined,
+        content: "",
+        text: "",
+        toolCalls: [],
+        finishReason: null,
+        tokenIds: [],
+        logprobs: [],
+        hasLogprobs: false,
+      };
       choices.set(index, s);
     }
     return s;

@@ -60,7 +60,11 @@ export interface CallPlan {
  * it (a call without scope) nothing is recorded. Answer first: `record` runs in the same tick as `send`, so an
  * in-process write is registered before the client can act on the answer.
  */
-async function endAndRecord(answerFirst: (() => Promise<boolean>) | undefined, send: () => void, record: (waiting: boolean) => Promise<void>): Promise<void> {
+async function endAndRecord(
+  answerFirst: (() => Promise<boolean>) | undefined,
+  send: () => void,
+  record: (waiting: boolean) => Promise<void>,
+): Promise<void> {
   if (!answerFirst) return send();
   if (await answerFirst()) {
     send();
@@ -151,7 +155,8 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       upstream = await policy.upstream.post(url, body, backend.apiKey, signal);
     } catch (error) {
       const e = error as UpstreamError;
-      if (e.kind === "aborted") return finish(false, 499, tries, backend, undefined, undefined, { type: "client_disconnected", message: e.message });
+      if (e.kind === "aborted")
+        return finish(false, 499, tries, backend, undefined, undefined, { type: "client_disconnected", message: e.message });
       if (tries <= policy.maxRetries) {
         policy.onRetry();
         await sleep(backoffMs(tries, policy.backoffBaseMs, policy.backoffMaxMs), { signal });
@@ -174,7 +179,13 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       } catch {
         text = Buffer.alloc(0);
       }
-      if (status === 400 && askedIds && policy.returnTokenIds === "auto" && text.includes("return_token_ids") && probing++ < plan.order.length) {
+      if (
+        status === 400 &&
+        askedIds &&
+        policy.returnTokenIds === "auto" &&
+        text.includes("return_token_ids") &&
+        probing++ < plan.order.length
+      ) {
         // The engine does not know the field: stop asking it, and repeat this try without it.
         policy.noTokenIds.add(backend.endpoint);
         tries--;
@@ -188,18 +199,30 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       const message = `the engine answered ${status}: ${text.toString("utf8").slice(0, 500)}`;
       const send = () => {
         if (res.headersSent || signal.aborted) return void res.end();
-        const headers: http.OutgoingHttpHeaders = { "content-type": upstream.headers["content-type"] ?? "application/json", "content-length": text.length };
+        const headers: http.OutgoingHttpHeaders = {
+          "content-type": upstream.headers["content-type"] ?? "application/json",
+          "content-length": text.length,
+        };
         if (upstream.headers["retry-after"]) headers["retry-after"] = upstream.headers["retry-after"];
         res.writeHead(status, headers);
         res.end(text);
       };
-      return endAndRecord(answerFirst, send, (waiting) => finish(waiting, status, tries, backend, ttfb, undefined, { type: "upstream_status", message }));
+      return endAndRecord(answerFirst, send, (waiting) =>
+        finish(waiting, status, tries, backend, ttfb, undefined, { type: "upstream_status", message }),
+      );
     }
     const isStream = stream && /text\/event-stream/i.test(upstream.headers["content-type"] ?? "");
     if (isStream) {
-      const outcome = await streamThrough(upstream, res, { kind: plan.kind, spanId: plan.ids.spanId, assemble: plan.scope !== undefined }, signal);
+      const outcome = await streamThrough(
+        upstream,
+        res,
+        { kind: plan.kind, spanId: plan.ids.spanId, assemble: plan.scope !== undefined },
+        signal,
+      );
       const finalStatus = outcome.error ? (outcome.error.type === "client_disconnected" ? 499 : 502) : status;
-      return endAndRecord(answerFirst, outcome.release, (waiting) => finish(waiting, finalStatus, tries, backend, ttfb, outcome.completion, outcome.error));
+      return endAndRecord(answerFirst, outcome.release, (waiting) =>
+        finish(waiting, finalStatus, tries, backend, ttfb, outcome.completion, outcome.error),
+      );
     }
     let text: Buffer;
     try {
@@ -210,7 +233,11 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       return endAndRecord(
         answerFirst,
         () => (disconnected ? void res.end() : sendError(res, 502, "engine_broke_off", message)),
-        (waiting) => finish(waiting, disconnected ? 499 : 502, tries, backend, ttfb, undefined, { type: disconnected ? "client_disconnected" : "upstream_error", message }),
+        (waiting) =>
+          finish(waiting, disconnected ? 499 : 502, tries, backend, ttfb, undefined, {
+            type: disconnected ? "client_disconnected" : "upstream_error",
+            message,
+          }),
       );
     }
     const send = () => {

@@ -102,7 +102,11 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
   const log = options.log ?? ((message: string) => process.stderr.write(`${message}\n`));
   const source: BackendSource = options.backends
     ? staticBackends(options.backends)
-    : storeBackends({ store: options.store, resourceNames: options.resourceNames, onError: (e) => log(`agl proxy: watching resources failed: ${String(e)}`) });
+    : storeBackends({
+        store: options.store,
+        resourceNames: options.resourceNames,
+        onError: (e) => log(`agl proxy: watching resources failed: ${String(e)}`),
+      });
   const gate = createPauseGate({ maxWaitMs: options.pauseMaxWaitMs });
   const scopes = createScopeChecker(options.store);
   const versions = createResourceVersions(options.store, log);
@@ -202,7 +206,9 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
         break;
     }
     work.catch((error: unknown) => {
-      log(`agl proxy: unexpected error on ${req.method} ${req.url}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      log(
+        `agl proxy: unexpected error on ${req.method} ${req.url}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+      );
       if (!res.headersSent) sendError(res, 500, "internal_error", "the proxy failed unexpectedly; see its log");
       else res.destroy();
     });

@@ -26,7 +26,9 @@ export function routeRequest(method: string, url: string): ProxyRoute | undefine
   let path = q < 0 ? url : url.slice(0, q);
   const adminRoute = admin.get(path);
   if (adminRoute) {
-    return method === adminRoute.method ? { kind: "admin", action: adminRoute.action } : { kind: "method_not_allowed", allow: adminRoute.method };
+    return method === adminRoute.method
+      ? { kind: "admin", action: adminRoute.action }
+      : { kind: "method_not_allowed", allow: adminRoute.method };
   }
   let scope: CallScope | undefined;
   const m = scoped.exec(path);

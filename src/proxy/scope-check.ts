@@ -47,11 +47,19 @@ export function createScopeChecker(store: StoreApi, maxEntries = 100_000): Scope
     } catch (error) {
       const e = ConnectError.from(error);
       if (e.code === Code.NotFound || e.code === Code.InvalidArgument) {
-        return { status: 404, code: "rollout_not_found", message: `rollout ${JSON.stringify(scope.rolloutId)} does not exist in the store` };
+        return {
+          status: 404,
+          code: "rollout_not_found",
+          message: `rollout ${JSON.stringify(scope.rolloutId)} does not exist in the store`,
+        };
       }
       return { status: 503, code: "store_unavailable", message: `cannot check the rollout in the store: ${e.rawMessage}` };
     }
-    return { status: 404, code: "attempt_not_found", message: `attempt ${JSON.stringify(scope.attemptId)} does not exist for rollout ${scope.rolloutId}` };
+    return {
+      status: 404,
+      code: "attempt_not_found",
+      message: `attempt ${JSON.stringify(scope.attemptId)} does not exist for rollout ${scope.rolloutId}`,
+    };
   };
   return {
     async check(scope) {
@@ -59,7 +67,11 @@ export function createScopeChecker(store: StoreApi, maxEntries = 100_000): Scope
       const seen = known.get(key);
       if (seen?.state === "ok") return undefined;
       if (seen?.state === "cancelled") {
-        return { status: 409, code: "attempt_cancelled", message: `attempt ${scope.attemptId} of rollout ${scope.rolloutId} was cancelled` };
+        return {
+          status: 409,
+          code: "attempt_cancelled",
+          message: `attempt ${scope.attemptId} of rollout ${scope.rolloutId} was cancelled`,
+        };
       }
       const found = await exists(scope);
       if ("status" in found) return found;

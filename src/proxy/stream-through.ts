@@ -88,7 +88,9 @@ export function streamThrough(
         release: () => {
           if (signal.aborted || res.writableEnded) return;
           if (error && error.type === "upstream_error") {
-            res.write(`data: ${JSON.stringify({ error: { message: error.message, type: "upstream_error", code: "engine_broke_off" } })}\n\n`);
+            res.write(
+              `data: ${JSON.stringify({ error: { message: error.message, type: "upstream_error", code: "engine_broke_off" } })}\n\n`,
+            );
           }
           res.end(held);
         },

@@ -57,10 +57,15 @@ export function createUpstream(options: UpstreamOptions = {}): Upstream {
           req.destroy();
           reject(error);
         };
-        const timer = setTimeout(() => fail(new UpstreamError(`no response from ${url.origin} within ${headersTimeoutMs} ms`, "timeout")), headersTimeoutMs);
+        const timer = setTimeout(
+          () => fail(new UpstreamError(`no response from ${url.origin} within ${headersTimeoutMs} ms`, "timeout")),
+          headersTimeoutMs,
+        );
         const onAbort = () => fail(new UpstreamError("the client went away", "aborted"));
         signal.addEventListener("abort", onAbort, { once: true });
-        req.on("error", (error: NodeJS.ErrnoException) => fail(new UpstreamError(`${url.origin}: ${error.code ?? error.message}`, "connect")));
+        req.on("error", (error: NodeJS.ErrnoException) =>
+          fail(new UpstreamError(`${url.origin}: ${error.code ?? error.message}`, "connect")),
+        );
         req.on("response", (res) => {
           if (settled) return void res.destroy();
           settled = true;

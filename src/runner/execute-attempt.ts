@@ -112,7 +112,8 @@ export async function executeAttempt(agent: Agent<unknown>, task: AttemptTask, i
     });
     const settled = await Promise.race([work.then(() => "done" as const), abandoned]);
     if (abortKind) end = settled === "done" && abortKind === "shutdown" ? "succeeded" : endOnAbort[abortKind];
-    if (settled === "abandoned") logger.warn(`the agent did not stop within ${task.abortGraceMs} ms of being aborted (${abortKind}); abandoned`);
+    if (settled === "abandoned")
+      logger.warn(`the agent did not stop within ${task.abortGraceMs} ms of being aborted (${abortKind}); abandoned`);
   } catch (thrown) {
     end = abortKind ? endOnAbort[abortKind] : "failed";
     error = errorInfo(thrown);

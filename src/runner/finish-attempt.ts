@@ -43,7 +43,11 @@ export async function finishAttempt(store: StoreApi, input: FinishInput): Promis
   const retry = { forMs: input.retryForMs };
   const metadata: JsonObject = { ...input.metadata };
   if (outcome.error) {
-    metadata.error = { type: outcome.error.type, message: outcome.error.message.slice(0, 4_000), ...(outcome.error.stack ? { stack: outcome.error.stack.slice(0, 4_000) } : {}) };
+    metadata.error = {
+      type: outcome.error.type,
+      message: outcome.error.message.slice(0, 4_000),
+      ...(outcome.error.stack ? { stack: outcome.error.stack.slice(0, 4_000) } : {}),
+    };
   }
   if (input.droppedSpans > 0) metadata.spans_dropped = input.droppedSpans;
   const interrupted = outcome.end === "interrupted";
@@ -51,7 +55,10 @@ export async function finishAttempt(store: StoreApi, input: FinishInput): Promis
   const changed = outcome.error !== undefined || input.droppedSpans > 0 || interrupted;
   let status = interrupted || input.settledByStore ? undefined : statusOf[outcome.end as Exclude<AttemptEnd, "interrupted">];
   const send = () =>
-    withRetries(() => store.updateAttempt({ rolloutId, attemptId, ...(status === undefined ? {} : { status }), ...(changed ? { metadata } : {}) }), retry);
+    withRetries(
+      () => store.updateAttempt({ rolloutId, attemptId, ...(status === undefined ? {} : { status }), ...(changed ? { metadata } : {}) }),
+      retry,
+    );
   let attempt;
   try {
     attempt = await send();

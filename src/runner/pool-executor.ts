@@ -74,23 +74,26 @@ export function createPoolExecutor(options: PoolExecutorOptions): AttemptExecuto
   let running = 0;
   let finished = 0;
 
-  const supervisor = setInterval(() => {
-    const now = Date.now();
-    for (const { slot, threadId, lastBeatMs } of readBoard(board)) {
-      const worker = pool.threads.find((t) => t.threadId === threadId);
-      if (!worker) {
+  const supervisor = setInterval(
+    () => {
+      const now = Date.now();
+      for (const { slot, threadId, lastBeatMs } of readBoard(board)) {
+        const worker = pool.threads.find((t) => t.threadId === threadId);
+        if (!worker) {
+          releaseSlot(board, slot);
+          continue;
+        }
+        const silentMs = now - lastBeatMs;
+        if (silentMs <= blockedMs || killed.has(threadId)) continue;
+        const reason = `its event loop was blocked for ${silentMs} ms (a synchronous loop in the agent?), so the worker thread was terminated`;
+        killed.set(threadId, reason);
         releaseSlot(board, slot);
-        continue;
+        logger.warn(`worker thread ${threadId}: ${reason}`);
+        void worker.terminate();
       }
-      const silentMs = now - lastBeatMs;
-      if (silentMs <= blockedMs || killed.has(threadId)) continue;
-      const reason = `its event loop was blocked for ${silentMs} ms (a synchronous loop in the agent?), so the worker thread was terminated`;
-      killed.set(threadId, reason);
-      releaseSlot(board, slot);
-      logger.warn(`worker thread ${threadId}: ${reason}`);
-      void worker.terminate();
-    }
-  }, Math.max(10, Math.floor(blockedMs / 4)));
+    },
+    Math.max(10, Math.floor(blockedMs / 4)),
+  );
   supervisor.unref();
 
   let ready: Promise<void> | undefined;

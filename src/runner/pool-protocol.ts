@@ -17,10 +17,7 @@ export interface PoolTask {
 }
 
 /** Worker → runner, in order on the task's port; `done` is always last. */
-export type WorkerMessage =
-  | { t: "started"; threadId: number }
-  | { t: "spans"; spans: Span[] }
-  | { t: "done"; outcome: AttemptOutcome };
+export type WorkerMessage = { t: "started"; threadId: number } | { t: "spans"; spans: Span[] } | { t: "done"; outcome: AttemptOutcome };
 
 /** Runner → worker. */
 export type RunnerMessage = { t: "abort"; kind: AbortKind };

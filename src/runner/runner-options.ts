@@ -74,4 +74,3 @@ export interface Runner {
   stop(options?: { graceMs?: number }): Promise<void>;
   stats(): Record<string, number>;
 }
-

@@ -110,7 +110,9 @@ export function createRunner(options: RunnerOptions): Runner {
       done = Promise.resolve({ end: "failed", error: errorInfo(resources), spans: [], lateSpans: 0, agentMs: 0 });
     } else {
       entry.handle = executor.start(buildTask(rollout, resources, settings), (spans) => shipper.enqueue(spans));
-      done = entry.handle.done.catch((error): AttemptOutcome => ({ end: "failed", error: errorInfo(error), spans: [], lateSpans: 0, agentMs: 0 }));
+      done = entry.handle.done.catch(
+        (error): AttemptOutcome => ({ end: "failed", error: errorInfo(error), spans: [], lateSpans: 0, agentMs: 0 }),
+      );
     }
     entry.finished = done
       .then((outcome) => finish(entry, outcome))

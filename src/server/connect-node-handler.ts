@@ -26,7 +26,9 @@ export interface ConnectNodeHandlerOptions extends Omit<ConnectRouterOptions, "i
  * the server's (see undecodable-request.ts), and so that every call gets an answer even when connect-es fails to
  * produce one.
  */
-export function createConnectNodeHandler(options: ConnectNodeHandlerOptions): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+export function createConnectNodeHandler(
+  options: ConnectNodeHandlerOptions,
+): (req: http.IncomingMessage, res: http.ServerResponse) => void {
   const { services, fallback, logger, ...routerOptions } = options;
   const router = createConnectRouter({
     acceptCompression: [compressionGzip, compressionBrotli],
@@ -60,7 +62,10 @@ function answerFor(reason: unknown, path: string, logger: ServerLogger): Connect
   // The client went away: there is no one to answer, and nothing to report.
   if (ConnectError.from(reason).code === Code.Aborted) return ConnectError.from(reason);
   if (reason instanceof URIError) {
-    return new ConnectError("the request is malformed; the reason cannot be told, as it quotes a lone UTF-16 surrogate", Code.InvalidArgument);
+    return new ConnectError(
+      "the request is malformed; the reason cannot be told, as it quotes a lone UTF-16 surrogate",
+      Code.InvalidArgument,
+    );
   }
   logger.error(`handler for ${path} failed:`, reason);
   return new ConnectError("internal error", Code.Internal);

@@ -17,7 +17,9 @@ export function errorResponse(requestContentType: string, error: ConnectError): 
   }
   if (type.startsWith("application/connect+")) {
     const end = new TextEncoder().encode(JSON.stringify(endStreamToJson(new Headers(), error, {})));
-    const header = new Headers({ "content-type": type.startsWith("application/connect+json") ? "application/connect+json" : "application/connect+proto" });
+    const header = new Headers({
+      "content-type": type.startsWith("application/connect+json") ? "application/connect+json" : "application/connect+proto",
+    });
     return { status: 200, header, body: createAsyncIterable([encodeEnvelope(endStreamFlag, end)]) };
   }
   const body = errorToJsonBytes(error, {});

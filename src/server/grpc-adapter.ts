@@ -33,11 +33,7 @@ const asBuffer = (bytes: Bytes): Buffer => Buffer.from(bytes.buffer, bytes.byteO
  * through the same interceptors, so one implementation object backs both stacks. Unimplemented methods answer
  * UNIMPLEMENTED.
  */
-export function addConnectService(
-  server: grpc.Server,
-  registration: ServiceRegistration,
-  options: GrpcServiceAdapterOptions = {},
-): void {
+export function addConnectService(server: grpc.Server, registration: ServiceRegistration, options: GrpcServiceAdapterOptions = {}): void {
   const { service } = registration;
   const spec = createServiceImplSpec(service, registration.impl);
   const definition: Record<string, grpc.MethodDefinition<Bytes, Bytes>> = {};

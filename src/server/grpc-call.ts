@@ -21,11 +21,7 @@ export type CallContext = HandlerContext & { end(): void };
  * not abort when the call completes normally: `end()` only releases its listeners. Aborting costs an exception
  * object and listener calls per RPC, a measurable share of a small call's CPU.
  */
-export function createCallContext(
-  call: GrpcCall,
-  spec: MethodImplSpec,
-  shutdownSignal: AbortSignal | undefined,
-): CallContext {
+export function createCallContext(call: GrpcCall, spec: MethodImplSpec, shutdownSignal: AbortSignal | undefined): CallContext {
   const events = call as NodeJS.EventEmitter;
   const controller = new AbortController();
   const abort = (reason: unknown) => {
@@ -95,11 +91,7 @@ export function parseRequest(schema: DescMessage, bytes: Uint8Array): Message {
 }
 
 /** The decoded request messages of a client-streaming or bidi call. */
-export async function* readRequests(
-  call: Readable,
-  decode: (bytes: Uint8Array) => Message,
-  signal: AbortSignal,
-): AsyncIterable<Message> {
+export async function* readRequests(call: Readable, decode: (bytes: Uint8Array) => Message, signal: AbortSignal): AsyncIterable<Message> {
   try {
     // A plain for-await would destroy the call (its write side too) once the client half-closes.
     for await (const chunk of call.iterator({ destroyOnReturn: false })) yield decode(chunk as Uint8Array);

@@ -5,9 +5,7 @@ import { headersToMetadata } from "../wire/grpc-headers.js";
 import { abortError, hasHeaders } from "./grpc-metadata.js";
 
 /** The write side of a grpc-js server-streaming or bidi call. */
-export type GrpcWritable =
-  | grpc.ServerWritableStream<Uint8Array, Uint8Array>
-  | grpc.ServerDuplexStream<Uint8Array, Uint8Array>;
+export type GrpcWritable = grpc.ServerWritableStream<Uint8Array, Uint8Array> | grpc.ServerDuplexStream<Uint8Array, Uint8Array>;
 
 const aborted = Symbol("aborted");
 

@@ -26,7 +26,10 @@ export async function invokeImplementation(
   input: AsyncIterable<Message> | Message,
   interceptors: readonly Interceptor[],
 ): Promise<Message | AsyncIterable<Message>> {
-  const next = [...interceptors].reverse().reduce<AnyFn>((n, i) => i(n) as AnyFn, (req) => call(spec, ctx, req));
+  const next = [...interceptors].reverse().reduce<AnyFn>(
+    (n, i) => i(n) as AnyFn,
+    (req) => call(spec, ctx, req),
+  );
   const common = {
     service: spec.method.parent,
     requestMethod: ctx.requestMethod,
@@ -35,20 +38,17 @@ export async function invokeImplementation(
     header: ctx.requestHeader,
     contextValues: ctx.values,
   };
-  const req = spec.kind === "unary"
-    ? { ...common, stream: false as const, method: spec.method, message: input as Message }
-    : { ...common, stream: true as const, method: spec.method, message: input as AsyncIterable<Message> };
+  const req =
+    spec.kind === "unary"
+      ? { ...common, stream: false as const, method: spec.method, message: input as Message }
+      : { ...common, stream: true as const, method: spec.method, message: input as AsyncIterable<Message> };
   const res = await next(req);
   copyHeaders(res.header, ctx.responseHeader);
   copyHeaders(res.trailer, ctx.responseTrailer);
   return res.message;
 }
 
-async function call(
-  spec: MethodImplSpec,
-  ctx: HandlerContext,
-  req: UnaryRequest | StreamRequest,
-): Promise<UnaryResponse | StreamResponse> {
+async function call(spec: MethodImplSpec, ctx: HandlerContext, req: UnaryRequest | StreamRequest): Promise<UnaryResponse | StreamResponse> {
   // What an interceptor passed on (headers, signal, context values) wins over the original context.
   const merged: HandlerContext = {
     ...ctx,
@@ -84,10 +84,7 @@ export function normalize(schema: DescMessage, value: MessageInitShape<DescMessa
   return isMessage(value, schema) ? value : create(schema, value);
 }
 
-async function* normalizeAll(
-  schema: DescMessage,
-  values: AsyncIterable<MessageInitShape<DescMessage>>,
-): AsyncIterable<Message> {
+async function* normalizeAll(schema: DescMessage, values: AsyncIterable<MessageInitShape<DescMessage>>): AsyncIterable<Message> {
   for await (const value of values) yield normalize(schema, value);
 }
 

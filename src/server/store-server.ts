@@ -84,16 +84,13 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
     "grpc.max_receive_message_length": maxMessageBytes,
     // The adapter enforces the limit on responses itself; grpc-js only adds the 5-byte frame header.
     "grpc.max_send_message_length": maxMessageBytes + 5,
-    ...(options.maxConcurrentStreams === undefined
-      ? {}
-      : { "grpc.max_concurrent_streams": options.maxConcurrentStreams }),
+    ...(options.maxConcurrentStreams === undefined ? {} : { "grpc.max_concurrent_streams": options.maxConcurrentStreams }),
   });
   const adapterOptions = {
     interceptors,
     shutdownSignal: shutdown.signal,
     maxSendMessageBytes: maxMessageBytes,
-    onError: (error: unknown, method: DescMethod) =>
-      logger.error(`unexpected error in /${method.parent.typeName}/${method.name}:`, error),
+    onError: (error: unknown, method: DescMethod) => logger.error(`unexpected error in /${method.parent.typeName}/${method.name}:`, error),
     onRequest: rememberReceivedSpans,
   };
   for (const registration of [...served, ...reflection]) addConnectService(grpcServer, registration, adapterOptions);

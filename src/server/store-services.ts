@@ -41,7 +41,8 @@ function delegate<S extends DescService>(service: S, client: object): Partial<Se
     const fn = (client as Record<string, unknown>)[method.localName];
     if (typeof fn !== "function") continue;
     // Unary methods return a promise and server-streaming ones an AsyncIterable: both are valid handler results.
-    impl[method.localName] = (request, ctx) => (fn as AnyMethod).call(client, wellFormedRequest(method.input, request as object, ctx), callOptionsOf(ctx));
+    impl[method.localName] = (request, ctx) =>
+      (fn as AnyMethod).call(client, wellFormedRequest(method.input, request as object, ctx), callOptionsOf(ctx));
   }
   return impl as Partial<ServiceImpl<S>>;
 }

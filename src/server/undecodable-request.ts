@@ -58,12 +58,14 @@ export function withUndecodableRequestsAsInvalid(handler: UniversalHandler): Uni
   });
 }
 
-const isBody = (body: unknown): body is AsyncIterable<Uint8Array> => typeof body === "object" && body !== null && Symbol.asyncIterator in body;
+const isBody = (body: unknown): body is AsyncIterable<Uint8Array> =>
+  typeof body === "object" && body !== null && Symbol.asyncIterator in body;
 
 /** A Connect unary error answer (HTTP 500, a JSON body), with its code corrected. */
 async function fixConnectError(response: UniversalServerResponse): Promise<UniversalServerResponse> {
   if (response.header?.has("content-encoding") || response.body === undefined) return response;
-  const bytes = response.body instanceof Uint8Array ? response.body : await readAllBytes(response.body as AsyncIterable<Uint8Array>, 1 << 20);
+  const bytes =
+    response.body instanceof Uint8Array ? response.body : await readAllBytes(response.body as AsyncIterable<Uint8Array>, 1 << 20);
   let corrected: ConnectError | undefined;
   try {
     corrected = undecodableRequestError(errorFromJsonBytes(bytes, undefined, new ConnectError("", Code.Internal)));
@@ -80,7 +82,10 @@ async function fixConnectError(response: UniversalServerResponse): Promise<Unive
 /** gRPC-Web sends its trailers as the body's last envelope (flag 0x80, one chunk): corrected there. */
 async function* fixGrpcWebTrailer(body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
   for await (const chunk of body) {
-    const isTrailer = chunk.byteLength >= 5 && chunk[0] === trailerFlag && new DataView(chunk.buffer, chunk.byteOffset).getUint32(1) === chunk.byteLength - 5;
+    const isTrailer =
+      chunk.byteLength >= 5 &&
+      chunk[0] === trailerFlag &&
+      new DataView(chunk.buffer, chunk.byteOffset).getUint32(1) === chunk.byteLength - 5;
     const trailer = isTrailer ? trailerParse(chunk.subarray(5)) : undefined;
     const corrected = trailer && undecodableRequestError(findTrailerError(trailer));
     if (!trailer || !corrected) {

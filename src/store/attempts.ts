@@ -1,9 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import {
-  GetLatestAttemptRequestSchema,
-  QueryAttemptsRequestSchema,
-  UpdateAttemptRequestSchema,
-} from "../gen/agl/v1/store_pb.js";
+import { GetLatestAttemptRequestSchema, QueryAttemptsRequestSchema, UpdateAttemptRequestSchema } from "../gen/agl/v1/store_pb.js";
 import { type Attempt, AttemptStatus, RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import { pageInfo, requireRollout, type StoreContext } from "./context.js";
 import { failedPrecondition, invalidArgument, notFound } from "./errors.js";

@@ -35,10 +35,7 @@ export interface TransactionOptions {
  * What happened, for waiters: new queue entries, finished rollouts, published resources. A `resources` event
  * carries the published version itself, so watchers see every version even when updates follow each other fast.
  */
-export type StoreEvent =
-  | { kind: "queued" }
-  | { kind: "finished"; rolloutIds: string[] }
-  | { kind: "resources"; update: ResourcesUpdate };
+export type StoreEvent = { kind: "queued" } | { kind: "finished"; rolloutIds: string[] } | { kind: "resources"; update: ResourcesUpdate };
 
 /** A window of a query result with the number of matches before pagination. */
 export interface PageResult<T> {
@@ -168,14 +165,7 @@ export const sortableFields = {
   rollouts: ["rollout_id", "start_time", "end_time", "status", "mode", "resources_id", "group_id"],
   attempts: ["sequence_id", "attempt_id", "start_time", "end_time", "status", "worker_id", "last_heartbeat_time"],
   spans: ["sequence_id", "start_time", "end_time", "name", "span_id", "trace_id", "parent_id"],
-  workers: [
-    "worker_id",
-    "status",
-    "last_heartbeat_time",
-    "last_dequeue_time",
-    "last_busy_time",
-    "last_idle_time",
-  ],
+  workers: ["worker_id", "status", "last_heartbeat_time", "last_dequeue_time", "last_busy_time", "last_idle_time"],
   resources: ["resources_id", "create_time", "update_time", "version"],
 } as const;
 

@@ -7,7 +7,6 @@ import { copySpan } from "./span-wire.js";
 import { heartbeat } from "./transitions.js";
 import { checkCount, checkId, type StoreLimits } from "./validate.js";
 
-
 interface Owner {
   rollout: Rollout;
   attempt: Attempt;

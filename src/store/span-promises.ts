@@ -20,7 +20,8 @@ const finishingRollout = new Set([RolloutStatus.SUCCEEDED, RolloutStatus.FAILED]
 function unlessAborted(promise: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
   if (!signal) return promise;
   return new Promise((resolve, reject) => {
-    const abort = () => reject(new ConnectError("the caller gave up while the rollout's promised spans were still coming", Code.DeadlineExceeded));
+    const abort = () =>
+      reject(new ConnectError("the caller gave up while the rollout's promised spans were still coming", Code.DeadlineExceeded));
     if (signal.aborted) return abort();
     signal.addEventListener("abort", abort, { once: true });
     void promise.then(() => {
@@ -65,7 +66,10 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
   const settled = (rolloutId: string, signal: AbortSignal | undefined): Promise<void> | undefined => {
     const spans = promised.get(rolloutId);
     if (!spans || spans.size === 0) return undefined;
-    return unlessAborted(Promise.all([...spans.values()].map((e) => e.settled)).then(() => undefined), signal);
+    return unlessAborted(
+      Promise.all([...spans.values()].map((e) => e.settled)).then(() => undefined),
+      signal,
+    );
   };
 
   return {
@@ -77,7 +81,9 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
       for (const [i, spanId] of req.spanIds.entries()) checkId(spanId, `span_ids[${i}]`, limits);
       if (req.ttlMs > maxTtlMs) throw invalidArgument(`ttl_ms: at most ${maxTtlMs}, got ${req.ttlMs}`);
       if (ctx.backend.name === "postgres") {
-        throw failedPrecondition("a PostgreSQL store cannot hold span promises (another server may take the rollout's updates): store the spans first");
+        throw failedPrecondition(
+          "a PostgreSQL store cannot hold span promises (another server may take the rollout's updates): store the spans first",
+        );
       }
       if (req.withdraw) {
         for (const spanId of req.spanIds) settle(req.rolloutId, spanId);
@@ -96,12 +102,18 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
 
     // No await when nothing is promised: the call then starts in this tick, in the order the caller made it.
     updateAttempt(init, options) {
-      const wait = init.rolloutId && init.status !== undefined && finishingAttempt.has(init.status) ? settled(init.rolloutId, options?.signal) : undefined;
+      const wait =
+        init.rolloutId && init.status !== undefined && finishingAttempt.has(init.status)
+          ? settled(init.rolloutId, options?.signal)
+          : undefined;
       return wait ? wait.then(() => held.updateAttempt(init, options)) : held.updateAttempt(init, options);
     },
 
     updateRollout(init, options) {
-      const wait = init.rolloutId && init.status !== undefined && finishingRollout.has(init.status) ? settled(init.rolloutId, options?.signal) : undefined;
+      const wait =
+        init.rolloutId && init.status !== undefined && finishingRollout.has(init.status)
+          ? settled(init.rolloutId, options?.signal)
+          : undefined;
       return wait ? wait.then(() => held.updateRollout(init, options)) : held.updateRollout(init, options);
     },
   };

@@ -1,10 +1,7 @@
 import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { describe, expect, it } from "vitest";
-import {
-  AddSpansRequestSchema,
-  UpdateAttemptRequestSchema,
-} from "../gen/agl/v1/store_pb.js";
+import { AddSpansRequestSchema, UpdateAttemptRequestSchema } from "../gen/agl/v1/store_pb.js";
 import { AttemptStatus, SpanSchema } from "../gen/agl/v1/types_pb.js";
 import { emptyIdPool, createMessageGenerator } from "../../test/support/fuzz/random-message.js";
 import { mutateBytes } from "../../test/support/fuzz/mutate.js";

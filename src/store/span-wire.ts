@@ -35,9 +35,7 @@ function spanListField(schema: DescMessage): DescField | null {
   let field = spanFields.get(schema);
   if (field === undefined) {
     field =
-      schema.fields.find(
-        (f) => f.fieldKind === "list" && f.listKind === "message" && f.message.typeName === SpanSchema.typeName,
-      ) ?? null;
+      schema.fields.find((f) => f.fieldKind === "list" && f.listKind === "message" && f.message.typeName === SpanSchema.typeName) ?? null;
     spanFields.set(schema, field);
   }
   return field;

@@ -1,9 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import {
-  AddSpansRequestSchema,
-  NextSpanSequenceIdsRequestSchema,
-  QuerySpansRequestSchema,
-} from "../gen/agl/v1/store_pb.js";
+import { AddSpansRequestSchema, NextSpanSequenceIdsRequestSchema, QuerySpansRequestSchema } from "../gen/agl/v1/store_pb.js";
 import { FilterLogic } from "../gen/agl/v1/types_pb.js";
 import type { StringMatch } from "./backend.js";
 import { pageInfo, requireRollout, type StoreContext } from "./context.js";

@@ -12,12 +12,7 @@ import { INFRASTRUCTURE_ATTEMPTS } from "./liveness.js";
 
 const finishedRollout = new Set([RolloutStatus.SUCCEEDED, RolloutStatus.FAILED, RolloutStatus.CANCELLED]);
 const queuedRollout = new Set([RolloutStatus.QUEUING, RolloutStatus.REQUEUING]);
-const finishedAttempt = new Set([
-  AttemptStatus.SUCCEEDED,
-  AttemptStatus.FAILED,
-  AttemptStatus.TIMEOUT,
-  AttemptStatus.CANCELLED,
-]);
+const finishedAttempt = new Set([AttemptStatus.SUCCEEDED, AttemptStatus.FAILED, AttemptStatus.TIMEOUT, AttemptStatus.CANCELLED]);
 
 /** Succeeded, failed or cancelled: terminal, and sticky against implicit transitions. */
 export const isFinished = (status: RolloutStatus) => finishedRollout.has(status);

@@ -108,8 +108,7 @@ export function createStore(options: StoreOptions): Store {
   };
 
   const interval = options.watchdogIntervalSeconds ?? 1;
-  const timer =
-    interval > 0 ? setInterval(() => runWatchdog().catch(onError), interval * 1000).unref() : undefined;
+  const timer = interval > 0 ? setInterval(() => runWatchdog().catch(onError), interval * 1000).unref() : undefined;
 
   const pendingWrites = createPendingWrites();
   const rollouts = rolloutMethods(ctx);

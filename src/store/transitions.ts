@@ -66,8 +66,7 @@ export async function heartbeat(tx: StorageTx, rollout: Rollout, attempt: Attemp
   if (attempt.status === AttemptStatus.PREPARING || revived) attempt.status = AttemptStatus.RUNNING;
   await tx.putAttempt(attempt);
   if (revived) await syncAttemptWorker(tx, attempt, now);
-  const promotable =
-    isQueued(rollout.status) || rollout.status === RolloutStatus.PREPARING || rollout.status === RolloutStatus.RUNNING;
+  const promotable = isQueued(rollout.status) || rollout.status === RolloutStatus.PREPARING || rollout.status === RolloutStatus.RUNNING;
   if (isLatest && attempt.status === AttemptStatus.RUNNING && promotable && rollout.status !== RolloutStatus.RUNNING) {
     rollout.status = RolloutStatus.RUNNING;
     rollout.latestAttempt = undefined;

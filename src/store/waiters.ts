@@ -31,9 +31,7 @@ export function createWaiters(backend: StorageBackend): Waiters {
       const promise = new Promise<void>((resolve) => {
         const entry = { matches, wake: () => cancel() };
         const onAbort = () => cancel();
-        const timer = Number.isFinite(timeoutSeconds)
-          ? setTimeout(() => cancel(), Math.max(0, timeoutSeconds * 1000))
-          : undefined;
+        const timer = Number.isFinite(timeoutSeconds) ? setTimeout(() => cancel(), Math.max(0, timeoutSeconds * 1000)) : undefined;
         cancel = () => {
           pending.delete(entry);
           if (timer) clearTimeout(timer);

@@ -27,7 +27,11 @@ export function scanOnce(
     const gone = await markGoneWorkers(tx, t, defaults.workerGoneSeconds);
     const fallbackUnresponsive = defaults.unresponsiveSeconds || undefined;
     const rollouts = (await tx.activeRollouts()).filter(
-      (r) => gone.size > 0 || fallbackUnresponsive !== undefined || r.config?.timeoutSeconds !== undefined || r.config?.unresponsiveSeconds !== undefined,
+      (r) =>
+        gone.size > 0 ||
+        fallbackUnresponsive !== undefined ||
+        r.config?.timeoutSeconds !== undefined ||
+        r.config?.unresponsiveSeconds !== undefined,
     );
     if (rollouts.length === 0) return 0;
     const latest = await tx.latestAttempts(rollouts.map((r) => r.rolloutId));
@@ -39,7 +43,10 @@ export function scanOnce(
       const unresponsiveSeconds = rollout.config?.unresponsiveSeconds ?? fallbackUnresponsive;
       let status: AttemptStatus | undefined;
       if (timeoutSeconds !== undefined && t - attempt.startTime > timeoutSeconds) status = AttemptStatus.TIMEOUT;
-      else if (attempt.status !== AttemptStatus.UNRESPONSIVE && (gone.has(attempt.workerId) || silentFor(attempt, t, unresponsiveSeconds))) {
+      else if (
+        attempt.status !== AttemptStatus.UNRESPONSIVE &&
+        (gone.has(attempt.workerId) || silentFor(attempt, t, unresponsiveSeconds))
+      ) {
         status = AttemptStatus.UNRESPONSIVE;
       }
       if (status === undefined) continue;
@@ -59,7 +66,10 @@ const silentFor = (attempt: Attempt, t: number, seconds: number | undefined) =>
 async function markGoneWorkers(tx: StorageTx, t: number, goneSeconds: number | undefined): Promise<Set<string>> {
   const gone = new Set<string>();
   if (!goneSeconds) return gone;
-  const { items } = await tx.queryWorkers({ statusIn: [WorkerStatus.BUSY, WorkerStatus.IDLE], any: false }, { descending: false, limit: -1, offset: 0 });
+  const { items } = await tx.queryWorkers(
+    { statusIn: [WorkerStatus.BUSY, WorkerStatus.IDLE], any: false },
+    { descending: false, limit: -1, offset: 0 },
+  );
   for (const worker of items) {
     if (worker.lastHeartbeatTime === undefined || t - worker.lastHeartbeatTime <= goneSeconds) continue;
     gone.add(worker.workerId);

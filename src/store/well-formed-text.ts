@@ -85,7 +85,8 @@ function fieldValue(field: DescField, value: unknown): unknown {
       if (field.listKind === "enum" || (field.listKind === "scalar" && field.scalar !== ScalarType.STRING)) return value;
       const list = value as unknown[];
       const c = new Changes(list);
-      for (let i = 0; i < list.length; i++) c.set(i, field.listKind === "message" ? messageValue(field.message, list[i]) : wellFormed(list[i] as string));
+      for (let i = 0; i < list.length; i++)
+        c.set(i, field.listKind === "message" ? messageValue(field.message, list[i]) : wellFormed(list[i] as string));
       return c.result();
     }
     case "map": {
@@ -94,7 +95,11 @@ function fieldValue(field: DescField, value: unknown): unknown {
       for (const key of Object.keys(map)) {
         const item = map[key];
         const fixed =
-          field.mapKind === "message" ? messageValue(field.message, item) : field.mapKind === "scalar" && field.scalar === ScalarType.STRING ? wellFormed(item as string) : item;
+          field.mapKind === "message"
+            ? messageValue(field.message, item)
+            : field.mapKind === "scalar" && field.scalar === ScalarType.STRING
+              ? wellFormed(item as string)
+              : item;
         c.setKey(key, fixed);
       }
       return c.result();

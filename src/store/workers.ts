@@ -17,9 +17,7 @@ export function workerMethods(ctx: StoreContext): WorkerMethods {
       checkId(req.workerId, "worker_id", limits);
       checkStruct(req.heartbeatStats, "heartbeat_stats");
       return ctx.write(async (tx) => {
-        const worker =
-          (await tx.getWorker(req.workerId)) ??
-          create(WorkerSchema, { workerId: req.workerId, status: WorkerStatus.UNKNOWN });
+        const worker = (await tx.getWorker(req.workerId)) ?? create(WorkerSchema, { workerId: req.workerId, status: WorkerStatus.UNKNOWN });
         worker.lastHeartbeatTime = ctx.now();
         if (req.heartbeatStats !== undefined) worker.heartbeatStats = req.heartbeatStats;
         await tx.putWorker(worker);

@@ -12,12 +12,9 @@ export const attr = {
   double: (value: number) => create(AttributeValueSchema, { value: { case: "doubleValue", value } }),
   ints: (values: readonly (number | bigint)[]) =>
     create(AttributeValueSchema, { value: { case: "intArray", value: { values: values.map((v) => BigInt(v)) } } }),
-  doubles: (values: readonly number[]) =>
-    create(AttributeValueSchema, { value: { case: "doubleArray", value: { values: [...values] } } }),
-  strs: (values: readonly string[]) =>
-    create(AttributeValueSchema, { value: { case: "stringArray", value: { values: [...values] } } }),
-  bools: (values: readonly boolean[]) =>
-    create(AttributeValueSchema, { value: { case: "boolArray", value: { values: [...values] } } }),
+  doubles: (values: readonly number[]) => create(AttributeValueSchema, { value: { case: "doubleArray", value: { values: [...values] } } }),
+  strs: (values: readonly string[]) => create(AttributeValueSchema, { value: { case: "stringArray", value: { values: [...values] } } }),
+  bools: (values: readonly boolean[]) => create(AttributeValueSchema, { value: { case: "boolArray", value: { values: [...values] } } }),
   /** A JSON document as a string attribute; values JSON cannot encode fall back to their string form. */
   json: (value: unknown) => create(AttributeValueSchema, { value: { case: "stringValue", value: toJsonText(value) } }),
 };

@@ -103,7 +103,9 @@ export function createSpanShipper(options: SpanShipperOptions): SpanShipper {
     for (const [key, n] of perAttempt) account(key).dropped += n;
     stats.dropped += spans.length;
     const [rolloutId, attemptId] = [...perAttempt.keys()][0]?.split("\0") ?? [];
-    options.logger?.warn(`dropped ${spans.length} span(s) (first of ${rolloutId} ${attemptId}): ${reason}; ${stats.dropped} dropped so far`);
+    options.logger?.warn(
+      `dropped ${spans.length} span(s) (first of ${rolloutId} ${attemptId}): ${reason}; ${stats.dropped} dropped so far`,
+    );
   };
 
   const ship = async (batch: Span[]): Promise<void> => {

@@ -68,7 +68,11 @@ export class Trainer<TReport = BaselineReport> {
   }
 
   /** `new Trainer(options).dev(agent, dataset)`. */
-  static dev<R = BaselineReport>(agent: AgentSource, dataset: readonly JsonValue[] | Datasets, options: TrainerOptions<R> = {}): Promise<R> {
+  static dev<R = BaselineReport>(
+    agent: AgentSource,
+    dataset: readonly JsonValue[] | Datasets,
+    options: TrainerOptions<R> = {},
+  ): Promise<R> {
     return new Trainer<R>(options).dev(agent, dataset);
   }
 }

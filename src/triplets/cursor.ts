@@ -52,10 +52,20 @@ export function decodeCursor(cursor: string, filterKey: string): StreamPosition 
     throw new ConnectError("cursor: not a cursor this server issued", Code.InvalidArgument);
   }
   const { v, f, w, r } = parsed;
-  const valid = v === 1 && typeof w === "number" && Number.isInteger(w) && w >= 0 && Array.isArray(r) && r.length % 2 === 0 && r.every((x) => Number.isInteger(x) && x >= 0);
+  const valid =
+    v === 1 &&
+    typeof w === "number" &&
+    Number.isInteger(w) &&
+    w >= 0 &&
+    Array.isArray(r) &&
+    r.length % 2 === 0 &&
+    r.every((x) => Number.isInteger(x) && x >= 0);
   if (!valid) throw new ConnectError("cursor: not a cursor this server issued", Code.InvalidArgument);
   if (f !== filterKey) {
-    throw new ConnectError("cursor: it was issued for other filters (rollout_ids, group_id, rollout_mode, status_in, resources); resume with the same ones", Code.InvalidArgument);
+    throw new ConnectError(
+      "cursor: it was issued for other filters (rollout_ids, group_id, rollout_mode, status_in, resources); resume with the same ones",
+      Code.InvalidArgument,
+    );
   }
   const flat = r as number[];
   let total = 0;

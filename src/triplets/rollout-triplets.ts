@@ -17,7 +17,12 @@ import type { StoreApi } from "../store/store-api.js";
 
 /** The adapter options a request's `TripletOptions` stand for. */
 export function adapterOptions(options: TripletOptions | undefined): TripletAdapterOptions {
-  const rewardMatch = options?.rewardMatch === RewardMatch.FIRST_SIBLING ? "first_sibling" : options?.rewardMatch === RewardMatch.FINAL ? "final" : "first_occurrence";
+  const rewardMatch =
+    options?.rewardMatch === RewardMatch.FIRST_SIBLING
+      ? "first_sibling"
+      : options?.rewardMatch === RewardMatch.FINAL
+        ? "final"
+        : "first_occurrence";
   return {
     mode: options?.mode === TripletMode.TRAJECTORY ? "trajectory" : "transition",
     rewardMatch,
@@ -51,7 +56,11 @@ export async function rolloutTriplets(
   const spans = attempt ? await attemptSpans(store, rollout.rolloutId, attempt, signal) : [];
   const adapted = spansToTriplets(spans, options, rollout);
   const triplets = resources?.resourcesId
-    ? adapted.triplets.filter((t) => t.resourcesId === resources.resourcesId && (resources.resourcesVersion === 0 || t.resourcesVersion === resources.resourcesVersion))
+    ? adapted.triplets.filter(
+        (t) =>
+          t.resourcesId === resources.resourcesId &&
+          (resources.resourcesVersion === 0 || t.resourcesVersion === resources.resourcesVersion),
+      )
     : adapted.triplets;
   return create(RolloutTripletsSchema, {
     rolloutId: rollout.rolloutId,
@@ -81,7 +90,13 @@ export async function rolloutMessages(store: StoreApi, rollout: Rollout, signal?
     feedback: view.feedback,
     conversations: view.conversations.map(
       (c): LlmConversation =>
-        create(LlmConversationSchema, { messages: plain(c.messages), tools: plain(c.tools), model: c.model, spanId: c.spanId, reward: c.reward }),
+        create(LlmConversationSchema, {
+          messages: plain(c.messages),
+          tools: plain(c.tools),
+          model: c.model,
+          spanId: c.spanId,
+          reward: c.reward,
+        }),
     ),
   });
 }

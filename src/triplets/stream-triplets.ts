@@ -26,7 +26,14 @@ const finished = new Set([RolloutStatus.SUCCEEDED, RolloutStatus.FAILED, Rollout
 
 /** A key of the filters that decide which rollouts a cursor covers. */
 function filterKey(req: StreamTripletsRequest): string {
-  return JSON.stringify([[...req.rolloutIds].sort(), req.groupId, req.rolloutMode, [...req.statusIn].sort(), req.resourcesId, req.resourcesVersion]);
+  return JSON.stringify([
+    [...req.rolloutIds].sort(),
+    req.groupId,
+    req.rolloutMode,
+    [...req.statusIn].sort(),
+    req.resourcesId,
+    req.resourcesVersion,
+  ]);
 }
 
 /**
@@ -44,7 +51,10 @@ export async function* streamTriplets(
 ): AsyncGenerator<StreamTripletsResponse> {
   for (const status of req.statusIn) {
     if (!finished.has(status)) {
-      throw new ConnectError(`status_in: ${RolloutStatus[status] ?? status} is not a finished status (succeeded, failed, cancelled)`, Code.InvalidArgument);
+      throw new ConnectError(
+        `status_in: ${RolloutStatus[status] ?? status} is not a finished status (succeeded, failed, cancelled)`,
+        Code.InvalidArgument,
+      );
     }
   }
   const cursor = openCursor(req.cursor, filterKey(req));

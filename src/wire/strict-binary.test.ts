@@ -51,12 +51,25 @@ describe("scanStrictBinary", () => {
     expect(fromBinary(SpanSchema, bytes).name).toBe("abc");
     expect(scanStrictBinary(SpanSchema, bytes)).toBe(false);
     // Deep inside: an attribute's double_value (field 4) written as a varint.
-    expect(scanStrictBinary(SpanSchema, spanWithAttribute((w) => w.tag(4, WireType.Varint).uint32(1)))).toBe(false);
-    expect(scanStrictBinary(SpanSchema, spanWithAttribute((w) => w.tag(4, WireType.Bit64).double(1)))).toBe(true);
+    expect(
+      scanStrictBinary(
+        SpanSchema,
+        spanWithAttribute((w) => w.tag(4, WireType.Varint).uint32(1)),
+      ),
+    ).toBe(false);
+    expect(
+      scanStrictBinary(
+        SpanSchema,
+        spanWithAttribute((w) => w.tag(4, WireType.Bit64).double(1)),
+      ),
+    ).toBe(true);
   });
 
   it("refuses strings that are not UTF-8, at any depth", () => {
-    const invalid = new BinaryWriter().tag(7, WireType.LengthDelimited).bytes(new Uint8Array([0x61, 0xff, 0x62])).finish();
+    const invalid = new BinaryWriter()
+      .tag(7, WireType.LengthDelimited)
+      .bytes(new Uint8Array([0x61, 0xff, 0x62]))
+      .finish();
     expect(scanStrictBinary(SpanSchema, invalid)).toBe(false);
     const invalidValue = spanWithAttribute((w) => w.tag(1, WireType.LengthDelimited).bytes(new Uint8Array([0xc3])));
     expect(scanStrictBinary(SpanSchema, invalidValue)).toBe(false);

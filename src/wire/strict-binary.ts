@@ -100,13 +100,7 @@ function readMessage(
   expect(reader.pos === end);
 }
 
-function readSubMessage(
-  schema: DescMessage,
-  delimited: boolean,
-  wireType: WireType,
-  reader: Reader,
-  depth: number,
-): Uint8Array {
+function readSubMessage(schema: DescMessage, delimited: boolean, wireType: WireType, reader: Reader, depth: number): Uint8Array {
   // Group-encoded (delimited) messages exist only in proto2 and editions; none of ours use them.
   expect(wireType === WireType.LengthDelimited && !delimited);
   const length = reader.uint32();

@@ -22,9 +22,15 @@ describe("adapter table", () => {
   });
 
   it("names agents from gen_ai, OpenAI Agents, Agents for Python, LangChain and the AI SDK", () => {
-    expect(agentNameOf(span({ id: "a", seq: 1, attrs: { [sc.GEN_AI_OPERATION_NAME]: "invoke_agent", [sc.GEN_AI_AGENT_NAME]: "triage" } }))).toBe("triage");
-    expect(agentNameOf(span({ id: "b", seq: 1, attrs: { [sc.GEN_AI_OPERATION_NAME]: "chat", [sc.GEN_AI_AGENT_NAME]: "triage" } }))).toBeUndefined();
-    expect(agentNameOf(span({ id: "c", seq: 1, attrs: { [sc.OPENAI_AGENTS_SPAN_TYPE]: "agent", "openai.agents.agent.name": "helper" } }))).toBe("helper");
+    expect(
+      agentNameOf(span({ id: "a", seq: 1, attrs: { [sc.GEN_AI_OPERATION_NAME]: "invoke_agent", [sc.GEN_AI_AGENT_NAME]: "triage" } })),
+    ).toBe("triage");
+    expect(
+      agentNameOf(span({ id: "b", seq: 1, attrs: { [sc.GEN_AI_OPERATION_NAME]: "chat", [sc.GEN_AI_AGENT_NAME]: "triage" } })),
+    ).toBeUndefined();
+    expect(
+      agentNameOf(span({ id: "c", seq: 1, attrs: { [sc.OPENAI_AGENTS_SPAN_TYPE]: "agent", "openai.agents.agent.name": "helper" } })),
+    ).toBe("helper");
     expect(agentNameOf(span({ id: "d", seq: 1, attrs: { "agent.name": "legacy" } }))).toBe("legacy");
     expect(agentNameOf(span({ id: "e", seq: 1, attrs: { [sc.LANGCHAIN_CHAIN_TYPE]: "AgentExecutor" } }))).toBe("AgentExecutor");
     expect(agentNameOf(span({ id: "f", seq: 1, name: "ai.generateText", attrs: { [sc.AI_SDK_FUNCTION_ID]: "solver" } }))).toBe("solver");
@@ -33,11 +39,36 @@ describe("adapter table", () => {
 
 describe("messages view", () => {
   it("rebuilds each call's conversation from the proxy's bodies, with rewards and feedback", () => {
-    const request = { model: "m", messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "2+3?" }], tools: [{ type: "function", function: { name: "add" } }] };
-    const response = { choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "add", arguments: '{"a":2}' } }] } }] };
+    const request = {
+      model: "m",
+      messages: [
+        { role: "system", content: "Be brief." },
+        { role: "user", content: "2+3?" },
+      ],
+      tools: [{ type: "function", function: { name: "add" } }],
+    };
+    const response = {
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: "assistant",
+            content: null,
+            tool_calls: [{ id: "c1", type: "function", function: { name: "add", arguments: '{"a":2}' } }],
+          },
+        },
+      ],
+    };
     const view = spansToMessages([
       span({ id: "root", seq: 1 }),
-      llmSpan({ id: "call", parent: "root", seq: 2, prompt: [1], response: [2], attrs: { [sc.AGL_LLM_REQUEST]: JSON.stringify(request), [sc.AGL_LLM_RESPONSE]: JSON.stringify(response) } }),
+      llmSpan({
+        id: "call",
+        parent: "root",
+        seq: 2,
+        prompt: [1],
+        response: [2],
+        attrs: { [sc.AGL_LLM_REQUEST]: JSON.stringify(request), [sc.AGL_LLM_RESPONSE]: JSON.stringify(response) },
+      }),
       rewardSpan({ id: "r", parent: "root", seq: 3, value: 0.5, feedback: "Too slow." }),
     ]);
     expect(view.finalReward).toBe(0.5);
@@ -60,7 +91,15 @@ describe("messages view", () => {
       { role: "tool", parts: [{ type: "tool_call_response", id: "t1", result: { temp: 3 } }] },
     ];
     const view = spansToMessages([
-      span({ id: "g", seq: 1, attrs: { [sc.GEN_AI_OPERATION_NAME]: "chat", [sc.GEN_AI_INPUT_MESSAGES]: JSON.stringify(input), [sc.GEN_AI_OUTPUT_MESSAGES]: JSON.stringify([{ role: "assistant", parts: [{ type: "text", content: "Cold." }] }]) } }),
+      span({
+        id: "g",
+        seq: 1,
+        attrs: {
+          [sc.GEN_AI_OPERATION_NAME]: "chat",
+          [sc.GEN_AI_INPUT_MESSAGES]: JSON.stringify(input),
+          [sc.GEN_AI_OUTPUT_MESSAGES]: JSON.stringify([{ role: "assistant", parts: [{ type: "text", content: "Cold." }] }]),
+        },
+      }),
       span({
         id: "v",
         seq: 2,
@@ -74,7 +113,11 @@ describe("messages view", () => {
     ]);
     expect(view.conversations[0]?.messages).toEqual([
       { role: "user", content: "weather?" },
-      { role: "assistant", content: null, tool_calls: [{ id: "t1", type: "function", function: { name: "lookup", arguments: '{"city":"Oslo"}' } }] },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "t1", type: "function", function: { name: "lookup", arguments: '{"city":"Oslo"}' } }],
+      },
       { role: "tool", tool_call_id: "t1", content: '{"temp":3}' },
       { role: "assistant", content: "Cold." },
     ]);
@@ -82,7 +125,11 @@ describe("messages view", () => {
       model: "gpt-x",
       messages: [
         { role: "user", content: [{ type: "text", text: "hi" }] },
-        { role: "assistant", content: null, tool_calls: [{ id: "x", type: "function", function: { name: "greet", arguments: '{"to":"you"}' } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "x", type: "function", function: { name: "greet", arguments: '{"to":"you"}' } }],
+        },
       ],
     });
   });

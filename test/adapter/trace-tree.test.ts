@@ -15,7 +15,13 @@ describe("trace tree", () => {
       span({ id: "root", seq: 1 }),
       span({ id: "g", parent: "c1", seq: 4 }),
     ]);
-    expect(shape(tree.root)).toEqual(["root", [["c1", [["g", []]]], ["c2", []]]]);
+    expect(shape(tree.root)).toEqual([
+      "root",
+      [
+        ["c1", [["g", []]]],
+        ["c2", []],
+      ],
+    ]);
     expect(tree.ordered.map((n) => n.id)).toEqual(["root", "c1", "c2", "g"]);
   });
 
@@ -26,10 +32,28 @@ describe("trace tree", () => {
       span({ id: "y", parent: "ghost-1", seq: 3, start: 3, end: 4 }),
       span({ id: "z", parent: "ghost-1", seq: 4, start: 7, end: 9 }),
     ]);
-    expect(shape(tree.root)).toEqual([VIRTUAL_ROOT_ID, [["a", []], ["ghost-2", [["x", []]]], ["ghost-1", [["y", []], ["z", []]]]]]);
+    expect(shape(tree.root)).toEqual([
+      VIRTUAL_ROOT_ID,
+      [
+        ["a", []],
+        ["ghost-2", [["x", []]]],
+        [
+          "ghost-1",
+          [
+            ["y", []],
+            ["z", []],
+          ],
+        ],
+      ],
+    ]);
     const ghost = tree.nodes.get("ghost-1") as TraceNode;
     expect(ghost.virtual).toBe(true);
-    expect([ghost.span.name, ghost.span.rolloutId, ghost.span.startTime, ghost.span.endTime]).toEqual([AGL_VIRTUAL, "ro-000000000001", 3, 9]);
+    expect([ghost.span.name, ghost.span.rolloutId, ghost.span.startTime, ghost.span.endTime]).toEqual([
+      AGL_VIRTUAL,
+      "ro-000000000001",
+      3,
+      9,
+    ]);
     expect([tree.root.span.startTime, tree.root.span.endTime]).toEqual([1, 9]);
   });
 
@@ -67,7 +91,19 @@ describe("hierarchy repair", () => {
       llmSpan({ id: "untimed", parent: "root", seq: 6, prompt: [1], response: [2] }),
     ]);
     expect(repairHierarchy(tree)).toBe(2);
-    expect(shape(tree.root)).toEqual(["root", [["outer", [["inner", [["call", []]]], ["late", []]]], ["untimed", []]]]);
+    expect(shape(tree.root)).toEqual([
+      "root",
+      [
+        [
+          "outer",
+          [
+            ["inner", [["call", []]]],
+            ["late", []],
+          ],
+        ],
+        ["untimed", []],
+      ],
+    ]);
   });
 
   it("never moves a call under an agent with the very same interval, nor under its own descendants", () => {

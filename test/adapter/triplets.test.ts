@@ -56,7 +56,11 @@ describe("reward matching", () => {
   const calls = [2, 4, 6].map((seq) => llmSpan({ id: `c${seq}`, parent: "root", seq, prompt: [seq], response: [seq] }));
 
   it("first occurrence: each reward goes to the latest earlier call without one, by sequence id", () => {
-    const rewards = [rewardSpan({ id: "r5", parent: "root", seq: 5, value: 0.1 }), rewardSpan({ id: "r7", parent: "root", seq: 7, value: 0.2 }), rewardSpan({ id: "r8", parent: "root", seq: 8, value: 0.3 })];
+    const rewards = [
+      rewardSpan({ id: "r5", parent: "root", seq: 5, value: 0.1 }),
+      rewardSpan({ id: "r7", parent: "root", seq: 7, value: 0.2 }),
+      rewardSpan({ id: "r8", parent: "root", seq: 8, value: 0.3 }),
+    ];
     const out = spansToTriplets([root, ...calls, ...rewards]);
     expect(out.triplets.map((t) => t.reward)).toEqual([0.3, 0.1, 0.2]);
     expect(out.finalReward).toBe(0.3);
@@ -125,7 +129,16 @@ describe("samples", () => {
       llmSpan({ id: "b", parent: "root", seq: 3, prompt: [5], response: [6, 7], logprobs: [-0.3] }),
     ]);
     expect(out.triplets).toMatchObject([
-      { turnIndex: 0, turnCount: 1, promptTokenIds: [1, 2], responseTokenIds: [3, 4], responseMask: [1, 1], logprobs: [-0.1, -0.2], resourcesId: "rs-1", resourcesVersion: 3 },
+      {
+        turnIndex: 0,
+        turnCount: 1,
+        promptTokenIds: [1, 2],
+        responseTokenIds: [3, 4],
+        responseMask: [1, 1],
+        logprobs: [-0.1, -0.2],
+        resourcesId: "rs-1",
+        resourcesVersion: 3,
+      },
       { turnIndex: 1, promptTokenIds: [5], responseTokenIds: [6, 7], responseMask: [1, 1], logprobs: [] },
     ]);
     expect(out.stats.logprobMismatches).toBe(1);
@@ -137,7 +150,15 @@ describe("samples", () => {
         root,
         llmSpan({ id: "t1", parent: "root", seq: 2, prompt: [1, 2], response: [3, 4], logprobs: [-1, -2] }),
         llmSpan({ id: "t2", parent: "root", seq: 3, prompt: [1, 2, 3, 4, 50, 51], response: [5], logprobs: [-5] }),
-        llmSpan({ id: "t3", parent: "root", seq: 4, prompt: [1, 2, 3, 4, 50, 51, 5], response: [6, 7], logprobs: [-6, -7], responseId: "last" }),
+        llmSpan({
+          id: "t3",
+          parent: "root",
+          seq: 4,
+          prompt: [1, 2, 3, 4, 50, 51, 5],
+          response: [6, 7],
+          logprobs: [-6, -7],
+          responseId: "last",
+        }),
         rewardSpan({ id: "r", parent: "root", seq: 5, value: 1 }),
       ],
       { mode: "trajectory" },
@@ -173,6 +194,12 @@ describe("samples", () => {
       { mode: "trajectory" },
     );
     expect(out.triplets.map((t) => t.spanIds)).toEqual([["a"], ["b"], ["c"], ["d"], ["e"], ["f"]]);
-    expect(out.stats.mismatches).toEqual({ prompt_changed: 1, response_changed: 1, context_truncated: 1, model_changed: 1, resources_changed: 1 });
+    expect(out.stats.mismatches).toEqual({
+      prompt_changed: 1,
+      response_changed: 1,
+      context_truncated: 1,
+      model_changed: 1,
+      resources_changed: 1,
+    });
   });
 });

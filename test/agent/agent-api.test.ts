@@ -11,10 +11,19 @@ import { jsonValue } from "../support/store-harness.js";
 
 const fixture = (name: string) => new URL(`../fixtures/${name}`, import.meta.url).pathname;
 const resources = {
-  main: create(ResourceSchema, { kind: { case: "llm", value: { endpoint: "https://api.example/v1", model: "gpt-x", apiKey: "k", samplingParameters: { temperature: 0.2 } } } }),
+  main: create(ResourceSchema, {
+    kind: {
+      case: "llm",
+      value: { endpoint: "https://api.example/v1", model: "gpt-x", apiKey: "k", samplingParameters: { temperature: 0.2 } },
+    },
+  }),
   policy: create(ResourceSchema, { kind: { case: "proxyLlm", value: { endpoint: "http://proxy:4747/v1/", model: "policy" } } }),
-  greeting: create(ResourceSchema, { kind: { case: "promptTemplate", value: { template: "Hi {name}, {n:.1f}", engine: TemplateEngine.F_STRING } } }),
-  system: create(ResourceSchema, { kind: { case: "promptTemplate", value: { template: "{% for t in tools %}[{{ t }}]{% endfor %}", engine: TemplateEngine.JINJA } } }),
+  greeting: create(ResourceSchema, {
+    kind: { case: "promptTemplate", value: { template: "Hi {name}, {n:.1f}", engine: TemplateEngine.F_STRING } },
+  }),
+  system: create(ResourceSchema, {
+    kind: { case: "promptTemplate", value: { template: "{% for t in tools %}[{{ t }}]{% endfor %}", engine: TemplateEngine.JINJA } },
+  }),
   config: create(ResourceSchema, { kind: { case: "json", value: jsonValue({ retries: 3, tags: ["a"] }) } }),
 };
 
@@ -47,7 +56,10 @@ describe("agents", () => {
     expect(named.name).toBeTypeOf("string");
     await expect(loadAgent(fixture("not-an-agent.ts"))).rejects.toThrow(/exports no agent/);
     await expect(loadAgent(fixture("agents.ts"), "missing")).rejects.toThrow(/no agent named "missing"/);
-    await expect(loadAgent(fixture("broken-agent.ts"))).rejects.toMatchObject({ code: "agent_load", message: expect.stringMatching(/fails to load/) });
+    await expect(loadAgent(fixture("broken-agent.ts"))).rejects.toMatchObject({
+      code: "agent_load",
+      message: expect.stringMatching(/fails to load/),
+    });
   });
 });
 
@@ -55,12 +67,27 @@ describe("resources", () => {
   const typed = resolveResources({ resourcesId: "rs-000000000001", version: 2, resources }, "ro-abc", "at-def");
 
   it("binds a proxy LLM to the attempt and keeps a plain LLM as published", () => {
-    expect(typed.llm("policy")).toMatchObject({ kind: "llm", endpoint: "http://proxy:4747/rollout/ro-abc/attempt/at-def/v1", model: "policy", proxied: true });
-    expect(typed.llm("main")).toMatchObject({ endpoint: "https://api.example/v1", model: "gpt-x", apiKey: "k", proxied: false, samplingParameters: { temperature: 0.2 } });
+    expect(typed.llm("policy")).toMatchObject({
+      kind: "llm",
+      endpoint: "http://proxy:4747/rollout/ro-abc/attempt/at-def/v1",
+      model: "policy",
+      proxied: true,
+    });
+    expect(typed.llm("main")).toMatchObject({
+      endpoint: "https://api.example/v1",
+      model: "gpt-x",
+      apiKey: "k",
+      proxied: false,
+      samplingParameters: { temperature: 0.2 },
+    });
     // With no name, the attempt-bound proxy is the default.
     expect(typed.llm()).toBe(typed.llm("policy"));
     expect(typed.json("config")).toEqual({ retries: 3, tags: ["a"] });
-    expect([typed.resourcesId, typed.version, typed.names]).toEqual(["rs-000000000001", 2, ["main", "policy", "greeting", "system", "config"]]);
+    expect([typed.resourcesId, typed.version, typed.names]).toEqual([
+      "rs-000000000001",
+      2,
+      ["main", "policy", "greeting", "system", "config"],
+    ]);
   });
 
   it("renders f-string and Jinja templates", () => {

@@ -16,7 +16,10 @@ describe("emitters", () => {
   it("write reward, message, object, exception and annotation spans under the attempt's root span", async () => {
     const { outcome, spans, task } = await runAttempt(async () => {
       emitReward(0.25);
-      emitReward({ accuracy: 1, brevity: 0.5 }, { primaryKey: "brevity", feedback: "short but vague", attributes: { judge: { model: "m" } } });
+      emitReward(
+        { accuracy: 1, brevity: 0.5 },
+        { primaryKey: "brevity", feedback: "short but vague", attributes: { judge: { model: "m" } } },
+      );
       emitMessage("thinking…");
       emitObject({ plan: ["a", "b"] });
       emitObject(7);
@@ -70,7 +73,9 @@ describe("emitters", () => {
   it("reject bad rewards and calls outside a rollout, unless asked only to build the span", () => {
     expect(() => emitReward(1)).toThrow(expect.objectContaining({ code: "no_active_attempt" }));
     expect(() => emitReward({ a: 1 } as never, { propagate: false })).toThrow(/needs options.primaryKey/);
-    expect(() => emitReward({ a: 1 }, { primaryKey: "b", propagate: false })).toThrow('primaryKey "b" is not a dimension of the reward (a)');
+    expect(() => emitReward({ a: 1 }, { primaryKey: "b", propagate: false })).toThrow(
+      'primaryKey "b" is not a dimension of the reward (a)',
+    );
     expect(() => emitReward({ a: "x" } as never, { primaryKey: "a", propagate: false })).toThrow(/"a" must be a finite number/);
     expect(() => emitReward(Number.NaN, { propagate: false })).toThrow(AglError);
     expect(() => emitMessage(3 as never, { propagate: false })).toThrow(/takes a string/);
@@ -113,7 +118,10 @@ describe("what a rollout returns", () => {
   it("anything else fails the attempt with an error that says what was expected", async () => {
     const { outcome, spans } = await runAttempt(() => ({ reward: 1 }) as never);
     expect(outcome.end).toBe("failed");
-    expect(outcome.error).toMatchObject({ type: "AglError", message: expect.stringContaining("must return a number (the reward), nothing, or an array of spans") });
+    expect(outcome.error).toMatchObject({
+      type: "AglError",
+      message: expect.stringContaining("must return a number (the reward), nothing, or an array of spans"),
+    });
     const root = spans.find((s) => s.name === "agentlightning.rollout");
     expect(root?.status?.code).toBe(StatusCode.ERROR);
     expect(root?.events.map((e) => e.name)).toEqual(["exception"]);

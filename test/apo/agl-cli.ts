@@ -6,7 +6,11 @@ export const repo = fileURLToPath(new URL("../..", import.meta.url));
 /** Runs `agl <args>` from the sources; resolves with the exit code and both streams. */
 export function agl(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["bin/agl.js", ...args], { cwd: repo, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["bin/agl.js", ...args], {
+      cwd: repo,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));

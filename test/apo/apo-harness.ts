@@ -76,7 +76,12 @@ export async function startApoHarness(options: ApoHarnessOptions = {}): Promise<
   const optimizer = await startFakeLlmServer({ model: "opt-model", policy: options.optimizerPolicy ?? optimizerPolicy });
   let executor: AttemptExecutor;
   if (options.executor === "pool") {
-    executor = createPoolExecutor({ agentModule, workers: options.workers ?? 2, concurrency: options.concurrency ?? 4, logger: silentLogger });
+    executor = createPoolExecutor({
+      agentModule,
+      workers: options.workers ?? 2,
+      concurrency: options.concurrency ?? 4,
+      logger: silentLogger,
+    });
   } else {
     const agent = (await import(agentModule)).default;
     executor = createInProcessExecutor({ agent, concurrency: options.concurrency ?? 8, logger: silentLogger });

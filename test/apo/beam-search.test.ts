@@ -124,7 +124,17 @@ describe("beam search", { timeout: 90_000 }, () => {
     const a = await runApo(search("seed-a"));
     const b = await runApo(search("seed-b"));
     const c = await runApo(search("seed-c", { seed: 12 }));
-    const path = (r: typeof a) => r.rounds.map(({ parents, children, rejected, scores, valBatch, beam, leader, leaderScore }) => ({ parents, children, rejected, scores, valBatch, beam, leader, leaderScore }));
+    const path = (r: typeof a) =>
+      r.rounds.map(({ parents, children, rejected, scores, valBatch, beam, leader, leaderScore }) => ({
+        parents,
+        children,
+        rejected,
+        scores,
+        valBatch,
+        beam,
+        leader,
+        leaderScore,
+      }));
     expect(path(b)).toEqual(path(a));
     expect(b.best.templates).toEqual(a.best.templates);
     expect(b.budget.used).toEqual(a.budget.used);
@@ -146,7 +156,9 @@ describe("beam search", { timeout: 90_000 }, () => {
     }
     expect(targets).toEqual(new Set(["prompt", "style"]));
     // The critique of one template sees the others, marked as fixed.
-    const critique = h.optimizer.requests.map((r) => String(r.body.messages.at(-1).content)).find((c) => c.includes('<template name="prompt">'));
+    const critique = h.optimizer.requests
+      .map((r) => String(r.body.messages.at(-1).content))
+      .find((c) => c.includes('<template name="prompt">'));
     expect(critique).toContain("which stay as they are");
     expect(report.best.score).toBeGreaterThan(report.baseline as number);
     const latest = (await h.store.client.getLatestResources({})).resources;
@@ -156,7 +168,10 @@ describe("beam search", { timeout: 90_000 }, () => {
   test("grader feedback and the rollouts' messages reach the critique request", async () => {
     const before = h.optimizer.requests.length;
     await runApo(search("feedback", { rounds: 1 }));
-    const critiques = h.optimizer.requests.slice(before).map((r) => String(r.body.messages.at(-1).content)).filter((c) => c.includes("<runs>"));
+    const critiques = h.optimizer.requests
+      .slice(before)
+      .map((r) => String(r.body.messages.at(-1).content))
+      .filter((c) => c.includes("<runs>"));
     expect(critiques).toHaveLength(4);
     for (const text of critiques) {
       expect(text).toMatch(/Grader feedback: expected [ABC]\d+ \(kind [abc]\), got "I am not sure\."/);

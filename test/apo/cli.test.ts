@@ -28,22 +28,48 @@ afterAll(async () => {
 const exampleArgs = () => [
   "apo",
   `${example}/agent.ts`,
-  "--train", `${example}/train.jsonl`,
-  "--val", `${example}/val.jsonl`,
-  "--prompt", `booking=@${example}/seed-prompt.txt`,
-  "--var", "rooms",
-  "--llm-model", "agent-model",
-  "--llm-base-url", agentLlm.url,
-  "--optimizer-base-url", optimizer.url,
-  "--gradient-model", "opt-model",
-  "--edit-model", "opt-model",
-  "--workers", "1",
+  "--train",
+  `${example}/train.jsonl`,
+  "--val",
+  `${example}/val.jsonl`,
+  "--prompt",
+  `booking=@${example}/seed-prompt.txt`,
+  "--var",
+  "rooms",
+  "--llm-model",
+  "agent-model",
+  "--llm-base-url",
+  agentLlm.url,
+  "--optimizer-base-url",
+  optimizer.url,
+  "--gradient-model",
+  "opt-model",
+  "--edit-model",
+  "opt-model",
+  "--workers",
+  "1",
 ];
 
 describe("agl apo", () => {
   test("optimizes the room-booking example: progress, a report on stdout and as JSON", async () => {
     const report = join(dir, "room.json");
-    const run = await agl([...exampleArgs(), "--beam", "2", "--branch", "2", "--rounds", "2", "--batch", "4", "--val-batch", "10", "--run-id", "rooms", "--report", report]);
+    const run = await agl([
+      ...exampleArgs(),
+      "--beam",
+      "2",
+      "--branch",
+      "2",
+      "--rounds",
+      "2",
+      "--batch",
+      "4",
+      "--val-batch",
+      "10",
+      "--run-id",
+      "rooms",
+      "--report",
+      report,
+    ]);
     expect(run.stderr).toContain("apo run rooms (new): templates booking; train 30, val 30; beam 2 × branch 2, 2 rounds");
     expect(run.stderr).toContain("a round costs at most 8 optimizer calls and 96 rollouts");
     expect(run.stderr).toMatch(/baseline: seed scores 0\.\d{3} on 30 validation tasks/);
@@ -63,7 +89,19 @@ describe("agl apo", () => {
   }, 120_000);
 
   test("warns up front when the budget cannot complete one round", async () => {
-    const run = await agl([...exampleArgs(), "--beam", "2", "--branch", "2", "--val-batch", "10", "--budget-rollouts", "40", "--report", join(dir, "small.json")]);
+    const run = await agl([
+      ...exampleArgs(),
+      "--beam",
+      "2",
+      "--branch",
+      "2",
+      "--val-batch",
+      "10",
+      "--budget-rollouts",
+      "40",
+      "--report",
+      join(dir, "small.json"),
+    ]);
     const lines = run.stderr.split("\n");
     const warning = lines.findIndex((l) => l.startsWith("warning: the budget cannot complete one round"));
     expect(warning).toBeGreaterThan(0);
@@ -92,7 +130,11 @@ describe("agl apo", () => {
     expect(closed.code).toBe(1);
     expect(closed.stderr).toContain(`agl: cannot reach the optimizer LLM at ${closedUrl} (ECONNREFUSED); check the base URL`);
     writeFileSync(join(dir, "empty.jsonl"), "\n");
-    const empty = await agl([...exampleArgs().map((a) => (a.endsWith("train.jsonl") ? join(dir, "empty.jsonl") : a)), "--report", join(dir, "z.json")]);
+    const empty = await agl([
+      ...exampleArgs().map((a) => (a.endsWith("train.jsonl") ? join(dir, "empty.jsonl") : a)),
+      "--report",
+      join(dir, "z.json"),
+    ]);
     expect(empty.code).toBe(1);
     expect(empty.stderr).toContain("agl: the training set is empty");
     const help = await agl(["apo", "--help"]);

@@ -108,7 +108,9 @@ describe("clear errors", { timeout: 60_000 }, () => {
   });
 
   test("an agent whose LLM is down: the baseline says so", async () => {
-    const error = await failure(search("agentdown", { resources: { llm: { kind: { case: "llm", value: { endpoint: closedUrl, model: "m" } } } } }));
+    const error = await failure(
+      search("agentdown", { resources: { llm: { kind: { case: "llm", value: { endpoint: closedUrl, model: "m" } } } } }),
+    );
     expect(error.code).toBe("rollouts_failed");
     expect(error.message).toMatch(/none of the 3 baseline rollouts succeeded \(failed\); first error: .*fetch failed/);
   });

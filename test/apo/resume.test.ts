@@ -19,8 +19,18 @@ beforeAll(async () => {
   agentLlm = await startFakeLlmServer({ model: "agent-model", policy: agentPolicy, latencyMs: 200 });
   optimizer = await startFakeLlmServer({ model: "opt-model", policy: optimizerPolicy });
   dir = mkdtempSync(join(tmpdir(), "agl-apo-resume-"));
-  writeFileSync(join(dir, "train.jsonl"), hintTasks(12).map((t) => JSON.stringify(t)).join("\n"));
-  writeFileSync(join(dir, "val.jsonl"), hintTasks(9, 100).map((t) => JSON.stringify(t)).join("\n"));
+  writeFileSync(
+    join(dir, "train.jsonl"),
+    hintTasks(12)
+      .map((t) => JSON.stringify(t))
+      .join("\n"),
+  );
+  writeFileSync(
+    join(dir, "val.jsonl"),
+    hintTasks(9, 100)
+      .map((t) => JSON.stringify(t))
+      .join("\n"),
+  );
 });
 afterAll(async () => {
   await agentLlm.close();
@@ -29,15 +39,50 @@ afterAll(async () => {
 });
 
 const args = (db: string, runId: string) => [
-  "apo", agentModule,
-  "--train", join(dir, "train.jsonl"),
-  "--val", join(dir, "val.jsonl"),
-  "--prompt", "prompt=Answer this: {q}",
-  "--beam", "2", "--branch", "2", "--rounds", "2", "--batch", "3", "--val-batch", "4", "--seed", "4",
-  "--llm-model", "agent-model", "--llm-base-url", agentLlm.url,
-  "--optimizer-base-url", optimizer.url, "--gradient-model", "opt-model", "--edit-model", "opt-model", "--optimizer-concurrency", "1",
-  "--db", join(dir, db), "--run-id", runId, "--report", join(dir, `${runId}.json`),
-  "--workers", "1", "--concurrency", "4", "--unresponsive-seconds", "2",
+  "apo",
+  agentModule,
+  "--train",
+  join(dir, "train.jsonl"),
+  "--val",
+  join(dir, "val.jsonl"),
+  "--prompt",
+  "prompt=Answer this: {q}",
+  "--beam",
+  "2",
+  "--branch",
+  "2",
+  "--rounds",
+  "2",
+  "--batch",
+  "3",
+  "--val-batch",
+  "4",
+  "--seed",
+  "4",
+  "--llm-model",
+  "agent-model",
+  "--llm-base-url",
+  agentLlm.url,
+  "--optimizer-base-url",
+  optimizer.url,
+  "--gradient-model",
+  "opt-model",
+  "--edit-model",
+  "opt-model",
+  "--optimizer-concurrency",
+  "1",
+  "--db",
+  join(dir, db),
+  "--run-id",
+  runId,
+  "--report",
+  join(dir, `${runId}.json`),
+  "--workers",
+  "1",
+  "--concurrency",
+  "4",
+  "--unresponsive-seconds",
+  "2",
 ];
 
 /** Starts `agl apo` and resolves once its progress shows `pattern`. */
@@ -54,7 +99,18 @@ async function startUntil(argv: string[], pattern: RegExp): Promise<{ child: Chi
   return { child, stderr: () => stderr };
 }
 
-const path = (r: ApoReport) => r.rounds.map(({ parents, children, rejected, scores, valBatch, beam, leader, leaderScore, best }) => ({ parents, children, rejected, scores, valBatch, beam, leader, leaderScore, best }));
+const path = (r: ApoReport) =>
+  r.rounds.map(({ parents, children, rejected, scores, valBatch, beam, leader, leaderScore, best }) => ({
+    parents,
+    children,
+    rejected,
+    scores,
+    valBatch,
+    beam,
+    leader,
+    leaderScore,
+    best,
+  }));
 
 test("a run killed with SIGKILL mid-round resumes from the store and ends as an uninterrupted run does", async () => {
   const calls0 = optimizer.requests.length;

@@ -17,7 +17,11 @@ const task = (extra: Partial<BookingTask>): BookingTask => ({
   busy: [],
   ...extra,
 });
-const load = (name: string) => readFileSync(join(repo, "examples/room-booking", name), "utf8").trim().split("\n").map((l) => JSON.parse(l) as BookingTask);
+const load = (name: string) =>
+  readFileSync(join(repo, "examples/room-booking", name), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as BookingTask);
 
 describe("the room-booking example", () => {
   test("house rules: fewest seats, then nearest, then name; none when nothing fits", () => {
@@ -39,8 +43,14 @@ describe("the room-booking example", () => {
   test("the grader is deterministic and says why", () => {
     const t = task({ attendees: 5, needs: ["whiteboard"] });
     expect(grade(t, "ROOM: Cove")).toEqual({ reward: 1, feedback: "correct: Cove" });
-    expect(grade(t, "ROOM: Grove")).toEqual({ reward: 0.3, feedback: "chose Grove, which fits, but Cove should be preferred because it has fewer seats (6 vs 12)" });
-    expect(grade(t, "ROOM: Birch")).toEqual({ reward: 0, feedback: "chose Birch, but Birch seats 4, fewer than the 5 attendees; expected Cove" });
+    expect(grade(t, "ROOM: Grove")).toEqual({
+      reward: 0.3,
+      feedback: "chose Grove, which fits, but Cove should be preferred because it has fewer seats (6 vs 12)",
+    });
+    expect(grade(t, "ROOM: Birch")).toEqual({
+      reward: 0,
+      feedback: "chose Birch, but Birch seats 4, fewer than the 5 attendees; expected Cove",
+    });
     expect(grade(t, "ROOM: none").reward).toBe(0);
     expect(grade(t, "hmm").feedback).toBe("no room named in the answer; expected Cove");
   });

@@ -28,21 +28,37 @@ describe("the import graph of src/", () => {
   it("keeps src/core/ at the bottom: it imports only itself and generated code", () => {
     const outward = [...graph]
       .filter(([file]) => file.startsWith("core/"))
-      .flatMap(([file, imports]) => imports.filter((to) => !to.startsWith("core/") && !to.startsWith("gen/")).map((to) => `${file} -> ${to}`));
+      .flatMap(([file, imports]) =>
+        imports.filter((to) => !to.startsWith("core/") && !to.startsWith("gen/")).map((to) => `${file} -> ${to}`),
+      );
     expect(outward).toEqual([]);
   });
 });
 
 describe("the cycle finder", () => {
   it("finds a cycle and leaves a chain alone", () => {
-    const chain = new Map([["a", ["b"]], ["b", ["c"]], ["c", []]]);
+    const chain = new Map([
+      ["a", ["b"]],
+      ["b", ["c"]],
+      ["c", []],
+    ]);
     expect(cyclesOf(chain)).toEqual([]);
-    const loop = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["d"]]]);
+    const loop = new Map([
+      ["a", ["b"]],
+      ["b", ["c"]],
+      ["c", ["a"]],
+      ["d", ["d"]],
+    ]);
     expect(cyclesOf(loop)).toEqual([["a", "b", "c"], ["d"]]);
   });
 
   it("collapses files into parts", () => {
-    const files = new Map([["agent/x.ts", ["emitter/y.ts", "index.ts"]], ["emitter/y.ts", ["agent/z.ts"]], ["agent/z.ts", []], ["index.ts", []]]);
+    const files = new Map([
+      ["agent/x.ts", ["emitter/y.ts", "index.ts"]],
+      ["emitter/y.ts", ["agent/z.ts"]],
+      ["agent/z.ts", []],
+      ["index.ts", []],
+    ]);
     expect(cyclesOf(partGraph(files))).toEqual([["agent", "emitter"]]);
   });
 });

@@ -62,7 +62,9 @@ describe("writeSpans", () => {
     const ids = await claimAttempt(h.client);
     const unknown = { rolloutId: "ro-000000000000", attemptId: "at-00000000" };
     const { store, calls } = observed(h.client);
-    const { acks, failed } = await writeSpans(store, [...makeSpans(ids, 4), ...makeSpans(unknown, 2, "u")], { retry: { tries: 5, baseMs: 1 } });
+    const { acks, failed } = await writeSpans(store, [...makeSpans(ids, 4), ...makeSpans(unknown, 2, "u")], {
+      retry: { tries: 5, baseMs: 1 },
+    });
     expect(acks).toHaveLength(4);
     expect(failed).toHaveLength(1);
     expect(failed[0]).toMatchObject({ refused: true, tries: 1 });

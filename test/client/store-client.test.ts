@@ -73,10 +73,20 @@ describe("store client", () => {
     const t = await serve();
     for (const protocol of ["grpc", "connect", "grpc-web"] as const) {
       const store = client({ baseUrl: t.server.url, protocol });
-      const inputs: JsonValue[] = [{ question: "2+2?", choices: [3, 4], nested: { ok: true, none: null } }, "plain text", 42, null, [1, "two"], {}];
+      const inputs: JsonValue[] = [
+        { question: "2+2?", choices: [3, 4], nested: { ok: true, none: null } },
+        "plain text",
+        42,
+        null,
+        [1, "two"],
+        {},
+      ];
       const { rollouts } = await store.enqueueRollouts({ rollouts: inputs.map((input) => ({ input, metadata: { protocol } })) });
       const stored = await Promise.all(rollouts.map((r) => store.getRollout({ rolloutId: r.rolloutId })));
-      expect(stored.map((r) => toJson(ValueSchema, r.input!)), protocol).toEqual(inputs);
+      expect(
+        stored.map((r) => toJson(ValueSchema, r.input!)),
+        protocol,
+      ).toEqual(inputs);
       expect(stored[0]?.metadata).toEqual({ protocol });
       // The typed forms: a Value message, and a Value init object.
       const typed = await store.startRollout({ rollout: { input: fromJson(ValueSchema, { typed: 1 }) } });
@@ -97,8 +107,13 @@ describe("store client", () => {
       const config = latest.resources?.resources.config?.kind;
       expect(config?.case === "json" && toJson(ValueSchema, config.value)).toEqual({ temperature: 0.7, stop: ["\n"] });
       // What JSON cannot carry is refused before anything is sent.
-      const refused = await store.enqueueRollouts({ rollouts: [{ input: { when: 10n } as never }] }).catch((e: unknown) => ConnectError.from(e));
-      expect(refused).toMatchObject({ code: Code.InvalidArgument, rawMessage: expect.stringMatching(/^rollouts\[0\]\.input: not a JSON value/) });
+      const refused = await store
+        .enqueueRollouts({ rollouts: [{ input: { when: 10n } as never }] })
+        .catch((e: unknown) => ConnectError.from(e));
+      expect(refused).toMatchObject({
+        code: Code.InvalidArgument,
+        rawMessage: expect.stringMatching(/^rollouts\[0\]\.input: not a JSON value/),
+      });
     }
   });
 
@@ -118,9 +133,7 @@ describe("store client", () => {
     const store = client({ baseUrl: t.server.url });
     const { rolloutId } = await store.startRollout({});
     const started = Date.now();
-    expect(await codeOf(store.waitForRollouts({ rolloutIds: [rolloutId] }, { timeoutMs: 200 }))).toBe(
-      Code.DeadlineExceeded,
-    );
+    expect(await codeOf(store.waitForRollouts({ rolloutIds: [rolloutId] }, { timeoutMs: 200 }))).toBe(Code.DeadlineExceeded);
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
@@ -142,9 +155,7 @@ describe("store client", () => {
   it("sends the bearer token, from the options or AGL_TOKEN", async () => {
     const t = await serve({ token: "s3cret" });
     expect(await codeOf(client({ baseUrl: t.server.url, token: "" }).getStatistics({}))).toBe(Code.Unauthenticated);
-    expect(await codeOf(client({ baseUrl: t.server.url, token: "wrong" }).getStatistics({}))).toBe(
-      Code.Unauthenticated,
-    );
+    expect(await codeOf(client({ baseUrl: t.server.url, token: "wrong" }).getStatistics({}))).toBe(Code.Unauthenticated);
     expect((await client({ baseUrl: t.server.url, token: "s3cret" }).getStatistics({})).backend).toBe("memory");
     process.env.AGL_TOKEN = "s3cret";
     cleanups.push(() => delete process.env.AGL_TOKEN);
@@ -165,11 +176,27 @@ describe("store client", () => {
   it("connects over TLS, trusting a given certificate authority", async () => {
     const dir = mkdtempSync(join(tmpdir(), "agl-client-tls-"));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-      "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-      "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
-    ], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=localhost",
+        "-addext",
+        "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        "-keyout",
+        join(dir, "key.pem"),
+        "-out",
+        join(dir, "cert.pem"),
+      ],
+      { stdio: "ignore" },
+    );
     const t = await serve({ tls: { cert: readFileSync(join(dir, "cert.pem")), key: readFileSync(join(dir, "key.pem")) } });
     expect(t.server.url.startsWith("https://")).toBe(true);
     const store = client({ baseUrl: t.server.url, caFile: join(dir, "cert.pem") });

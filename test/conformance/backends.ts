@@ -52,9 +52,7 @@ const sqlite: BackendDef = {
   create: async () => {
     const dir = mkdtempSync(join(tmpdir(), "agl-conformance-"));
     try {
-      return withCleanup(createSqliteBackend({ path: join(dir, "store.db") }), () =>
-        rmSync(dir, { recursive: true, force: true }),
-      );
+      return withCleanup(createSqliteBackend({ path: join(dir, "store.db") }), () => rmSync(dir, { recursive: true, force: true }));
     } catch (error) {
       rmSync(dir, { recursive: true, force: true });
       throw error;

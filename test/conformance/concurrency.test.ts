@@ -9,9 +9,7 @@ const range = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 describe.each(backends)("concurrency [$name]", (def) => {
   it("50 concurrent enqueues create 50 distinct rollouts", async () => {
     const { store } = await openStore(def);
-    const results = await Promise.all(
-      range(50).map((i) => store.enqueueRollouts({ rollouts: [{ input: json({ i }) }] })),
-    );
+    const results = await Promise.all(range(50).map((i) => store.enqueueRollouts({ rollouts: [{ input: json({ i }) }] })));
     const created = results.flatMap((r) => ids(r.rollouts));
     expect(new Set(created).size).toBe(50);
     const stored = await store.queryRollouts({});
@@ -47,18 +45,14 @@ describe.each(backends)("concurrency [$name]", (def) => {
   it("30 concurrent sequence id allocations are exactly 1..30", async () => {
     const { store } = await openStore(def);
     const { rolloutId, attemptId } = await startRollout(store);
-    const results = await Promise.all(
-      range(30).map(() => store.nextSpanSequenceIds({ requests: [{ rolloutId, attemptId }] })),
-    );
+    const results = await Promise.all(range(30).map(() => store.nextSpanSequenceIds({ requests: [{ rolloutId, attemptId }] })));
     expect(results.map((r) => r.sequenceIds[0]).sort((a, b) => a! - b!)).toEqual(range(30));
   });
 
   it("30 concurrent single-span batches get sequence ids exactly 1..30", async () => {
     const { store } = await openStore(def);
     const { rolloutId, attemptId } = await startRollout(store);
-    const results = await Promise.all(
-      range(30).map(() => store.addSpans({ spans: [makeSpan(rolloutId, attemptId)] })),
-    );
+    const results = await Promise.all(range(30).map(() => store.addSpans({ spans: [makeSpan(rolloutId, attemptId)] })));
     expect(results.map((r) => r.acks[0]!.sequenceId).sort((a, b) => a - b)).toEqual(range(30));
     const stored = await store.querySpans({ rolloutId });
     expect(stored.spans.map((s) => s.sequenceId)).toEqual(range(30));
@@ -89,9 +83,7 @@ describe.each(backends)("concurrency [$name]", (def) => {
   it("concurrent updates of one snapshot get distinct consecutive versions", async () => {
     const { store } = await openStore(def);
     const base = await store.addResources({ resources: {} });
-    const results = await Promise.all(
-      range(20).map(() => store.updateResources({ resourcesId: base.resourcesId, resources: {} })),
-    );
+    const results = await Promise.all(range(20).map(() => store.updateResources({ resourcesId: base.resourcesId, resources: {} })));
     expect(results.map((r) => r.version).sort((a, b) => a - b)).toEqual(range(20).map((v) => v + 1));
     expect((await store.getResources({ resourcesId: base.resourcesId })).version).toBe(21);
     expect((await store.getLatestResources({})).resources?.version).toBe(21);

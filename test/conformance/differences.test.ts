@@ -6,18 +6,7 @@ import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { AttemptStatus, FilterLogic, RolloutStatus, WorkerStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { backends } from "./backends.js";
-import {
-  addSpan,
-  enqueueN,
-  expectRejectedUnchanged,
-  ids,
-  makeSpan,
-  nextEvent,
-  openStore,
-  sleep,
-  startRollout,
-  timed,
-} from "./harness.js";
+import { addSpan, enqueueN, expectRejectedUnchanged, ids, makeSpan, nextEvent, openStore, sleep, startRollout, timed } from "./harness.js";
 
 describe.each(backends)("deliberate differences [$name]", (def) => {
   it("1. finished rollouts are sticky; only explicit calls change them; cancelling reaches the running attempt", async () => {
@@ -126,12 +115,7 @@ describe.each(backends)("deliberate differences [$name]", (def) => {
     await expectRejectedUnchanged(store, () => store.querySpans({ rolloutId: missing }), Code.NotFound, missing);
     await expectRejectedUnchanged(store, () => store.getLatestAttempt({ rolloutId: missing }), Code.NotFound, missing);
     await expectRejectedUnchanged(store, () => store.getRollout({ rolloutId: missing }), Code.NotFound, missing);
-    await expectRejectedUnchanged(
-      store,
-      () => store.querySpans({ rolloutId, attemptId: "at-deadbeef" }),
-      Code.NotFound,
-      "at-deadbeef",
-    );
+    await expectRejectedUnchanged(store, () => store.querySpans({ rolloutId, attemptId: "at-deadbeef" }), Code.NotFound, "at-deadbeef");
     await expectRejectedUnchanged(
       store,
       () => store.enqueueRollouts({ rollouts: [{}, { resourcesId: "rs-nonexistent0" }] }),
@@ -144,12 +128,7 @@ describe.each(backends)("deliberate differences [$name]", (def) => {
       Code.NotFound,
       "rs-nonexistent0",
     );
-    await expectRejectedUnchanged(
-      store,
-      () => store.updateResources({ resourcesId: "custom", resources: {} }),
-      Code.NotFound,
-      "custom",
-    );
+    await expectRejectedUnchanged(store, () => store.updateResources({ resourcesId: "custom", resources: {} }), Code.NotFound, "custom");
     const created = await store.updateResources({ resourcesId: "custom", resources: {}, createIfMissing: true });
     expect(created.version).toBe(1);
   });
@@ -173,9 +152,7 @@ describe.each(backends)("deliberate differences [$name]", (def) => {
     expect(d.ms).toBeGreaterThanOrEqual(250);
 
     const ac = new AbortController();
-    const aborted = timed(() =>
-      store.waitForRollouts({ rolloutIds: [queued!.rolloutId] }, { signal: ac.signal }).catch((e: unknown) => e),
-    );
+    const aborted = timed(() => store.waitForRollouts({ rolloutIds: [queued!.rolloutId] }, { signal: ac.signal }).catch((e: unknown) => e));
     await sleep(100);
     ac.abort();
     expect((await aborted).ms).toBeLessThan(2000);

@@ -9,17 +9,7 @@ import { describe, expect, it } from "vitest";
 import { AttemptStatus, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
 import type { Store } from "../../src/store/store.js";
 import { backends } from "./backends.js";
-import {
-  addSpan,
-  enqueueN,
-  expectRejectedUnchanged,
-  json,
-  makeSpan,
-  openStore,
-  spec,
-  type SpecExtra,
-  startRollout,
-} from "./harness.js";
+import { addSpan, enqueueN, expectRejectedUnchanged, json, makeSpan, openStore, spec, type SpecExtra, startRollout } from "./harness.js";
 
 /** An out-of-range enum number, typed to fit any enum field. */
 const badEnum = (n: number) => n as never;
@@ -45,7 +35,11 @@ describe.each(backends)("bad input [$name]", (def) => {
       ["StartAttempt", (s) => s.startAttempt({ rolloutId: RO, workerId: "w9" }), RO],
       ["QueryAttempts", (s) => s.queryAttempts({ rolloutId: RO }), RO],
       ["GetLatestAttempt", (s) => s.getLatestAttempt({ rolloutId: RO }), RO],
-      ["UpdateAttempt of an unknown rollout", (s) => s.updateAttempt({ rolloutId: RO, attemptId: "latest", status: AttemptStatus.FAILED }), RO],
+      [
+        "UpdateAttempt of an unknown rollout",
+        (s) => s.updateAttempt({ rolloutId: RO, attemptId: "latest", status: AttemptStatus.FAILED }),
+        RO,
+      ],
       [
         "UpdateAttempt of an unknown attempt",
         (s, c) => s.updateAttempt({ rolloutId: c.rolloutId, attemptId: AT, status: AttemptStatus.FAILED }),
@@ -65,7 +59,11 @@ describe.each(backends)("bad input [$name]", (def) => {
       ["GetWorker", (s) => s.getWorker({ workerId: "no-such-worker" }), "no-such-worker"],
       ["GetResources", (s) => s.getResources({ resourcesId: "rs-000000000000" }), "rs-000000000000"],
       ["UpdateResources", (s) => s.updateResources({ resourcesId: "rs-000000000000", resources: {} }), "rs-000000000000"],
-      ["EnqueueRollouts resources_id", (s) => s.enqueueRollouts({ rollouts: [spec({}, { resourcesId: "rs-000000000000" })] }), "rs-000000000000"],
+      [
+        "EnqueueRollouts resources_id",
+        (s) => s.enqueueRollouts({ rollouts: [spec({}, { resourcesId: "rs-000000000000" })] }),
+        "rs-000000000000",
+      ],
       ["StartRollout resources_id", (s) => s.startRollout({ rollout: spec({}, { resourcesId: "rs-000000000000" }) }), "rs-000000000000"],
     ];
     it.each(cases)("%s", async (_name, call, id) => {
@@ -81,10 +79,16 @@ describe.each(backends)("bad input [$name]", (def) => {
       ["UpdateRollout status unspecified", (s, c) => s.updateRollout({ rolloutId: c.rolloutId, status: badEnum(0) })],
       ["UpdateRollout mode 99", (s, c) => s.updateRollout({ rolloutId: c.rolloutId, mode: badEnum(99) })],
       ["UpdateAttempt status 99", (s, c) => s.updateAttempt({ rolloutId: c.rolloutId, attemptId: c.attemptId, status: badEnum(99) })],
-      ["UpdateAttempt status unspecified", (s, c) => s.updateAttempt({ rolloutId: c.rolloutId, attemptId: c.attemptId, status: badEnum(0) })],
+      [
+        "UpdateAttempt status unspecified",
+        (s, c) => s.updateAttempt({ rolloutId: c.rolloutId, attemptId: c.attemptId, status: badEnum(0) }),
+      ],
       ["EnqueueRollouts mode 99", (s) => s.enqueueRollouts({ rollouts: [spec(), { mode: badEnum(99) }] })],
       ["StartRollout mode -1", (s) => s.startRollout({ rollout: { mode: badEnum(-1) } })],
-      ["EnqueueRollouts retry_condition 99", (s) => s.enqueueRollouts({ rollouts: [spec({}, { config: { retryCondition: [badEnum(99)] } })] })],
+      [
+        "EnqueueRollouts retry_condition 99",
+        (s) => s.enqueueRollouts({ rollouts: [spec({}, { config: { retryCondition: [badEnum(99)] } })] }),
+      ],
       ["QueryRollouts status_in 99", (s) => s.queryRollouts({ statusIn: [RolloutStatus.QUEUING, badEnum(99)] })],
       ["QueryRollouts filter_logic 5", (s) => s.queryRollouts({ filterLogic: badEnum(5) })],
       ["QueryWorkers status_in 42", (s) => s.queryWorkers({ statusIn: [badEnum(42)] })],
@@ -109,11 +113,7 @@ describe.each(backends)("bad input [$name]", (def) => {
     it.each(configs)("%s on enqueue, start and update", async (_name, config) => {
       const { store } = await openStore(def);
       const ctx = await seed(store);
-      await expectRejectedUnchanged(
-        store,
-        () => store.enqueueRollouts({ rollouts: [spec(), spec({}, { config })] }),
-        Code.InvalidArgument,
-      );
+      await expectRejectedUnchanged(store, () => store.enqueueRollouts({ rollouts: [spec(), spec({}, { config })] }), Code.InvalidArgument);
       await expectRejectedUnchanged(store, () => store.startRollout({ rollout: spec({}, { config }) }), Code.InvalidArgument);
       await expectRejectedUnchanged(
         store,
@@ -191,25 +191,56 @@ describe.each(backends)("bad input [$name]", (def) => {
     const kindless = create(ValueSchema, {});
     const nan = create(ValueSchema, { kind: { case: "numberValue", value: Number.NaN } });
     const nested = create(ValueSchema, {
-      kind: { case: "listValue", value: { values: [json(1), create(ValueSchema, { kind: { case: "structValue", value: { fields: { x: kindless } } } })] } },
+      kind: {
+        case: "listValue",
+        value: { values: [json(1), create(ValueSchema, { kind: { case: "structValue", value: { fields: { x: kindless } } } })] },
+      },
     });
     let deep = json(1);
     for (let i = 0; i < 40; i++) deep = create(ValueSchema, { kind: { case: "listValue", value: { values: [deep] } } });
     let deepObject: JsonObject = {};
     for (let i = 0; i < 40; i++) deepObject = { a: deepObject };
     const cases: Array<[string, (s: Store, ctx: Awaited<ReturnType<typeof seed>>) => Promise<unknown>, RegExp]> = [
-      ["an input without a kind", (s) => s.enqueueRollouts({ rollouts: [spec(), { input: kindless }] }), /input: a google.protobuf.Value needs/],
+      [
+        "an input without a kind",
+        (s) => s.enqueueRollouts({ rollouts: [spec(), { input: kindless }] }),
+        /input: a google.protobuf.Value needs/,
+      ],
       ["a NaN input", (s) => s.startRollout({ rollout: { input: nan } }), /input: NaN is not a JSON number/],
-      ["a kindless value deep in an input", (s, c) => s.updateRollout({ rolloutId: c.rolloutId, input: nested }), /input\[1\]\.x: a google.protobuf.Value needs/],
+      [
+        "a kindless value deep in an input",
+        (s, c) => s.updateRollout({ rolloutId: c.rolloutId, input: nested }),
+        /input\[1\]\.x: a google.protobuf.Value needs/,
+      ],
       ["an input nested 40 deep", (s) => s.enqueueRollouts({ rollouts: [{ input: deep }] }), /input: nested deeper than 32 levels/],
       ["metadata nested 40 deep", (s) => s.startRollout({ rollout: { metadata: deepObject } }), /metadata: nested deeper than 32 levels/],
-      ["Infinity in rollout metadata", (s) => s.enqueueRollouts({ rollouts: [spec({}, { metadata: { a: { b: [Infinity] } } })] }), /metadata\.a\.b\[0\]: Infinity/],
-      ["NaN in attempt metadata", (s, c) => s.updateAttempt({ rolloutId: c.rolloutId, attemptId: c.attemptId, metadata: { score: Number.NaN } }), /metadata\.score: NaN/],
-      ["NaN in heartbeat stats", (s) => s.updateWorker({ workerId: "w2", heartbeatStats: { load: Number.NaN } }), /heartbeat_stats\.load: NaN/],
-      ["a json resource without a kind", (s) => s.addResources({ resources: { r: { kind: { case: "json", value: kindless } } } }), /resources\["r"\]\.json: a google.protobuf.Value needs/],
+      [
+        "Infinity in rollout metadata",
+        (s) => s.enqueueRollouts({ rollouts: [spec({}, { metadata: { a: { b: [Infinity] } } })] }),
+        /metadata\.a\.b\[0\]: Infinity/,
+      ],
+      [
+        "NaN in attempt metadata",
+        (s, c) => s.updateAttempt({ rolloutId: c.rolloutId, attemptId: c.attemptId, metadata: { score: Number.NaN } }),
+        /metadata\.score: NaN/,
+      ],
+      [
+        "NaN in heartbeat stats",
+        (s) => s.updateWorker({ workerId: "w2", heartbeatStats: { load: Number.NaN } }),
+        /heartbeat_stats\.load: NaN/,
+      ],
+      [
+        "a json resource without a kind",
+        (s) => s.addResources({ resources: { r: { kind: { case: "json", value: kindless } } } }),
+        /resources\["r"\]\.json: a google.protobuf.Value needs/,
+      ],
       [
         "NaN in an LLM's sampling parameters",
-        (s, c) => s.updateResources({ resourcesId: c.resourcesId, resources: { llm: { kind: { case: "llm", value: { endpoint: "http://x", samplingParameters: { temperature: Number.NaN } } } } } }),
+        (s, c) =>
+          s.updateResources({
+            resourcesId: c.resourcesId,
+            resources: { llm: { kind: { case: "llm", value: { endpoint: "http://x", samplingParameters: { temperature: Number.NaN } } } } },
+          }),
         /sampling_parameters\.temperature: NaN/,
       ],
     ];

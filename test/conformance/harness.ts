@@ -73,8 +73,7 @@ export async function openStore(def: BackendDef, options: OpenOptions = {}): Pro
 }
 
 export const json = (value: JsonValue): Value => fromJson(ValueSchema, value);
-export const unjson = (value: Value | undefined): JsonValue | undefined =>
-  value === undefined ? undefined : toJson(ValueSchema, value);
+export const unjson = (value: Value | undefined): JsonValue | undefined => (value === undefined ? undefined : toJson(ValueSchema, value));
 
 export type SpecInit = MessageInitShape<typeof RolloutSpecSchema>;
 export type SpanInit = MessageInitShape<typeof SpanSchema>;
@@ -149,11 +148,7 @@ export async function addSpan(store: Store, rolloutId: string, attemptId: string
 }
 
 /** Asserts that `promise` rejects with a ConnectError of `code` whose message matches every pattern. */
-export async function expectCode(
-  promise: Promise<unknown>,
-  code: Code,
-  ...patterns: Array<string | RegExp>
-): Promise<ConnectError> {
+export async function expectCode(promise: Promise<unknown>, code: Code, ...patterns: Array<string | RegExp>): Promise<ConnectError> {
   let error: unknown;
   try {
     await promise;

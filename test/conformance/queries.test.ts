@@ -4,13 +4,7 @@
  */
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import {
-  AttemptStatus,
-  FilterLogic,
-  RolloutStatus,
-  SortOrder,
-  WorkerStatus,
-} from "../../src/gen/agl/v1/types_pb.js";
+import { AttemptStatus, FilterLogic, RolloutStatus, SortOrder, WorkerStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { sortableFields } from "../../src/store/backend.js";
 import type { Store } from "../../src/store/store.js";
 import { backends } from "./backends.js";
@@ -210,9 +204,7 @@ describe.each(backends)("queries [$name]", (def) => {
       await store.startAttempt({ rolloutId });
       const seq = (r: { attempts: Array<{ sequenceId: number }> }) => r.attempts.map((a) => a.sequenceId);
       expect(seq(await store.queryAttempts({ rolloutId }))).toEqual([1, 2, 3]);
-      expect(
-        seq(await store.queryAttempts({ rolloutId, page: { sortBy: "sequence_id", sortOrder: SortOrder.DESC } })),
-      ).toEqual([3, 2, 1]);
+      expect(seq(await store.queryAttempts({ rolloutId, page: { sortBy: "sequence_id", sortOrder: SortOrder.DESC } }))).toEqual([3, 2, 1]);
       const w = await store.queryAttempts({
         rolloutId,
         page: { sortBy: "sequence_id", sortOrder: SortOrder.DESC, limit: 1, offset: 1 },
@@ -239,9 +231,7 @@ describe.each(backends)("queries [$name]", (def) => {
       await store.updateAttempt({ rolloutId, attemptId: a1, status: AttemptStatus.FAILED });
       const aids = (r: { attempts: Array<{ attemptId: string }> }) => r.attempts.map((a) => a.attemptId);
       expect(aids(await store.queryAttempts({ rolloutId, page: { sortBy: "end_time" } }))).toEqual([a3, a1, a2]);
-      expect(
-        aids(await store.queryAttempts({ rolloutId, page: { sortBy: "end_time", sortOrder: SortOrder.DESC } })),
-      ).toEqual([a2, a1, a3]);
+      expect(aids(await store.queryAttempts({ rolloutId, page: { sortBy: "end_time", sortOrder: SortOrder.DESC } }))).toEqual([a2, a1, a3]);
     });
   });
 
@@ -255,9 +245,11 @@ describe.each(backends)("queries [$name]", (def) => {
         "gamma-cpu-worker",
       ]);
       expect(wids(await store.queryWorkers({ workerIdContains: "beta" }))).toEqual(["beta-worker"]);
-      expect(
-        wids(await store.queryWorkers({ page: { sortBy: "worker_id", sortOrder: SortOrder.DESC } })),
-      ).toEqual(["gamma-cpu-worker", "beta-worker", "alpha-worker"]);
+      expect(wids(await store.queryWorkers({ page: { sortBy: "worker_id", sortOrder: SortOrder.DESC } }))).toEqual([
+        "gamma-cpu-worker",
+        "beta-worker",
+        "alpha-worker",
+      ]);
       const w = await store.queryWorkers({
         page: { sortBy: "worker_id", sortOrder: SortOrder.DESC, limit: 1, offset: 1 },
       });
@@ -268,9 +260,7 @@ describe.each(backends)("queries [$name]", (def) => {
     it("AND vs OR of status and substring", async () => {
       const { store } = await openStore(def);
       await threeWorkers(store);
-      expect(
-        (await store.queryWorkers({ statusIn: [WorkerStatus.BUSY], workerIdContains: "cpu" })).workers,
-      ).toEqual([]);
+      expect((await store.queryWorkers({ statusIn: [WorkerStatus.BUSY], workerIdContains: "cpu" })).workers).toEqual([]);
       const or = await store.queryWorkers({
         statusIn: [WorkerStatus.BUSY],
         workerIdContains: "cpu",

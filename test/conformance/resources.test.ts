@@ -174,13 +174,11 @@ describe.each(backends)("resources [$name]", (def) => {
     expect(rid(all)).toEqual(["manual-alpha", "manual-beta", "other-gamma"]);
     expect(all.page?.total).toBe(3);
     expect(rid(await store.queryResources({ resourcesIdContains: "beta" }))).toEqual(["manual-beta"]);
-    expect(rid(await store.queryResources({ resourcesId: "manual-alpha", resourcesIdContains: "manual" }))).toEqual([
-      "manual-alpha",
-    ]);
+    expect(rid(await store.queryResources({ resourcesId: "manual-alpha", resourcesIdContains: "manual" }))).toEqual(["manual-alpha"]);
     expect(rid(await store.queryResources({ resourcesId: "manual-alpha", resourcesIdContains: "beta" }))).toEqual([]);
-    expect(
-      rid(await store.queryResources({ page: { sortBy: "resources_id", sortOrder: SortOrder.DESC, limit: 1 } })),
-    ).toEqual(["other-gamma"]);
+    expect(rid(await store.queryResources({ page: { sortBy: "resources_id", sortOrder: SortOrder.DESC, limit: 1 } }))).toEqual([
+      "other-gamma",
+    ]);
     const page = await store.queryResources({ page: { limit: 1, offset: 1 } });
     expect(rid(page)).toEqual(["manual-beta"]);
     expect(page.page?.total).toBe(3);
@@ -221,9 +219,7 @@ describe.each(backends)("resources [$name]", (def) => {
     const onFirst = () => {
       if (++ready === 2) signalReady();
     };
-    const watchers = [0, 1].map(() =>
-      take(store.watchResources({ includeLatest: true }, { signal: ac.signal }), 5, onFirst),
-    );
+    const watchers = [0, 1].map(() => take(store.watchResources({ includeLatest: true }, { signal: ac.signal }), 5, onFirst));
     try {
       await withTimeout(bothReady, 5000);
       await store.updateResources({ resourcesId: "w", resources: { r: jsonRes(1) } });

@@ -29,9 +29,7 @@ describe.each(backends)("rollouts and queue [$name]", (def) => {
     const config = { timeoutSeconds: 12, maxAttempts: 3, retryCondition: [AttemptStatus.TIMEOUT] };
     const [r] = (
       await store.enqueueRollouts({
-        rollouts: [
-          spec([1, "two", { three: 3 }, null], { mode: RolloutMode.VAL, metadata: { tag: "x" }, groupId: "g1", config }),
-        ],
+        rollouts: [spec([1, "two", { three: 3 }, null], { mode: RolloutMode.VAL, metadata: { tag: "x" }, groupId: "g1", config })],
       })
     ).rollouts;
     for (const got of [r!, await store.getRollout({ rolloutId: r!.rolloutId })]) {
@@ -212,9 +210,7 @@ describe.each(backends)("rollouts and queue [$name]", (def) => {
     const attempts = (await store.queryAttempts({ rolloutId: r!.rolloutId })).attempts;
     expect(attempts.map((a) => a.sequenceId)).toEqual([1, 2, 3]);
     expect(new Set(attempts.map((a) => a.attemptId)).size).toBe(3);
-    expect((await store.getLatestAttempt({ rolloutId: r!.rolloutId })).attempt?.attemptId).toBe(
-      a3.latestAttempt?.attemptId,
-    );
+    expect((await store.getLatestAttempt({ rolloutId: r!.rolloutId })).attempt?.attemptId).toBe(a3.latestAttempt?.attemptId);
   });
 
   it("StartAttempt ignores max_attempts", async () => {

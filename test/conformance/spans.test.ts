@@ -8,16 +8,7 @@ import { describe, expect, it } from "vitest";
 import { AttemptStatus, FilterLogic, RolloutStatus, SortOrder, SpanSchema, StatusCode } from "../../src/gen/agl/v1/types_pb.js";
 import type { Store } from "../../src/store/store.js";
 import { backends } from "./backends.js";
-import {
-  addSpan,
-  expectRejectedUnchanged,
-  makeSpan,
-  openStore,
-  sleep,
-  startRollout,
-  TRACE_A,
-  TRACE_B,
-} from "./harness.js";
+import { addSpan, expectRejectedUnchanged, makeSpan, openStore, sleep, startRollout, TRACE_A, TRACE_B } from "./harness.js";
 
 const next = async (store: Store, rolloutId: string, attemptId: string) =>
   (await store.nextSpanSequenceIds({ requests: [{ rolloutId, attemptId }] })).sequenceIds[0];
@@ -277,10 +268,7 @@ describe.each(backends)("spans [$name]", (def) => {
       ]);
       expect(spanIds(await store.querySpans({ rolloutId, parentIdContains: "aaaa" }))).toHaveLength(2);
       expect(spanIds(await store.querySpans({ rolloutId, name: "llm.call" }))).toEqual(["bbbb000000000002"]);
-      expect(spanIds(await store.querySpans({ rolloutId, nameContains: "phase" }))).toEqual([
-        "aaaa000000000001",
-        "cccc000000000003",
-      ]);
+      expect(spanIds(await store.querySpans({ rolloutId, nameContains: "phase" }))).toEqual(["aaaa000000000001", "cccc000000000003"]);
       expect(spanIds(await store.querySpans({ rolloutId, nameContains: "nothing" }))).toEqual([]);
     });
 
@@ -294,9 +282,7 @@ describe.each(backends)("spans [$name]", (def) => {
         nameContains: "llm",
       });
       expect(spanIds(res)).toEqual(["bbbb000000000002"]);
-      expect(
-        spanIds(await store.querySpans({ rolloutId, spanIdContains: "bbbb", nameContains: "phase" })),
-      ).toEqual([]);
+      expect(spanIds(await store.querySpans({ rolloutId, spanIdContains: "bbbb", nameContains: "phase" }))).toEqual([]);
     });
 
     it("OR matches any condition and stays within the rollout", async () => {
@@ -344,10 +330,7 @@ describe.each(backends)("spans [$name]", (def) => {
 
     it("after_sequence_id reads incrementally", async () => {
       const { store, rolloutId } = await fixture();
-      expect(spanIds(await store.querySpans({ rolloutId, afterSequenceId: 1 }))).toEqual([
-        "bbbb000000000002",
-        "cccc000000000003",
-      ]);
+      expect(spanIds(await store.querySpans({ rolloutId, afterSequenceId: 1 }))).toEqual(["bbbb000000000002", "cccc000000000003"]);
       const or = await store.querySpans({
         rolloutId,
         afterSequenceId: 2,
@@ -425,14 +408,23 @@ describe.each(backends)("spans carried by UpdateAttempt [$name]", (def) => {
     const { rolloutId, attemptId } = await startRollout(store, {}, "w");
     const expectSpans = (spanIds: string[], extra: { ttlMs?: number; withdraw?: boolean } = {}) =>
       store.expectSpans({ rolloutId, attemptId, spanIds, ...extra });
-    await expectRejectedUnchanged(store, () => store.expectSpans({ rolloutId: "", attemptId, spanIds: ["s"] }), Code.InvalidArgument, /rollout_id/);
+    await expectRejectedUnchanged(
+      store,
+      () => store.expectSpans({ rolloutId: "", attemptId, spanIds: ["s"] }),
+      Code.InvalidArgument,
+      /rollout_id/,
+    );
     await expectRejectedUnchanged(store, () => expectSpans(["s"], { ttlMs: 3_600_000 }), Code.InvalidArgument, /ttl_ms/);
     if (def.name === "postgres") {
       // Another server may take the rollout's updates: the caller is told to store its spans first.
       await expectRejectedUnchanged(store, () => expectSpans(["s"]), Code.FailedPrecondition, /store the spans first/);
       return;
     }
-    await expectRejectedUnchanged(store, () => store.expectSpans({ rolloutId: "ro-000000000000", attemptId, spanIds: ["s"] }), Code.NotFound);
+    await expectRejectedUnchanged(
+      store,
+      () => store.expectSpans({ rolloutId: "ro-000000000000", attemptId, spanIds: ["s"] }),
+      Code.NotFound,
+    );
     const span = makeSpan(rolloutId, attemptId);
     await expectSpans([span.spanId]);
     const finished = store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
@@ -460,7 +452,10 @@ describe.each(backends)("spans carried by UpdateAttempt [$name]", (def) => {
     expect((await lapsed).status).toBe(RolloutStatus.FAILED);
     // A caller that gives up stops waiting.
     await store.expectSpans({ rolloutId: other.rolloutId, attemptId: other.attemptId, spanIds: ["a4"] });
-    const gaveUp = store.updateRollout({ rolloutId: other.rolloutId, status: RolloutStatus.SUCCEEDED }, { signal: AbortSignal.timeout(50) });
+    const gaveUp = store.updateRollout(
+      { rolloutId: other.rolloutId, status: RolloutStatus.SUCCEEDED },
+      { signal: AbortSignal.timeout(50) },
+    );
     await expect(gaveUp).rejects.toMatchObject({ code: Code.DeadlineExceeded });
     expect((await store.getRollout({ rolloutId: other.rolloutId })).status).toBe(RolloutStatus.FAILED);
   });

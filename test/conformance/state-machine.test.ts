@@ -88,11 +88,7 @@ describe.each(backends)("state machine [$name]", (def) => {
     expect(a.endTime).toBeDefined();
     expect((await store.getRollout({ rolloutId })).status).toBe(RolloutStatus.SUCCEEDED);
     const attempts = (await store.queryAttempts({ rolloutId })).attempts;
-    expect(attempts.map((x) => x.status)).toEqual([
-      AttemptStatus.PREPARING,
-      AttemptStatus.PREPARING,
-      AttemptStatus.SUCCEEDED,
-    ]);
+    expect(attempts.map((x) => x.status)).toEqual([AttemptStatus.PREPARING, AttemptStatus.PREPARING, AttemptStatus.SUCCEEDED]);
   });
 
   it("UpdateAttempt replaces worker_id, last_heartbeat_time and metadata", async () => {

@@ -123,9 +123,7 @@ describe.each(backends)("waits [$name]", (def) => {
       const { store } = await openStore(def, { realClock: true });
       const done = await startRollout(store);
       const pending = await startRollout(store);
-      const waiting = timed(() =>
-        store.waitForRollouts({ rolloutIds: [pending.rolloutId, done.rolloutId], timeoutSeconds: 0.4 }),
-      );
+      const waiting = timed(() => store.waitForRollouts({ rolloutIds: [pending.rolloutId, done.rolloutId], timeoutSeconds: 0.4 }));
       await sleep(100);
       await store.updateAttempt({ rolloutId: done.rolloutId, attemptId: done.attemptId, status: AttemptStatus.SUCCEEDED });
       const { ms, value } = await waiting;
@@ -226,10 +224,7 @@ describe.each(backends)("waits [$name]", (def) => {
       const { store } = await openStore(def, { realClock: true });
       const { rolloutId } = await startRollout(store);
       const { ms } = await timed(() =>
-        withTimeout(
-          settleAborted(store.waitForRollouts({ rolloutIds: [rolloutId], timeoutSeconds: 30 }, { timeoutMs: 200 })),
-          3000,
-        ),
+        withTimeout(settleAborted(store.waitForRollouts({ rolloutIds: [rolloutId], timeoutSeconds: 30 }, { timeoutMs: 200 })), 3000),
       );
       expect(ms).toBeLessThan(2000);
     });

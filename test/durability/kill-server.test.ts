@@ -34,7 +34,12 @@ describe("durability (SQLite)", () => {
       for (;;) {
         const spans: SpanInit[] = Array.from({ length: 10 }, (_, i) => {
           const rollout = rollouts[(batches + i) % rollouts.length]!;
-          return { rolloutId: rollout.rolloutId, attemptId: rollout.latestAttempt!.attemptId, spanId: randomBytes(8).toString("hex"), name: "s" };
+          return {
+            rolloutId: rollout.rolloutId,
+            attemptId: rollout.latestAttempt!.attemptId,
+            spanId: randomBytes(8).toString("hex"),
+            name: "s",
+          };
         });
         try {
           const { acks } = await client.addSpans({ spans });

@@ -51,7 +51,12 @@ beforeAll(async () => {
     const llm = resources.llm("main_llm");
     return addingAgent(llm.endpoint, llm.model, task);
   });
-  const runner = createRunner({ store: client, executor: createInProcessExecutor({ agent, concurrency: 3 }), maxRollouts: tasks.length, pollWaitSeconds: 1 });
+  const runner = createRunner({
+    store: client,
+    executor: createInProcessExecutor({ agent, concurrency: 3 }),
+    maxRollouts: tasks.length,
+    pollWaitSeconds: 1,
+  });
   await runner.run();
 }, 60_000);
 

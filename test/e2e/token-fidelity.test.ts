@@ -58,10 +58,16 @@ beforeAll(async () => {
   await client.enqueueRollouts({ rollouts: tasks.map((t) => ({ input: fromJson(ValueSchema, t as unknown as JsonValue) })) });
   await runAgents(client, tasks.length, 3);
   const trajectory = await collect(TripletMode.TRAJECTORY);
-  const taskOf = new Map((await client.queryRollouts({})).rollouts.map((r) => [r.rolloutId, toJson(ValueSchema, r.input as never) as unknown as AgentTask]));
+  const taskOf = new Map(
+    (await client.queryRollouts({})).rollouts.map((r) => [r.rolloutId, toJson(ValueSchema, r.input as never) as unknown as AgentTask]),
+  );
   byRollout = new Map();
   for (const t of await transition) {
-    byRollout.set(t.rolloutId, { task: taskOf.get(t.rolloutId) as AgentTask, transition: t, trajectory: trajectory.find((x) => x.rolloutId === t.rolloutId) as RolloutTriplets });
+    byRollout.set(t.rolloutId, {
+      task: taskOf.get(t.rolloutId) as AgentTask,
+      transition: t,
+      trajectory: trajectory.find((x) => x.rolloutId === t.rolloutId) as RolloutTriplets,
+    });
   }
 }, 60_000);
 
@@ -112,7 +118,16 @@ describe("token fidelity, end to end", () => {
         mask.push(...observation.map(() => 0), ...turns[k]!.responseIds.map(() => 1));
         logprobs.push(...observation.map(() => 0), ...turns[k]!.logprobs);
       }
-      expect(t).toMatchObject({ turnIndex: 0, turnCount: 3, promptTokenIds: turns[0]!.promptIds, responseTokenIds: ids, responseMask: mask, logprobs, reward: 1, finalReward: 1 });
+      expect(t).toMatchObject({
+        turnIndex: 0,
+        turnCount: 3,
+        promptTokenIds: turns[0]!.promptIds,
+        responseTokenIds: ids,
+        responseMask: mask,
+        logprobs,
+        reward: 1,
+        finalReward: 1,
+      });
       expect(mask.filter((m) => m === 0).length).toBeGreaterThan(10);
     }
   });

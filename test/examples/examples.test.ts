@@ -35,7 +35,9 @@ for (const example of ["calculator", "ai-sdk"]) {
         logger: silentLogger,
         algorithm: createBaseline({
           resources: {
-            main: { kind: { case: "llm", value: { endpoint: engine.url, model: engine.model, samplingParameters: { return_token_ids: true } } } },
+            main: {
+              kind: { case: "llm", value: { endpoint: engine.url, model: engine.model, samplingParameters: { return_token_ids: true } } },
+            },
           },
         }),
       });

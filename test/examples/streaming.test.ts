@@ -77,7 +77,9 @@ describe("examples/streaming", () => {
     const fromProxy = bySource(spans, "proxy");
     expect(fromProxy).toHaveLength(tasks.length);
     expect(fromProxy.map(idsOf).sort()).toEqual(answers.map((a) => JSON.stringify(a.responseIds)).sort());
-    expect(fromProxy.map((s) => JSON.stringify(attrs(s)["agl.llm.prompt_token_ids"])).sort()).toEqual(answers.map((a) => JSON.stringify(a.promptIds)).sort());
+    expect(fromProxy.map((s) => JSON.stringify(attrs(s)["agl.llm.prompt_token_ids"])).sort()).toEqual(
+      answers.map((a) => JSON.stringify(a.promptIds)).sort(),
+    );
     // The fetch wrapper in the agent saw the same streams and recorded them as OK too.
     const fromFetch = bySource(spans, "openai-fetch");
     expect(fromFetch).toHaveLength(tasks.length);

@@ -48,7 +48,17 @@ describe("fault: the network between runners and the store is cut", () => {
     // Two runners in the namespace with room for three rollouts each: all six are claimed before the cut (a claim
     // answered into a dead link would leave an attempt nobody runs, which is the watchdog's business, not this
     // test's). They keep polling the empty queue throughout, so both reconnect as soon as the link is back.
-    const common: string[] = ["test/fixtures/agents.ts", "--export", "stepper", "--store", server.url, "--workers", "1", "--concurrency", "3"];
+    const common: string[] = [
+      "test/fixtures/agents.ts",
+      "--export",
+      "stepper",
+      "--store",
+      server.url,
+      "--workers",
+      "1",
+      "--concurrency",
+      "3",
+    ];
     // Pings every second: a dead connection is noticed within two (the default is 10 s).
     common.push("--keepalive", "1");
     for (const id of ["ns-a", "ns-b"]) {
@@ -56,9 +66,9 @@ describe("fault: the network between runners and the store is cut", () => {
     }
     // 200 ms per step: the rollouts end 3 to 12 s after they start, about four of them during the cut.
     const stepsOf = [15, 20, 25, 30, 50, 60];
-    const ids = (await client.enqueueRollouts({ rollouts: stepsOf.map((steps) => ({ input: jsonValue({ steps, stepMs: 200 }) })) })).rollouts.map(
-      (r) => r.rolloutId,
-    );
+    const ids = (
+      await client.enqueueRollouts({ rollouts: stepsOf.map((steps) => ({ input: jsonValue({ steps, stepMs: 200 }) })) })
+    ).rollouts.map((r) => r.rolloutId);
     const until = Date.now() + 30_000;
     while ((await client.queryRollouts({ rolloutIdIn: ids, statusIn: [RolloutStatus.RUNNING] })).rollouts.length < ids.length) {
       if (Date.now() > until) throw new Error(`the rollouts did not all start\n${logs()}`);
@@ -98,7 +108,11 @@ describe("fault: the network between runners and the store is cut", () => {
       expect(attempts.map((a) => a.status)).toEqual([AttemptStatus.SUCCEEDED]);
       workers.push(attempts[0]!.workerId);
       const { spans } = await client.querySpans({ rolloutId: id });
-      const expected = [...Array.from({ length: stepsOf[i]! }, (_, k) => `step ${k}`), "agentlightning.annotation", "agentlightning.rollout"];
+      const expected = [
+        ...Array.from({ length: stepsOf[i]! }, (_, k) => `step ${k}`),
+        "agentlightning.annotation",
+        "agentlightning.rollout",
+      ];
       expect(spans.map(bodyOf).sort()).toEqual(expected.sort());
       expect(new Set(spans.map((s) => s.spanId)).size).toBe(spans.length);
       expect(new Set(spans.map((s) => s.sequenceId)).size).toBe(spans.length);

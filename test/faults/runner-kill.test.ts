@@ -63,9 +63,14 @@ describe("fault: a runner killed with SIGKILL, two store servers on PostgreSQL",
     // Runner A takes the four "hold" rollouts (its capacity): their first attempts run until stopped.
     const retry = { maxAttempts: 2, retryCondition: [AttemptStatus.UNRESPONSIVE] };
     const steps = 8;
-    const held = (await one.enqueueRollouts({
-      rollouts: Array.from({ length: 4 }, () => ({ input: jsonValue({ hold: true, steps, stepMs: 150 }), config: { ...retry, unresponsiveSeconds: 4 } })),
-    })).rollouts.map((r) => r.rolloutId);
+    const held = (
+      await one.enqueueRollouts({
+        rollouts: Array.from({ length: 4 }, () => ({
+          input: jsonValue({ hold: true, steps, stepMs: 150 }),
+          config: { ...retry, unresponsiveSeconds: 4 },
+        })),
+      })
+    ).rollouts.map((r) => r.rolloutId);
     const a = await startRunner(servers[0]!.url, "runner-a", 4);
     await waitFor("runner A runs the held rollouts", async () => {
       const { rollouts } = await two.queryRollouts({ rolloutIdIn: held });
@@ -73,9 +78,11 @@ describe("fault: a runner killed with SIGKILL, two store servers on PostgreSQL",
     });
 
     // Twelve ordinary rollouts for runners B (server one) and C (server two); A has no room for them.
-    const plain = (await two.enqueueRollouts({
-      rollouts: Array.from({ length: 12 }, () => ({ input: jsonValue({ steps, stepMs: 150 }), config: retry })),
-    })).rollouts.map((r) => r.rolloutId);
+    const plain = (
+      await two.enqueueRollouts({
+        rollouts: Array.from({ length: 12 }, () => ({ input: jsonValue({ steps, stepMs: 150 }), config: retry })),
+      })
+    ).rollouts.map((r) => r.rolloutId);
     const all = [...held, ...plain];
     const [b, c] = await Promise.all([startRunner(servers[0]!.url, "runner-b", 3), startRunner(servers[1]!.url, "runner-c", 3)]);
     await waitFor("B and C are running rollouts", async () => {
@@ -100,7 +107,10 @@ describe("fault: a runner killed with SIGKILL, two store servers on PostgreSQL",
     expect(flat.filter((x) => x.status === AttemptStatus.UNRESPONSIVE).map((x) => x.workerId)).toEqual(held.map(() => "runner-a"));
     for (const id of held) {
       const attempts = attemptsOf.get(id)!;
-      expect(attempts.map((x) => [x.sequenceId, x.status])).toEqual([[1, AttemptStatus.UNRESPONSIVE], [2, AttemptStatus.SUCCEEDED]]);
+      expect(attempts.map((x) => [x.sequenceId, x.status])).toEqual([
+        [1, AttemptStatus.UNRESPONSIVE],
+        [2, AttemptStatus.SUCCEEDED],
+      ]);
       expect(attempts[0]!.workerId).toBe("runner-a");
       expect(["runner-b", "runner-c"]).toContain(attempts[1]!.workerId);
     }
@@ -123,7 +133,9 @@ describe("fault: a runner killed with SIGKILL, two store servers on PostgreSQL",
       expect(new Set(spans.map((s) => s.sequenceId)).size).toBe(spans.length);
       const [succeeded] = attemptsOf.get(id)!.filter((x) => x.status === AttemptStatus.SUCCEEDED);
       const mine = spans.filter((s) => s.attemptId === succeeded!.attemptId);
-      expect(names(mine).sort()).toEqual([...Array.from({ length: steps }, (_, i) => `step ${i}`), "agentlightning.annotation", "agentlightning.rollout"].sort());
+      expect(names(mine).sort()).toEqual(
+        [...Array.from({ length: steps }, (_, i) => `step ${i}`), "agentlightning.annotation", "agentlightning.rollout"].sort(),
+      );
       // The killed attempts' spans are its heartbeats ("alive <i>"), nothing else.
       const killed = spans.filter((s) => s.attemptId !== succeeded!.attemptId);
       if (held.includes(id)) expect(killed.length).toBeGreaterThan(0);

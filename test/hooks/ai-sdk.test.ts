@@ -11,7 +11,11 @@ import { attrs, bySource, calculatorPolicy } from "./hook-helpers.js";
 
 let engine: FakeLlmServer;
 let provider: ReturnType<typeof createOpenAICompatible>;
-const add = tool({ description: "Adds two numbers.", inputSchema: z.object({ a: z.number(), b: z.number() }), execute: async ({ a, b }) => a + b });
+const add = tool({
+  description: "Adds two numbers.",
+  inputSchema: z.object({ a: z.number(), b: z.number() }),
+  execute: async ({ a, b }) => a + b,
+});
 beforeAll(async () => {
   engine = await startFakeLlmServer({ policy: calculatorPolicy });
   await registerAiSdkTracing();
@@ -29,7 +33,13 @@ describe("Vercel AI SDK telemetry integration", () => {
   it("records generateText as a call span with one chat span per step (token ids from the raw body) and the tool", async () => {
     const before = engine.answers.length;
     const { spans } = await runAttempt(async () => {
-      const result = await generateText({ model: provider(engine.model), prompt: "What is 2+3?", tools: { add }, stopWhen: stepCountIs(3), experimental_telemetry: { functionId: "calculator" } });
+      const result = await generateText({
+        model: provider(engine.model),
+        prompt: "What is 2+3?",
+        tools: { add },
+        stopWhen: stepCountIs(3),
+        experimental_telemetry: { functionId: "calculator" },
+      });
       expect(result.text).toBe("The answer is 5.");
     });
     const answers = engine.answers.slice(before);

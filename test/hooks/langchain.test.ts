@@ -19,7 +19,12 @@ const add = tool(async ({ a, b }: { a: number; b: number }) => String(a + b), {
 beforeAll(async () => {
   engine = await startFakeLlmServer({ policy: calculatorPolicy });
   registerLangChainTracing();
-  model = new ChatOpenAI({ model: engine.model, apiKey: "test", configuration: { baseURL: engine.url, fetch: createTracingFetch() }, modelKwargs: { return_token_ids: true } });
+  model = new ChatOpenAI({
+    model: engine.model,
+    apiKey: "test",
+    configuration: { baseURL: engine.url, fetch: createTracingFetch() },
+    modelKwargs: { return_token_ids: true },
+  });
 });
 afterAll(() => engine.close());
 
@@ -48,7 +53,10 @@ describe("LangChain.js callback handler", () => {
     });
     expect(JSON.parse(attrs(chat)["gen_ai.input.messages"])).toEqual([{ role: "user", content: "What is 2+3?" }]);
     expect(JSON.parse(attrs(chat)["gen_ai.output.messages"])[0].tool_calls[0].function.name).toBe("add");
-    expect(attrs(spans.find((s) => s.name === "execute_tool add"))).toMatchObject({ "gen_ai.tool.name": "add", "gen_ai.tool.call.result": "5" });
+    expect(attrs(spans.find((s) => s.name === "execute_tool add"))).toMatchObject({
+      "gen_ai.tool.name": "add",
+      "gen_ai.tool.call.result": "5",
+    });
   });
 
   it("records a streamed chat model call", async () => {

@@ -22,7 +22,13 @@ beforeAll(async () => {
     parameters: z.object({ a: z.number(), b: z.number() }),
     execute: async ({ a, b }) => String(a + b),
   });
-  agent = new Agent({ name: "calculator", instructions: "Use add.", model: engine.model, tools: [add], modelSettings: { providerData: { return_token_ids: true } } });
+  agent = new Agent({
+    name: "calculator",
+    instructions: "Use add.",
+    model: engine.model,
+    tools: [add],
+    modelSettings: { providerData: { return_token_ids: true } },
+  });
 });
 afterAll(() => engine.close());
 

@@ -15,13 +15,23 @@ beforeEach(async () => {
 });
 afterEach(() => engine.close());
 
-const tools = [{ type: "function" as const, function: { name: "add", parameters: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } } } } }];
+const tools = [
+  {
+    type: "function" as const,
+    function: { name: "add", parameters: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } } } },
+  },
+];
 const withIds = { return_token_ids: true, logprobs: true } as Record<string, unknown>;
 
 describe("openai fetch wrapper", () => {
   it("records a tool-calling chat completion with the exact token ids and logprobs the engine returned", async () => {
     const { spans } = await runAttempt(async () => {
-      const response = await client.chat.completions.create({ model: engine.model, messages: [{ role: "user", content: "2+3?" }], tools, ...withIds });
+      const response = await client.chat.completions.create({
+        model: engine.model,
+        messages: [{ role: "user", content: "2+3?" }],
+        tools,
+        ...withIds,
+      });
       expect(response.choices[0]?.message.tool_calls?.[0]).toMatchObject({ function: { name: "add", arguments: '{"a":2,"b":3}' } });
     });
     const [span] = bySource(spans, "openai-fetch");
@@ -96,12 +106,20 @@ describe("openai fetch wrapper", () => {
   it("marks failed calls and broken streams as errors, and stays out of the way outside a rollout", async () => {
     engine.fault({ type: "status", status: 503 }, { type: "break", afterChunks: 2 });
     const { spans } = await runAttempt(async () => {
-      await expect(client.chat.completions.create({ model: engine.model, messages: [{ role: "user", content: "x" }] })).rejects.toThrow(/503/);
-      const stream = await client.chat.completions.create({ model: engine.model, messages: [{ role: "user", content: "x" }], stream: true });
-      await expect((async () => {
-        for await (const _ of stream) {
-        }
-      })()).rejects.toThrow();
+      await expect(client.chat.completions.create({ model: engine.model, messages: [{ role: "user", content: "x" }] })).rejects.toThrow(
+        /503/,
+      );
+      const stream = await client.chat.completions.create({
+        model: engine.model,
+        messages: [{ role: "user", content: "x" }],
+        stream: true,
+      });
+      await expect(
+        (async () => {
+          for await (const _ of stream) {
+          }
+        })(),
+      ).rejects.toThrow();
     });
     const [failed, broken] = bySource(spans, "openai-fetch");
     expect(failed?.status?.code).toBe(StatusCode.ERROR);

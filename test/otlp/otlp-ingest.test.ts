@@ -38,7 +38,13 @@ describe("OTLP trace ingest", () => {
     const body = {
       resourceSpans: [
         {
-          resource: { attributes: [kv("agentlightning.rollout_id", { stringValue: ids.rolloutId }), kv("agentlightning.attempt_id", { stringValue: ids.attemptId }), kv("service.name", { stringValue: "go-agent" })] },
+          resource: {
+            attributes: [
+              kv("agentlightning.rollout_id", { stringValue: ids.rolloutId }),
+              kv("agentlightning.attempt_id", { stringValue: ids.attemptId }),
+              kv("service.name", { stringValue: "go-agent" }),
+            ],
+          },
           scopeSpans: [
             {
               scope: { name: "manual" },
@@ -51,7 +57,12 @@ describe("OTLP trace ingest", () => {
                   kind: 3,
                   startTimeUnixNano: "1700000000000000000",
                   endTimeUnixNano: "1700000001500000000",
-                  attributes: [kv("n", { intValue: "42" }), kv("ids", { arrayValue: { values: [{ intValue: 1 }, { intValue: 2 }] } }), kv("meta", { kvlistValue: { values: [kv("k", { boolValue: true })] } }), kv("agentlightning.span_sequence_id", { intValue: "9" })],
+                  attributes: [
+                    kv("n", { intValue: "42" }),
+                    kv("ids", { arrayValue: { values: [{ intValue: 1 }, { intValue: 2 }] } }),
+                    kv("meta", { kvlistValue: { values: [kv("k", { boolValue: true })] } }),
+                    kv("agentlightning.span_sequence_id", { intValue: "9" }),
+                  ],
                   events: [{ name: "retry", timeUnixNano: "1700000000500000000", attributes: [] }],
                   status: { code: 2, message: "tool failed" },
                 },
@@ -67,7 +78,15 @@ describe("OTLP trace ingest", () => {
     const { spans } = await store.querySpans({ rolloutId: ids.rolloutId });
     expect(spans).toHaveLength(1);
     const [span] = spans;
-    expect(span).toMatchObject({ traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331", parentId: "00f067aa0ba902b7", name: "tool.call", sequenceId: 9, startTime: 1_700_000_000, endTime: 1_700_000_001.5 });
+    expect(span).toMatchObject({
+      traceId: "0af7651916cd43dd8448eb211c80319c",
+      spanId: "b7ad6b7169203331",
+      parentId: "00f067aa0ba902b7",
+      name: "tool.call",
+      sequenceId: 9,
+      startTime: 1_700_000_000,
+      endTime: 1_700_000_001.5,
+    });
     expect(span?.status).toMatchObject({ code: 2, description: "tool failed" });
     expect(fromAttributeValue(span?.attributes.n)).toBe(42);
     expect(fromAttributeValue(span?.attributes.ids)).toEqual([1, 2]);
@@ -91,8 +110,17 @@ describe("OTLP trace ingest", () => {
     const request = create(ExportTraceServiceRequestSchema, {
       resourceSpans: [
         {
-          resource: { attributes: [attr("agentlightning.rollout_id", first.rolloutId), attr("agentlightning.attempt_id", first.attemptId)] },
-          scopeSpans: [{ spans: [span("a", 2), span("b", 3, [attr("agentlightning.rollout_id", second.rolloutId), attr("agentlightning.attempt_id", second.attemptId)])] }],
+          resource: {
+            attributes: [attr("agentlightning.rollout_id", first.rolloutId), attr("agentlightning.attempt_id", first.attemptId)],
+          },
+          scopeSpans: [
+            {
+              spans: [
+                span("a", 2),
+                span("b", 3, [attr("agentlightning.rollout_id", second.rolloutId), attr("agentlightning.attempt_id", second.attemptId)]),
+              ],
+            },
+          ],
         },
         { scopeSpans: [{ spans: [span("orphan", 4)] }] },
       ],
@@ -102,7 +130,9 @@ describe("OTLP trace ingest", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/x-protobuf");
     expect((await store.querySpans({ rolloutId: first.rolloutId })).spans.map((s) => s.name)).toEqual(["a"]);
-    expect((await store.querySpans({ rolloutId: second.rolloutId })).spans.map((s) => [s.name, s.spanId])).toEqual([["b", "0303030303030303"]]);
+    expect((await store.querySpans({ rolloutId: second.rolloutId })).spans.map((s) => [s.name, s.spanId])).toEqual([
+      ["b", "0303030303030303"],
+    ]);
     // The partial success names the orphan: rejected_spans = 1 (field 1 of partial_success, field 1 of the response).
     const answer = Buffer.from(await res.arrayBuffer());
     expect(answer[0]).toBe(0x0a);

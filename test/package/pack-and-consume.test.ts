@@ -127,7 +127,16 @@ const api: Record<string, { values: string[]; types: string[] }> = {
   },
   "agl/triplets": {
     values: ["createTripletClient", "streamTriplets", "TripletMode", "RewardMatch"],
-    types: ["TripletClient", "TripletClientOptions", "StreamTripletsOptions", "Triplet", "TripletStats", "TripletOptions", "RolloutTriplets", "StreamTripletsResponse"],
+    types: [
+      "TripletClient",
+      "TripletClientOptions",
+      "StreamTripletsOptions",
+      "Triplet",
+      "TripletStats",
+      "TripletOptions",
+      "RolloutTriplets",
+      "StreamTripletsResponse",
+    ],
   },
   "agl/apo": {
     values: [
@@ -207,7 +216,11 @@ function exportedNames(declarations: string): string[] {
   const names: string[] = [];
   for (const [, list] of code.matchAll(/export\s+(?:type\s+)?\{([^}]*)\}\s*from/g)) {
     for (const item of list!.split(",")) {
-      const name = item.trim().replace(/^type\s+/, "").split(/\s+as\s+/).at(-1)!;
+      const name = item
+        .trim()
+        .replace(/^type\s+/, "")
+        .split(/\s+as\s+/)
+        .at(-1)!;
       if (name) names.push(name);
     }
   }
@@ -268,7 +281,8 @@ async function install(tarball: string): Promise<void> {
 
 /** The consumer project: the fixture, plus a file per entry point that imports every pinned name; compiled to out/. */
 async function writeConsumer(): Promise<void> {
-  for (const file of ["main.ts", "agent.ts"]) await cp(fileURLToPath(new URL(`../fixtures/pack-consumer/${file}`, import.meta.url)), join(consumer, file));
+  for (const file of ["main.ts", "agent.ts"])
+    await cp(fileURLToPath(new URL(`../fixtures/pack-consumer/${file}`, import.meta.url)), join(consumer, file));
   for (const [index, [entry, { values, types }]] of Object.entries(api).entries()) {
     const imports = [
       ...(values.length ? [`import { ${values.join(", ")} } from "${entry}";`] : []),
@@ -333,7 +347,7 @@ describe("the packed package", () => {
     expect(root.values.length + root.types.length).toBeLessThanOrEqual(ROOT_LIMIT);
   });
 
-  it("type-checks a consumer of every export under NodeNext, where only package.json \"exports\" resolve", () => {
+  it('type-checks a consumer of every export under NodeNext, where only package.json "exports" resolve', () => {
     expect(compiled.code, `${compiled.stdout}\n${compiled.stderr}`).toBe(0);
   });
 

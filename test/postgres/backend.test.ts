@@ -102,11 +102,7 @@ describe("PostgreSQL backend", () => {
       }),
     ).rejects.toThrow("boom");
     await b.transaction(async (tx) => tx.notify({ kind: "finished", rolloutIds: ["ro-3"] }));
-    expect(seenB).toEqual([
-      { kind: "queued" },
-      { kind: "finished", rolloutIds: ["ro-1"] },
-      { kind: "finished", rolloutIds: ["ro-3"] },
-    ]);
+    expect(seenB).toEqual([{ kind: "queued" }, { kind: "finished", rolloutIds: ["ro-1"] }, { kind: "finished", rolloutIds: ["ro-3"] }]);
     await sleep(100);
     expect(seenA).toHaveLength(3);
   });
@@ -293,7 +289,11 @@ describe("PostgreSQL backend", () => {
     const closed = backend.close();
     await expect(pending).resolves.toBe("done");
     await closed;
-    await expectCode(backend.transaction(async () => 1), Code.Unavailable, "closed");
+    await expectCode(
+      backend.transaction(async () => 1),
+      Code.Unavailable,
+      "closed",
+    );
     await backend.close();
   });
 });

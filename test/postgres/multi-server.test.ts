@@ -24,17 +24,12 @@ afterEach(async () => {
 });
 
 /** `n` stores, each over its own backend, sharing one fresh schema. */
-async function servers(
-  n: number,
-  options: { clock?: FakeClock; poolSize?: number; scanOnCalls?: boolean } = {},
-): Promise<Server[]> {
+async function servers(n: number, options: { clock?: FakeClock; poolSize?: number; scanOnCalls?: boolean } = {}): Promise<Server[]> {
   const schema = freshSchema();
   cleanups.push(() => dropSchema(schema));
   // Started together: the migration must run once even so.
   const backends = await Promise.all(
-    Array.from({ length: n }, () =>
-      createPostgresBackend({ connectionString: postgresUrl(), schema, poolSize: options.poolSize ?? 4 }),
-    ),
+    Array.from({ length: n }, () => createPostgresBackend({ connectionString: postgresUrl(), schema, poolSize: options.poolSize ?? 4 })),
   );
   return backends.map((backend) => {
     const store = createStore({
@@ -70,7 +65,9 @@ describe("several servers on one PostgreSQL database", () => {
 
   it("200 queued rollouts dequeued concurrently through both servers are each claimed exactly once", async () => {
     const [a, b] = await servers(2, { poolSize: 6 });
-    const queued = ids((await a!.store.enqueueRollouts({ rollouts: Array.from({ length: 200 }, (_, i) => ({ metadata: { i } })) })).rollouts);
+    const queued = ids(
+      (await a!.store.enqueueRollouts({ rollouts: Array.from({ length: 200 }, (_, i) => ({ metadata: { i } })) })).rollouts,
+    );
     const claimed: string[] = [];
     // 40 callers, half on each server, each claiming up to 3 at a time until the queue is empty.
     await Promise.all(

@@ -43,8 +43,7 @@ const isUnavailable = (error: unknown) => error instanceof ConnectError && error
 describe("agl serve processes on one PostgreSQL database", () => {
   it("serve one client each as one store: claims, spans, waits and resource versions", async () => {
     const [a, b] = await startServers(2);
-    const enqueued = (await a!.client.enqueueRollouts({ rollouts: Array.from({ length: 24 }, (_, i) => ({ metadata: { i } })) }))
-      .rollouts;
+    const enqueued = (await a!.client.enqueueRollouts({ rollouts: Array.from({ length: 24 }, (_, i) => ({ metadata: { i } })) })).rollouts;
     const wanted = enqueued.map((r) => r.rolloutId);
     // The algorithm waits through B while runners on both servers do the work.
     const waiting = b!.client.waitForRollouts({ rolloutIds: wanted, timeoutSeconds: 30 });
@@ -135,7 +134,9 @@ describe("agl serve processes on one PostgreSQL database", () => {
           for (const ack of acks) acked.add(`${ack.rolloutId}/${ack.spanId}`);
           await new Promise((resolve) => setTimeout(resolve, 20));
         }
-        await call((c) => c.updateAttempt({ rolloutId: r!.rolloutId, attemptId: r!.latestAttempt!.attemptId, status: AttemptStatus.SUCCEEDED }));
+        await call((c) =>
+          c.updateAttempt({ rolloutId: r!.rolloutId, attemptId: r!.latestAttempt!.attemptId, status: AttemptStatus.SUCCEEDED }),
+        );
         succeeded.add(r!.rolloutId);
       }
     }

@@ -57,7 +57,11 @@ describe("agl CLI with the proxy", () => {
     cleanup.push(() => store.close());
     await store.addResources({ resources: { engine: { kind: { case: "llm", value: { endpoint: engine.url, model: engine.model } } } } });
     const { rolloutId, attemptId } = await claim(store);
-    const res = await postJson(`${server.url}/rollout/${rolloutId}/attempt/${attemptId}/v1/chat/completions`, { model: engine.model, messages: [{ role: "user", content: "hi" }], stream: true });
+    const res = await postJson(`${server.url}/rollout/${rolloutId}/attempt/${attemptId}/v1/chat/completions`, {
+      model: engine.model,
+      messages: [{ role: "user", content: "hi" }],
+      stream: true,
+    });
     expect(res.status).toBe(200);
     await res.text();
     const [span] = (await store.querySpans({ rolloutId })).spans;
@@ -66,7 +70,9 @@ describe("agl CLI with the proxy", () => {
     cleanup.push(() => triplets.close());
     const one = await triplets.getRolloutTriplets({ rolloutId });
     expect(one.triplets[0]?.responseTokenIds).toEqual(engine.answers[0]?.responseIds);
-    expect((await (await fetch(`${server.url}/proxy/status`)).json()).backends).toEqual([{ endpoint: engine.url, model: engine.model, name: "engine" }]);
+    expect((await (await fetch(`${server.url}/proxy/status`)).json()).backends).toEqual([
+      { endpoint: engine.url, model: engine.model, name: "engine" },
+    ]);
     server.child.kill("SIGTERM");
     expect((await server.exited)[0]).toBe(0);
   });
@@ -80,13 +86,19 @@ describe("agl CLI with the proxy", () => {
     const store = createStoreClient({ baseUrl: server.url });
     cleanup.push(() => store.close());
     const { rolloutId, attemptId } = await claim(store);
-    const res = await postJson(`${proxy.url}/rollout/${rolloutId}/attempt/${attemptId}/v1/chat/completions`, { model: "anything", messages: [{ role: "user", content: "hi" }] });
+    const res = await postJson(`${proxy.url}/rollout/${rolloutId}/attempt/${attemptId}/v1/chat/completions`, {
+      model: "anything",
+      messages: [{ role: "user", content: "hi" }],
+    });
     expect(res.status).toBe(200);
     expect(engine.requests[0]?.body.model).toBe("served-name");
     // The answer came first; the attempt's finishing update waits until its span has landed.
     await store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
     expect((await store.querySpans({ rolloutId })).spans).toHaveLength(1);
-    const unknown = await postJson(`${proxy.url}/rollout/${rolloutId}/attempt/at-00000000/v1/chat/completions`, { model: "x", messages: [] });
+    const unknown = await postJson(`${proxy.url}/rollout/${rolloutId}/attempt/at-00000000/v1/chat/completions`, {
+      model: "x",
+      messages: [],
+    });
     expect(unknown.status).toBe(404);
     proxy.child.kill("SIGTERM");
     expect((await proxy.exited)[0]).toBe(0);
@@ -99,8 +111,21 @@ describe("agl CLI with the proxy", () => {
   ] as const)("%s stamps each call with its rollout's resources id and version, so triplets filter by them", async (_name, mode) => {
     engine = await startFakeVllm();
     cleanup.push(() => engine.close());
-    const server = await startAgl(["serve", "--memory", "--port", "0", ...(mode === "serve-fixed" ? ["--proxy-backend", engine.url, "--proxy-model", engine.model] : mode === "serve-resources" ? ["--proxy"] : [])]);
-    const proxyUrl = mode === "standalone" ? (await startAgl(["proxy", "--store", server.url, "--port", "0", "--backend", engine.url, "--model", engine.model])).url : server.url;
+    const server = await startAgl([
+      "serve",
+      "--memory",
+      "--port",
+      "0",
+      ...(mode === "serve-fixed"
+        ? ["--proxy-backend", engine.url, "--proxy-model", engine.model]
+        : mode === "serve-resources"
+          ? ["--proxy"]
+          : []),
+    ]);
+    const proxyUrl =
+      mode === "standalone"
+        ? (await startAgl(["proxy", "--store", server.url, "--port", "0", "--backend", engine.url, "--model", engine.model])).url
+        : server.url;
     const store = createStoreClient({ baseUrl: server.url });
     cleanup.push(() => store.close());
     const llm = { engine: { kind: { case: "llm" as const, value: { endpoint: engine.url, model: engine.model } } } };
@@ -113,13 +138,19 @@ describe("agl CLI with the proxy", () => {
     const { rolloutId } = claimed!;
     const attemptId = claimed!.latestAttempt!.attemptId;
     for (const stream of [false, true]) {
-      const res = await postJson(`${proxyUrl}/rollout/${rolloutId}/attempt/${attemptId}/v1/chat/completions`, { model: engine.model, messages: [{ role: "user", content: "hi" }], stream });
+      const res = await postJson(`${proxyUrl}/rollout/${rolloutId}/attempt/${attemptId}/v1/chat/completions`, {
+        model: engine.model,
+        messages: [{ role: "user", content: "hi" }],
+        stream,
+      });
       expect(res.status).toBe(200);
       await res.text();
     }
     await store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
     const spans = (await store.querySpans({ rolloutId })).spans;
-    expect(spans.map((span) => [attrString(span.attributes, AGL_LLM_RESOURCES_ID), attrNumber(span.attributes, AGL_LLM_RESOURCES_VERSION)])).toEqual([
+    expect(
+      spans.map((span) => [attrString(span.attributes, AGL_LLM_RESOURCES_ID), attrNumber(span.attributes, AGL_LLM_RESOURCES_VERSION)]),
+    ).toEqual([
       ["train", 2],
       ["train", 2],
     ]);

@@ -42,20 +42,32 @@ describe("fake vLLM", () => {
     expect(first.choices[0].finish_reason).toBe("tool_calls");
     expect(message.tool_calls[0].function).toEqual({ name: "add", arguments: '{"a":2,"b":3}' });
     const history = [...messages, message, { role: "tool", tool_call_id: message.tool_calls[0].id, content: "5" }];
-    const second = await (await post("/chat/completions", { model: "fake-model", messages: history, tools, return_token_ids: true })).json();
+    const second = await (
+      await post("/chat/completions", { model: "fake-model", messages: history, tools, return_token_ids: true })
+    ).json();
     const context = [...first.prompt_token_ids, ...first.choices[0].token_ids];
     expect(second.prompt_token_ids.slice(0, context.length)).toEqual(context);
   });
 
   it("streams ids chunk by chunk that add up to the non-streamed answer, tool calls included", async () => {
-    const res = await post("/chat/completions", { model: "fake-model", messages, tools, return_token_ids: true, logprobs: true, stream: true });
+    const res = await post("/chat/completions", {
+      model: "fake-model",
+      messages,
+      tools,
+      return_token_ids: true,
+      logprobs: true,
+      stream: true,
+    });
     const events = await readSse(res);
     expect(events.at(-1)).toBe("[DONE]");
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
     expect(chunks[0].prompt_token_ids).toEqual(renderChat(messages));
     const ids = chunks.flatMap((c) => c.choices[0]?.token_ids ?? []);
     expect(ids).toEqual(engine.answers[0]?.responseIds);
-    const args = chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []).map((t: any) => t.function.arguments).join("");
+    const args = chunks
+      .flatMap((c) => c.choices[0]?.delta?.tool_calls ?? [])
+      .map((t: any) => t.function.arguments)
+      .join("");
     expect(args).toBe('{"a":2,"b":3}');
     expect(chunks.length).toBeGreaterThan(5);
   });

@@ -28,7 +28,11 @@ describe("LLM proxy calls", () => {
   it("forwards a chat call, asks for ids and logprobs, and stores one span with exactly the engine's ids", async () => {
     h = await startProxyHarness();
     const { rolloutId, attemptId, baseUrl } = await h.claim();
-    const res = await postJson(`${baseUrl}/chat/completions`, { model: "fake-model", messages: [{ role: "user", content: "hi" }], temperature: 0.5 });
+    const res = await postJson(`${baseUrl}/chat/completions`, {
+      model: "fake-model",
+      messages: [{ role: "user", content: "hi" }],
+      temperature: 0.5,
+    });
     expect(res.status).toBe(200);
     const body = await res.json();
     expect(body.choices[0].message.content).toMatch(/^Answer 0/);
@@ -58,7 +62,12 @@ describe("LLM proxy calls", () => {
     h = await startProxyHarness({ engine: { ...toolPolicy, tokensPerChunk: 2, chunkDelayMs: 20 } });
     const { rolloutId, baseUrl } = await h.claim();
     const started = Date.now();
-    const res = await postJson(`${baseUrl}/chat/completions`, { model: "fake-model", messages: [{ role: "user", content: "weather?" }], tools, stream: true });
+    const res = await postJson(`${baseUrl}/chat/completions`, {
+      model: "fake-model",
+      messages: [{ role: "user", content: "weather?" }],
+      tools,
+      stream: true,
+    });
     expect(res.headers.get("content-type")).toMatch(/text\/event-stream/);
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     const first = await reader.read();
@@ -75,7 +84,10 @@ describe("LLM proxy calls", () => {
     const events = parseSse(text);
     expect(events.at(-1)).toBe("[DONE]");
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
-    const args = chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []).map((t: any) => t.function.arguments).join("");
+    const args = chunks
+      .flatMap((c) => c.choices[0]?.delta?.tool_calls ?? [])
+      .map((t: any) => t.function.arguments)
+      .join("");
     expect(args).toBe('{"city":"Paris","days":2}');
 
     const [span] = await spansOf(rolloutId);
@@ -102,7 +114,11 @@ describe("LLM proxy calls", () => {
       h = await startProxyHarness({ proxy: { backends: [{ endpoint: `http://127.0.0.1:${port}/v1`, model: "slow" }] } });
       const { baseUrl } = await h.claim();
       const started = Date.now();
-      const res = await postJson(`${baseUrl}/chat/completions`, { model: "slow", messages: [{ role: "user", content: "x" }], stream: true });
+      const res = await postJson(`${baseUrl}/chat/completions`, {
+        model: "slow",
+        messages: [{ role: "user", content: "x" }],
+        stream: true,
+      });
       expect(Date.now() - started).toBeLessThan(400);
       expect(parseSse(await res.text())).toEqual(['{"choices":[{"index":0,"delta":{"content":"late"}}]}', "[DONE]"]);
     } finally {
@@ -113,8 +129,14 @@ describe("LLM proxy calls", () => {
   it("keeps multi-byte text intact across chunk boundaries", async () => {
     h = await startProxyHarness({ engine: { ...toolPolicy, tokensPerChunk: 1 } });
     const { rolloutId, baseUrl } = await h.claim();
-    const res = await postJson(`${baseUrl}/chat/completions`, { model: "fake-model", messages: [{ role: "user", content: "é" }], stream: true });
-    const chunks = parseSse(await res.text()).slice(0, -1).map((e) => JSON.parse(e));
+    const res = await postJson(`${baseUrl}/chat/completions`, {
+      model: "fake-model",
+      messages: [{ role: "user", content: "é" }],
+      stream: true,
+    });
+    const chunks = parseSse(await res.text())
+      .slice(0, -1)
+      .map((e) => JSON.parse(e));
     expect(chunks.map((c) => c.choices[0].delta.content ?? "").join("")).toBe("Sunny, 24°C — enjoy! 🌞");
     const [span] = await spansOf(rolloutId);
     expect((attrJson(span!.attributes, sc.AGL_LLM_RESPONSE) as any).choices[0].message.content).toBe("Sunny, 24°C — enjoy! 🌞");
@@ -151,10 +173,19 @@ describe("LLM proxy calls", () => {
     h = await startProxyHarness();
     const res = await postJson(`${h.url}/v1/chat/completions`, { model: "fake-model", messages: [{ role: "user", content: "x" }] });
     expect(res.status).toBe(200);
-    const streamed = await postJson(`${h.url}/v1/chat/completions`, { model: "fake-model", messages: [{ role: "user", content: "x" }], stream: true });
+    const streamed = await postJson(`${h.url}/v1/chat/completions`, {
+      model: "fake-model",
+      messages: [{ role: "user", content: "x" }],
+      stream: true,
+    });
     const events = parseSse(await streamed.text());
     expect(events.at(-1)).toBe("[DONE]");
-    expect(events.slice(0, -1).map((e) => JSON.parse(e).choices[0]?.token_ids ?? []).flat()).toEqual(h.engine.answers[1]?.responseIds);
+    expect(
+      events
+        .slice(0, -1)
+        .map((e) => JSON.parse(e).choices[0]?.token_ids ?? [])
+        .flat(),
+    ).toEqual(h.engine.answers[1]?.responseIds);
     expect(h.proxy.status().unattributedCalls).toBe(2);
     expect((await h.store.getStatistics({})).totalSpans).toBe(0);
     const models = await (await fetch(`${h.url}/v1/models`)).json();
@@ -170,7 +201,9 @@ describe("LLM proxy calls", () => {
     await expect.poll(() => h.proxy.status().resourcesVersion).toBe(2);
     await postJson(`${baseUrl}/chat/completions`, { model: "fake-model", messages: [{ role: "user", content: "y" }] });
     const spans = await spansOf(rolloutId);
-    expect(spans.map((s) => [attrString(s.attributes, sc.AGL_LLM_RESOURCES_ID), attrNumber(s.attributes, sc.AGL_LLM_RESOURCES_VERSION)])).toEqual([
+    expect(
+      spans.map((s) => [attrString(s.attributes, sc.AGL_LLM_RESOURCES_ID), attrNumber(s.attributes, sc.AGL_LLM_RESOURCES_VERSION)]),
+    ).toEqual([
       [latest.resourcesId, 1],
       [latest.resourcesId, 2],
     ]);

@@ -56,7 +56,10 @@ describe("LLM proxy: bad input", () => {
     const { rolloutId } = await h.claim();
     const noRollout = await postJson(`${h.url}/rollout/ro-000000000000/attempt/at-00000000/v1/chat/completions`, chat);
     expect(noRollout.status).toBe(404);
-    expect((await noRollout.json()).error).toMatchObject({ code: "rollout_not_found", message: expect.stringContaining("ro-000000000000") });
+    expect((await noRollout.json()).error).toMatchObject({
+      code: "rollout_not_found",
+      message: expect.stringContaining("ro-000000000000"),
+    });
     const noAttempt = await postJson(`${h.url}/rollout/${rolloutId}/attempt/at-ffffffff/v1/chat/completions`, chat);
     expect(noAttempt.status).toBe(404);
     expect((await noAttempt.json()).error.code).toBe("attempt_not_found");
@@ -106,7 +109,10 @@ describe("LLM proxy: engine failures", () => {
   it("passes the engine's last error through when retries run out, and non-retryable errors at once", async () => {
     h = await startProxyHarness({ proxy: { maxRetries: 1 } });
     const { rolloutId, baseUrl } = await h.claim();
-    h.engine.fault({ type: "status", status: 503 }, { type: "status", status: 503, retryAfter: "7", body: '{"error":{"message":"overloaded"}}' });
+    h.engine.fault(
+      { type: "status", status: 503 },
+      { type: "status", status: 503, retryAfter: "7", body: '{"error":{"message":"overloaded"}}' },
+    );
     const res = await postJson(`${baseUrl}/chat/completions`, chat);
     expect([res.status, res.headers.get("retry-after")]).toEqual([503, "7"]);
     expect((await res.json()).error.message).toBe("overloaded");
@@ -128,13 +134,23 @@ describe("LLM proxy: engine failures", () => {
     expect((await postJson(`${baseUrl}/chat/completions`, chat)).status).toBe(200);
     expect(h.engine.requests).toHaveLength(3);
 
-    const down = createLlmProxy({ store: h.store, pendingWrites: h.store.pendingWrites, backends: [{ endpoint: `http://127.0.0.1:${await deadPort()}/v1`, model: "fake-model" }], maxRetries: 2, backoffBaseMs: 5, log: () => {} });
+    const down = createLlmProxy({
+      store: h.store,
+      pendingWrites: h.store.pendingWrites,
+      backends: [{ endpoint: `http://127.0.0.1:${await deadPort()}/v1`, model: "fake-model" }],
+      maxRetries: 2,
+      backoffBaseMs: 5,
+      log: () => {},
+    });
     const downUrl = await down.listen(0);
     try {
       const { rolloutId, attemptId } = await h.claim();
       const res = await postJson(`${downUrl}/rollout/${rolloutId}/attempt/${attemptId}/v1/chat/completions`, chat);
       expect(res.status).toBe(502);
-      expect((await res.json()).error).toMatchObject({ code: "engine_unavailable", message: expect.stringMatching(/3 tries.*ECONNREFUSED/) });
+      expect((await res.json()).error).toMatchObject({
+        code: "engine_unavailable",
+        message: expect.stringMatching(/3 tries.*ECONNREFUSED/),
+      });
       const [span] = (await h.store.querySpans({ rolloutId })).spans;
       expect(span?.status?.code).toBe(StatusCode.ERROR);
     } finally {

@@ -32,7 +32,9 @@ afterEach(async () => {
 function slowSpanWrites(inner: Store) {
   let open!: () => void;
   let fail!: () => void;
-  const gate = new Promise<void>((resolve, reject) => ((open = resolve), (fail = () => reject(new ConnectError("disk full", Code.ResourceExhausted)))));
+  const gate = new Promise<void>(
+    (resolve, reject) => ((open = resolve), (fail = () => reject(new ConnectError("disk full", Code.ResourceExhausted)))),
+  );
   gate.catch(() => {});
   let stored = 0;
   const slow: StoreApi = {
@@ -83,29 +85,33 @@ async function start(where: "in process" | "elsewhere" | "elsewhere, span first"
 describe.each([false, true])("span ordering (stream: %s)", (stream) => {
   const body = { model: "fake-model", messages: [{ role: "user", content: "hi" }], stream };
 
-  it.each(["in process", "elsewhere"] as const)("with the store %s: answers first, and the attempt's finishing update waits for the span", async (where) => {
-    const { open, stored, runnerStore, rolloutId, attemptId, baseUrl } = await start(where);
-    const res = await postJson(`${baseUrl}/chat/completions`, body);
-    const text = await res.text();
-    expect(text).toContain(stream ? "data: [DONE]" : "chat.completion");
-    expect(stored()).toBe(0);
+  it.each(["in process", "elsewhere"] as const)(
+    "with the store %s: answers first, and the attempt's finishing update waits for the span",
+    async (where) => {
+      const { open, stored, runnerStore, rolloutId, attemptId, baseUrl } = await start(where);
+      const res = await postJson(`${baseUrl}/chat/completions`, body);
+      const text = await res.text();
+      expect(text).toContain(stream ? "data: [DONE]" : "chat.completion");
+      expect(stored()).toBe(0);
 
-    // What a runner does once its agent returned: report the attempt finished.
-    const finished = runnerStore.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
-    // In process the span's write is moments away, and span reads wait for it too; promised from elsewhere, only the
-    // updates that finish the attempt or rollout wait (docs/store-semantics.md, difference 10).
-    const read = where === "in process" ? runnerStore.querySpans({ rolloutId }) : finished.then(() => runnerStore.querySpans({ rolloutId }));
-    expect(await settledWithin(finished, 100)).toBe(false);
-    expect((await store.getRollout({ rolloutId })).latestAttempt?.status).not.toBe(AttemptStatus.SUCCEEDED);
+      // What a runner does once its agent returned: report the attempt finished.
+      const finished = runnerStore.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
+      // In process the span's write is moments away, and span reads wait for it too; promised from elsewhere, only the
+      // updates that finish the attempt or rollout wait (docs/store-semantics.md, difference 10).
+      const read =
+        where === "in process" ? runnerStore.querySpans({ rolloutId }) : finished.then(() => runnerStore.querySpans({ rolloutId }));
+      expect(await settledWithin(finished, 100)).toBe(false);
+      expect((await store.getRollout({ rolloutId })).latestAttempt?.status).not.toBe(AttemptStatus.SUCCEEDED);
 
-    open();
-    expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
-    expect(stored()).toBe(1);
-    const { spans } = await read;
-    expect(spans).toHaveLength(1);
-    expect(spans[0]?.status?.code).toBe(StatusCode.OK);
-    expect(res.headers.get("x-agl-span-id")).toBe(spans[0]?.spanId);
-  });
+      open();
+      expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
+      expect(stored()).toBe(1);
+      const { spans } = await read;
+      expect(spans).toHaveLength(1);
+      expect(spans[0]?.status?.code).toBe(StatusCode.OK);
+      expect(res.headers.get("x-agl-span-id")).toBe(spans[0]?.spanId);
+    },
+  );
 
   it("with the store elsewhere: a span whose write failed no longer holds the attempt's updates", async () => {
     const { fail, runnerStore, rolloutId, attemptId, baseUrl } = await start("elsewhere");

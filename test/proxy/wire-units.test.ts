@@ -25,15 +25,28 @@ describe("SSE splitter", () => {
 
 describe("answer assembly", () => {
   it("reads ids and logprobs of chat and completions answers, older vLLM's response_token_ids too", () => {
-    expect(readCompletion({ id: "c", prompt_token_ids: [1], choices: [{ index: 0, token_ids: [2, 3], logprobs: { content: [{ logprob: -1 }, { logprob: -2 }] } }] })).toMatchObject({
+    expect(
+      readCompletion({
+        id: "c",
+        prompt_token_ids: [1],
+        choices: [{ index: 0, token_ids: [2, 3], logprobs: { content: [{ logprob: -1 }, { logprob: -2 }] } }],
+      }),
+    ).toMatchObject({
       promptIds: [1],
       responseIds: [2, 3],
       logprobs: [-1, -2],
       responseId: "c",
     });
-    expect(readCompletion({ choices: [{ prompt_token_ids: [5], token_ids: [6], logprobs: { token_logprobs: [-0.5] } }] })).toMatchObject({ promptIds: [5], responseIds: [6], logprobs: [-0.5] });
+    expect(readCompletion({ choices: [{ prompt_token_ids: [5], token_ids: [6], logprobs: { token_logprobs: [-0.5] } }] })).toMatchObject({
+      promptIds: [5],
+      responseIds: [6],
+      logprobs: [-0.5],
+    });
     expect(readCompletion({ prompt_token_ids: [1], response_token_ids: [[7, 8]], choices: [{}] }).responseIds).toEqual([7, 8]);
-    const stripped = readCompletion({ prompt_token_ids: [1], choices: [{ token_ids: [2], logprobs: { content: [] }, message: { content: "hi" } }] }).body;
+    const stripped = readCompletion({
+      prompt_token_ids: [1],
+      choices: [{ token_ids: [2], logprobs: { content: [] }, message: { content: "hi" } }],
+    }).body;
     expect(stripped).toEqual({ choices: [{ message: { content: "hi" } }] });
   });
 
@@ -41,12 +54,41 @@ describe("answer assembly", () => {
     const a = createStreamAssembler("chat");
     a.add({ id: "x", model: "m", prompt_token_ids: [1, 2], choices: [{ index: 0, delta: { role: "assistant", content: "" } }] });
     a.add({ choices: [{ index: 0, delta: { content: "Hi" }, token_ids: [3], logprobs: { content: [{ logprob: -0.1 }] } }] });
-    a.add({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: "t", type: "function", function: { name: "f", arguments: "" } }] }, token_ids: [4] }] });
+    a.add({
+      choices: [
+        {
+          index: 0,
+          delta: { tool_calls: [{ index: 0, id: "t", type: "function", function: { name: "f", arguments: "" } }] },
+          token_ids: [4],
+        },
+      ],
+    });
     a.add({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"a":' } }] }, token_ids: [5] }] });
-    a.add({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: "1}" } }] }, token_ids: [6], finish_reason: "tool_calls" }] });
+    a.add({
+      choices: [
+        { index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: "1}" } }] }, token_ids: [6], finish_reason: "tool_calls" },
+      ],
+    });
     const r = a.result();
-    expect(r).toMatchObject({ promptIds: [1, 2], responseIds: [3, 4, 5, 6], responseId: "x", finishReasons: ["tool_calls"], inputTokens: 2, outputTokens: 4 });
-    expect(r.body.choices).toEqual([{ index: 0, message: { role: "assistant", content: "Hi", tool_calls: [{ id: "t", type: "function", function: { name: "f", arguments: '{"a":1}' } }] }, finish_reason: "tool_calls" }]);
+    expect(r).toMatchObject({
+      promptIds: [1, 2],
+      responseIds: [3, 4, 5, 6],
+      responseId: "x",
+      finishReasons: ["tool_calls"],
+      inputTokens: 2,
+      outputTokens: 4,
+    });
+    expect(r.body.choices).toEqual([
+      {
+        index: 0,
+        message: {
+          role: "assistant",
+          content: "Hi",
+          tool_calls: [{ id: "t", type: "function", function: { name: "f", arguments: '{"a":1}' } }],
+        },
+        finish_reason: "tool_calls",
+      },
+    ]);
     // Logprobs came for one chunk only: they cannot line up with the ids, and the adapters will drop them.
     expect(r.logprobs).toEqual([-0.1]);
   });
@@ -70,9 +112,16 @@ describe("stream cursor", () => {
 
 describe("routes and binding", () => {
   it("routes OpenAI paths with and without /v1 and the attempt prefix", () => {
-    expect(routeRequest("POST", "/rollout/ro-1/attempt/at-2/v1/chat/completions?x=1")).toEqual({ kind: "call", call: "chat", scope: { rolloutId: "ro-1", attemptId: "at-2" } });
+    expect(routeRequest("POST", "/rollout/ro-1/attempt/at-2/v1/chat/completions?x=1")).toEqual({
+      kind: "call",
+      call: "chat",
+      scope: { rolloutId: "ro-1", attemptId: "at-2" },
+    });
     expect(routeRequest("POST", "/completions")).toEqual({ kind: "call", call: "completions", scope: undefined });
-    expect(routeRequest("GET", "/rollout/ro-1/attempt/at-2/models")).toEqual({ kind: "models", scope: { rolloutId: "ro-1", attemptId: "at-2" } });
+    expect(routeRequest("GET", "/rollout/ro-1/attempt/at-2/models")).toEqual({
+      kind: "models",
+      scope: { rolloutId: "ro-1", attemptId: "at-2" },
+    });
     expect(routeRequest("GET", "/v1/chat/completions")).toEqual({ kind: "method_not_allowed", allow: "POST" });
     expect(routeRequest("POST", "/v1/embeddings")).toBeUndefined();
   });
@@ -82,7 +131,10 @@ describe("routes and binding", () => {
     expect(proxyBaseUrl("http://h:1", "ro-1", "at-2")).toBe("http://h:1/rollout/ro-1/attempt/at-2/v1");
     const proxy = create(ResourceSchema, { kind: { case: "proxyLlm", value: { endpoint: "http://h:1/v1", model: "m", apiKey: "k" } } });
     const bound = bindResource(proxy, "ro-1", "at-2");
-    expect(bound.kind).toMatchObject({ case: "llm", value: { endpoint: "http://h:1/rollout/ro-1/attempt/at-2/v1", model: "m", apiKey: "k" } });
+    expect(bound.kind).toMatchObject({
+      case: "llm",
+      value: { endpoint: "http://h:1/rollout/ro-1/attempt/at-2/v1", model: "m", apiKey: "k" },
+    });
     const json = create(ResourceSchema, { kind: { case: "json", value: { kind: { case: "stringValue", value: "x" } } } });
     expect(bindResource(json, "ro-1", "at-2")).toBe(json);
     expect(() => proxyBaseUrl("http://h", "", "at")).toThrow();

@@ -40,24 +40,33 @@ const cases: { name: string; file: string; packageJson?: object; workers: string
   { name: ".ts in a dir with no package.json, on a worker thread", file: "my-agent.ts", workers: "1" },
   { name: ".ts in a dir with no package.json, on the main thread", file: "my-agent.ts", workers: "0" },
   { name: ".ts beside a package.json without type", file: "my-agent.ts", packageJson: { name: "mine", version: "1.0.0" }, workers: "1" },
-  { name: ".ts beside a package.json with type commonjs, on the main thread", file: "my-agent.ts", packageJson: { type: "commonjs" }, workers: "0" },
+  {
+    name: ".ts beside a package.json with type commonjs, on the main thread",
+    file: "my-agent.ts",
+    packageJson: { type: "commonjs" },
+    workers: "0",
+  },
   { name: ".mts, on a worker thread", file: "my-agent.mts", workers: "1" },
   { name: ".js in a dir with no package.json", file: "my-agent.js", workers: "1" },
   { name: ".mjs, on the main thread", file: "my-agent.mjs", workers: "0" },
 ];
 
 describe("agl run loads agent files wherever they are", () => {
-  it.each(cases)("$name", async ({ file, packageJson, workers }) => {
-    const dir = agentDir(packageJson);
-    const path = join(dir, file);
-    writeFileSync(path, agentSource(/\.m?ts$/.test(file)));
-    const { rollouts } = await h.client.enqueueRollouts({ rollouts: [{ input: jsonValue({ x: 0.25 }) }] });
-    const runner = await startRunnerProcess([path, "--store", h.url, "--workers", workers, "--max-rollouts", "1", "--poll-wait", "0.3"]);
-    const code = await runner.exited;
-    expect({ code, stderr: runner.stderr() }).toMatchObject({ code: 0 });
-    const [finished] = await waitFinished(h.client, [rollouts[0]!.rolloutId]);
-    expect(finished?.status).toBe(RolloutStatus.SUCCEEDED);
-    const { spans } = await h.client.querySpans({ rolloutId: rollouts[0]!.rolloutId });
-    expect(spans.some((s) => JSON.stringify(s.attributes).includes("0.5"))).toBe(true);
-  }, 60_000);
+  it.each(cases)(
+    "$name",
+    async ({ file, packageJson, workers }) => {
+      const dir = agentDir(packageJson);
+      const path = join(dir, file);
+      writeFileSync(path, agentSource(/\.m?ts$/.test(file)));
+      const { rollouts } = await h.client.enqueueRollouts({ rollouts: [{ input: jsonValue({ x: 0.25 }) }] });
+      const runner = await startRunnerProcess([path, "--store", h.url, "--workers", workers, "--max-rollouts", "1", "--poll-wait", "0.3"]);
+      const code = await runner.exited;
+      expect({ code, stderr: runner.stderr() }).toMatchObject({ code: 0 });
+      const [finished] = await waitFinished(h.client, [rollouts[0]!.rolloutId]);
+      expect(finished?.status).toBe(RolloutStatus.SUCCEEDED);
+      const { spans } = await h.client.querySpans({ rolloutId: rollouts[0]!.rolloutId });
+      expect(spans.some((s) => JSON.stringify(s.attributes).includes("0.5"))).toBe(true);
+    },
+    60_000,
+  );
 });

@@ -34,7 +34,13 @@ beforeAll(async () => {
   proxy = createLlmProxy({ store, pendingWrites: store.pendingWrites, log: () => {} });
   server = await startStoreServer({ store, port: 0, fallback: (req, res) => proxy.handle(req, res) });
   client = createStoreClient({ baseUrl: server.url });
-  executor = createPoolExecutor({ agentModule: new URL("../fixtures/llm-agents.ts", import.meta.url).pathname, exportName: "chatter", workers: 1, concurrency: 4, logger: silentLogger });
+  executor = createPoolExecutor({
+    agentModule: new URL("../fixtures/llm-agents.ts", import.meta.url).pathname,
+    exportName: "chatter",
+    workers: 1,
+    concurrency: 4,
+    logger: silentLogger,
+  });
   runner = createRunner({ store: client, executor, pollWaitSeconds: 0.3, logger: silentLogger });
   running = runner.run();
 });

@@ -22,7 +22,14 @@ beforeEach(async () => {
   h = await startStoreHarness();
   engine = await startFakeVllm({ tokensPerChunk: 2 });
   await h.client.addResources({
-    resources: { engine: { kind: { case: "llm", value: { endpoint: engine.url, model: engine.model, samplingParameters: { return_token_ids: true, logprobs: true } } } } },
+    resources: {
+      engine: {
+        kind: {
+          case: "llm",
+          value: { endpoint: engine.url, model: engine.model, samplingParameters: { return_token_ids: true, logprobs: true } },
+        },
+      },
+    },
   });
 });
 afterEach(async () => {
@@ -57,18 +64,21 @@ async function runTasks(tasks: ChatterTask[]) {
 const llmSpans = (spans: Span[]) => spans.filter((s) => s.name.startsWith("chat ")).sort((a, b) => a.sequenceId - b.sequenceId);
 
 describe("LLM spans recorded by createTracingFetch, through the runner pool", () => {
-  it.each(["worker threads", "the main thread"] as const)("stores every span of an attempt before its final status, even spans still waiting in the shipper (on %s)", async (where) => {
-    // Spans leave the agent's thread at once but linger in the shipper: an attempt that ends meanwhile has never
-    // sent a batch of its own, and its queued spans must ride on its final update, not follow it.
-    startRunner({ spanFlushMs: 10, shipper: { lingerMs: 3_000 } }, where);
-    const perRollout = await runTasks(Array.from({ length: 4 }, () => ({ calls: 3, pauseMs: 60 })));
-    for (const spans of perRollout) {
-      const calls = llmSpans(spans);
-      expect(calls).toHaveLength(3);
-      // In call order: the store's sequence ids follow arrival.
-      expect(calls.map((s) => JSON.parse(attrs(s)["gen_ai.input.messages"])[0].content)).toEqual(["turn 0", "turn 1", "turn 2"]);
-    }
-  });
+  it.each(["worker threads", "the main thread"] as const)(
+    "stores every span of an attempt before its final status, even spans still waiting in the shipper (on %s)",
+    async (where) => {
+      // Spans leave the agent's thread at once but linger in the shipper: an attempt that ends meanwhile has never
+      // sent a batch of its own, and its queued spans must ride on its final update, not follow it.
+      startRunner({ spanFlushMs: 10, shipper: { lingerMs: 3_000 } }, where);
+      const perRollout = await runTasks(Array.from({ length: 4 }, () => ({ calls: 3, pauseMs: 60 })));
+      for (const spans of perRollout) {
+        const calls = llmSpans(spans);
+        expect(calls).toHaveLength(3);
+        // In call order: the store's sequence ids follow arrival.
+        expect(calls.map((s) => JSON.parse(attrs(s)["gen_ai.input.messages"])[0].content)).toEqual(["turn 0", "turn 1", "turn 2"]);
+      }
+    },
+  );
 
   it("records a streamed call the client read to [DONE] as OK, with the engine's token ids", async () => {
     startRunner();

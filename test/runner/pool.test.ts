@@ -19,8 +19,21 @@ afterEach(async () => {
 });
 
 function startPool(options: Partial<PoolExecutorOptions> & { exportName: string }) {
-  const executor: AttemptExecutor = createPoolExecutor({ agentModule: agents, workers: 2, concurrency: 40, logger: silentLogger, ...options });
-  const runner = createRunner({ store: h.client, executor, pollWaitSeconds: 0.3, heartbeatIntervalMs: 300, logger: silentLogger, abortGraceMs: 500 });
+  const executor: AttemptExecutor = createPoolExecutor({
+    agentModule: agents,
+    workers: 2,
+    concurrency: 40,
+    logger: silentLogger,
+    ...options,
+  });
+  const runner = createRunner({
+    store: h.client,
+    executor,
+    pollWaitSeconds: 0.3,
+    heartbeatIntervalMs: 300,
+    logger: silentLogger,
+    abortGraceMs: 500,
+  });
   const running = runner.run();
   cleanups.push(async () => {
     await runner.stop({ graceMs: 0 });
@@ -42,7 +55,9 @@ describe("runner pool", () => {
   it("ends a thread stuck in a synchronous loop; with the default config no other rollout is lost", async () => {
     const { executor } = startPool({ exportName: "spinner", blockedWorkerMs: 3_000 });
     const enqueue = async (inputs: object[]) =>
-      (await h.client.enqueueRollouts({ rollouts: inputs.map((input) => ({ input: jsonValue(input as never) })) })).rollouts.map((r) => r.rolloutId);
+      (await h.client.enqueueRollouts({ rollouts: inputs.map((input) => ({ input: jsonValue(input as never) })) })).rollouts.map(
+        (r) => r.rolloutId,
+      );
     const attemptsOf = async (rolloutId: string) => (await h.client.queryAttempts({ rolloutId })).attempts;
     // 1: in flight on both threads when the culprit blocks one of them.
     const inFlight = await enqueue(Array.from({ length: 10 }, () => ({ sleepMs: 8_000 })));
@@ -65,7 +80,8 @@ describe("runner pool", () => {
     // In flight on the killed thread: an infrastructure failure, retried by default.
     const inFlightShapes = await Promise.all(inFlight.map(async (id) => (await attemptsOf(id)).map((a) => a.status)));
     expect(inFlightShapes.filter((s) => s.length === 2)).not.toHaveLength(0);
-    for (const shape of inFlightShapes) expect([[AttemptStatus.SUCCEEDED], [AttemptStatus.UNRESPONSIVE, AttemptStatus.SUCCEEDED]]).toContainEqual(shape);
+    for (const shape of inFlightShapes)
+      expect([[AttemptStatus.SUCCEEDED], [AttemptStatus.UNRESPONSIVE, AttemptStatus.SUCCEEDED]]).toContainEqual(shape);
     // Queued on the killed thread, never started: handed back untouched (the attempt ended, the rollout requeued).
     const behindAttempts = await Promise.all(behind.map(attemptsOf));
     const handedBack = behindAttempts.filter((a) => a.length === 2);
@@ -79,18 +95,30 @@ describe("runner pool", () => {
   }, 90_000);
 
   it("claims nothing when the agent module cannot be loaded, and says why", async () => {
-    const executor = createPoolExecutor({ agentModule: agents, exportName: "doesNotExist", workers: 1, concurrency: 2, logger: silentLogger });
+    const executor = createPoolExecutor({
+      agentModule: agents,
+      exportName: "doesNotExist",
+      workers: 1,
+      concurrency: 2,
+      logger: silentLogger,
+    });
     cleanups.push(() => executor.close());
     await h.client.enqueueRollouts({ rollouts: [{ input: jsonValue({}) }] });
     const runner = createRunner({ store: h.client, executor, pollWaitSeconds: 0.3, logger: silentLogger });
-    await expect(runner.run()).rejects.toMatchObject({ code: "agent_load", message: expect.stringContaining('exports no agent named "doesNotExist"') });
+    await expect(runner.run()).rejects.toMatchObject({
+      code: "agent_load",
+      message: expect.stringContaining('exports no agent named "doesNotExist"'),
+    });
     expect((await h.client.getStatistics({})).queueLength).toBe(1);
   });
 
   it("runs many I/O-bound rollouts per thread and stops a cancelled one inside its thread", async () => {
     startPool({ exportName: "sleeper", workers: 2, concurrency: 50 });
     const { rollouts } = await h.client.enqueueRollouts({
-      rollouts: [{ input: jsonValue({ sleepMs: 30_000 }) }, ...Array.from({ length: 80 }, () => ({ input: jsonValue({ sleepMs: 500, reward: 0.5 }) }))],
+      rollouts: [
+        { input: jsonValue({ sleepMs: 30_000 }) },
+        ...Array.from({ length: 80 }, () => ({ input: jsonValue({ sleepMs: 500, reward: 0.5 }) })),
+      ],
     });
     const [long, ...short] = rollouts.map((r) => r.rolloutId);
     const started = Date.now();

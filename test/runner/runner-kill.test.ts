@@ -58,13 +58,17 @@ describe("agl run", () => {
     const first = await startRunnerProcess([agentModule, ...common, "--worker-id", "runner-a"]);
     processes.push(first);
     // Alive, the agents' spans keep their attempts running well past unresponsive_seconds.
-    await waitFor(async () => (await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.every((r) => r.status === RolloutStatus.RUNNING));
+    await waitFor(async () =>
+      (await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.every((r) => r.status === RolloutStatus.RUNNING),
+    );
     await new Promise((r) => setTimeout(r, 2_500));
     expect((await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.every((r) => r.status === RolloutStatus.RUNNING)).toBe(true);
 
     first.child.kill("SIGKILL");
     expect(await first.exited).toBe("SIGKILL");
-    await waitFor(async () => (await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.every((r) => r.status === RolloutStatus.REQUEUING));
+    await waitFor(async () =>
+      (await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.every((r) => r.status === RolloutStatus.REQUEUING),
+    );
 
     const second = await finishOnSecondRunner(ids, common, AttemptStatus.UNRESPONSIVE);
     expect(second.stdout()).toMatch(/agl runner finished: \{"claimed":3,"succeeded":3,/);
@@ -72,7 +76,19 @@ describe("agl run", () => {
 
   it("SIGTERM stops a runner gracefully, handing its unfinished rollouts back to the queue", async () => {
     const { rollouts } = await h.client.enqueueRollouts({ rollouts: [{ input: jsonValue({ sleepMs: 60_000 }) }] });
-    const runner = await startRunnerProcess([agentModule, "--store", h.url, "--export", "sleeper", "--workers", "1", "--shutdown-grace", "0.2", "--poll-wait", "0.3"]);
+    const runner = await startRunnerProcess([
+      agentModule,
+      "--store",
+      h.url,
+      "--export",
+      "sleeper",
+      "--workers",
+      "1",
+      "--shutdown-grace",
+      "0.2",
+      "--poll-wait",
+      "0.3",
+    ]);
     processes.push(runner);
     const id = rollouts[0]!.rolloutId;
     await waitFor(async () => (await h.client.getStatistics({})).queueLength === 0);
@@ -87,20 +103,39 @@ describe("agl run", () => {
     await h.close();
     h = await startStoreHarness({ watchdogSeconds: 0.1, store: { defaultUnresponsiveSeconds: 1.5, workerGoneSeconds: 1.5 } });
     // No config: no retry_condition, no unresponsive_seconds. The agents hold without sending a span.
-    const { rollouts } = await h.client.enqueueRollouts({ rollouts: Array.from({ length: 16 }, () => ({ input: jsonValue({ quiet: true }) })) });
+    const { rollouts } = await h.client.enqueueRollouts({
+      rollouts: Array.from({ length: 16 }, () => ({ input: jsonValue({ quiet: true }) })),
+    });
     const ids = rollouts.map((r) => r.rolloutId);
-    const common = ["--store", h.url, "--export", "holder", "--workers", "1", "--concurrency", "16", "--poll-wait", "0.3", "--heartbeat", "0.25"];
+    const common = [
+      "--store",
+      h.url,
+      "--export",
+      "holder",
+      "--workers",
+      "1",
+      "--concurrency",
+      "16",
+      "--poll-wait",
+      "0.3",
+      "--heartbeat",
+      "0.25",
+    ];
     const first = await startRunnerProcess([agentModule, ...common, "--worker-id", "runner-a"]);
     processes.push(first);
     await waitFor(async () => (await h.client.getStatistics({})).queueLength === 0);
     // Alive, its heartbeats keep every attempt and the worker well past the liveness limits.
     await new Promise((r) => setTimeout(r, 3_000));
-    expect(new Set((await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.map((r) => r.status))).toEqual(new Set([RolloutStatus.PREPARING]));
+    expect(new Set((await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.map((r) => r.status))).toEqual(
+      new Set([RolloutStatus.PREPARING]),
+    );
     expect((await h.client.getWorker({ workerId: "runner-a" })).status).toBe(WorkerStatus.BUSY);
 
     first.child.kill("SIGKILL");
     expect(await first.exited).toBe("SIGKILL");
-    await waitFor(async () => (await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.every((r) => r.status === RolloutStatus.REQUEUING));
+    await waitFor(async () =>
+      (await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.every((r) => r.status === RolloutStatus.REQUEUING),
+    );
     expect((await h.client.getWorker({ workerId: "runner-a" })).status).toBe(WorkerStatus.UNKNOWN);
 
     await finishOnSecondRunner(ids, common, AttemptStatus.UNRESPONSIVE);
@@ -114,7 +149,9 @@ describe("agl run", () => {
     const common = ["--store", h.url, "--export", "holder", "--workers", "1", "--concurrency", "8", "--poll-wait", "0.3"];
     const first = await startRunnerProcess([agentModule, ...common, "--worker-id", "runner-a", "--shutdown-grace", "0.3"]);
     processes.push(first);
-    await waitFor(async () => (await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.every((r) => r.status === RolloutStatus.RUNNING));
+    await waitFor(async () =>
+      (await h.client.queryRollouts({ rolloutIdIn: ids })).rollouts.every((r) => r.status === RolloutStatus.RUNNING),
+    );
     first.child.kill("SIGTERM");
     expect(await first.exited).toBe(0);
     expect(first.stdout()).toMatch(/"interrupted":8/);

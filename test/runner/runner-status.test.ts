@@ -113,7 +113,10 @@ describe("runner status transitions", () => {
   });
 
   it("an agent that ignores its signal is abandoned after the grace period", async () => {
-    startRunner(rollout(() => new Promise(() => {})), { abortGraceMs: 200 });
+    startRunner(
+      rollout(() => new Promise(() => {})),
+      { abortGraceMs: 200 },
+    );
     const id = await enqueue({}, { config: { timeoutSeconds: 0.3 } });
     await waitFinished(h.client, [id]);
     expect((await attemptsOf(id))[0]?.status).toBe(AttemptStatus.TIMEOUT);
@@ -140,7 +143,10 @@ describe("runner status transitions", () => {
     await h.client.updateRollout({ rolloutId: id, status: RolloutStatus.CANCELLED });
     await waitFor(async () => aborted !== undefined);
     expect((aborted as DOMException).message).toBe("the rollout was cancelled");
-    await waitFor(async () => (await h.client.getWorker({ workerId: (await h.client.queryWorkers({})).workers[0]!.workerId })).status !== WorkerStatus.BUSY);
+    await waitFor(
+      async () =>
+        (await h.client.getWorker({ workerId: (await h.client.queryWorkers({})).workers[0]!.workerId })).status !== WorkerStatus.BUSY,
+    );
     expect((await h.client.getRollout({ rolloutId: id })).status).toBe(RolloutStatus.CANCELLED);
     expect((await attemptsOf(id))[0]?.status).toBe(AttemptStatus.CANCELLED);
   });
@@ -182,7 +188,13 @@ describe("runner resources, heartbeats and shutdown", () => {
     startRunner(
       rollout(async (task: { q: string }, resources, ctx) => {
         const llm = resources.llm();
-        seen.push({ endpoint: llm.endpoint, model: llm.model, prompt: resources.promptTemplate().format(task), limits: resources.json("limits"), ids: [ctx.rolloutId, ctx.attemptId] });
+        seen.push({
+          endpoint: llm.endpoint,
+          model: llm.model,
+          prompt: resources.promptTemplate().format(task),
+          limits: resources.json("limits"),
+          ids: [ctx.rolloutId, ctx.attemptId],
+        });
         return 1;
       }),
     );
@@ -227,7 +239,10 @@ describe("runner resources, heartbeats and shutdown", () => {
   });
 
   it("a silent agent stays alive through attempt heartbeats; the worker reports its stats", async () => {
-    const { runner } = startRunner(rollout(async () => (await sleep(2_500), 1)), { heartbeatIntervalMs: 200, workerHeartbeatMs: 200 });
+    const { runner } = startRunner(
+      rollout(async () => (await sleep(2_500), 1)),
+      { heartbeatIntervalMs: 200, workerHeartbeatMs: 200 },
+    );
     const id = await enqueue({}, { config: { unresponsiveSeconds: 1, maxAttempts: 1 } });
     const [done] = await waitFinished(h.client, [id]);
     expect(done?.status).toBe(RolloutStatus.SUCCEEDED);
@@ -250,7 +265,10 @@ describe("runner resources, heartbeats and shutdown", () => {
     expect((await h.client.getRollout({ rolloutId: short })).status).toBe(RolloutStatus.SUCCEEDED);
     expect((await h.client.getRollout({ rolloutId: long })).status).toBe(RolloutStatus.REQUEUING);
     expect((await attemptsOf(long))[0]?.metadata).toMatchObject({ handed_back: expect.any(String) });
-    startRunner(rollout(() => 1), { workerId: "second-runner" });
+    startRunner(
+      rollout(() => 1),
+      { workerId: "second-runner" },
+    );
     const [done] = await waitFinished(h.client, [long]);
     expect(done?.status).toBe(RolloutStatus.SUCCEEDED);
     const attempts = await attemptsOf(long);

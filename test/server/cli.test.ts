@@ -85,7 +85,9 @@ describe("agl serve", () => {
     const db = join(dir, "agl.db");
     const first = await startCli("serve", "--database", db, "--port", "0");
     expect(LINE.exec(first.line)?.[3]).toBe("sqlite");
-    const enqueued = await curlJson(`http://127.0.0.1:${first.port}/agl.v1.LightningStore/EnqueueRollouts`, { rollouts: [{ groupId: "kept" }] });
+    const enqueued = await curlJson(`http://127.0.0.1:${first.port}/agl.v1.LightningStore/EnqueueRollouts`, {
+      rollouts: [{ groupId: "kept" }],
+    });
     const rolloutId = enqueued.json.rollouts[0].rolloutId;
     first.child.kill("SIGINT");
     expect((await first.exited).code).toBe(0);
@@ -98,11 +100,39 @@ describe("agl serve", () => {
   });
 
   it("serves TLS with --tls-cert and --tls-key and requires --token when given", async () => {
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-      "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
-    ], { stdio: "ignore" });
-    const cli = await startCli("serve", "--memory", "--port", "0", "--token", "t0k", "--tls-cert", join(dir, "cert.pem"), "--tls-key", join(dir, "key.pem"));
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=localhost",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+        "-keyout",
+        join(dir, "key.pem"),
+        "-out",
+        join(dir, "cert.pem"),
+      ],
+      { stdio: "ignore" },
+    );
+    const cli = await startCli(
+      "serve",
+      "--memory",
+      "--port",
+      "0",
+      "--token",
+      "t0k",
+      "--tls-cert",
+      join(dir, "cert.pem"),
+      "--tls-key",
+      join(dir, "key.pem"),
+    );
     expect(LINE.exec(cli.line)?.slice(1)).toEqual(["https", String(cli.port), "memory", ", tls"]);
     const url = `https://127.0.0.1:${cli.port}/agl.v1.LightningStore/GetStatistics`;
     expect((await curlJson(url, {}, "--cacert", join(dir, "cert.pem"))).status).toBe(401);

@@ -43,7 +43,9 @@ describe("message-size limits", () => {
   });
 
   it("HTTP: oversized requests and responses are resource_exhausted and the server stays up", async () => {
-    const request = await curlJson(`${t.server.url}/agl.v1.LightningStore/EnqueueRollouts`, { rollouts: [{ groupId: "g".repeat(2 * limit) }] });
+    const request = await curlJson(`${t.server.url}/agl.v1.LightningStore/EnqueueRollouts`, {
+      rollouts: [{ groupId: "g".repeat(2 * limit) }],
+    });
     expect(request.json.code).toBe("resource_exhausted");
     const response = await curlJson(`${t.server.url}/agl.v1.LightningStore/GetWorker`, { workerId: "w" });
     expect(response.json.code).toBe("resource_exhausted");
@@ -103,7 +105,9 @@ describe("server streams on grpc-js", () => {
         try {
           for (let version = 1; version <= 400; version++) {
             produced++;
-            const blob = { kind: { case: "json" as const, value: { kind: { case: "stringValue" as const, value: "x".repeat(256 * 1024) } } } };
+            const blob = {
+              kind: { case: "json" as const, value: { kind: { case: "stringValue" as const, value: "x".repeat(256 * 1024) } } },
+            };
             yield create(ResourcesUpdateSchema, { resourcesId: "rs", version, resources: { blob } });
           }
         } finally {

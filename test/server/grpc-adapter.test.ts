@@ -49,7 +49,9 @@ describe("addConnectService: a connect-es implementation on a plain grpc-js serv
     let header: grpc.Metadata | undefined;
     let trailer: grpc.Metadata | undefined;
     const response = await new Promise<any>((resolve, reject) => {
-      const call = client.getStatistics({}, metadata, { deadline: Date.now() + 5_000 }, (e: Error | null, r: unknown) => (e ? reject(e) : resolve(r)));
+      const call = client.getStatistics({}, metadata, { deadline: Date.now() + 5_000 }, (e: Error | null, r: unknown) =>
+        e ? reject(e) : resolve(r),
+      );
       call.on("metadata", (m: grpc.Metadata) => (header = m));
       call.on("status", (s: grpc.StatusObject) => (trailer = s.metadata));
     });
@@ -72,7 +74,9 @@ describe("addConnectService: a connect-es implementation on a plain grpc-js serv
     expect(error.metadata.get("x-why")).toEqual(["gone"]);
 
     const unimplemented = await grpcError(
-      new Promise((resolve, reject) => client.getRollout({ rolloutId: "r" }, (e: Error | null, r: unknown) => (e ? reject(e) : resolve(r)))),
+      new Promise((resolve, reject) =>
+        client.getRollout({ rolloutId: "r" }, (e: Error | null, r: unknown) => (e ? reject(e) : resolve(r))),
+      ),
     );
     expect(unimplemented.code).toBe(grpc.status.UNIMPLEMENTED);
   });

@@ -61,7 +61,12 @@ describe("gRPC (grpc-js client, proto-loader) through the one port", () => {
     expect(dequeued.rollouts.map((r: any) => r.rolloutId)).toEqual([rolloutId]);
     const attemptId: string = dequeued.rollouts[0].latestAttempt.attemptId;
 
-    const seqIds = await unary(store, "nextSpanSequenceIds", { requests: [{ rolloutId, attemptId }, { rolloutId, attemptId }] });
+    const seqIds = await unary(store, "nextSpanSequenceIds", {
+      requests: [
+        { rolloutId, attemptId },
+        { rolloutId, attemptId },
+      ],
+    });
     expect(seqIds.sequenceIds).toHaveLength(2);
     const spans = await unary(store, "addSpans", {
       spans: [{ rolloutId, attemptId, traceId: "t1", spanId: "s1", name: "agent", attributes: { reward: { doubleValue: 1 } } }],

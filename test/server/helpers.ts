@@ -71,9 +71,17 @@ export function grpcClient(
 }
 
 /** Calls a unary method of a grpc-js client. */
-export function unary<T = any>(client: GrpcClient, method: string, request: object, metadata = new grpc.Metadata(), options: grpc.CallOptions = {}): Promise<T> {
+export function unary<T = any>(
+  client: GrpcClient,
+  method: string,
+  request: object,
+  metadata = new grpc.Metadata(),
+  options: grpc.CallOptions = {},
+): Promise<T> {
   return new Promise((resolve, reject) => {
-    client[method].call(client, request, metadata, options, (error: grpc.ServiceError | null, response: T) => (error ? reject(error) : resolve(response)));
+    client[method].call(client, request, metadata, options, (error: grpc.ServiceError | null, response: T) =>
+      error ? reject(error) : resolve(response),
+    );
   });
 }
 

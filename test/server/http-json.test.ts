@@ -23,7 +23,9 @@ describe("Connect, gRPC-Web and JSON over HTTP/1.1 on the same port", () => {
   afterAll(() => t.close());
 
   it("curl: enqueues and queries a rollout with Connect JSON", async () => {
-    const enqueued = await curlJson(`${url}/agl.v1.LightningStore/EnqueueRollouts`, { rollouts: [{ input: { task: "add", a: 1 }, mode: "ROLLOUT_MODE_VAL" }] });
+    const enqueued = await curlJson(`${url}/agl.v1.LightningStore/EnqueueRollouts`, {
+      rollouts: [{ input: { task: "add", a: 1 }, mode: "ROLLOUT_MODE_VAL" }],
+    });
     expect(enqueued.status).toBe(200);
     const rollout = enqueued.json.rollouts[0];
     expect(rollout.status).toBe("ROLLOUT_STATUS_QUEUING");
@@ -90,7 +92,9 @@ describe("Connect, gRPC-Web and JSON over HTTP/1.1 on the same port", () => {
 
   it("gRPC-Web over HTTP/1.1 streams WatchResources", async () => {
     const resources = createClient(ResourceService, createGrpcWebTransport({ baseUrl: url, httpVersion: "1.1" }));
-    const first = await resources.addResources({ resources: { cfg: { kind: { case: "json", value: { kind: { case: "numberValue", value: 1 } } } } } });
+    const first = await resources.addResources({
+      resources: { cfg: { kind: { case: "json", value: { kind: { case: "numberValue", value: 1 } } } } },
+    });
     const abort = new AbortController();
     const stream = resources.watchResources({ includeLatest: true }, { signal: abort.signal })[Symbol.asyncIterator]();
     expect((await stream.next()).value.resourcesId).toBe(first.resourcesId);

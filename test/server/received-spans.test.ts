@@ -66,7 +66,10 @@ describe("spans over gRPC are stored as received (SQLite)", () => {
     for (const span of [explicit, assigned]) request.tag(1, WireType.LengthDelimited).bytes(span);
 
     const { acks } = fromBinary(AddSpansResponseSchema, await call("AddSpans", request.finish()));
-    expect(acks.map((ack) => [ack.sequenceId, ack.duplicate])).toEqual([[500, false], [501, false]]);
+    expect(acks.map((ack) => [ack.sequenceId, ack.duplicate])).toEqual([
+      [500, false],
+      [501, false],
+    ]);
 
     expect(Buffer.from(storedData("1".repeat(16)))).toEqual(Buffer.from(explicit));
     const sequenceField = new BinaryWriter().tag(3, WireType.Varint).uint32(501).finish();

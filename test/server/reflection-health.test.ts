@@ -42,7 +42,9 @@ describe("server reflection (grpc-js client, v1 and v1alpha)", () => {
       client.close();
 
       const names = list.listServicesResponse.service.map((s: any) => s.name);
-      expect(names).toEqual(expect.arrayContaining(["agl.v1.LightningStore", "agl.v1.ResourceService", "agl.v1.TripletService", "grpc.health.v1.Health"]));
+      expect(names).toEqual(
+        expect.arrayContaining(["agl.v1.LightningStore", "agl.v1.ResourceService", "agl.v1.TripletService", "grpc.health.v1.Health"]),
+      );
       expect(names).toContain(`grpc.reflection.${version}.ServerReflection`);
 
       // The file first, then its transitive dependencies.

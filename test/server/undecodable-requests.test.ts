@@ -29,7 +29,13 @@ describe("undecodable requests", () => {
   const post = async (path: string, contentType: string, body: Buffer, headers: Record<string, string> = {}) => {
     const res = await fetch(`${t.server.url}${path}`, { method: "POST", headers: { "content-type": contentType, ...headers }, body });
     const answer = Buffer.from(await res.arrayBuffer());
-    return { status: res.status, headers: res.headers, contentType: res.headers.get("content-type") ?? "", grpcStatus: res.headers.get("grpc-status"), body: answer };
+    return {
+      status: res.status,
+      headers: res.headers,
+      contentType: res.headers.get("content-type") ?? "",
+      grpcStatus: res.headers.get("grpc-status"),
+      body: answer,
+    };
   };
 
   it("Connect unary, binary: 400 invalid_argument naming the decoding error", async () => {
@@ -45,7 +51,11 @@ describe("undecodable requests", () => {
 
   it.each([
     ["a body that does not decode", envelope(0, garbage), /cannot decode the request message/],
-    ["an envelope flagged compressed without a compression", envelope(1, Buffer.alloc(0)), /flagged compressed, but the request names no compression/],
+    [
+      "an envelope flagged compressed without a compression",
+      envelope(1, Buffer.alloc(0)),
+      /flagged compressed, but the request names no compression/,
+    ],
   ])("Connect server streaming, %s: the stream ends with invalid_argument", async (_name, body, message) => {
     const res = await post("/agl.v1.ResourceService/WatchResources", "application/connect+proto", body, { "connect-timeout-ms": "2000" });
     expect(res.status).toBe(200);
@@ -86,7 +96,9 @@ describe("undecodable requests", () => {
     ["gRPC-Web", "application/grpc-web+json"],
     ["gRPC over HTTP/1.1", "application/grpc+json"],
   ])("%s, JSON that does not parse, the reason quoting a lone surrogate: answered INVALID_ARGUMENT", async (_name, contentType) => {
-    const res = await post("/agl.v1.ResourceService/GetLatestResources", contentType, envelope(0, Buffer.from("f2b09990", "hex")), { te: "trailers" });
+    const res = await post("/agl.v1.ResourceService/GetLatestResources", contentType, envelope(0, Buffer.from("f2b09990", "hex")), {
+      te: "trailers",
+    });
     expect(res.status).toBe(200);
     const trailer = res.grpcStatus === null ? res.body.subarray(res.body.lastIndexOf(0x80) + 5).toString() : "";
     const status = res.grpcStatus ?? /grpc-status:\s*(\d+)/.exec(trailer)?.[1];
@@ -96,9 +108,14 @@ describe("undecodable requests", () => {
   });
 
   it("status messages reaching the client are well-formed UTF-16, whatever they quote", () => {
-    const error = sanitizeError(new ConnectError("bad key \udc00 in \ud83d\ude00", Code.InvalidArgument), "/m", new AbortController().signal, {
-      error: () => void logged.push("unexpected"),
-    });
+    const error = sanitizeError(
+      new ConnectError("bad key \udc00 in \ud83d\ude00", Code.InvalidArgument),
+      "/m",
+      new AbortController().signal,
+      {
+        error: () => void logged.push("unexpected"),
+      },
+    );
     expect(error.code).toBe(Code.InvalidArgument);
     expect(error.rawMessage).toBe("bad key \ufffd in \ud83d\ude00");
     expect(() => encodeURIComponent(error.rawMessage)).not.toThrow();
@@ -107,7 +124,13 @@ describe("undecodable requests", () => {
   it("native gRPC: INVALID_ARGUMENT", async () => {
     const client = new grpc.Client(t.address, grpc.credentials.createInsecure());
     const error = await new Promise<grpc.ServiceError | null>((resolve) =>
-      client.makeUnaryRequest("/agl.v1.LightningStore/EnqueueRollouts", (b: Buffer) => b, (b: Buffer) => b, garbage, (e) => resolve(e)),
+      client.makeUnaryRequest(
+        "/agl.v1.LightningStore/EnqueueRollouts",
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        garbage,
+        (e) => resolve(e),
+      ),
     );
     client.close();
     expect(error?.code).toBe(grpc.status.INVALID_ARGUMENT);

@@ -20,7 +20,11 @@ async function serve(create: () => Promise<Store["backend"]>): Promise<{ store: 
   const store = createStore({ backend: await create(), watchdogIntervalSeconds: 0 });
   const server = await startStoreServer({ store, port: 0 });
   const grpc = createStoreClient({ baseUrl: server.url });
-  cleanups.push(() => store.close(), () => server.close(), () => grpc.close());
+  cleanups.push(
+    () => store.close(),
+    () => server.close(),
+    () => grpc.close(),
+  );
   return { store, server, grpc };
 }
 
@@ -73,7 +77,10 @@ describe.each(backends)("text over every protocol [$name]", (def) => {
       metadata: { note: fixed, [fixed]: 1 },
       groupId: pair,
       span: { name: pair, attributes: { [`key.${pair}`]: { stringValue: pair }, plain: { boolValue: true } } },
-      resources: { prompt: { promptTemplate: { template: pair, engine: "TEMPLATE_ENGINE_F_STRING" } }, config: { json: { [fixed]: fixed } } },
+      resources: {
+        prompt: { promptTemplate: { template: pair, engine: "TEMPLATE_ENGINE_F_STRING" } },
+        config: { json: { [fixed]: fixed } },
+      },
     };
     // Over Connect JSON.
     const viaJson = await connect(server, "GetRollout", { rolloutId });
@@ -89,7 +96,11 @@ describe.each(backends)("text over every protocol [$name]", (def) => {
     // Over gRPC (binary, through UTF-8), and in process.
     for (const api of [grpc, store]) {
       const rollout = await api.getRollout({ rolloutId });
-      expect(toJson(RolloutSchema, rollout)).toMatchObject({ input: expected.input, metadata: expected.metadata, groupId: expected.groupId });
+      expect(toJson(RolloutSchema, rollout)).toMatchObject({
+        input: expected.input,
+        metadata: expected.metadata,
+        groupId: expected.groupId,
+      });
       expect(toJson(ValueSchema, rollout.input!)).toEqual(expected.input);
       const [span] = (await api.querySpans({ rolloutId })).spans;
       expect(toJson(SpanSchema, span!)).toMatchObject(expected.span);
@@ -98,7 +109,9 @@ describe.each(backends)("text over every protocol [$name]", (def) => {
     }
     // In a plain string field or a map key, Connect JSON's decoder refuses a lone surrogate outright.
     await expect(connect(server, "QueryRollouts", { groupId: lone })).rejects.toThrow(/400 .*invalid_argument.*invalid UTF8/);
-    await expect(connect(server, "AddResources", { resources: { [lone]: { json: 1 } } })).rejects.toThrow(/400 .*invalid_argument.*invalid UTF8/);
+    await expect(connect(server, "AddResources", { resources: { [lone]: { json: 1 } } })).rejects.toThrow(
+      /400 .*invalid_argument.*invalid UTF8/,
+    );
   });
 
   it("in-process callers get the same: what the store keeps is what gRPC clients read", async () => {
@@ -106,8 +119,10 @@ describe.each(backends)("text over every protocol [$name]", (def) => {
     const { rollouts } = await store.enqueueRollouts({ rollouts: [{ metadata: { [lone]: lone }, groupId: lone }] });
     const rolloutId = rollouts[0]!.rolloutId;
     expect(rollouts[0]).toMatchObject({ metadata: { [fixed]: fixed }, groupId: fixed });
-    for (const api of [store, grpc]) expect(await api.getRollout({ rolloutId }), "in process, then gRPC").toMatchObject({ metadata: { [fixed]: fixed }, groupId: fixed });
+    for (const api of [store, grpc])
+      expect(await api.getRollout({ rolloutId }), "in process, then gRPC").toMatchObject({ metadata: { [fixed]: fixed }, groupId: fixed });
     // A filter matches the stored text whichever form it came in.
-    for (const groupId of [lone, fixed]) expect((await store.queryRollouts({ groupId })).rollouts.map((r) => r.rolloutId)).toEqual([rolloutId]);
+    for (const groupId of [lone, fixed])
+      expect((await store.queryRollouts({ groupId })).rollouts.map((r) => r.rolloutId)).toEqual([rolloutId]);
   });
 });

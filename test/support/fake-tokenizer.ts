@@ -42,7 +42,10 @@ export interface ToolCallText {
  * call: `<tool_call>\n{"name":…,"arguments":…}\n</tool_call>`. Each block is split into header / arguments / trailer so
  * a stream can announce the call, then stream its arguments.
  */
-export function assistantParts(content: string, toolCalls: readonly ToolCallText[]): { kind: "content" | "header" | "args" | "trailer"; text: string; call?: number }[] {
+export function assistantParts(
+  content: string,
+  toolCalls: readonly ToolCallText[],
+): { kind: "content" | "header" | "args" | "trailer"; text: string; call?: number }[] {
   const parts: { kind: "content" | "header" | "args" | "trailer"; text: string; call?: number }[] = [];
   if (content) parts.push({ kind: "content", text: content });
   toolCalls.forEach((tc, i) => {
@@ -74,7 +77,10 @@ export function renderChat(messages: readonly ChatMessage[]): number[] {
   for (const m of messages) {
     ids.push(IM_START, ...encode(`${m.role}\n`));
     if (m.role === "assistant" && m.tool_calls && m.tool_calls.length > 0) {
-      const calls = m.tool_calls.map((tc) => ({ name: tc.function.name, arguments: JSON.parse(tc.function.arguments) as Record<string, unknown> }));
+      const calls = m.tool_calls.map((tc) => ({
+        name: tc.function.name,
+        arguments: JSON.parse(tc.function.arguments) as Record<string, unknown>,
+      }));
       for (const part of assistantParts(contentText(m.content), calls)) ids.push(...encode(part.text));
     } else {
       ids.push(...encode(contentText(m.content)));

@@ -90,7 +90,11 @@ export async function startFakeVllm(initial: FakeVllmOptions = {}): Promise<Fake
     if (req.method === "GET" && (path === "/v1/models" || path === "/models")) {
       return json(res, 200, { object: "list", data: [{ id: model, object: "model", owned_by: "fake" }] });
     }
-    const kind: "chat" | "completions" | undefined = path.endsWith("/chat/completions") ? "chat" : path.endsWith("/completions") ? "completions" : undefined;
+    const kind: "chat" | "completions" | undefined = path.endsWith("/chat/completions")
+      ? "chat"
+      : path.endsWith("/completions")
+        ? "completions"
+        : undefined;
     if (!kind || req.method !== "POST") return json(res, 404, { error: { message: "not found" } });
     let body: any;
     try {
@@ -109,9 +113,12 @@ export async function startFakeVllm(initial: FakeVllmOptions = {}): Promise<Fake
       return void res.end(fault.body ?? JSON.stringify({ error: { message: `injected ${fault.status}` } }));
     }
     if (body.return_token_ids !== undefined && options.supportsTokenIds === false) {
-      return json(res, 400, { error: { message: "Unrecognized request argument supplied: return_token_ids", type: "invalid_request_error" } });
+      return json(res, 400, {
+        error: { message: "Unrecognized request argument supplied: return_token_ids", type: "invalid_request_error" },
+      });
     }
-    if (body.model !== model) return json(res, 404, { error: { message: `The model \`${body.model}\` does not exist.`, type: "NotFoundError" } });
+    if (body.model !== model)
+      return json(res, 404, { error: { message: `The model \`${body.model}\` does not exist.`, type: "NotFoundError" } });
     if (options.latencyMs) await sleep(options.latencyMs);
     const index = counter++;
     const messages: ChatMessage[] = kind === "chat" ? body.messages : [];
@@ -194,42 +201,74 @@ function json(res: http.ServerResponse, status: number, body: unknown) {
 const toolCallId = (ctx: Ctx, i: number) => `call_${ctx.responseId}_${i}`;
 
 function chatLogprobs(ids: number[], lps: number[]) {
-  return { content: ids.map((id, i) => ({ token: decode([id]), logprob: lps[i], bytes: [...Buffer.from(decode([id]))], top_logprobs: [] })) };
+  return {
+    content: ids.map((id, i) => ({ token: decode([id]), logprob: lps[i], bytes: [...Buffer.from(decode([id]))], top_logprobs: [] })),
+  };
 }
 
 function completionLogprobs(ids: number[], lps: number[]) {
-  return { tokens: ids.map((id) => decode([id])), token_logprobs: lps, top_logprobs: ids.map(() => ({})), text_offset: ids.map((_, i) => i) };
+  return {
+    tokens: ids.map((id) => decode([id])),
+    token_logprobs: lps,
+    top_logprobs: ids.map(() => ({})),
+    text_offset: ids.map((_, i) => i),
+  };
 }
 
 function whole(ctx: Ctx) {
   const wantIds = ctx.body.return_token_ids === true;
   const wantLp = ctx.kind === "chat" ? ctx.body.logprobs === true : typeof ctx.body.logprobs === "number";
-  const text = ctx.parts.filter((p) => p.kind === "content").map((p) => p.text).join("");
+  const text = ctx.parts
+    .filter((p) => p.kind === "content")
+    .map((p) => p.text)
+    .join("");
   const shownText = ctx.toolCalls.length > 0 ? text : decode(ctx.responseIds.filter((id) => id !== IM_END));
-  const usage = { prompt_tokens: ctx.promptIds.length, completion_tokens: ctx.responseIds.length, total_tokens: ctx.promptIds.length + ctx.responseIds.length };
+  const usage = {
+    prompt_tokens: ctx.promptIds.length,
+    completion_tokens: ctx.responseIds.length,
+    total_tokens: ctx.promptIds.length + ctx.responseIds.length,
+  };
   if (ctx.kind === "completions") {
     return {
-      id: ctx.responseId, object: "text_completion", created: 1_700_000_000, model: ctx.model,
-      choices: [{
-        index: 0, text: shownText, finish_reason: ctx.finish,
-        ...(wantLp ? { logprobs: completionLogprobs(ctx.responseIds, ctx.logprobs) } : { logprobs: null }),
-        ...(wantIds ? { token_ids: ctx.responseIds, prompt_token_ids: ctx.promptIds } : {}),
-      }],
+      id: ctx.responseId,
+      object: "text_completion",
+      created: 1_700_000_000,
+      model: ctx.model,
+      choices: [
+        {
+          index: 0,
+          text: shownText,
+          finish_reason: ctx.finish,
+          ...(wantLp ? { logprobs: completionLogprobs(ctx.responseIds, ctx.logprobs) } : { logprobs: null }),
+          ...(wantIds ? { token_ids: ctx.responseIds, prompt_token_ids: ctx.promptIds } : {}),
+        },
+      ],
       usage,
     };
   }
   const message: Record<string, unknown> = { role: "assistant", content: ctx.toolCalls.length > 0 && !text ? null : shownText };
   if (ctx.toolCalls.length > 0) {
-    message.tool_calls = ctx.toolCalls.map((tc, i) => ({ id: toolCallId(ctx, i), type: "function", function: { name: tc.name, arguments: JSON.stringify(tc.arguments) } }));
+    message.tool_calls = ctx.toolCalls.map((tc, i) => ({
+      id: toolCallId(ctx, i),
+      type: "function",
+      function: { name: tc.name, arguments: JSON.stringify(tc.arguments) },
+    }));
   }
   return {
-    id: ctx.responseId, object: "chat.completion", created: 1_700_000_000, model: ctx.model,
+    id: ctx.responseId,
+    object: "chat.completion",
+    created: 1_700_000_000,
+    model: ctx.model,
     ...(wantIds ? { prompt_token_ids: ctx.promptIds } : {}),
-    choices: [{
-      index: 0, message, finish_reason: ctx.finish,
-      ...(wantLp ? { logprobs: chatLogprobs(ctx.responseIds, ctx.logprobs) } : { logprobs: null }),
-      ...(wantIds ? { token_ids: ctx.responseIds } : {}),
-    }],
+    choices: [
+      {
+        index: 0,
+        message,
+        finish_reason: ctx.finish,
+        ...(wantLp ? { logprobs: chatLogprobs(ctx.responseIds, ctx.logprobs) } : { logprobs: null }),
+        ...(wantIds ? { token_ids: ctx.responseIds } : {}),
+      },
+    ],
     usage,
   };
 }
@@ -240,7 +279,12 @@ async function stream(res: http.ServerResponse, ctx: Ctx, breakAfter: number | u
   const wantLp = ctx.kind === "chat" ? ctx.body.logprobs === true : typeof ctx.body.logprobs === "number";
   const per = ctx.options.tokensPerChunk ?? 3;
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-  const base = { id: ctx.responseId, object: ctx.kind === "chat" ? "chat.completion.chunk" : "text_completion", created: 1_700_000_000, model: ctx.model };
+  const base = {
+    id: ctx.responseId,
+    object: ctx.kind === "chat" ? "chat.completion.chunk" : "text_completion",
+    created: 1_700_000_000,
+    model: ctx.model,
+  };
   let sent = 0;
   const send = async (chunk: object) => {
     if (breakAfter !== undefined && sent >= breakAfter) throw new Error("break");
@@ -259,7 +303,11 @@ async function stream(res: http.ServerResponse, ctx: Ctx, breakAfter: number | u
   if (taken < ctx.responseIds.length) pieces.push({ ids: ctx.responseIds.slice(taken), kind: "eos", first: true });
   try {
     if (ctx.kind === "chat") {
-      await send({ ...base, ...(wantIds ? { prompt_token_ids: ctx.promptIds } : {}), choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] });
+      await send({
+        ...base,
+        ...(wantIds ? { prompt_token_ids: ctx.promptIds } : {}),
+        choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }],
+      });
     }
     let offset = 0;
     for (const [n, piece] of pieces.entries()) {
@@ -277,7 +325,9 @@ async function stream(res: http.ServerResponse, ctx: Ctx, breakAfter: number | u
         if (piece.kind === "content") choice.delta = { content: text };
         else if (piece.kind === "header" && piece.first) {
           const i = piece.call as number;
-          choice.delta = { tool_calls: [{ index: i, id: toolCallId(ctx, i), type: "function", function: { name: ctx.toolCalls[i]?.name, arguments: "" } }] };
+          choice.delta = {
+            tool_calls: [{ index: i, id: toolCallId(ctx, i), type: "function", function: { name: ctx.toolCalls[i]?.name, arguments: "" } }],
+          };
         } else if (piece.kind === "args") choice.delta = { tool_calls: [{ index: piece.call, function: { arguments: text } }] };
         else choice.delta = {};
       }
@@ -285,7 +335,15 @@ async function stream(res: http.ServerResponse, ctx: Ctx, breakAfter: number | u
       offset += piece.ids.length;
     }
     if (ctx.body.stream_options?.include_usage) {
-      await send({ ...base, choices: [], usage: { prompt_tokens: ctx.promptIds.length, completion_tokens: ctx.responseIds.length, total_tokens: ctx.promptIds.length + ctx.responseIds.length } });
+      await send({
+        ...base,
+        choices: [],
+        usage: {
+          prompt_tokens: ctx.promptIds.length,
+          completion_tokens: ctx.responseIds.length,
+          total_tokens: ctx.promptIds.length + ctx.responseIds.length,
+        },
+      });
     }
     res.end("data: [DONE]\n\n");
     return true;

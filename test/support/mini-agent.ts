@@ -21,7 +21,16 @@ export interface AgentTask {
   breakPrefix?: boolean;
 }
 
-export const TOOLS = [{ type: "function", function: { name: "add", description: "a+b", parameters: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } } } } }];
+export const TOOLS = [
+  {
+    type: "function",
+    function: {
+      name: "add",
+      description: "a+b",
+      parameters: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } } },
+    },
+  },
+];
 
 async function callModel(baseUrl: string, model: string, messages: ChatMessage[], stream: boolean): Promise<ChatMessage> {
   const res = await fetch(`${baseUrl}/chat/completions`, {
@@ -106,8 +115,20 @@ export async function runAgents(store: StoreApi, count: number, concurrency = 4)
 }
 
 /** The fake engine's policy for this agent: two tool calls, then a final answer. */
-export function addingPolicy(input: { messages: ChatMessage[] }): { content?: string; toolCalls?: { name: string; arguments: Record<string, unknown> }[] } {
+export function addingPolicy(input: { messages: ChatMessage[] }): {
+  content?: string;
+  toolCalls?: { name: string; arguments: Record<string, unknown> }[];
+} {
   const toolTurns = input.messages.filter((m) => m.role === "tool").length;
-  if (toolTurns < 2) return { content: toolTurns === 0 ? "Adding." : "", toolCalls: [{ name: "add", arguments: { a: toolTurns + 1, b: 10 * (toolTurns + 1) } }] };
-  return { content: `Done: ${input.messages.filter((m) => m.role === "tool").map((m) => m.content).join(", ")}` };
+  if (toolTurns < 2)
+    return {
+      content: toolTurns === 0 ? "Adding." : "",
+      toolCalls: [{ name: "add", arguments: { a: toolTurns + 1, b: 10 * (toolTurns + 1) } }],
+    };
+  return {
+    content: `Done: ${input.messages
+      .filter((m) => m.role === "tool")
+      .map((m) => m.content)
+      .join(", ")}`,
+  };
 }

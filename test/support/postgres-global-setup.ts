@@ -50,10 +50,9 @@ async function dropRunSchemas(url: string, run: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ name: string }>(
-      "SELECT nspname AS name FROM pg_namespace WHERE starts_with(nspname, $1)",
-      [`t_${run}_`],
-    );
+    const { rows } = await client.query<{ name: string }>("SELECT nspname AS name FROM pg_namespace WHERE starts_with(nspname, $1)", [
+      `t_${run}_`,
+    ]);
     for (const { name } of rows) await client.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
   } finally {
     await client.end();

@@ -47,7 +47,17 @@ export function span(spec: SpanSpec): Span {
 }
 
 /** An LLM-call span as the proxy records it (ids, logprobs, response id). */
-export function llmSpan(spec: SpanSpec & { prompt: number[]; response: number[]; logprobs?: number[]; responseId?: string; source?: string; model?: string; resources?: [string, number] }): Span {
+export function llmSpan(
+  spec: SpanSpec & {
+    prompt: number[];
+    response: number[];
+    logprobs?: number[];
+    responseId?: string;
+    source?: string;
+    model?: string;
+    resources?: [string, number];
+  },
+): Span {
   const attrs: Record<string, PlainAttr> = {
     [sc.AGL_LLM_SOURCE]: spec.source ?? "proxy",
     [sc.GEN_AI_OPERATION_NAME]: "chat",

@@ -23,7 +23,12 @@ export interface StoreHarness {
 export async function startStoreHarness(
   options: { watchdogSeconds?: number; store?: Partial<Omit<StoreOptions, "backend">> } = {},
 ): Promise<StoreHarness> {
-  const store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: options.watchdogSeconds ?? 0.2, scanDebounceSeconds: 0, ...options.store });
+  const store = createStore({
+    backend: createMemoryBackend(),
+    watchdogIntervalSeconds: options.watchdogSeconds ?? 0.2,
+    scanDebounceSeconds: 0,
+    ...options.store,
+  });
   const server = await startStoreServer({ store, port: 0 });
   const client = createStoreClient({ baseUrl: server.url });
   return {
@@ -47,7 +52,9 @@ export async function waitFinished(client: StoreClient | Store, rolloutIds: stri
   const { rollouts } = await client.waitForRollouts({ rolloutIds, timeoutSeconds });
   if (rollouts.length !== rolloutIds.length) {
     const { rollouts: all } = await client.queryRollouts({ rolloutIdIn: rolloutIds });
-    throw new Error(`only ${rollouts.length} of ${rolloutIds.length} rollouts finished: ${all.map((r) => `${r.rolloutId}=${r.status}`).join(", ")}`);
+    throw new Error(
+      `only ${rollouts.length} of ${rolloutIds.length} rollouts finished: ${all.map((r) => `${r.rolloutId}=${r.status}`).join(", ")}`,
+    );
   }
   return rollouts;
 }
@@ -62,5 +69,10 @@ export async function claimAttempt(client: StoreApi): Promise<{ rolloutId: strin
 /** `n` spans of an attempt, with ids made from `prefix` and their index. */
 export const makeSpans = (ids: { rolloutId: string; attemptId: string }, n: number, prefix = "s"): Span[] =>
   Array.from({ length: n }, (_, i) =>
-    create(SpanSchema, { ...ids, spanId: `${prefix}${i.toString(16).padStart(15, "0")}`.slice(0, 16), traceId: "ab".repeat(16), name: `span-${i}` }),
+    create(SpanSchema, {
+      ...ids,
+      spanId: `${prefix}${i.toString(16).padStart(15, "0")}`.slice(0, 16),
+      traceId: "ab".repeat(16),
+      name: `span-${i}`,
+    }),
   );

@@ -33,7 +33,18 @@ export async function claimWithSpans(
       const response = [k, c, k + c];
       prompts.push(prompt);
       responses.push(response);
-      spans.push(llmSpan({ ...ids, id: `b${c.toString().padStart(15, "0")}`, parent: "aaaaaaaaaaaaaaaa", seq: 0, prompt, response, logprobs: response.map(() => -0.5), responseId: `${rolloutId}-${c}` }));
+      spans.push(
+        llmSpan({
+          ...ids,
+          id: `b${c.toString().padStart(15, "0")}`,
+          parent: "aaaaaaaaaaaaaaaa",
+          seq: 0,
+          prompt,
+          response,
+          logprobs: response.map(() => -0.5),
+          responseId: `${rolloutId}-${c}`,
+        }),
+      );
     }
     spans.push(rewardSpan({ ...ids, id: "cccccccccccccccc", parent: "aaaaaaaaaaaaaaaa", seq: 0, value: k / 10 }));
     await store.addSpans({ spans });

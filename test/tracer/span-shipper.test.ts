@@ -49,7 +49,17 @@ describe("span shipper", () => {
   it("bounds memory while the store is stalled: drops are counted per attempt, logged, and never silent", async () => {
     const ids = await claimAttempt(h.client);
     const logger = capturingLogger();
-    const shipper = createSpanShipper({ store: client, batchSize: 50, lingerMs: 10, maxQueued: 100, maxInFlight: 2, maxTries: 2, retryBaseMs: 10, callTimeoutMs: 200, logger });
+    const shipper = createSpanShipper({
+      store: client,
+      batchSize: 50,
+      lingerMs: 10,
+      maxQueued: 100,
+      maxInFlight: 2,
+      maxTries: 2,
+      retryBaseMs: 10,
+      callTimeoutMs: 200,
+      logger,
+    });
     proxy.stall(true);
     shipper.enqueue(makeSpans(ids, 300));
     expect(shipper.stats().dropped).toBe(200);
@@ -82,7 +92,15 @@ describe("span shipper", () => {
     expect(patient.stats()).toMatchObject({ dropped: 0, shipped: 40 });
     expect((await h.client.querySpans({ rolloutId: ids.rolloutId })).spans).toHaveLength(40);
 
-    const brief = createSpanShipper({ store: client, batchSize: 50, lingerMs: 10, retryBaseMs: 10, callTimeoutMs: 100, retryForMs: 300, logger });
+    const brief = createSpanShipper({
+      store: client,
+      batchSize: 50,
+      lingerMs: 10,
+      retryBaseMs: 10,
+      callTimeoutMs: 100,
+      retryForMs: 300,
+      logger,
+    });
     proxy.stall(true);
     const started = Date.now();
     brief.enqueue(makeSpans(ids, 10, "b"));
@@ -98,7 +116,13 @@ describe("span shipper", () => {
     const ids = await claimAttempt(h.client);
     const statuses: AttemptStatus[] = [];
     const logger = capturingLogger();
-    const shipper = createSpanShipper({ store: client, batchSize: 100, lingerMs: 10, logger, onAttemptStatus: (_r, _a, s) => statuses.push(s) });
+    const shipper = createSpanShipper({
+      store: client,
+      batchSize: 100,
+      lingerMs: 10,
+      logger,
+      onAttemptStatus: (_r, _a, s) => statuses.push(s),
+    });
     const unknown = { rolloutId: "ro-000000000000", attemptId: "at-00000000" };
     shipper.enqueue([...makeSpans(ids, 5), ...makeSpans(unknown, 3, "u")]);
     await shipper.flush();

@@ -59,7 +59,9 @@ describe("StreamTriplets", () => {
     expect(got.at(-1)?.caughtUp).toBe(true);
     expect(got.at(-1)?.rollout).toBeUndefined();
     const first = got[0]!.rollout!;
-    expect(first.triplets.map((t) => [t.promptTokenIds, t.responseTokenIds])).toEqual(rs[0]!.prompts.map((p, c) => [p, rs[0]!.responses[c]]));
+    expect(first.triplets.map((t) => [t.promptTokenIds, t.responseTokenIds])).toEqual(
+      rs[0]!.prompts.map((p, c) => [p, rs[0]!.responses[c]]),
+    );
     expect(first.triplets.map((t) => t.turnIndex)).toEqual([0, 1]);
     expect(first).toMatchObject({ status: RolloutStatus.SUCCEEDED, attemptId: rs[0]!.attemptId, finalReward: 0 });
     expect(got[1]!.rollout!.triplets.map((t) => t.reward)).toEqual([undefined, 0.3]);

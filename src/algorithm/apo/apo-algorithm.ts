@@ -27,7 +27,7 @@ export function createApo(options: ApoAlgorithmOptions): Algorithm<ApoReport> {
         train: data.train ?? [],
         val: data.val ?? [],
         logger: options.logger ?? ctx.logger,
-        ...(options.signal ?? ctx.signal ? { signal: options.signal ?? ctx.signal } : {}),
+        ...((options.signal ?? ctx.signal) ? { signal: options.signal ?? ctx.signal } : {}),
       }),
   };
 }

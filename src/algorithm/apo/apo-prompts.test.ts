@@ -40,11 +40,20 @@ describe("formatExperiments", () => {
       run(0, 1),
       run(1, 0, {
         feedback: ["expected X"],
-        conversations: [[{ role: "user", content: "hi" }, { role: "assistant", content: "yo" }], [{ role: "user", content: "hi" }, { role: "assistant", content: "again" }]],
+        conversations: [
+          [
+            { role: "user", content: "hi" },
+            { role: "assistant", content: "yo" },
+          ],
+          [
+            { role: "user", content: "hi" },
+            { role: "assistant", content: "again" },
+          ],
+        ],
       }),
       run(2, undefined, { status: "failed", error: "boom" }),
     ]);
-    expect(text.indexOf("Task: {\"i\":1}")).toBeLessThan(text.indexOf("Task: {\"i\":0}"));
+    expect(text.indexOf('Task: {"i":1}')).toBeLessThan(text.indexOf('Task: {"i":0}'));
     expect(text).toContain("reward none (counts as 0), failed");
     expect(text).toContain("Error: boom");
     expect(text).toContain("Grader feedback: expected X");
@@ -53,7 +62,10 @@ describe("formatExperiments", () => {
   });
   test("long runs are cut, best-scored first", () => {
     const long = "x".repeat(5_000);
-    const text = formatExperiments([run(0, 1, { feedback: [long] }), run(1, 0, { feedback: [long] })], { maxMessageChars: 3_000, maxTotalChars: 4_000 });
+    const text = formatExperiments([run(0, 1, { feedback: [long] }), run(1, 0, { feedback: [long] })], {
+      maxMessageChars: 3_000,
+      maxTotalChars: 4_000,
+    });
     expect(text).toContain("more characters");
     expect(text).toContain("1 better-scored runs left out");
     expect(meanReward([run(0, 1), run(1, undefined)])).toBe(0.5);

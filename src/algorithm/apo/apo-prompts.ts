@@ -21,8 +21,7 @@ const critiqueSystem =
   "Be concrete: every point must name a change someone could make to the template text.";
 
 const editSystem =
-  "You edit prompt templates. Answer with the complete new template and nothing else: no preamble, no explanation, " +
-  "no code fences.";
+  "You edit prompt templates. Answer with the complete new template and nothing else: no preamble, no explanation, " + "no code fences.";
 
 /** agl's default prompts: two ways to diagnose, two ways to edit. */
 export const defaultApoPrompts: ApoPrompts = {

@@ -106,7 +106,10 @@ export async function runApo(options: ApoOptions): Promise<ApoReport> {
         ...(options.batchTimeoutSeconds ? { batchTimeoutSeconds: options.batchTimeoutSeconds } : {}),
         onProgress: (key, finished, total) => emit({ type: "batch", key, finished, total }),
         onLate: (key, late, seconds) =>
-          emit({ type: "warning", message: `${late} rollouts of ${key} did not finish within ${seconds} s: cancelled, they score 0 (is a runner serving the store? see --batch-timeout)` }),
+          emit({
+            type: "warning",
+            message: `${late} rollouts of ${key} did not finish within ${seconds} s: cancelled, they score 0 (is a runner serving the store? see --batch-timeout)`,
+          }),
       }),
     budget,
     step: {
@@ -163,7 +166,8 @@ export async function runApo(options: ApoOptions): Promise<ApoReport> {
   let stopReason: string | undefined;
 
   if (r.runInitialValidation) {
-    if (!budget.fits({ rollouts: shape.valSize })) stopReason = `the rollout budget cannot pay for the baseline (${shape.valSize} rollouts)`;
+    if (!budget.fits({ rollouts: shape.valSize }))
+      stopReason = `the rollout budget cannot pay for the baseline (${shape.valSize} rollouts)`;
     else {
       const { score, outcomes } = await state.fullScore(seed);
       failIfNothingRan(outcomes);
@@ -196,7 +200,13 @@ export async function runApo(options: ApoOptions): Promise<ApoReport> {
     resumed,
     ...(baseline === undefined ? {} : { baseline }),
     rounds,
-    best: { key: best.key, score: bestScore, templates: best.templates, resourcesId: snapshotId(r.runId, "best"), version: state.bestVersion },
+    best: {
+      key: best.key,
+      score: bestScore,
+      templates: best.templates,
+      resourcesId: snapshotId(r.runId, "best"),
+      version: state.bestVersion,
+    },
     budget: { limits: budget.limits, used: { ...budget.used } },
     warnings,
     durationMs: performance.now() - started,

@@ -16,7 +16,10 @@ export interface Expansion {
 }
 
 /** A step found in the store (a resumed run), as its record and templates. */
-async function replayStep(ctx: SearchContext, resourcesId: string): Promise<{ record: StepRecord; templates: Record<string, TemplateText> } | undefined> {
+async function replayStep(
+  ctx: SearchContext,
+  resourcesId: string,
+): Promise<{ record: StepRecord; templates: Record<string, TemplateText> } | undefined> {
   if (!ctx.resumed) return undefined;
   const found = await findSnapshot(ctx.store, resourcesId);
   if (!found) return undefined;
@@ -102,7 +105,16 @@ export async function expandRound(ctx: SearchContext, jobs: readonly StepJob[], 
     if (!result) continue;
     const { job, record, templates, resourcesId } = result;
     if (record.rejected !== undefined) rejected.push({ key: job.key, reason: record.rejected });
-    else children.push({ key: job.key, templates, resourcesId, round: job.round, parentKey: job.parent.key, target: job.target, order: order++ });
+    else
+      children.push({
+        key: job.key,
+        templates,
+        resourcesId,
+        round: job.round,
+        parentKey: job.parent.key,
+        target: job.target,
+        order: order++,
+      });
   }
   return { children, rejected, outOfTokens };
 }

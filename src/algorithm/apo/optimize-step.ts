@@ -78,7 +78,12 @@ export async function optimizeStep(job: StepJob, runs: readonly RolloutOutcome[]
     record.calls++;
     try {
       const answer = await ctx.optimizer.complete(
-        { model, messages, ...(ctx.temperature === undefined ? {} : { temperature: ctx.temperature }), ...(cap === undefined ? {} : { maxCompletionTokens: cap }) },
+        {
+          model,
+          messages,
+          ...(ctx.temperature === undefined ? {} : { temperature: ctx.temperature }),
+          ...(cap === undefined ? {} : { maxCompletionTokens: cap }),
+        },
         ctx.signal,
       );
       ctx.budget.spend({ tokens: answer.tokens });
@@ -94,7 +99,10 @@ export async function optimizeStep(job: StepJob, runs: readonly RolloutOutcome[]
   const critiquePrompt = renderPrompt(ctx.prompts.critique[job.critiqueVariant % ctx.prompts.critique.length] as PromptVariant, {
     template_name: job.target,
     template: parentText.template,
-    other_templates: others.length === 0 ? "" : `\nThe agent also used these templates, which stay as they are:\n${others.map(([n, t]) => `<template name="${n}">\n${t.template}\n</template>`).join("\n")}\n`,
+    other_templates:
+      others.length === 0
+        ? ""
+        : `\nThe agent also used these templates, which stay as they are:\n${others.map(([n, t]) => `<template name="${n}">\n${t.template}\n</template>`).join("\n")}\n`,
     experiments: formatExperiments(runs, ctx.experiments),
     mean_reward: meanReward(runs).toFixed(3),
   });

@@ -63,7 +63,11 @@ export function createOptimizerClient(options: OptimizerClientOptions): Optimize
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
       const detail = cause?.code ?? cause?.message ?? (error as Error).message;
       const why = timeout.aborted ? `no answer within ${timeoutMs} ms` : detail === "bad port" ? "fetch refuses to use that port" : detail;
-      throw new AglError("optimizer_unreachable", `cannot reach ${where} (${why}); check the base URL (--optimizer-base-url or OPENAI_BASE_URL)`, { cause: error });
+      throw new AglError(
+        "optimizer_unreachable",
+        `cannot reach ${where} (${why}); check the base URL (--optimizer-base-url or OPENAI_BASE_URL)`,
+        { cause: error },
+      );
     }
   };
 
@@ -78,8 +82,17 @@ export function createOptimizerClient(options: OptimizerClientOptions): Optimize
           const response = await send("/chat/completions", { method: "POST", body: JSON.stringify(body) }, signal);
           const text = await response.text();
           if (response.ok) return parseAnswer(text, request, where);
-          const hint = response.status === 401 || response.status === 403 ? "; check the API key (--optimizer-api-key or OPENAI_API_KEY)" : response.status === 404 ? `; check the base URL and the model name "${request.model}"` : "";
-          throw new AglError("optimizer_failed", `${where} answered ${response.status} for model "${request.model}": ${errorText(text)}${hint}`, { cause: response });
+          const hint =
+            response.status === 401 || response.status === 403
+              ? "; check the API key (--optimizer-api-key or OPENAI_API_KEY)"
+              : response.status === 404
+                ? `; check the base URL and the model name "${request.model}"`
+                : "";
+          throw new AglError(
+            "optimizer_failed",
+            `${where} answered ${response.status} for model "${request.model}": ${errorText(text)}${hint}`,
+            { cause: response },
+          );
         },
         {
           tries: options.maxTries ?? 3,
@@ -87,7 +100,10 @@ export function createOptimizerClient(options: OptimizerClientOptions): Optimize
           maxMs: 10_000,
           retryable: (error) => {
             const failed = answerOf(error);
-            return (error as AglError).code === "optimizer_unreachable" || (failed !== undefined && (failed.status === 429 || failed.status >= 500));
+            return (
+              (error as AglError).code === "optimizer_unreachable" ||
+              (failed !== undefined && (failed.status === 429 || failed.status >= 500))
+            );
           },
           delayMs: (n, error) => backoffMs(n, 250, 10_000, answerOf(error)?.headers.get("retry-after")),
           signal,
@@ -95,19 +111,26 @@ export function createOptimizerClient(options: OptimizerClientOptions): Optimize
       );
       // A wait for the next try ends early when the run is aborted, and the run's callers look for `aborted`.
       return answer.catch((error: unknown) => {
-        throw signal?.aborted && (error as AglError).code !== "aborted" ? new AglError("aborted", "the run was aborted", { cause: error }) : error;
+        throw signal?.aborted && (error as AglError).code !== "aborted"
+          ? new AglError("aborted", "the run was aborted", { cause: error })
+          : error;
       });
     },
     async preflight(models) {
       const response = await send("/models", { method: "GET" });
       if (response.status === 401 || response.status === 403) {
-        throw new AglError("optimizer_failed", `${where} refused the API key (${response.status}); check --optimizer-api-key or OPENAI_API_KEY`);
+        throw new AglError(
+          "optimizer_failed",
+          `${where} refused the API key (${response.status}); check --optimizer-api-key or OPENAI_API_KEY`,
+        );
       }
       if (!response.ok) return [];
-      const listed = (JSON.parse(await response.text().catch(() => "{}") || "{}") as { data?: { id?: string }[] }).data;
+      const listed = (JSON.parse((await response.text().catch(() => "{}")) || "{}") as { data?: { id?: string }[] }).data;
       if (!Array.isArray(listed) || listed.length === 0) return [];
       const ids = new Set(listed.map((m) => m.id));
-      return [...new Set(models)].filter((m) => !ids.has(m)).map((m) => `${where} does not list model "${m}" (it lists ${[...ids].slice(0, 8).join(", ")}${ids.size > 8 ? ", …" : ""})`);
+      return [...new Set(models)]
+        .filter((m) => !ids.has(m))
+        .map((m) => `${where} does not list model "${m}" (it lists ${[...ids].slice(0, 8).join(", ")}${ids.size > 8 ? ", …" : ""})`);
     },
   };
 }

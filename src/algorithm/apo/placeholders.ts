@@ -68,5 +68,7 @@ export function editDefect(edit: TemplateText, parent: TemplateText, probe: Reco
   if (error !== undefined) return error;
   const kept = new Set(usedVariables(edit, probe));
   const dropped = usedVariables(parent, probe).filter((v) => !kept.has(v));
-  return dropped.length > 0 ? `the edit drops placeholder${dropped.length > 1 ? "s" : ""} ${dropped.map((v) => `{${v}}`).join(", ")}` : undefined;
+  return dropped.length > 0
+    ? `the edit drops placeholder${dropped.length > 1 ? "s" : ""} ${dropped.map((v) => `{${v}}`).join(", ")}`
+    : undefined;
 }

@@ -41,16 +41,21 @@ export function resolveApoOptions(options: ApoOptions): ResolvedApo {
     throw new AglError("empty_dataset", "the validation set is empty: APO scores candidates on validation tasks (--val)");
   }
   const names = Object.keys(options.templates);
-  if (names.length === 0) throw new AglError("invalid_options", "no prompt template to optimize: give at least one (--prompt NAME=TEMPLATE)");
+  if (names.length === 0)
+    throw new AglError("invalid_options", "no prompt template to optimize: give at least one (--prompt NAME=TEMPLATE)");
   const templates: Record<string, TemplateText> = {};
   for (const name of names) {
     const given = options.templates[name];
-    const text: TemplateText = typeof given === "string" ? { template: given, engine: "f-string" } : { template: given?.template ?? "", engine: given?.engine ?? "f-string" };
+    const text: TemplateText =
+      typeof given === "string"
+        ? { template: given, engine: "f-string" }
+        : { template: given?.template ?? "", engine: given?.engine ?? "f-string" };
     if (!text.template.trim()) throw new AglError("invalid_options", `prompt template "${name}" is empty`);
     templates[name] = text;
   }
   for (const name of Object.keys(options.resources ?? {})) {
-    if (name in templates || name === APO_RECORD) throw new AglError("invalid_options", `resource "${name}" clashes with a template of that name or APO's own record`);
+    if (name in templates || name === APO_RECORD)
+      throw new AglError("invalid_options", `resource "${name}" clashes with a template of that name or APO's own record`);
   }
   const probe = probeVariables([...options.train, ...options.val], options.variables ?? []);
   for (const name of names) checkSeedTemplate(name, templates[name] as TemplateText, probe);
@@ -58,15 +63,18 @@ export function resolveApoOptions(options: ApoOptions): ResolvedApo {
     throw new AglError("invalid_options", "no optimizer endpoint: set optimizer.baseUrl (--optimizer-base-url or OPENAI_BASE_URL)");
   }
   for (const [key, value] of Object.entries(options.budget ?? {})) {
-    if (value !== undefined && (!Number.isFinite(value) || value < 0)) throw new AglError("invalid_options", `budget.${key} must be a number ≥ 0, got ${value}`);
+    if (value !== undefined && (!Number.isFinite(value) || value < 0))
+      throw new AglError("invalid_options", `budget.${key} must be a number ≥ 0, got ${value}`);
   }
   const prompts: ApoPrompts = {
     critique: options.prompts?.critique ?? defaultApoPrompts.critique,
     edit: options.prompts?.edit ?? defaultApoPrompts.edit,
   };
-  if (prompts.critique.length === 0 || prompts.edit.length === 0) throw new AglError("invalid_options", "prompts.critique and prompts.edit need at least one variant each");
+  if (prompts.critique.length === 0 || prompts.edit.length === 0)
+    throw new AglError("invalid_options", "prompts.critique and prompts.edit need at least one variant each");
   const runId = options.runId ?? randomBytes(4).toString("hex");
-  if (!/^[\w.-]{1,64}$/.test(runId)) throw new AglError("invalid_options", `run id "${runId}" must be 1–64 letters, digits, '.', '_' or '-'`);
+  if (!/^[\w.-]{1,64}$/.test(runId))
+    throw new AglError("invalid_options", `run id "${runId}" must be 1–64 letters, digits, '.', '_' or '-'`);
   return {
     runId,
     templates,

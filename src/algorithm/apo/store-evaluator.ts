@@ -78,7 +78,13 @@ export function createStoreEvaluator(options: StoreEvaluatorOptions): RolloutEva
     return rollouts;
   };
 
-  const read = async (rollout: Rollout | undefined, id: string, index: number, input: JsonValue, withMessages: boolean): Promise<RolloutOutcome> => {
+  const read = async (
+    rollout: Rollout | undefined,
+    id: string,
+    index: number,
+    input: JsonValue,
+    withMessages: boolean,
+  ): Promise<RolloutOutcome> => {
     const status: OutcomeStatus = rollout ? (terminal[rollout.status] ?? "unfinished") : "unfinished";
     const outcome: RolloutOutcome = { rolloutId: id, taskIndex: index, input, status, reward: undefined, feedback: [], conversations: [] };
     const error = (rollout?.latestAttempt?.metadata as JsonObject | undefined)?.error as { message?: string } | undefined;
@@ -123,7 +129,11 @@ export function createStoreEvaluator(options: StoreEvaluatorOptions): RolloutEva
       // spans are read while the next chunk still runs.
       for (let at = 0; at < rollouts.length; at += waitChunkSize) {
         const chunk = rollouts.slice(at, at + waitChunkSize);
-        const done = await waitChunk(chunk.map((r) => r.rolloutId), deadline, signal);
+        const done = await waitChunk(
+          chunk.map((r) => r.rolloutId),
+          deadline,
+          signal,
+        );
         finished += done.size;
         options.onProgress?.(request.key, finished, rollouts.length);
         chunk.forEach((rollout, offset) => {
@@ -133,7 +143,9 @@ export function createStoreEvaluator(options: StoreEvaluatorOptions): RolloutEva
           const result = done.get(rollout.rolloutId);
           if (!result) late.push(rollout.rolloutId);
           // Handled at once: a failed read must not go unhandled while later chunks are still being waited for.
-          const reading = limit(async () => void (outcomes[i] = await read(result, rollout.rolloutId, task.index, input, request.withMessages)));
+          const reading = limit(
+            async () => void (outcomes[i] = await read(result, rollout.rolloutId, task.index, input, request.withMessages)),
+          );
           reads.push(reading.catch((error: unknown) => void (failure ??= { error })));
         });
       }

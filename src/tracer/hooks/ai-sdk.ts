@@ -53,15 +53,28 @@ function stepAttributes(step: Json): AttributeMap {
   const out: AttributeMap = {};
   const body = typeof step.response?.body === "string" ? safeParse(step.response.body) : step.response?.body;
   if (body && typeof body === "object" && Array.isArray((body as Json).choices)) Object.assign(out, responseAttributes(body, "chat"));
-  if (step.response?.body !== undefined) out[AGL_LLM_RESPONSE] = attr.str(typeof step.response.body === "string" ? step.response.body : toJsonText(step.response.body));
-  if (step.request?.body !== undefined) out[AGL_LLM_REQUEST] = attr.str(typeof step.request.body === "string" ? step.request.body : toJsonText(step.request.body));
+  if (step.response?.body !== undefined)
+    out[AGL_LLM_RESPONSE] = attr.str(typeof step.response.body === "string" ? step.response.body : toJsonText(step.response.body));
+  if (step.request?.body !== undefined)
+    out[AGL_LLM_REQUEST] = attr.str(typeof step.request.body === "string" ? step.request.body : toJsonText(step.request.body));
   if (step.response?.id) out[GEN_AI_RESPONSE_ID] = attr.str(step.response.id);
   if (step.response?.modelId) out[GEN_AI_RESPONSE_MODEL] = attr.str(step.response.modelId);
   if (step.finishReason) out[GEN_AI_RESPONSE_FINISH_REASONS] = attr.strs([String(step.rawFinishReason ?? step.finishReason)]);
   if (typeof step.usage?.inputTokens === "number") out[GEN_AI_USAGE_INPUT_TOKENS] = attr.int(step.usage.inputTokens);
   if (typeof step.usage?.outputTokens === "number") out[GEN_AI_USAGE_OUTPUT_TOKENS] = attr.int(step.usage.outputTokens);
-  const toolCalls = (step.toolCalls ?? []).map((tc: Json) => ({ id: tc.toolCallId, type: "function", function: { name: tc.toolName, arguments: toJsonText(tc.input) } }));
-  out[GEN_AI_OUTPUT_MESSAGES] = attr.json([{ role: "assistant", content: step.text ?? "", ...(toolCalls.length ? { tool_calls: toolCalls } : {}), finish_reason: step.finishReason }]);
+  const toolCalls = (step.toolCalls ?? []).map((tc: Json) => ({
+    id: tc.toolCallId,
+    type: "function",
+    function: { name: tc.toolName, arguments: toJsonText(tc.input) },
+  }));
+  out[GEN_AI_OUTPUT_MESSAGES] = attr.json([
+    {
+      role: "assistant",
+      content: step.text ?? "",
+      ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+      finish_reason: step.finishReason,
+    },
+  ]);
   return out;
 }
 
@@ -119,7 +132,11 @@ export function createAiSdkIntegration(): TelemetryIntegration {
       if (!hook) return;
       const attributes = stepAttributes(step);
       setTypedAttributes(hook.span, attributes);
-      enrichFromFetchCapture(hook, { ...(step.response?.id ? { responseId: step.response.id } : {}), model: step.model.modelId }, attributes);
+      enrichFromFetchCapture(
+        hook,
+        { ...(step.response?.id ? { responseId: step.response.id } : {}), model: step.model.modelId },
+        attributes,
+      );
       if (step.finishReason === "error") hook.span.setStatus({ code: SpanStatusCode.ERROR });
       hook.span.end();
     },

@@ -59,7 +59,14 @@ export class AglLangChainHandler extends BaseCallbackHandler {
     super({ _awaitHandler: true });
   }
 
-  private open(runId: string, parentRunId: string | undefined, name: string, attributes: AttributeMap, kind = SpanKind.INTERNAL, model?: string) {
+  private open(
+    runId: string,
+    parentRunId: string | undefined,
+    name: string,
+    attributes: AttributeMap,
+    kind = SpanKind.INTERNAL,
+    model?: string,
+  ) {
     const hook = startHookSpan(name, attributes, { parent: parentRunId ? runs.get(parentRunId) : undefined, kind });
     if (hook) runs.set(runId, { ...hook, ...(model ? { model } : {}) });
   }
@@ -69,11 +76,19 @@ export class AglLangChainHandler extends BaseCallbackHandler {
     if (!hook) return;
     runs.delete(runId);
     setTypedAttributes(hook.span, attributes);
-    if (error !== undefined) hook.span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+    if (error !== undefined)
+      hook.span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
     hook.span.end();
   }
 
-  private startModel(runId: string, parentRunId: string | undefined, runType: "chat_model" | "llm", input: Json, extra?: Record<string, unknown>, metadata?: Record<string, unknown>) {
+  private startModel(
+    runId: string,
+    parentRunId: string | undefined,
+    runType: "chat_model" | "llm",
+    input: Json,
+    extra?: Record<string, unknown>,
+    metadata?: Record<string, unknown>,
+  ) {
     const params = (extra?.invocation_params ?? {}) as Json;
     const model = String(params.model ?? params.model_name ?? metadata?.ls_model_name ?? "unknown");
     const attributes: AttributeMap = {
@@ -88,12 +103,35 @@ export class AglLangChainHandler extends BaseCallbackHandler {
     this.open(runId, parentRunId, `${runType === "chat_model" ? "chat" : "text_completion"} ${model}`, attributes, SpanKind.CLIENT, model);
   }
 
-  override handleChatModelStart(_llm: Serialized, messages: BaseMessage[][], runId: string, parentRunId?: string, extra?: Record<string, unknown>, _tags?: string[], metadata?: Record<string, unknown>) {
+  override handleChatModelStart(
+    _llm: Serialized,
+    messages: BaseMessage[][],
+    runId: string,
+    parentRunId?: string,
+    extra?: Record<string, unknown>,
+    _tags?: string[],
+    metadata?: Record<string, unknown>,
+  ) {
     this.startModel(runId, parentRunId, "chat_model", (messages[0] ?? []).map(toOpenAiMessage), extra, metadata);
   }
 
-  override handleLLMStart(_llm: Serialized, prompts: string[], runId: string, parentRunId?: string, extra?: Record<string, unknown>, _tags?: string[], metadata?: Record<string, unknown>) {
-    this.startModel(runId, parentRunId, "llm", prompts.map((content) => ({ role: "user", content })), extra, metadata);
+  override handleLLMStart(
+    _llm: Serialized,
+    prompts: string[],
+    runId: string,
+    parentRunId?: string,
+    extra?: Record<string, unknown>,
+    _tags?: string[],
+    metadata?: Record<string, unknown>,
+  ) {
+    this.startModel(
+      runId,
+      parentRunId,
+      "llm",
+      prompts.map((content) => ({ role: "user", content })),
+      extra,
+      metadata,
+    );
   }
 
   override handleLLMEnd(output: LLMResult, runId: string) {
@@ -112,9 +150,15 @@ export class AglLangChainHandler extends BaseCallbackHandler {
     if (typeof input === "number") attributes[GEN_AI_USAGE_INPUT_TOKENS] = attr.int(input);
     if (typeof out === "number") attributes[GEN_AI_USAGE_OUTPUT_TOKENS] = attr.int(out);
     attributes[GEN_AI_OUTPUT_MESSAGES] = attr.json(
-      message ? [{ ...toOpenAiMessage(message), finish_reason: finish }] : [{ role: "assistant", content: generation?.text ?? "", finish_reason: finish }],
+      message
+        ? [{ ...toOpenAiMessage(message), finish_reason: finish }]
+        : [{ role: "assistant", content: generation?.text ?? "", finish_reason: finish }],
     );
-    enrichFromFetchCapture(hook, { ...(typeof responseId === "string" ? { responseId } : {}), ...(hook.model ? { model: hook.model } : {}) }, attributes);
+    enrichFromFetchCapture(
+      hook,
+      { ...(typeof responseId === "string" ? { responseId } : {}), ...(hook.model ? { model: hook.model } : {}) },
+      attributes,
+    );
     this.close(runId, attributes);
   }
 
@@ -122,7 +166,16 @@ export class AglLangChainHandler extends BaseCallbackHandler {
     this.close(runId, {}, error);
   }
 
-  override handleChainStart(_chain: Serialized, _inputs: Json, runId: string, parentRunId?: string, _tags?: string[], _metadata?: Record<string, unknown>, runType?: string, runName?: string) {
+  override handleChainStart(
+    _chain: Serialized,
+    _inputs: Json,
+    runId: string,
+    parentRunId?: string,
+    _tags?: string[],
+    _metadata?: Record<string, unknown>,
+    runType?: string,
+    runName?: string,
+  ) {
     this.open(runId, parentRunId, `langchain.chain ${runName ?? runType ?? "chain"}`, { [LANGCHAIN_RUN_TYPE]: attr.str("chain") });
   }
 
@@ -134,7 +187,16 @@ export class AglLangChainHandler extends BaseCallbackHandler {
     this.close(runId, {}, error);
   }
 
-  override handleToolStart(tool: Serialized, input: string, runId: string, parentRunId?: string, _tags?: string[], _metadata?: Record<string, unknown>, runName?: string, toolCallId?: string) {
+  override handleToolStart(
+    tool: Serialized,
+    input: string,
+    runId: string,
+    parentRunId?: string,
+    _tags?: string[],
+    _metadata?: Record<string, unknown>,
+    runName?: string,
+    toolCallId?: string,
+  ) {
     const name = runName ?? String(tool.id?.at(-1) ?? "tool");
     this.open(runId, parentRunId, `execute_tool ${name}`, {
       [LANGCHAIN_RUN_TYPE]: attr.str("tool"),

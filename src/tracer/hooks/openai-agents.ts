@@ -53,7 +53,8 @@ function describeEnd(data: { type: string } & Record<string, any>, hook: HookSpa
   const out: AttributeMap = {};
   if (data.type === "function") {
     if (data.input !== undefined) out["gen_ai.tool.call.arguments"] = attr.str(String(data.input));
-    if (data.output !== undefined) out["gen_ai.tool.call.result"] = attr.str(typeof data.output === "string" ? data.output : JSON.stringify(data.output));
+    if (data.output !== undefined)
+      out["gen_ai.tool.call.result"] = attr.str(typeof data.output === "string" ? data.output : JSON.stringify(data.output));
   } else if (data.type === "generation") {
     if (data.model) out[GEN_AI_REQUEST_MODEL] = attr.str(data.model);
     if (data.input) out[GEN_AI_INPUT_MESSAGES] = attr.json(data.input);

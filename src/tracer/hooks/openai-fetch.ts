@@ -78,7 +78,11 @@ export function createTracingFetch(options: TracingFetchOptions = {}): typeof fe
     const elapsed = () => performance.timeOrigin + performance.now() - startedAtMs;
     const finish = (body: unknown, rawText: string | undefined, error?: string) => {
       const attributes = body === undefined ? {} : responseAttributes(body, kind);
-      set({ ...attributes, [AGL_LLM_LATENCY_MS]: attr.double(elapsed()), ...(rawText === undefined ? {} : { [AGL_LLM_RESPONSE]: attr.str(cut(rawText)) }) });
+      set({
+        ...attributes,
+        [AGL_LLM_LATENCY_MS]: attr.double(elapsed()),
+        ...(rawText === undefined ? {} : { [AGL_LLM_RESPONSE]: attr.str(cut(rawText)) }),
+      });
       if (error) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
       span.end();
       const responseId = (body as { id?: unknown } | undefined)?.id;

@@ -60,9 +60,7 @@ export function responseAttributes(body: Json, kind: OpenAiKind): AttributeMap {
   if (isInts(promptIds)) out[AGL_LLM_PROMPT_TOKEN_IDS] = attr.ints(promptIds);
   const responseIds = first?.token_ids ?? first?.provider_specific_fields?.token_ids ?? body?.response_token_ids?.[0];
   if (isInts(responseIds)) out[AGL_LLM_RESPONSE_TOKEN_IDS] = attr.ints(responseIds);
-  const logprobs = kind === "chat"
-    ? first?.logprobs?.content?.map((t: Json) => t?.logprob)
-    : first?.logprobs?.token_logprobs;
+  const logprobs = kind === "chat" ? first?.logprobs?.content?.map((t: Json) => t?.logprob) : first?.logprobs?.token_logprobs;
   if (Array.isArray(logprobs) && logprobs.length > 0 && logprobs.every((x: unknown) => typeof x === "number")) {
     out[AGL_LLM_LOGPROBS] = attr.doubles(logprobs);
   }
@@ -82,9 +80,10 @@ export function responseAttributes(body: Json, kind: OpenAiKind): AttributeMap {
 export function createStreamAssembler(kind: OpenAiKind) {
   const response: Json = { choices: [] as Json[] };
   const choice = (index: number) => {
-    response.choices[index] ??= kind === "chat"
-      ? { index, message: { role: "assistant", content: "" }, finish_reason: null }
-      : { index, text: "", finish_reason: null };
+    response.choices[index] ??=
+      kind === "chat"
+        ? { index, message: { role: "assistant", content: "" }, finish_reason: null }
+        : { index, text: "", finish_reason: null };
     return response.choices[index];
   };
   return {
@@ -105,7 +104,8 @@ export function createStreamAssembler(kind: OpenAiKind) {
         }
         const delta = part.delta ?? {};
         if (typeof delta.content === "string") c.message.content += delta.content;
-        if (typeof delta.reasoning_content === "string") c.message.reasoning_content = (c.message.reasoning_content ?? "") + delta.reasoning_content;
+        if (typeof delta.reasoning_content === "string")
+          c.message.reasoning_content = (c.message.reasoning_content ?? "") + delta.reasoning_content;
         for (const call of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
           c.message.tool_calls ??= [];
           const slot = (c.message.tool_calls[call.index ?? 0] ??= { id: "", type: "function", function: { name: "", arguments: "" } });

@@ -55,12 +55,16 @@ function makeCase(index: number, rng: Prng, gen: ReturnType<typeof createMessage
     const valid = gen.message(ExportTraceServiceRequestSchema);
     let body: Uint8Array;
     try {
-      body = json ? new TextEncoder().encode(JSON.stringify(toJson(ExportTraceServiceRequestSchema, valid))) : toBinary(ExportTraceServiceRequestSchema, valid);
+      body = json
+        ? new TextEncoder().encode(JSON.stringify(toJson(ExportTraceServiceRequestSchema, valid)))
+        : toBinary(ExportTraceServiceRequestSchema, valid);
     } catch {
       body = rng.bytes(rng.int(0, 100));
     }
     if (rng.chance(0.6)) body = json ? mutateText(rng, new TextDecoder().decode(body)) : mutateBytes(rng, body);
-    const headers = { "content-type": json ? "application/json" : rng.pick(["application/x-protobuf", "application/protobuf", "text/plain"]) };
+    const headers = {
+      "content-type": json ? "application/json" : rng.pick(["application/x-protobuf", "application/protobuf", "text/plain"]),
+    };
     return { index, method: undefined, path: "/v1/traces", kind: `otlp-${json ? "json" : "proto"}`, httpMethod: "POST", headers, body };
   }
   const method = rng.pick(fuzzedMethods);
@@ -100,7 +104,11 @@ function makeCase(index: number, rng: Prng, gen: ReturnType<typeof createMessage
   // Now and then gRPC-Web or gRPC over HTTP/1.1 instead, which the same port serves.
   const grpcFlavour = rng.chance(0.12) ? rng.pick(["grpc-web", "grpc-web", "grpc"]) : undefined;
   if (grpcFlavour !== undefined) {
-    headers = { "content-type": `application/${grpcFlavour}+${codec}`, "grpc-timeout": `${timeoutMs}m`, ...(grpcFlavour === "grpc" ? { te: "trailers" } : {}) };
+    headers = {
+      "content-type": `application/${grpcFlavour}+${codec}`,
+      "grpc-timeout": `${timeoutMs}m`,
+      ...(grpcFlavour === "grpc" ? { te: "trailers" } : {}),
+    };
     kind = `${grpcFlavour}:${kind}`;
   }
   if (streaming || grpcFlavour !== undefined) {
@@ -110,7 +118,16 @@ function makeCase(index: number, rng: Prng, gen: ReturnType<typeof createMessage
     if (rng.chance(0.1)) body = Buffer.concat([body, envelope(0, body)]);
   }
   if (rng.chance(0.08)) {
-    headers["content-type"] = rng.pick(["text/plain", "application/json; charset=utf-16", "application/x-www-form-urlencoded", "", "application/connect+json", "application/grpc", "application/grpc-web+proto", "application/proto"]);
+    headers["content-type"] = rng.pick([
+      "text/plain",
+      "application/json; charset=utf-16",
+      "application/x-www-form-urlencoded",
+      "",
+      "application/connect+json",
+      "application/grpc",
+      "application/grpc-web+proto",
+      "application/proto",
+    ]);
     if (headers["content-type"].startsWith("application/grpc")) headers["grpc-timeout"] = "300m";
     kind += "+content-type";
   }
@@ -129,11 +146,16 @@ function makeCase(index: number, rng: Prng, gen: ReturnType<typeof createMessage
 
 function send(url: string, c: HttpCase): Promise<HttpAnswer> {
   return new Promise((resolve) => {
-    const req = http.request(`${url}${c.path}`, { method: c.httpMethod, headers: { ...c.headers, "content-length": String(c.body.length) }, agent: false });
+    const req = http.request(`${url}${c.path}`, {
+      method: c.httpMethod,
+      headers: { ...c.headers, "content-length": String(c.body.length) },
+      agent: false,
+    });
     let started: http.IncomingMessage | undefined;
     const timer = setTimeout(() => {
       req.destroy();
-      if (started?.statusCode === 200) resolve({ status: 200, contentType: String(started.headers["content-type"] ?? ""), body: Buffer.alloc(0), open: true });
+      if (started?.statusCode === 200)
+        resolve({ status: 200, contentType: String(started.headers["content-type"] ?? ""), body: Buffer.alloc(0), open: true });
       else resolve({ status: 0, contentType: "", body: Buffer.alloc(0), error: "no answer within 5 s" });
     }, 5_000);
     req.on("response", (res) => {
@@ -171,7 +193,8 @@ function errorCode(json: unknown): Code | "unnamed" | undefined {
 function assess(c: HttpCase, a: HttpAnswer, harvest: (value: unknown) => void): [outcome: string, problem?: string] {
   if (a.error) return ["dropped", a.error];
   if (a.open) return ["open-stream", c.method?.methodKind === "server_streaming" ? undefined : "a unary call that never ended"];
-  if (c.method === undefined) return [`otlp-${a.status}`, a.status >= 500 ? `status ${a.status}: ${a.body.toString().slice(0, 200)}` : undefined];
+  if (c.method === undefined)
+    return [`otlp-${a.status}`, a.status >= 500 ? `status ${a.status}: ${a.body.toString().slice(0, 200)}` : undefined];
   const json = a.contentType.includes("json");
   if (a.contentType.startsWith("application/grpc")) {
     // gRPC or gRPC-Web over HTTP/1.1 (a fuzzed content type): the status is in the trailers, which gRPC-Web sends
@@ -179,12 +202,16 @@ function assess(c: HttpCase, a: HttpAnswer, harvest: (value: unknown) => void): 
     let status = a.grpcStatus;
     for (let at = 0; status === undefined && at + 5 <= a.body.length; ) {
       const length = a.body.readUInt32BE(at + 1);
-      if ((a.body.readUInt8(at) & 0x80) !== 0) status = /grpc-status:\s*(\d+)/i.exec(a.body.subarray(at + 5, at + 5 + length).toString())?.[1];
+      if ((a.body.readUInt8(at) & 0x80) !== 0)
+        status = /grpc-status:\s*(\d+)/i.exec(a.body.subarray(at + 5, at + 5 + length).toString())?.[1];
       at += 5 + length;
     }
     const code = Number(status ?? Number.NaN);
     if (a.status !== 200 || !Number.isInteger(code)) return [`grpc-http-${a.status}`, `no grpc-status (HTTP ${a.status})`];
-    return [code === 0 ? "OK" : (Code[code] ?? `grpc-${code}`), code === 0 || acceptableCodes.has(code) ? undefined : `grpc-status ${Code[code]}`];
+    return [
+      code === 0 ? "OK" : (Code[code] ?? `grpc-${code}`),
+      code === 0 || acceptableCodes.has(code) ? undefined : `grpc-status ${Code[code]}`,
+    ];
   }
   if (a.status !== 200) {
     let code: Code | "unnamed" | undefined;
@@ -199,7 +226,9 @@ function assess(c: HttpCase, a: HttpAnswer, harvest: (value: unknown) => void): 
   }
   try {
     if (c.method.methodKind !== "server_streaming") {
-      const output = json ? fromJson(c.method.output, JSON.parse(a.body.toString()), { ignoreUnknownFields: false }) : fromBinary(c.method.output, a.body);
+      const output = json
+        ? fromJson(c.method.output, JSON.parse(a.body.toString()), { ignoreUnknownFields: false })
+        : fromBinary(c.method.output, a.body);
       harvest(output);
       return ["OK"];
     }

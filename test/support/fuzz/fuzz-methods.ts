@@ -65,12 +65,14 @@ export function harvestIds(value: unknown, pool: IdPool, protectedIds: ReadonlyS
     return;
   }
   const o = value as Record<string, unknown>;
-  const str = (key: string) => (typeof o[key] === "string" && o[key] !== "" && !protectedIds.has(o[key] as string) ? (o[key] as string) : undefined);
+  const str = (key: string) =>
+    typeof o[key] === "string" && o[key] !== "" && !protectedIds.has(o[key] as string) ? (o[key] as string) : undefined;
   const rolloutId = str("rolloutId");
   const attemptId = str("attemptId");
   if (rolloutId !== undefined) {
     if (!pool.rollouts.includes(rolloutId)) keep(pool.rollouts, rolloutId);
-    if (attemptId !== undefined && !pool.attempts.some(([r, a]) => r === rolloutId && a === attemptId)) keep(pool.attempts, [rolloutId, attemptId]);
+    if (attemptId !== undefined && !pool.attempts.some(([r, a]) => r === rolloutId && a === attemptId))
+      keep(pool.attempts, [rolloutId, attemptId]);
   }
   for (const [key, list] of [
     ["resourcesId", pool.resources],
@@ -80,12 +82,14 @@ export function harvestIds(value: unknown, pool: IdPool, protectedIds: ReadonlyS
     const id = str(key);
     if (id !== undefined && !list.includes(id)) keep(list, id);
   }
-  for (const [key, child] of Object.entries(o)) if (key !== "$typeName" && typeof child === "object") harvestIds(child, pool, protectedIds, depth + 1);
+  for (const [key, child] of Object.entries(o))
+    if (key !== "$typeName" && typeof child === "object") harvestIds(child, pool, protectedIds, depth + 1);
 }
 
 /** Long-polls and streams: they run until their (short) deadline. */
 export const isSlowMethod = (method: DescMethod | undefined) =>
-  method !== undefined && (method.methodKind === "server_streaming" || method.name === "DequeueRollouts" || method.name === "WaitForRollouts");
+  method !== undefined &&
+  (method.methodKind === "server_streaming" || method.name === "DequeueRollouts" || method.name === "WaitForRollouts");
 
 /**
  * Runs cases in batches of `concurrency`, judging each batch in order before making the next, so that the same seed

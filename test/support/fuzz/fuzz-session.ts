@@ -33,15 +33,23 @@ export interface FuzzSessionResult {
 }
 
 const spans = (rolloutId: string, attemptId: string, n: number) =>
-  Array.from({ length: n }, (_, i) => ({ rolloutId, attemptId, spanId: randomBytes(8).toString("hex"), traceId: randomBytes(16).toString("hex"), name: `known-${i}` }));
+  Array.from({ length: n }, (_, i) => ({
+    rolloutId,
+    attemptId,
+    spanId: randomBytes(8).toString("hex"),
+    traceId: randomBytes(16).toString("hex"),
+    name: `known-${i}`,
+  }));
 
 /** Three finished rollouts with attempts, spans, a resources version and a worker, which the fuzzer never names. */
 async function addSentinels(client: StoreClient): Promise<{ ids: Set<string>; snapshot: () => Promise<unknown> }> {
   const resources = { prompt: create(ResourceSchema, { kind: { case: "json", value: jsonValue({ text: "sentinel" }) } }) };
   await client.updateResources({ resourcesId: "sentinel-resources", resources, createIfMissing: true });
-  const enqueued = (await client.enqueueRollouts({
-    rollouts: [0, 1, 2].map((i) => ({ input: jsonValue({ sentinel: i }), resourcesId: "sentinel-resources", metadata: { i } })),
-  })).rollouts;
+  const enqueued = (
+    await client.enqueueRollouts({
+      rollouts: [0, 1, 2].map((i) => ({ input: jsonValue({ sentinel: i }), resourcesId: "sentinel-resources", metadata: { i } })),
+    })
+  ).rollouts;
   const claimed = (await client.dequeueRollouts({ workerId: "sentinel-worker", limit: 3 })).rollouts;
   const ids = new Set(["sentinel-resources", "sentinel-worker"]);
   for (const r of claimed) {
@@ -66,9 +74,11 @@ async function addPool(client: StoreClient): Promise<IdPool> {
   await client.updateResources({ resourcesId: "fuzz-resources", resources: {}, createIfMissing: true });
   pool.resources.push("fuzz-resources");
   const configs = [{}, { maxAttempts: 3, retryCondition: [AttemptStatus.FAILED] }, { timeoutSeconds: 600, unresponsiveSeconds: 600 }];
-  const enqueued = (await client.enqueueRollouts({
-    rollouts: Array.from({ length: 8 }, (_, i) => ({ input: jsonValue({ i }), config: configs[i % 3]!, groupId: `fuzz-group-${i % 2}` })),
-  })).rollouts;
+  const enqueued = (
+    await client.enqueueRollouts({
+      rollouts: Array.from({ length: 8 }, (_, i) => ({ input: jsonValue({ i }), config: configs[i % 3]!, groupId: `fuzz-group-${i % 2}` })),
+    })
+  ).rollouts;
   pool.rollouts.push(...enqueued.map((r) => r.rolloutId));
   pool.groups.push("fuzz-group-0", "fuzz-group-1");
   const claimed = (await client.dequeueRollouts({ workerId: "fuzz-worker", limit: 4 })).rollouts;
@@ -99,7 +109,14 @@ export async function runFuzzSession(
     const sentinels = await addSentinels(client);
     const ids = await addPool(client);
     const sentinelsBefore = await sentinels.snapshot();
-    const report = await fuzz({ url: server.url, rng: createPrng(budget.seed), ids, protectedIds: sentinels.ids, maxCases: budget.maxCases, maxMs: budget.maxMs });
+    const report = await fuzz({
+      url: server.url,
+      rng: createPrng(budget.seed),
+      ids,
+      protectedIds: sentinels.ids,
+      maxCases: budget.maxCases,
+      maxMs: budget.maxMs,
+    });
     const alive = server.child.exitCode === null && server.child.signalCode === null;
     const healthz = await healthzOf(server.url);
     const grpcHealth = (await createClient(Health, transport).check({ service: "" })).status;

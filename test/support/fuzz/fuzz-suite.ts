@@ -40,24 +40,28 @@ export function describeFuzz(side: string, fuzz: (options: FuzzOptions) => Promi
   ];
 
   describe(`fuzzing the ${side} side`, () => {
-    it.each(backends)("%s: every answer is a proper status; the server stays up, healthy and consistent", async (_name, args, maxCases) => {
-      const budget = longRun > 0 ? { maxCases: longRun, maxMs: Number.POSITIVE_INFINITY } : { maxCases, maxMs: 10_000 };
-      const result = await runFuzzSession(args(), fuzz, { seed, ...budget });
-      const { report } = result;
-      console.log(`seed ${seed}: ${report.cases} cases`, report.outcomes);
-      expect(report.failures, `seed ${seed}`).toEqual([]);
-      expect(report.cases).toBeGreaterThanOrEqual(Math.min(budget.maxCases, 500));
-      // Both sides were reached: calls that worked and calls refused as bad input.
-      expect(report.outcomes["OK"]).toBeGreaterThan(report.cases / 20);
-      expect(report.outcomes["InvalidArgument"]).toBeGreaterThan(report.cases / 20);
-      expect(report.outcomes["dropped"]).toBeUndefined();
-      expect(result.alive).toBe(true);
-      expect(result.healthz).toEqual({ status: 200, body: JSON.stringify({ status: "SERVING" }) });
-      expect(result.grpcHealth).toBe(HealthCheckResponse_ServingStatus.SERVING);
-      expect(result.sentinelsAfter).toEqual(result.sentinelsBefore);
-      expect(result.violations).toEqual([]);
-      expect(result.queueProblems).toEqual([]);
-      expect(result.stderr).not.toMatch(/unexpected error|Error:/);
-    }, longRun > 0 ? 3_600_000 : 60_000);
+    it.each(backends)(
+      "%s: every answer is a proper status; the server stays up, healthy and consistent",
+      async (_name, args, maxCases) => {
+        const budget = longRun > 0 ? { maxCases: longRun, maxMs: Number.POSITIVE_INFINITY } : { maxCases, maxMs: 10_000 };
+        const result = await runFuzzSession(args(), fuzz, { seed, ...budget });
+        const { report } = result;
+        console.log(`seed ${seed}: ${report.cases} cases`, report.outcomes);
+        expect(report.failures, `seed ${seed}`).toEqual([]);
+        expect(report.cases).toBeGreaterThanOrEqual(Math.min(budget.maxCases, 500));
+        // Both sides were reached: calls that worked and calls refused as bad input.
+        expect(report.outcomes["OK"]).toBeGreaterThan(report.cases / 20);
+        expect(report.outcomes["InvalidArgument"]).toBeGreaterThan(report.cases / 20);
+        expect(report.outcomes["dropped"]).toBeUndefined();
+        expect(result.alive).toBe(true);
+        expect(result.healthz).toEqual({ status: 200, body: JSON.stringify({ status: "SERVING" }) });
+        expect(result.grpcHealth).toBe(HealthCheckResponse_ServingStatus.SERVING);
+        expect(result.sentinelsAfter).toEqual(result.sentinelsBefore);
+        expect(result.violations).toEqual([]);
+        expect(result.queueProblems).toEqual([]);
+        expect(result.stderr).not.toMatch(/unexpected error|Error:/);
+      },
+      longRun > 0 ? 3_600_000 : 60_000,
+    );
   });
 }

@@ -53,7 +53,12 @@ function makeCase(index: number, rng: Prng, gen: ReturnType<typeof createMessage
     const other = rng.pick(fuzzedMethods);
     return { index, method, path, kind: `foreign:${other.name}`, body: Buffer.from(toBinary(other.input, gen.message(other.input))) };
   }
-  const bad = rng.pick([`/${method.parent.typeName}/Nope`, `/agl.v1.Nope/${method.name}`, `/${method.parent.typeName}/${method.name.toLowerCase()}`, "/"]);
+  const bad = rng.pick([
+    `/${method.parent.typeName}/Nope`,
+    `/agl.v1.Nope/${method.name}`,
+    `/${method.parent.typeName}/${method.name.toLowerCase()}`,
+    "/",
+  ]);
   return { index, method: undefined, path: bad, kind: "bad-path", body: Buffer.from(rng.bytes(rng.int(0, 40))) };
 }
 

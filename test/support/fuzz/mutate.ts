@@ -24,7 +24,10 @@ function randomField(rng: Prng): Uint8Array {
   const tag = varint(number * 8 + wire);
   switch (wire) {
     case 0:
-      return concat(tag, rng.chance(0.2) ? Uint8Array.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]) : varint(rng.int(0, 2 ** 31)));
+      return concat(
+        tag,
+        rng.chance(0.2) ? Uint8Array.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]) : varint(rng.int(0, 2 ** 31)),
+      );
     case 1:
       return concat(tag, rng.bytes(8));
     case 2: {
@@ -82,7 +85,9 @@ export function randomJson(rng: Prng, depth = 0): unknown {
   if (kind === 3) return rng.pick(["", "x", "NaN", "Infinity", "-1", "1e999", "ROLLOUT_STATUS_RUNNING", "latest", "\u0000", "😀", "AAAA"]);
   if (kind === 4) return Array.from({ length: rng.int(0, 4) }, () => randomJson(rng, depth + 1));
   const out: Record<string, unknown> = {};
-  for (let i = rng.int(0, 4); i > 0; i--) out[rng.pick(["rolloutId", "rollout_id", "rollouts", "status", "spans", "page", "x", "@type", "__proto__", "constructor"])] = randomJson(rng, depth + 1);
+  for (let i = rng.int(0, 4); i > 0; i--)
+    out[rng.pick(["rolloutId", "rollout_id", "rollouts", "status", "spans", "page", "x", "@type", "__proto__", "constructor"])] =
+      randomJson(rng, depth + 1);
   return out;
 }
 

@@ -56,7 +56,8 @@ export function fuzzSeed(): number {
   const fromEnv = process.env.AGL_FUZZ_SEED;
   if (fromEnv !== undefined && fromEnv !== "") {
     const seed = Number(fromEnv);
-    if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new Error(`AGL_FUZZ_SEED must be a 32-bit unsigned integer, got ${fromEnv}`);
+    if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
+      throw new Error(`AGL_FUZZ_SEED must be a 32-bit unsigned integer, got ${fromEnv}`);
     return seed;
   }
   return randomInt(0, 0xffffffff);

@@ -52,16 +52,20 @@ export async function storeViolations(store: StoreApi): Promise<string[]> {
     });
     const last = attempts.at(-1);
     if (last?.attemptId !== rollout.latestAttempt?.attemptId || last?.status !== rollout.latestAttempt?.status) {
-      fail(`rollout ${id}: latest attempt ${rollout.latestAttempt?.attemptId} (${rollout.latestAttempt?.status}) is not its last one ${last?.attemptId} (${last?.status})`);
+      fail(
+        `rollout ${id}: latest attempt ${rollout.latestAttempt?.attemptId} (${rollout.latestAttempt?.status}) is not its last one ${last?.attemptId} (${last?.status})`,
+      );
     }
-    if (latest?.attemptId !== last?.attemptId) fail(`rollout ${id}: GetLatestAttempt says ${latest?.attemptId}, the list ends with ${last?.attemptId}`);
+    if (latest?.attemptId !== last?.attemptId)
+      fail(`rollout ${id}: GetLatestAttempt says ${latest?.attemptId}, the list ends with ${last?.attemptId}`);
 
     const sequenceIds = new Set<number>();
     const spanKeys = new Set<string>();
     for (const span of spans) {
       if (span.rolloutId !== id) fail(`span ${span.spanId} listed under ${id} belongs to ${span.rolloutId}`);
       if (!attemptIds.has(span.attemptId)) fail(`span ${span.spanId} of ${id} names an attempt it does not have: ${span.attemptId}`);
-      if (span.sequenceId === 0 || sequenceIds.has(span.sequenceId)) fail(`span sequence id ${span.sequenceId} of ${id} is zero or repeats`);
+      if (span.sequenceId === 0 || sequenceIds.has(span.sequenceId))
+        fail(`span sequence id ${span.sequenceId} of ${id} is zero or repeats`);
       sequenceIds.add(span.sequenceId);
       const key = `${span.attemptId}/${span.spanId}`;
       if (spanKeys.has(key)) fail(`span ${key} of ${id} is stored twice`);
@@ -69,7 +73,8 @@ export async function storeViolations(store: StoreApi): Promise<string[]> {
     }
     if (last) {
       const [next] = (await store.nextSpanSequenceIds({ requests: [{ rolloutId: id, attemptId: last.attemptId }] })).sequenceIds;
-      if (next === undefined || next <= Math.max(0, ...sequenceIds)) fail(`rollout ${id}: next sequence id ${next} is not above the stored ones`);
+      if (next === undefined || next <= Math.max(0, ...sequenceIds))
+        fail(`rollout ${id}: next sequence id ${next} is not above the stored ones`);
     }
   }
 
@@ -101,7 +106,9 @@ export async function storeViolations(store: StoreApi): Promise<string[]> {
  */
 export async function queueViolations(store: StoreApi): Promise<string[]> {
   const before = new Map((await store.queryRollouts({})).rollouts.map((r) => [r.rolloutId, r.status]));
-  const waiting = [...before].filter(([, status]) => status === RolloutStatus.QUEUING || status === RolloutStatus.REQUEUING).map(([id]) => id);
+  const waiting = [...before]
+    .filter(([, status]) => status === RolloutStatus.QUEUING || status === RolloutStatus.REQUEUING)
+    .map(([id]) => id);
   const claimed: string[] = [];
   for (;;) {
     const { rollouts } = await store.dequeueRollouts({ workerId: "fuzz-drain", limit: 1_000 });
@@ -109,7 +116,8 @@ export async function queueViolations(store: StoreApi): Promise<string[]> {
     claimed.push(...rollouts.map((r) => r.rolloutId));
   }
   const problems: string[] = [];
-  if (new Set(claimed).size !== claimed.length) problems.push(`the queue handed out a rollout twice: ${claimed.length} claims of ${new Set(claimed).size}`);
+  if (new Set(claimed).size !== claimed.length)
+    problems.push(`the queue handed out a rollout twice: ${claimed.length} claims of ${new Set(claimed).size}`);
   const missing = waiting.filter((id) => !claimed.includes(id));
   if (missing.length > 0) problems.push(`rollouts waiting but never dequeued: ${missing.slice(0, 5).join(", ")} (${missing.length})`);
   // The watchdog may requeue a running rollout meanwhile; a finished one must never come out of the queue.

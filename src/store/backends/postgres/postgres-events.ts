@@ -21,21 +21,13 @@ import { deliver } from "../../events.js";
 const MAX_PAYLOAD = 7_900;
 
 /** `o`, on the last payload of a transaction, names the transaction so that its server knows when it arrived. */
-type Payload = (
-  | { k: "q" }
-  | { k: "f"; ids: string[] }
-  | { k: "r"; id: string; v: number; s: number; d?: string }
-) & { o?: string };
+type Payload = ({ k: "q" } | { k: "f"; ids: string[] } | { k: "r"; id: string; v: number; s: number; d?: string }) & { o?: string };
 
 /**
  * The notification payloads for a transaction's events, deduplicated and each within the size limit; the last one
  * carries `token`.
  */
-export function encodeEvents(
-  events: StoreEvent[],
-  versionSeq: (update: ResourcesUpdate) => number,
-  token: string,
-): string[] {
+export function encodeEvents(events: StoreEvent[], versionSeq: (update: ResourcesUpdate) => number, token: string): string[] {
   const out = new Set<string>();
   for (const event of events) {
     if (event.kind === "queued") out.add(JSON.stringify({ k: "q" } satisfies Payload));

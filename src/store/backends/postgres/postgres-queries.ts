@@ -35,8 +35,7 @@ export async function queryPage<T>(
     const whereSql = condition ? ` WHERE ${condition}` : "";
     const limit = p.add(page.limit < 0 ? null : page.limit);
     const sql =
-      `SELECT data FROM ${schema}.${table}${whereSql} ORDER BY ${orderClause(table, page)} ` +
-      `LIMIT ${limit} OFFSET ${p.add(offset)}`;
+      `SELECT data FROM ${schema}.${table}${whereSql} ORDER BY ${orderClause(table, page)} ` + `LIMIT ${limit} OFFSET ${p.add(offset)}`;
     items = (await run(sql, p.values)).map((row) => decode(row["data"] as Uint8Array));
     if ((items.length > 0 || offset === 0) && (page.limit < 0 || items.length < page.limit)) {
       return { items, total: offset + items.length };

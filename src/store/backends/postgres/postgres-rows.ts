@@ -1,10 +1,5 @@
 import { toBinary } from "@bufbuild/protobuf";
-import {
-  type Attempt,
-  AttemptSchema,
-  type ResourcesUpdate,
-  ResourcesUpdateSchema,
-} from "../../../gen/agl/v1/types_pb.js";
+import { type Attempt, AttemptSchema, type ResourcesUpdate, ResourcesUpdateSchema } from "../../../gen/agl/v1/types_pb.js";
 import { time } from "../sql/stored-messages.js";
 
 /** Rows of the PostgreSQL backend: messages to column values, and prepared statement names. */

@@ -133,9 +133,7 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<vo
     const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${schema}.schema_version`);
     const current = rows[0]?.version ?? 0;
     if (current > SCHEMA_VERSION) {
-      throw new Error(
-        `postgres store: schema ${schema} has version ${current}, newer than this program's ${SCHEMA_VERSION}`,
-      );
+      throw new Error(`postgres store: schema ${schema} has version ${current}, newer than this program's ${SCHEMA_VERSION}`);
     }
     for (let version = current + 1; version <= SCHEMA_VERSION; version++) {
       await client.query(`SET LOCAL search_path TO ${schema}`);
@@ -143,8 +141,7 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<vo
     }
     if (current < SCHEMA_VERSION) {
       await client.query(
-        `INSERT INTO ${schema}.schema_version (id, version) VALUES (1, $1) ` +
-          "ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+        `INSERT INTO ${schema}.schema_version (id, version) VALUES (1, $1) ` + "ON CONFLICT (id) DO UPDATE SET version = excluded.version",
         [SCHEMA_VERSION],
       );
     }

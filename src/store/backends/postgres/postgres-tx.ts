@@ -29,10 +29,8 @@ import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker
 
 /** One transaction of the PostgreSQL backend, on one pooled connection. */
 
-
 /** Resources versions kept in `resource_versions` for other servers' watchers (the newest; older ones are pruned). */
 const KEPT_VERSIONS = 1_000;
-
 
 /**
  * How a run of a transaction protects what it reads and writes back (see postgres-backend.ts): "snapshot" reads
@@ -217,10 +215,9 @@ export class PostgresTx implements StorageTx {
     const [lock] = await this.run("SELECT pg_try_advisory_xact_lock(hashtext($1)::bigint) AS locked", [this.watchdogLockKey]);
     if (lock?.["locked"] !== true) return [];
     const lockRows = this.forUpdate ? " FOR UPDATE SKIP LOCKED" : "";
-    const rows = await this.run(
-      `SELECT data FROM ${this.t("rollouts")} WHERE status = ANY($1::integer[]) ORDER BY seq${lockRows}`,
-      [[RolloutStatus.PREPARING, RolloutStatus.RUNNING]],
-    );
+    const rows = await this.run(`SELECT data FROM ${this.t("rollouts")} WHERE status = ANY($1::integer[]) ORDER BY seq${lockRows}`, [
+      [RolloutStatus.PREPARING, RolloutStatus.RUNNING],
+    ]);
     return rows.map((row) => decodeRollout(row["data"] as Uint8Array));
   }
 
@@ -247,10 +244,7 @@ export class PostgresTx implements StorageTx {
   async getAttempt(rolloutId: string, attemptId: string): Promise<Attempt | undefined> {
     const known = this.latestKnown.get(rolloutId);
     if (known?.attemptId === attemptId) return decodeAttempt(known.data);
-    const data = await this.one(
-      `SELECT data FROM ${this.t("attempts")} WHERE rollout_id = $1 AND attempt_id = $2`,
-      [rolloutId, attemptId],
-    );
+    const data = await this.one(`SELECT data FROM ${this.t("attempts")} WHERE rollout_id = $1 AND attempt_id = $2`, [rolloutId, attemptId]);
     return data && decodeAttempt(data);
   }
 
@@ -314,9 +308,7 @@ export class PostgresTx implements StorageTx {
         `DELETE FROM ${this.t("queue")} AS q USING head WHERE q.seq = head.seq RETURNING q.seq, q.rollout_id`,
       [limit],
     );
-    return rows
-      .sort((a, b) => (a["seq"] as number) - (b["seq"] as number))
-      .map((row) => row["rollout_id"] as string);
+    return rows.sort((a, b) => (a["seq"] as number) - (b["seq"] as number)).map((row) => row["rollout_id"] as string);
   }
 
   async insertSpans(spans: Span[]): Promise<Array<{ sequenceId: number; duplicate: boolean }>> {
@@ -340,7 +332,9 @@ export class PostgresTx implements StorageTx {
       ],
     );
     // Each key inserted here was inserted by its first copy in the batch; every other copy is a duplicate.
-    const inserted = new Set(rows.map((row) => spanKey(row["rollout_id"] as string, row["attempt_id"] as string, row["span_id"] as string)));
+    const inserted = new Set(
+      rows.map((row) => spanKey(row["rollout_id"] as string, row["attempt_id"] as string, row["span_id"] as string)),
+    );
     const keys = spans.map((s) => spanKey(s.rolloutId, s.attemptId, s.spanId));
     const isNew = keys.map((key) => inserted.delete(key));
     const duplicates = spans.filter((_, i) => !isNew[i]);
@@ -349,7 +343,9 @@ export class PostgresTx implements StorageTx {
         ? await this.existingSpans(duplicates.map((s) => [s.rolloutId, s.attemptId, s.spanId]))
         : new Map<string, number>();
     return spans.map((span, i) =>
-      isNew[i] ? { sequenceId: span.sequenceId, duplicate: false } : { sequenceId: stored.get(keys[i]!) ?? span.sequenceId, duplicate: true },
+      isNew[i]
+        ? { sequenceId: span.sequenceId, duplicate: false }
+        : { sequenceId: stored.get(keys[i]!) ?? span.sequenceId, duplicate: true },
     );
   }
 
@@ -363,10 +359,7 @@ export class PostgresTx implements StorageTx {
       [keys.map((k) => k[0]), keys.map((k) => k[1]), keys.map((k) => k[2])],
     );
     for (const row of rows) {
-      result.set(
-        spanKey(row["rollout_id"] as string, row["attempt_id"] as string, row["span_id"] as string),
-        row["sequence_id"] as number,
-      );
+      result.set(spanKey(row["rollout_id"] as string, row["attempt_id"] as string, row["span_id"] as string), row["sequence_id"] as number);
     }
     return result;
   }
@@ -396,8 +389,7 @@ export class PostgresTx implements StorageTx {
   async insertResources(update: ResourcesUpdate): Promise<void> {
     const r = resourcesRow(update);
     await this.write(
-      `INSERT INTO ${this.t("resources")} (resources_id, create_time, update_time, version, data) ` +
-        "VALUES ($1, $2, $3, $4, $5)",
+      `INSERT INTO ${this.t("resources")} (resources_id, create_time, update_time, version, data) ` + "VALUES ($1, $2, $3, $4, $5)",
       r,
     );
     await this.published(update, r[4]);
@@ -433,17 +425,13 @@ export class PostgresTx implements StorageTx {
   }
 
   async getResources(resourcesId: string): Promise<ResourcesUpdate | undefined> {
-    const data = await this.one(
-      `SELECT data FROM ${this.t("resources")} WHERE resources_id = $1${this.forUpdate}`,
-      [resourcesId],
-    );
+    const data = await this.one(`SELECT data FROM ${this.t("resources")} WHERE resources_id = $1${this.forUpdate}`, [resourcesId]);
     return data && decodeResources(data);
   }
 
   async latestResources(): Promise<ResourcesUpdate | undefined> {
     const data = await this.one(
-      `SELECT r.data FROM ${this.t("latest_resources")} AS l JOIN ${this.t("resources")} AS r ` +
-        "ON r.resources_id = l.resources_id",
+      `SELECT r.data FROM ${this.t("latest_resources")} AS l JOIN ${this.t("resources")} AS r ` + "ON r.resources_id = l.resources_id",
       [],
     );
     return data && decodeResources(data);

@@ -56,11 +56,20 @@ function both(a: Condition, b: Condition): Condition {
   };
 }
 
-const equals = (column: string, value: unknown): Condition => (p) => `${column} = ${p.add(value)}`;
+const equals =
+  (column: string, value: unknown): Condition =>
+  (p) =>
+    `${column} = ${p.add(value)}`;
 
 export function sqlFilters(dialect: SqlDialect): SqlFilters {
-  const inList = (column: string, values: readonly number[] | readonly string[]): Condition => (p) => dialect.inList(column, values, p);
-  const contains = (column: string, value: string): Condition => (p) => dialect.contains(column, value, p);
+  const inList =
+    (column: string, values: readonly number[] | readonly string[]): Condition =>
+    (p) =>
+      dialect.inList(column, values, p);
+  const contains =
+    (column: string, value: string): Condition =>
+    (p) =>
+      dialect.contains(column, value, p);
   /** A StringMatch's members are separate conditions (like the request fields `x` and `x_contains` they come from). */
   const stringMatch = (column: string, match: StringMatch | undefined, out: Condition[]) => {
     if (match?.exact !== undefined) out.push(equals(column, match.exact));

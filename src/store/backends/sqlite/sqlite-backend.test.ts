@@ -31,10 +31,7 @@ const backends: Array<{ name: string; make: () => StorageBackend }> = [
 const all: PageSpec = { descending: false, limit: -1, offset: 0 };
 const page = (init: Partial<PageSpec>): PageSpec => ({ ...all, ...init });
 
-const rollout = (
-  rolloutId: string,
-  init: { status?: RolloutStatus; endTime?: number; groupId?: string; latestAttempt?: Attempt } = {},
-) =>
+const rollout = (rolloutId: string, init: { status?: RolloutStatus; endTime?: number; groupId?: string; latestAttempt?: Attempt } = {}) =>
   create(RolloutSchema, { rolloutId, startTime: 100, status: RolloutStatus.QUEUING, ...init });
 const attempt = (rolloutId: string, attemptId: string, sequenceId: number, init: object = {}) =>
   create(AttemptSchema, {
@@ -57,8 +54,7 @@ const span = (rolloutId: string, attemptId: string, spanId: string, sequenceId: 
   });
 const resources = (resourcesId: string, version = 1) =>
   create(ResourcesUpdateSchema, { resourcesId, createTime: 10, updateTime: 10 + version, version });
-const worker = (workerId: string, status: WorkerStatus, init: object = {}) =>
-  create(WorkerSchema, { workerId, status, ...init });
+const worker = (workerId: string, status: WorkerStatus, init: object = {}) => create(WorkerSchema, { workerId, status, ...init });
 
 const ids = <T extends { rolloutId: string }>(items: T[]) => items.map((item) => item.rolloutId);
 
@@ -118,8 +114,7 @@ describe.each(backends)("$name backend", ({ name, make }) => {
           ]),
         );
       });
-      const query = (filter: Parameters<StorageTx["queryRollouts"]>[0]) =>
-        tx(async (t) => ids((await t.queryRollouts(filter, all)).items));
+      const query = (filter: Parameters<StorageTx["queryRollouts"]>[0]) => tx(async (t) => ids((await t.queryRollouts(filter, all)).items));
 
       it("matches everything without conditions, under AND and OR alike", async () => {
         expect(await query({ any: false })).toHaveLength(4);
@@ -131,13 +126,8 @@ describe.each(backends)("$name backend", ({ name, make }) => {
         const filter = { statusIn: [RolloutStatus.RUNNING], groupId: "g1" };
         expect(await query({ ...filter, any: false })).toEqual(["ro-bbb2"]);
         expect(await query({ ...filter, any: true })).toEqual(["ro-aaa1", "ro-bbb2", "ro-a%_4"]);
-        expect(await query({ rolloutIdIn: ["ro-AAA3", "ro-nope", "ro-aaa1"], any: false })).toEqual([
-          "ro-aaa1",
-          "ro-AAA3",
-        ]);
-        expect(
-          await query({ statusIn: [RolloutStatus.QUEUING, RolloutStatus.SUCCEEDED], groupId: "g2", any: false }),
-        ).toEqual(["ro-AAA3"]);
+        expect(await query({ rolloutIdIn: ["ro-AAA3", "ro-nope", "ro-aaa1"], any: false })).toEqual(["ro-aaa1", "ro-AAA3"]);
+        expect(await query({ statusIn: [RolloutStatus.QUEUING, RolloutStatus.SUCCEEDED], groupId: "g2", any: false })).toEqual(["ro-AAA3"]);
       });
 
       it("contains is a case-sensitive substring with no wildcards", async () => {
@@ -165,24 +155,12 @@ describe.each(backends)("$name backend", ({ name, make }) => {
 
       it("keeps insertion order for ties in both directions", async () => {
         expect(ids((await query({ sortBy: "status" })).items)).toEqual(["ro-2", "ro-4", "ro-1", "ro-3", "ro-5"]);
-        expect(ids((await query({ sortBy: "status", descending: true })).items)).toEqual([
-          "ro-1",
-          "ro-3",
-          "ro-5",
-          "ro-2",
-          "ro-4",
-        ]);
+        expect(ids((await query({ sortBy: "status", descending: true })).items)).toEqual(["ro-1", "ro-3", "ro-5", "ro-2", "ro-4"]);
       });
 
       it("sorts unset times as +infinity", async () => {
         expect(ids((await query({ sortBy: "end_time" })).items)).toEqual(["ro-3", "ro-1", "ro-5", "ro-2", "ro-4"]);
-        expect(ids((await query({ sortBy: "end_time", descending: true })).items)).toEqual([
-          "ro-2",
-          "ro-4",
-          "ro-1",
-          "ro-5",
-          "ro-3",
-        ]);
+        expect(ids((await query({ sortBy: "end_time", descending: true })).items)).toEqual(["ro-2", "ro-4", "ro-1", "ro-5", "ro-3"]);
       });
 
       it("defaults to insertion order, reversed when descending", async () => {
@@ -209,9 +187,7 @@ describe.each(backends)("$name backend", ({ name, make }) => {
         expect(rest.total).toBe(5);
         const exact = await query({ limit: 5 });
         expect(exact.total).toBe(5);
-        const filtered = await tx((t) =>
-          t.queryRollouts({ statusIn: [RolloutStatus.RUNNING], any: false }, page({ limit: 1, offset: 1 })),
-        );
+        const filtered = await tx((t) => t.queryRollouts({ statusIn: [RolloutStatus.RUNNING], any: false }, page({ limit: 1, offset: 1 })));
         expect(ids(filtered.items)).toEqual(["ro-3"]);
         expect(filtered.total).toBe(3);
       });
@@ -346,9 +322,7 @@ describe.each(backends)("$name backend", ({ name, make }) => {
         expect(await query({ any: false, name: { contains: "Agent" } })).toEqual(["at-1/root"]);
         expect(await query({ any: false, name: { contains: "%" } })).toEqual(["at-2/tool"]);
         expect(await query({ any: false, parentId: { exact: "" } })).toEqual(["at-1/root", "at-2/root"]);
-        expect(await query({ any: false, parentId: { exact: "root" }, spanId: { contains: "oo" } })).toEqual([
-          "at-2/tool",
-        ]);
+        expect(await query({ any: false, parentId: { exact: "root" }, spanId: { contains: "oo" } })).toEqual(["at-2/tool"]);
         expect(await query({ any: true, parentId: { exact: "root" }, traceId: { contains: "ff" } })).toEqual([
           "at-1/llm",
           "at-2/root",
@@ -357,31 +331,19 @@ describe.each(backends)("$name backend", ({ name, make }) => {
       });
 
       it("sorts by a field with ties in insertion order and unset times last", async () => {
-        expect(await query({ any: false }, { sortBy: "start_time" })).toEqual([
-          "at-1/llm",
-          "at-2/tool",
-          "at-1/root",
-          "at-2/root",
-        ]);
+        expect(await query({ any: false }, { sortBy: "start_time" })).toEqual(["at-1/llm", "at-2/tool", "at-1/root", "at-2/root"]);
         expect(await query({ any: false }, { sortBy: "start_time", descending: true })).toEqual([
           "at-2/root",
           "at-1/root",
           "at-1/llm",
           "at-2/tool",
         ]);
-        expect(await query({ any: false }, { sortBy: "name" })).toEqual([
-          "at-1/root",
-          "at-2/root",
-          "at-1/llm",
-          "at-2/tool",
-        ]);
+        expect(await query({ any: false }, { sortBy: "name" })).toEqual(["at-1/root", "at-2/root", "at-1/llm", "at-2/tool"]);
         expect(await query({ any: false }, { descending: true, limit: 2 })).toEqual(["at-2/tool", "at-2/root"]);
       });
 
       it("counts the total before pagination", async () => {
-        const result = await tx((t) =>
-          t.querySpans({ rolloutId: "ro-a", any: false, afterSequenceId: 1 }, page({ limit: 1, offset: 1 })),
-        );
+        const result = await tx((t) => t.querySpans({ rolloutId: "ro-a", any: false, afterSequenceId: 1 }, page({ limit: 1, offset: 1 })));
         expect(result.items.map((s) => s.spanId)).toEqual(["root"]);
         expect(result.total).toBe(3);
       });
@@ -585,7 +547,13 @@ const modulePath = (relative: string) => JSON.stringify(fileURLToPath(new URL(re
 const scriptWithBackend = (script: string) =>
   spawn(
     process.execPath,
-    ["--import", "tsx", "--input-type=module", "-e", `const { createSqliteBackend } = await import(${modulePath("./sqlite-backend.ts")});\n${script}`],
+    [
+      "--import",
+      "tsx",
+      "--input-type=module",
+      "-e",
+      `const { createSqliteBackend } = await import(${modulePath("./sqlite-backend.ts")});\n${script}`,
+    ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
 

@@ -332,7 +332,11 @@ class SqliteBackend implements StorageBackend {
     });
   }
 
-  private async runCall<T>(fn: (tx: StorageTx) => Promise<T>, resolve: (value: T) => void, reject: (error: unknown) => void): Promise<void> {
+  private async runCall<T>(
+    fn: (tx: StorageTx) => Promise<T>,
+    resolve: (value: T) => void,
+    reject: (error: unknown) => void,
+  ): Promise<void> {
     const s = this.statements;
     const tx = new SqliteTx(s, this.cache);
     let result: T;

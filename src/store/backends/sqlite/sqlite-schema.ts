@@ -121,9 +121,7 @@ export function openSchema(db: Database.Database): void {
 
   const current = db.pragma("user_version", { simple: true }) as number;
   if (current > SCHEMA_VERSION) {
-    throw new Error(
-      `sqlite store: the database has schema version ${current}, newer than this program's ${SCHEMA_VERSION}`,
-    );
+    throw new Error(`sqlite store: the database has schema version ${current}, newer than this program's ${SCHEMA_VERSION}`);
   }
   const migrate = db.transaction(() => {
     for (let version = current + 1; version <= SCHEMA_VERSION; version++) {

@@ -1,12 +1,6 @@
 import { toBinary } from "@bufbuild/protobuf";
 import type Database from "better-sqlite3";
-import {
-  type Attempt,
-  AttemptSchema,
-  type ResourcesUpdate,
-  ResourcesUpdateSchema,
-  RolloutStatus,
-} from "../../../gen/agl/v1/types_pb.js";
+import { type Attempt, AttemptSchema, type ResourcesUpdate, ResourcesUpdateSchema, RolloutStatus } from "../../../gen/agl/v1/types_pb.js";
 import { time } from "../sql/stored-messages.js";
 
 /** Prepared statements of the SQLite backend, and the mapping between messages and rows. */
@@ -20,8 +14,7 @@ export function prepareStatements(db: Database.Database): Statements {
     "rollout_id, attempt_id, sequence_id, start_time, end_time, status, worker_id, last_heartbeat_time, data) " +
     "VALUES (@rolloutId, @attemptId, @sequenceId, @startTime, @endTime, @status, @workerId, @lastHeartbeatTime, @data)";
   const resourcesColumns =
-    "resources_id, create_time, update_time, version, data) " +
-    "VALUES (@resourcesId, @createTime, @updateTime, @version, @data)";
+    "resources_id, create_time, update_time, version, data) " + "VALUES (@resourcesId, @createTime, @updateTime, @version, @data)";
   return {
     begin: db.prepare("BEGIN IMMEDIATE"),
     commit: db.prepare("COMMIT"),
@@ -38,9 +31,7 @@ export function prepareStatements(db: Database.Database): Statements {
     ),
     getRollout: db.prepare("SELECT data FROM rollouts WHERE rollout_id = ?").pluck(),
     activeRollouts: db
-      .prepare(
-        `SELECT data FROM rollouts WHERE status IN (${RolloutStatus.PREPARING}, ${RolloutStatus.RUNNING}) ORDER BY seq`,
-      )
+      .prepare(`SELECT data FROM rollouts WHERE status IN (${RolloutStatus.PREPARING}, ${RolloutStatus.RUNNING}) ORDER BY seq`)
       .pluck(),
 
     insertAttempt: db.prepare(`INSERT INTO attempts (${attemptColumns}`),
@@ -51,9 +42,7 @@ export function prepareStatements(db: Database.Database): Statements {
         "last_heartbeat_time = excluded.last_heartbeat_time, data = excluded.data",
     ),
     getAttempt: db.prepare("SELECT data FROM attempts WHERE rollout_id = ? AND attempt_id = ?").pluck(),
-    latestAttempt: db
-      .prepare("SELECT data FROM attempts WHERE rollout_id = ? ORDER BY sequence_id DESC, seq DESC LIMIT 1")
-      .pluck(),
+    latestAttempt: db.prepare("SELECT data FROM attempts WHERE rollout_id = ? ORDER BY sequence_id DESC, seq DESC LIMIT 1").pluck(),
 
     enqueue: db.prepare("INSERT INTO queue (rollout_id) VALUES (?) ON CONFLICT (rollout_id) DO NOTHING"),
     queueHead: db.prepare("SELECT seq, rollout_id FROM queue ORDER BY seq LIMIT ?").raw(),
@@ -64,9 +53,7 @@ export function prepareStatements(db: Database.Database): Statements {
         "end_time, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) " +
         "ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING",
     ),
-    spanSequenceId: db
-      .prepare("SELECT sequence_id FROM spans WHERE rollout_id = ? AND attempt_id = ? AND span_id = ?")
-      .pluck(),
+    spanSequenceId: db.prepare("SELECT sequence_id FROM spans WHERE rollout_id = ? AND attempt_id = ? AND span_id = ?").pluck(),
     nextSequenceId: db
       .prepare(
         "INSERT INTO span_counters (rollout_id, value) VALUES (?, ?) " +
@@ -89,9 +76,7 @@ export function prepareStatements(db: Database.Database): Statements {
         "ON CONFLICT (id) DO UPDATE SET resources_id = excluded.resources_id",
     ),
     getResources: db.prepare("SELECT data FROM resources WHERE resources_id = ?").pluck(),
-    latestResources: db
-      .prepare("SELECT r.data FROM latest_resources l JOIN resources r ON r.resources_id = l.resources_id")
-      .pluck(),
+    latestResources: db.prepare("SELECT r.data FROM latest_resources l JOIN resources r ON r.resources_id = l.resources_id").pluck(),
 
     getWorker: db.prepare("SELECT data FROM workers WHERE worker_id = ?").pluck(),
     putWorker: db.prepare(
@@ -102,10 +87,12 @@ export function prepareStatements(db: Database.Database): Statements {
         "last_idle_time = excluded.last_idle_time, data = excluded.data",
     ),
 
-    counts: db.prepare(
-      "SELECT (SELECT count(*) FROM rollouts), (SELECT count(*) FROM attempts), (SELECT count(*) FROM spans), " +
-        "(SELECT count(*) FROM resources), (SELECT count(*) FROM workers), (SELECT count(*) FROM queue)",
-    ).raw(),
+    counts: db
+      .prepare(
+        "SELECT (SELECT count(*) FROM rollouts), (SELECT count(*) FROM attempts), (SELECT count(*) FROM spans), " +
+          "(SELECT count(*) FROM resources), (SELECT count(*) FROM workers), (SELECT count(*) FROM queue)",
+      )
+      .raw(),
     rolloutsByStatus: db.prepare("SELECT status, count(*) FROM rollouts GROUP BY status").raw(),
   };
 }
