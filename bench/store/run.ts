@@ -56,7 +56,7 @@ const payload = randomBytes(Math.max(0, Number(args["span-bytes"]) - 200) / 2).t
 const dir = mkdtempSync(join(tmpdir(), "agl-bench-"));
 let postgres: { url: string; schema: string; stop?: () => void } | undefined;
 if (args.backend === "postgres" && !args.url) {
-  const url = args.database ?? process.env["AGL_TEST_POSTGRES_URL"];
+  const url = args.database ?? process.env.AGL_TEST_POSTGRES_URL;
   if (url) postgres = { url, schema: `bench_${randomBytes(6).toString("hex")}` };
   else {
     // Under a lease: a test run that shares the server does not stop it under us, nor we under it.

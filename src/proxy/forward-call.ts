@@ -9,7 +9,7 @@ import { type CallKind, type CompletionRecord, readCompletion } from "./completi
 import { sendError } from "./http-io.js";
 import type { CallScope } from "./scope-check.js";
 import { streamThrough } from "./stream-through.js";
-import { isRetryableStatus, readBody, type Upstream, UpstreamError } from "./upstream.js";
+import { isRetryableStatus, readBody, type Upstream, type UpstreamError } from "./upstream.js";
 
 /** How calls are forwarded; shared by every call of a proxy. */
 export interface ForwardPolicy {
@@ -96,7 +96,7 @@ function upstreamBody(plan: CallPlan, policy: ForwardPolicy, backend: Backend): 
   const text = plan.requestText.trimEnd();
   if (text.endsWith("}") && Object.keys(plan.request).length > 0 && keys.every((k) => !(k in plan.request))) {
     const tail = keys.map((k) => `,${JSON.stringify(k)}:${JSON.stringify(extra[k])}`).join("");
-    return { body: Buffer.from(text.slice(0, -1) + tail + "}"), askedIds };
+    return { body: Buffer.from(`${text.slice(0, -1)}${tail}}`), askedIds };
   }
   return { body: Buffer.from(JSON.stringify({ ...plan.request, ...extra })), askedIds };
 }

@@ -3,7 +3,7 @@
  * agent module once, and runs attempts (many at a time) as piscina tasks, talking to the runner over each task's port.
  */
 import { threadId, workerData } from "node:worker_threads";
-import { type Agent } from "../agent/agent.js";
+import type { Agent } from "../agent/agent.js";
 import { AglError, errorInfo } from "../core/errors.js";
 import { loadAgent } from "../agent/load-agent.js";
 import { registerAgentLoaders } from "../agent/module-loaders.js";

@@ -79,7 +79,7 @@ const postgres: BackendDef = {
 };
 
 /** Every backend, or those named in AGL_CONFORMANCE_BACKENDS (comma-separated), as the smoke run on other Node lines asks. */
-export const backends: BackendDef[] = select([memory, sqlite, postgres], process.env["AGL_CONFORMANCE_BACKENDS"]);
+export const backends: BackendDef[] = select([memory, sqlite, postgres], process.env.AGL_CONFORMANCE_BACKENDS);
 
 function select(all: BackendDef[], names: string | undefined): BackendDef[] {
   if (!names) return all;

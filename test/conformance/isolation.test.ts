@@ -26,7 +26,7 @@ describe.each(backends)("request and response isolation [$name]", (def) => {
     const ack = (await store.addSpans({ spans: [span] })).acks[0]!;
     span.name = "mutated by caller";
     span.sequenceId = 77;
-    span.attributes["k"] = create(AttributeValueSchema, { value: { case: "stringValue", value: "x" } });
+    span.attributes.k = create(AttributeValueSchema, { value: { case: "stringValue", value: "x" } });
     const [stored] = (await store.querySpans({ rolloutId })).spans;
     expect(stored!.name).toBe("original");
     expect(stored!.sequenceId).toBe(ack.sequenceId);
@@ -54,7 +54,7 @@ describe.each(backends)("request and response isolation [$name]", (def) => {
     const { store } = await openStore(def);
     const { rolloutId, rollout } = await startRollout(store, { metadata: { k: "v" } }, "w");
     rollout.status = RolloutStatus.SUCCEEDED;
-    rollout.metadata!["k"] = "changed";
+    rollout.metadata!.k = "changed";
     rollout.latestAttempt!.workerId = "changed";
     const got = await store.getRollout({ rolloutId });
     expect(got.status).toBe(RolloutStatus.PREPARING);
@@ -79,7 +79,7 @@ describe.each(backends)("request and response isolation [$name]", (def) => {
     const value = json({ v: 1 });
     const added = await store.addResources({ resources: { r: { kind: { case: "json", value } } } });
     value.kind = { case: "numberValue", value: 2 };
-    const r = (await store.getResources({ resourcesId: added.resourcesId })).resources["r"]?.kind;
+    const r = (await store.getResources({ resourcesId: added.resourcesId })).resources.r?.kind;
     expect(r?.case === "json" ? unjson(r.value) : undefined).toEqual({ v: 1 });
   });
 });

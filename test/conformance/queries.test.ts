@@ -385,15 +385,15 @@ describe.each(backends)("queries [$name]", (def) => {
       expect(s.queueLength).toBe(3);
       expect(s.uptimeSeconds).toBeGreaterThanOrEqual(5);
       expect(s.uptimeSeconds).toBeGreaterThan(empty.uptimeSeconds);
-      expect(s.rolloutsByStatus["ROLLOUT_STATUS_RUNNING"]).toBe(1);
-      expect(s.rolloutsByStatus["ROLLOUT_STATUS_QUEUING"]).toBe(3);
-      expect(s.rolloutsByStatus["ROLLOUT_STATUS_SUCCEEDED"] ?? 0).toBe(0);
+      expect(s.rolloutsByStatus.ROLLOUT_STATUS_RUNNING).toBe(1);
+      expect(s.rolloutsByStatus.ROLLOUT_STATUS_QUEUING).toBe(3);
+      expect(s.rolloutsByStatus.ROLLOUT_STATUS_SUCCEEDED ?? 0).toBe(0);
       await store.dequeueRollouts({ limit: 2 });
       const after = await store.getStatistics({});
       expect(after.queueLength).toBe(1);
       expect(after.totalAttempts).toBe(3);
-      expect(after.rolloutsByStatus["ROLLOUT_STATUS_PREPARING"]).toBe(2);
-      expect(after.rolloutsByStatus["ROLLOUT_STATUS_QUEUING"]).toBe(1);
+      expect(after.rolloutsByStatus.ROLLOUT_STATUS_PREPARING).toBe(2);
+      expect(after.rolloutsByStatus.ROLLOUT_STATUS_QUEUING).toBe(1);
     });
 
     it("resource versions count once per snapshot id", async () => {

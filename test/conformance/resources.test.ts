@@ -48,11 +48,11 @@ describe.each(backends)("resources [$name]", (def) => {
     expect(added.version).toBe(1);
     expect(added.createTime).toBe(clock.t);
     expect(added.updateTime).toBe(clock.t);
-    const main = added.resources["main"]?.kind;
+    const main = added.resources.main?.kind;
     expect(main?.case).toBe("llm");
     expect(main?.case === "llm" && main.value.model).toBe("m1");
     expect(main?.case === "llm" && main.value.samplingParameters).toEqual({ temperature: 0.5 });
-    const sys = added.resources["sys"]?.kind;
+    const sys = added.resources.sys?.kind;
     expect(sys?.case === "promptTemplate" && sys.value.template).toBe("Hi {name}");
     expect(sys?.case === "promptTemplate" && sys.value.engine).toBe(TemplateEngine.F_STRING);
     expect((await store.getLatestResources({})).resources).toEqual(added);
@@ -69,8 +69,8 @@ describe.each(backends)("resources [$name]", (def) => {
     };
     const added = await store.addResources({ resources });
     const got = await store.getResources({ resourcesId: added.resourcesId });
-    expect(got.resources["b"]?.kind.case).toBe("proxyLlm");
-    const d = got.resources["d"]?.kind;
+    expect(got.resources.b?.kind.case).toBe("proxyLlm");
+    const d = got.resources.d?.kind;
     expect(d?.case === "json" ? unjson(d.value) : undefined).toEqual({ nested: [1, { two: 2 }], s: "t", n: null });
     expect(got).toEqual(added);
   });
@@ -80,7 +80,7 @@ describe.each(backends)("resources [$name]", (def) => {
     const a = await store.addResources({ resources: { r: jsonRes(1) } });
     const b = await store.addResources({ resources: { r: jsonRes(2) } });
     expect(a.resourcesId).not.toBe(b.resourcesId);
-    expect((await store.getResources({ resourcesId: a.resourcesId })).resources["r"]).toEqual(jsonRes(1));
+    expect((await store.getResources({ resourcesId: a.resourcesId })).resources.r).toEqual(jsonRes(1));
     expect((await store.getLatestResources({})).resources?.resourcesId).toBe(b.resourcesId);
   });
 
@@ -95,7 +95,7 @@ describe.each(backends)("resources [$name]", (def) => {
       expect(u.version).toBe(v);
       expect(u.createTime).toBe(a.createTime);
       expect(u.updateTime).toBe(clock.t);
-      expect(u.resources["r"]).toEqual(jsonRes(v));
+      expect(u.resources.r).toEqual(jsonRes(v));
       expect((await store.getLatestResources({})).resources).toEqual(u);
     }
     expect((await store.getResources({ resourcesId: b.resourcesId })).version).toBe(1);
@@ -110,7 +110,7 @@ describe.each(backends)("resources [$name]", (def) => {
     expect(u.updateTime).toBe(clock.t);
     await store.updateResources({ resourcesId: "v2", resources: { r: llm("b") }, createIfMissing: true });
     expect((await store.getLatestResources({})).resources?.resourcesId).toBe("v2");
-    const v1 = (await store.getResources({ resourcesId: "v1" })).resources["r"]?.kind;
+    const v1 = (await store.getResources({ resourcesId: "v1" })).resources.r?.kind;
     expect(v1?.case === "llm" && v1.value.model).toBe("a");
     // create_if_missing on an existing id is an ordinary update.
     const again = await store.updateResources({ resourcesId: "v1", resources: { r: llm("c") }, createIfMissing: true });
@@ -236,7 +236,7 @@ describe.each(backends)("resources [$name]", (def) => {
           [other.resourcesId, 2],
         ]);
         expect(seen[0]).toEqual(base);
-        expect(seen[3]!.resources["r"]).toEqual(jsonRes(2));
+        expect(seen[3]!.resources.r).toEqual(jsonRes(2));
       }
     } finally {
       ac.abort();

@@ -343,7 +343,7 @@ describe("the packed package", () => {
       const declarations = await readFile(join(installed, published.exports[subpath(entry)]!.types), "utf8");
       expect(exportedNames(declarations), entry).toEqual([...values, ...types].sort());
     }
-    const root = api["agl"]!;
+    const root = api.agl!;
     expect(root.values.length + root.types.length).toBeLessThanOrEqual(ROOT_LIMIT);
   });
 
@@ -360,8 +360,8 @@ describe("the packed package", () => {
   it("runs the consumer: every backend, a served store with the proxy, runners on worker threads, triplets back", async () => {
     // A clean environment: what the consumer sees comes back as JSON on stdout.
     const env = {
-      PATH: process.env["PATH"],
-      HOME: process.env["HOME"],
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
       AGL_LOG_LEVEL: "error",
       AGL_PACK_ENGINE_URL: engine.url,
       AGL_PACK_ENGINE_MODEL: engine.model,

@@ -323,12 +323,12 @@ describe("NOTIFY payloads", () => {
     const parsed = payloads.map((p) => JSON.parse(p) as Record<string, unknown>);
     expect(parsed[0]).toEqual({ k: "q" });
     expect(parsed[1]).toMatchObject({ k: "r", id: "rs-s", v: 2, s: 7 });
-    expect(typeof parsed[1]!["d"]).toBe("string");
+    expect(typeof parsed[1]!.d).toBe("string");
     expect(parsed[2]).toEqual({ k: "r", id: "rs-l", v: 3, s: 7 });
     const finished = parsed.slice(3);
     expect(finished.length).toBeGreaterThan(1);
-    expect(finished.flatMap((p) => p["ids"] as string[])).toEqual(ids);
-    expect(parsed.at(-1)!["o"]).toBe("tok.1");
-    expect(parsed.slice(0, -1).every((p) => p["o"] === undefined)).toBe(true);
+    expect(finished.flatMap((p) => p.ids as string[])).toEqual(ids);
+    expect(parsed.at(-1)!.o).toBe("tok.1");
+    expect(parsed.slice(0, -1).every((p) => p.o === undefined)).toBe(true);
   });
 });

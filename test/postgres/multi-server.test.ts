@@ -148,7 +148,7 @@ describe("several servers on one PostgreSQL database", () => {
       published.push(await a!.store.updateResources({ resourcesId: "policy", resources: { r: jsonResource(1) }, createIfMissing: true }));
       published.push(await a!.store.updateResources({ resourcesId: "policy", resources: { r: jsonResource(big) } }));
       published.push(await a!.store.updateResources({ resourcesId: "policy", resources: { r: jsonResource(3) } }));
-      published.push(await a!.store.addResources({ resources: { r: jsonResource(big + "y") } }));
+      published.push(await a!.store.addResources({ resources: { r: jsonResource(`${big}y`) } }));
       published.push(await a!.store.updateResources({ resourcesId: "policy", resources: { r: jsonResource(5) } }));
       published.push(await b!.store.updateResources({ resourcesId: "policy", resources: { r: jsonResource(6) } }));
       const seen = await withTimeout(watcher, 10_000);

@@ -180,12 +180,7 @@ describe("LLM proxy calls", () => {
     });
     const events = parseSse(await streamed.text());
     expect(events.at(-1)).toBe("[DONE]");
-    expect(
-      events
-        .slice(0, -1)
-        .map((e) => JSON.parse(e).choices[0]?.token_ids ?? [])
-        .flat(),
-    ).toEqual(h.engine.answers[1]?.responseIds);
+    expect(events.slice(0, -1).flatMap((e) => JSON.parse(e).choices[0]?.token_ids ?? [])).toEqual(h.engine.answers[1]?.responseIds);
     expect(h.proxy.status().unattributedCalls).toBe(2);
     expect((await h.store.getStatistics({})).totalSpans).toBe(0);
     const models = await (await fetch(`${h.url}/v1/models`)).json();

@@ -27,7 +27,7 @@ export default function setup(project: TestProject): () => Promise<void> {
   const run = randomBytes(3).toString("hex");
   project.provide("postgresRun", run);
   const env = { ...process.env, AGL_POSTGRES_LEASE: String(process.pid) };
-  let url = process.env["AGL_TEST_POSTGRES_URL"] ?? "";
+  let url = process.env.AGL_TEST_POSTGRES_URL ?? "";
   let started = false;
   let error = "";
   if (!url) {

@@ -35,7 +35,7 @@ export function span(spec: SpanSpec): Span {
     rolloutId: spec.rolloutId ?? "ro-000000000001",
     attemptId: spec.attemptId ?? "at-00000001",
     sequenceId: spec.seq,
-    traceId: "0".repeat(31) + "1",
+    traceId: `${"0".repeat(31)}1`,
     spanId: spec.id,
     parentId: spec.parent ?? "",
     name: spec.name ?? "span",

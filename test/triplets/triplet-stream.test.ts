@@ -1,7 +1,7 @@
 /** TripletService over a real server: order, resume by cursor, follow, filters, backpressure, unary RPCs. */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { RewardMatch, type StreamTripletsResponse, TripletMode } from "../../src/gen/agl/v1/triplets_pb.js";
+import { type RewardMatch, type StreamTripletsResponse, TripletMode } from "../../src/gen/agl/v1/triplets_pb.js";
 import { AttemptStatus, RolloutMode, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
 import type { StoreApi } from "../../src/store/store-api.js";

@@ -9,7 +9,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcJsTransport } from "../../../src/client/grpc-js-transport.js";
 import { createStoreClient, type StoreClient } from "../../../src/client/store-client.js";
 import { AttemptStatus, ResourceSchema, RolloutStatus } from "../../../src/gen/agl/v1/types_pb.js";
-import { Health, HealthCheckResponse_ServingStatus } from "../../../src/gen/grpc/health/v1/health_pb.js";
+import { Health, type HealthCheckResponse_ServingStatus } from "../../../src/gen/grpc/health/v1/health_pb.js";
 import { type ServerProcess, startServerProcess } from "../server-process.js";
 import { jsonValue } from "../store-harness.js";
 import type { FuzzReport } from "./fuzz-methods.js";

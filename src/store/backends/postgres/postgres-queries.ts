@@ -36,7 +36,7 @@ export async function queryPage<T>(
     const limit = p.add(page.limit < 0 ? null : page.limit);
     const sql =
       `SELECT data FROM ${schema}.${table}${whereSql} ORDER BY ${orderClause(table, page)} ` + `LIMIT ${limit} OFFSET ${p.add(offset)}`;
-    items = (await run(sql, p.values)).map((row) => decode(row["data"] as Uint8Array));
+    items = (await run(sql, p.values)).map((row) => decode(row.data as Uint8Array));
     if ((items.length > 0 || offset === 0) && (page.limit < 0 || items.length < page.limit)) {
       return { items, total: offset + items.length };
     }
@@ -45,5 +45,5 @@ export async function queryPage<T>(
   const condition = where(p);
   const whereSql = condition ? ` WHERE ${condition}` : "";
   const [row] = await run(`SELECT count(*)::integer AS n FROM ${schema}.${table}${whereSql}`, p.values);
-  return { items, total: row?.["n"] as number };
+  return { items, total: row?.n as number };
 }

@@ -141,7 +141,7 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<vo
     }
     if (current < SCHEMA_VERSION) {
       await client.query(
-        `INSERT INTO ${schema}.schema_version (id, version) VALUES (1, $1) ` + "ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+        `INSERT INTO ${schema}.schema_version (id, version) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET version = excluded.version`,
         [SCHEMA_VERSION],
       );
     }

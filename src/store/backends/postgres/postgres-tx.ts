@@ -127,7 +127,7 @@ export class PostgresTx implements StorageTx {
 
   private async one(text: string, values: unknown[]): Promise<Uint8Array | undefined> {
     const [row] = await this.run(text, values);
-    return row?.["data"] as Uint8Array | undefined;
+    return row?.data as Uint8Array | undefined;
   }
 
   private t(table: string): string {
@@ -168,16 +168,16 @@ export class PostgresTx implements StorageTx {
       this.run(`SELECT data FROM ${this.t("rollouts")} WHERE rollout_id = $1${this.forUpdate}`, [rolloutId]),
       this.run(this.latestAttemptSql(), [rolloutId]),
     ]);
-    const data = rollouts[0]?.["data"] as Uint8Array | undefined;
+    const data = rollouts[0]?.data as Uint8Array | undefined;
     if (!data) return undefined;
     const attempt = attempts[0];
     this.latestKnown.set(
       rolloutId,
       attempt
         ? {
-            attemptId: attempt["attempt_id"] as string,
-            sequenceId: attempt["sequence_id"] as number,
-            data: attempt["data"] as Uint8Array,
+            attemptId: attempt.attempt_id as string,
+            sequenceId: attempt.sequence_id as number,
+            data: attempt.data as Uint8Array,
           }
         : null,
     );
@@ -213,12 +213,12 @@ export class PostgresTx implements StorageTx {
    */
   async activeRollouts(): Promise<Rollout[]> {
     const [lock] = await this.run("SELECT pg_try_advisory_xact_lock(hashtext($1)::bigint) AS locked", [this.watchdogLockKey]);
-    if (lock?.["locked"] !== true) return [];
+    if (lock?.locked !== true) return [];
     const lockRows = this.forUpdate ? " FOR UPDATE SKIP LOCKED" : "";
     const rows = await this.run(`SELECT data FROM ${this.t("rollouts")} WHERE status = ANY($1::integer[]) ORDER BY seq${lockRows}`, [
       [RolloutStatus.PREPARING, RolloutStatus.RUNNING],
     ]);
-    return rows.map((row) => decodeRollout(row["data"] as Uint8Array));
+    return rows.map((row) => decodeRollout(row.data as Uint8Array));
   }
 
   async insertAttempt(attempt: Attempt): Promise<void> {
@@ -268,7 +268,7 @@ export class PostgresTx implements StorageTx {
       [ids],
     );
     for (const row of rows) {
-      const attempt = decodeAttempt(row["data"] as Uint8Array);
+      const attempt = decodeAttempt(row.data as Uint8Array);
       result.set(attempt.rolloutId, attempt);
     }
     return result;
@@ -308,7 +308,7 @@ export class PostgresTx implements StorageTx {
         `DELETE FROM ${this.t("queue")} AS q USING head WHERE q.seq = head.seq RETURNING q.seq, q.rollout_id`,
       [limit],
     );
-    return rows.sort((a, b) => (a["seq"] as number) - (b["seq"] as number)).map((row) => row["rollout_id"] as string);
+    return rows.sort((a, b) => (a.seq as number) - (b.seq as number)).map((row) => row.rollout_id as string);
   }
 
   async insertSpans(spans: Span[]): Promise<Array<{ sequenceId: number; duplicate: boolean }>> {
@@ -332,9 +332,7 @@ export class PostgresTx implements StorageTx {
       ],
     );
     // Each key inserted here was inserted by its first copy in the batch; every other copy is a duplicate.
-    const inserted = new Set(
-      rows.map((row) => spanKey(row["rollout_id"] as string, row["attempt_id"] as string, row["span_id"] as string)),
-    );
+    const inserted = new Set(rows.map((row) => spanKey(row.rollout_id as string, row.attempt_id as string, row.span_id as string)));
     const keys = spans.map((s) => spanKey(s.rolloutId, s.attemptId, s.spanId));
     const isNew = keys.map((key) => inserted.delete(key));
     const duplicates = spans.filter((_, i) => !isNew[i]);
@@ -359,7 +357,7 @@ export class PostgresTx implements StorageTx {
       [keys.map((k) => k[0]), keys.map((k) => k[1]), keys.map((k) => k[2])],
     );
     for (const row of rows) {
-      result.set(spanKey(row["rollout_id"] as string, row["attempt_id"] as string, row["span_id"] as string), row["sequence_id"] as number);
+      result.set(spanKey(row.rollout_id as string, row.attempt_id as string, row.span_id as string), row.sequence_id as number);
     }
     return result;
   }
@@ -375,7 +373,7 @@ export class PostgresTx implements StorageTx {
         "ON CONFLICT (rollout_id) DO UPDATE SET value = c.value + excluded.value RETURNING value",
       [rolloutId, count],
     );
-    return row?.["value"] as number;
+    return row?.value as number;
   }
 
   async raiseSequenceId(rolloutId: string, value: number): Promise<void> {
@@ -389,7 +387,7 @@ export class PostgresTx implements StorageTx {
   async insertResources(update: ResourcesUpdate): Promise<void> {
     const r = resourcesRow(update);
     await this.write(
-      `INSERT INTO ${this.t("resources")} (resources_id, create_time, update_time, version, data) ` + "VALUES ($1, $2, $3, $4, $5)",
+      `INSERT INTO ${this.t("resources")} (resources_id, create_time, update_time, version, data) VALUES ($1, $2, $3, $4, $5)`,
       r,
     );
     await this.published(update, r[4]);
@@ -413,7 +411,7 @@ export class PostgresTx implements StorageTx {
         "ON CONFLICT (resources_id, version) DO UPDATE SET data = excluded.data RETURNING seq",
       [update.resourcesId, update.version, data],
     );
-    const seq = row?.["seq"] as number;
+    const seq = row?.seq as number;
     this.versionSeqs.set(versionKey(update.resourcesId, update.version), seq);
     // Listeners load a version moments after it is announced (or after a reconnect): keep only the recent ones.
     await this.write(`DELETE FROM ${this.t("resource_versions")} WHERE seq <= $1`, [seq - KEPT_VERSIONS]);
@@ -431,7 +429,7 @@ export class PostgresTx implements StorageTx {
 
   async latestResources(): Promise<ResourcesUpdate | undefined> {
     const data = await this.one(
-      `SELECT r.data FROM ${this.t("latest_resources")} AS l JOIN ${this.t("resources")} AS r ` + "ON r.resources_id = l.resources_id",
+      `SELECT r.data FROM ${this.t("latest_resources")} AS l JOIN ${this.t("resources")} AS r ON r.resources_id = l.resources_id`,
       [],
     );
     return data && decodeResources(data);
@@ -477,15 +475,15 @@ export class PostgresTx implements StorageTx {
     );
     const rolloutsByStatus = new Map<RolloutStatus, number>();
     for (const r of await this.run(`SELECT status, count(*)::bigint AS n FROM ${this.t("rollouts")} GROUP BY status`)) {
-      rolloutsByStatus.set(r["status"] as RolloutStatus, r["n"] as number);
+      rolloutsByStatus.set(r.status as RolloutStatus, r.n as number);
     }
     return {
-      rollouts: row?.["rollouts"] as number,
-      attempts: row?.["attempts"] as number,
-      spans: row?.["spans"] as number,
-      resources: row?.["resources"] as number,
-      workers: row?.["workers"] as number,
-      queueLength: row?.["queue"] as number,
+      rollouts: row?.rollouts as number,
+      attempts: row?.attempts as number,
+      spans: row?.spans as number,
+      resources: row?.resources as number,
+      workers: row?.workers as number,
+      queueLength: row?.queue as number,
       rolloutsByStatus,
     };
   }

@@ -5,7 +5,7 @@ import {
   type Attempt,
   type ResourcesUpdate,
   type Rollout,
-  RolloutStatus,
+  type RolloutStatus,
   type Span,
   type Worker,
   WorkerSchema,
