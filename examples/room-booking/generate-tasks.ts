@@ -13,7 +13,7 @@ const random = () => {
 const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)] as T;
 
 const tasks: BookingTask[] = [];
-for (let i = 0; tasks.length < 60; i++) {
+while (tasks.length < 60) {
   const needs = ["projector", "video", "whiteboard"].filter(() => random() < 0.35);
   const task: BookingTask = {
     id: `b${String(tasks.length + 1).padStart(2, "0")}`,

@@ -71,22 +71,22 @@ const toBigInt = (value: number | bigint): bigint => {
 
 // Values are built as plain message objects: `create()` walks the schema for each one, which adds up at some twenty
 // attributes per recorded LLM call.
-const valueOf = (value: AttributeValue["value"]): AttributeValue => ({ $typeName: "agl.v1.AttributeValue", value });
+const attributeValue = (value: AttributeValue["value"]): AttributeValue => ({ $typeName: "agl.v1.AttributeValue", value });
 
 /** Attribute values for writing spans. */
 export const attr = {
-  string: (value: string): AttributeValue => valueOf({ case: "stringValue", value }),
-  bool: (value: boolean): AttributeValue => valueOf({ case: "boolValue", value }),
-  int: (value: number): AttributeValue => valueOf({ case: "intValue", value: BigInt(Math.trunc(value)) }),
-  double: (value: number): AttributeValue => valueOf({ case: "doubleValue", value }),
+  string: (value: string): AttributeValue => attributeValue({ case: "stringValue", value }),
+  bool: (value: boolean): AttributeValue => attributeValue({ case: "boolValue", value }),
+  int: (value: number): AttributeValue => attributeValue({ case: "intValue", value: BigInt(Math.trunc(value)) }),
+  double: (value: number): AttributeValue => attributeValue({ case: "doubleValue", value }),
   ints: (values: readonly (number | bigint)[]): AttributeValue => {
     const big = new Array<bigint>(values.length);
     for (let i = 0; i < values.length; i++) big[i] = toBigInt(values[i] as number | bigint);
-    return valueOf({ case: "intArray", value: { $typeName: "agl.v1.IntArray", values: big } });
+    return attributeValue({ case: "intArray", value: { $typeName: "agl.v1.IntArray", values: big } });
   },
   doubles: (values: readonly number[]): AttributeValue =>
-    valueOf({ case: "doubleArray", value: { $typeName: "agl.v1.DoubleArray", values: [...values] } }),
+    attributeValue({ case: "doubleArray", value: { $typeName: "agl.v1.DoubleArray", values: [...values] } }),
   strings: (values: readonly string[]): AttributeValue =>
-    valueOf({ case: "stringArray", value: { $typeName: "agl.v1.StringArray", values: [...values] } }),
+    attributeValue({ case: "stringArray", value: { $typeName: "agl.v1.StringArray", values: [...values] } }),
   json: (value: unknown): AttributeValue => attr.string(JSON.stringify(value)),
 };

@@ -26,6 +26,7 @@ export interface RolloutContext {
  * What a rollout may return: a reward (a number; a boolean counts as 1 or 0), nothing (it emitted rewards itself),
  * or spans to record (emitter results built with `{ propagate: false }`, OpenTelemetry spans, or store spans).
  */
+// biome-ignore lint/suspicious/noConfusingVoidType: a rollout method without a return statement is inferred as returning void
 export type RolloutResult = number | boolean | void | null | undefined | readonly (SpanCoreFields | Span | object)[];
 
 /** The signature of a rollout. */

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createLlmProxy } from "../proxy/llm-proxy.js";
 import { createOtlpTracesHandler } from "../otlp/otlp-route.js";
-import { startStoreServer } from "../server/store-server.js";
+import { type StoreServer, startStoreServer } from "../server/store-server.js";
 import { createMemoryBackend } from "../store/backends/memory/memory-backend.js";
 import { createStore, type Store } from "../store/store.js";
 import type { ServeArgs } from "./serve-args.js";
@@ -26,7 +26,7 @@ export async function serve(args: ServeArgs): Promise<number> {
           : {}),
       })
     : undefined;
-  let server;
+  let server: StoreServer;
   try {
     server = await startStoreServer({
       store,

@@ -5,6 +5,7 @@ import { create, fromBinary, fromJson, toBinary, toJson } from "@bufbuild/protob
 import { writeSpans } from "../client/span-writer.js";
 import { bearerTokenProblem } from "../core/auth.js";
 import {
+  type ExportTraceServiceRequest,
   ExportTraceServiceRequestSchema,
   ExportTraceServiceResponseSchema,
 } from "../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
@@ -45,7 +46,10 @@ function rpcStatus(code: number, message: string): Buffer {
   const varint = (n: number) => {
     const out: number[] = [];
     for (let v = n; ; v >>>= 7) {
-      if (v < 0x80) return (out.push(v), out);
+      if (v < 0x80) {
+        out.push(v);
+        return out;
+      }
       out.push((v & 0x7f) | 0x80);
     }
   };
@@ -105,7 +109,7 @@ export function createOtlpTracesHandler(options: OtlpTracesHandlerOptions): Http
     const problem = options.token === undefined ? undefined : bearerTokenProblem(req.headers.authorization, options.token);
     if (problem) throw new HttpError(401, problem);
     const body = await readBody(req, limit);
-    let request;
+    let request: ExportTraceServiceRequest;
     try {
       request = json
         ? fromJson(ExportTraceServiceRequestSchema, hexIdsToBase64(JSON.parse(body.toString("utf8") || "{}")) as never, {

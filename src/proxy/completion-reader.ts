@@ -168,7 +168,8 @@ function choiceBody(kind: CallKind, s: ChoiceState): Json {
 
 function mergeToolCall(calls: Json[], delta: Json): void {
   const index = typeof delta?.index === "number" ? delta.index : calls.length;
-  const call = (calls[index] ??= { id: undefined, type: "function", function: { name: "", arguments: "" } });
+  const call = calls[index] ?? { id: undefined, type: "function", function: { name: "", arguments: "" } };
+  calls[index] = call;
   if (typeof delta.id === "string") call.id = delta.id;
   if (typeof delta.type === "string") call.type = delta.type;
   const fn = delta.function;

@@ -51,7 +51,10 @@ export function createResourceVersions(store: StoreApi, log: (message: string) =
       const known = versions.get(resourcesId);
       if (known !== undefined) return Promise.resolve(known);
       let pending = reading.get(resourcesId);
-      if (!pending) reading.set(resourcesId, (pending = read(resourcesId)));
+      if (!pending) {
+        pending = read(resourcesId);
+        reading.set(resourcesId, pending);
+      }
       return pending;
     },
     close: () => closed.abort(),

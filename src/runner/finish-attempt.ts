@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "../core/logger.js";
-import { AttemptStatus, RolloutStatus } from "../gen/agl/v1/types_pb.js";
+import { type Attempt, AttemptStatus, RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
 import type { AttemptEnd, AttemptOutcome } from "./attempt-task.js";
 import { withRetries } from "../core/retry.js";
@@ -59,7 +59,7 @@ export async function finishAttempt(store: StoreApi, input: FinishInput): Promis
       () => store.updateAttempt({ rolloutId, attemptId, ...(status === undefined ? {} : { status }), ...(changed ? { metadata } : {}) }),
       retry,
     );
-  let attempt;
+  let attempt: Attempt;
   try {
     attempt = await send();
   } catch (error) {

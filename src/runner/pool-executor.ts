@@ -110,7 +110,10 @@ export function createPoolExecutor(options: PoolExecutorOptions): AttemptExecuto
       let threadId: number | undefined;
       let settle!: (outcome: AttemptOutcome) => void;
       let fail!: (error: Error) => void;
-      const done = new Promise<AttemptOutcome>((resolve, reject) => ((settle = resolve), (fail = reject)));
+      const done = new Promise<AttemptOutcome>((resolve, reject) => {
+        settle = resolve;
+        fail = reject;
+      });
       running++;
       port1.on("message", (message: WorkerMessage) => {
         if (message.t === "started") threadId = message.threadId;

@@ -74,7 +74,9 @@ export function createFrontServer(options: FrontServerOptions): FrontServer {
           resolve((server.address() as net.AddressInfo).port);
         });
       }),
-    destroyConnections: () => sockets.forEach((socket) => socket.destroy()),
+    destroyConnections: () => {
+      for (const socket of sockets) socket.destroy();
+    },
   };
 }
 

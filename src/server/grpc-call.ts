@@ -73,7 +73,13 @@ function watchShutdown(signal: AbortSignal, onAbort: () => void): () => void {
     const set = new Set<() => void>();
     watchers = set;
     shutdownWatchers.set(signal, set);
-    signal.addEventListener("abort", () => set.forEach((watcher) => watcher()), { once: true });
+    signal.addEventListener(
+      "abort",
+      () => {
+        for (const watcher of set) watcher();
+      },
+      { once: true },
+    );
   }
   watchers.add(onAbort);
   const registered = watchers;

@@ -105,5 +105,5 @@ async function single(messages: AsyncIterable<Message>): Promise<Message> {
 function copyHeaders(from: Headers, to: Headers): void {
   if (from === to) return;
   for (const key of [...to.keys()]) to.delete(key);
-  from.forEach((value, key) => to.set(key, value));
+  for (const [key, value] of from) to.set(key, value);
 }

@@ -38,7 +38,7 @@ export function createReflectionServices(options: ReflectionServiceOptions): Ser
     files.set(file.proto.name, file);
     file.dependencies.forEach(addFile);
   };
-  services.forEach((service) => addFile(service.file));
+  for (const service of services) addFile(service.file);
   const registry = createRegistry(...files.values());
   const names = services.map((service) => service.typeName);
   const index = { registry, files, names };

@@ -18,7 +18,10 @@ export function createPendingWrites(): PendingWrites {
   return {
     add(rolloutId, write) {
       let writes = inFlight.get(rolloutId);
-      if (!writes) inFlight.set(rolloutId, (writes = new Set()));
+      if (!writes) {
+        writes = new Set();
+        inFlight.set(rolloutId, writes);
+      }
       const tracked = write.then(
         () => undefined,
         () => undefined,

@@ -47,7 +47,10 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
   const promise = (rolloutId: string, spanId: string, ttlMs: number) => {
     settle(rolloutId, spanId); // a repeated promise replaces the earlier one
     let spans = promised.get(rolloutId);
-    if (!spans) promised.set(rolloutId, (spans = new Map()));
+    if (!spans) {
+      spans = new Map();
+      promised.set(rolloutId, spans);
+    }
     const rolloutSpans = spans;
     let resolve!: () => void;
     const entry = {

@@ -1,7 +1,12 @@
 import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { describe, expect, it } from "vitest";
-import { AddSpansRequestSchema, UpdateAttemptRequestSchema } from "../gen/agl/v1/store_pb.js";
+import {
+  type AddSpansRequest,
+  AddSpansRequestSchema,
+  type UpdateAttemptRequest,
+  UpdateAttemptRequestSchema,
+} from "../gen/agl/v1/store_pb.js";
 import { AttemptStatus, SpanSchema } from "../gen/agl/v1/types_pb.js";
 import { emptyIdPool, createMessageGenerator } from "../../test/support/fuzz/random-message.js";
 import { mutateBytes } from "../../test/support/fuzz/mutate.js";
@@ -99,7 +104,7 @@ describe("span-wire: spans are stored in the bytes they arrived in", () => {
       const schema = rng.chance(0.5) ? AddSpansRequestSchema : UpdateAttemptRequestSchema;
       let bytes: Uint8Array = toBinary(schema, messages.message(schema) as never);
       if (rng.chance(0.7)) bytes = mutateBytes(rng, bytes);
-      let request;
+      let request: AddSpansRequest | UpdateAttemptRequest;
       try {
         request = fromBinary(schema, bytes);
       } catch {

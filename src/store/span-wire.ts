@@ -57,7 +57,7 @@ export function rememberReceivedSpans(schema: DescMessage, message: Message, byt
     if (f === field) slices.push(value);
   });
   if (!strict || slices.length !== spans.length) return;
-  spans.forEach((span, i) => keep(span, { bytes: slices[i]!, sequenceId: span.sequenceId }));
+  for (const [i, span] of spans.entries()) keep(span, { bytes: slices[i]!, sequenceId: span.sequenceId });
 }
 
 /** A shallow copy of a span (to change its sequence id) that keeps the bytes it was received in. */

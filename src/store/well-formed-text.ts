@@ -37,7 +37,10 @@ class Changes<T extends object> {
   /** Sets `key` to `value`, or moves it under its well-formed name (a later duplicate name wins, as in JSON). */
   setKey(key: string, value: unknown): void {
     const fixed = wellFormed(key);
-    if (fixed === key) return this.set(key, value);
+    if (fixed === key) {
+      this.set(key, value);
+      return;
+    }
     const out = this.copy();
     delete out[key];
     define(out, fixed, value);

@@ -63,7 +63,7 @@ export function flattenAttributes(value: Record<string, unknown>, prefix = ""): 
   const visit = (v: unknown, key: string) => {
     if (v === undefined || v === null) return;
     if (Array.isArray(v) && !v.every(isPrimitive)) {
-      v.forEach((item, i) => visit(item, `${key}.${i}`));
+      for (const [i, item] of v.entries()) visit(item, `${key}.${i}`);
     } else if (typeof v === "object" && !Array.isArray(v) && !(v instanceof Date) && isPlainObject(v)) {
       for (const [k, inner] of Object.entries(v)) visit(inner, key ? `${key}.${k}` : k);
     } else {

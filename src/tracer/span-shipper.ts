@@ -94,7 +94,10 @@ export function createSpanShipper(options: SpanShipperOptions): SpanShipper {
 
   const account = (key: string) => {
     let acc = accounts.get(key);
-    if (!acc) accounts.set(key, (acc = { inFlight: new Set(), dropped: 0 }));
+    if (!acc) {
+      acc = { inFlight: new Set(), dropped: 0 };
+      accounts.set(key, acc);
+    }
     return acc;
   };
   const drop = (spans: readonly Span[], reason: string) => {
@@ -146,10 +149,12 @@ export function createSpanShipper(options: SpanShipperOptions): SpanShipper {
   const pump = (force: boolean) => {
     while (stats.inFlight < maxInFlight && queue.length > 0) {
       if (queue.length < batchSize && !force) {
-        linger ??= setTimeout(() => {
-          linger = undefined;
-          pump(true);
-        }, lingerMs).unref();
+        if (linger === undefined) {
+          linger = setTimeout(() => {
+            linger = undefined;
+            pump(true);
+          }, lingerMs).unref();
+        }
         break;
       }
       send(queue.splice(0, batchSize));
@@ -175,8 +180,8 @@ export function createSpanShipper(options: SpanShipperOptions): SpanShipper {
       const key = keyOf({ rolloutId, attemptId });
       // The attempt's queued spans go now, whatever the linger, with its last ones (which bypass `maxQueued`: the
       // attempt is ending, so they are the last it adds).
-      const mine: Span[] = [];
-      queue = queue.filter((span) => (keyOf(span) === key ? (mine.push(span), false) : true));
+      const mine = queue.filter((span) => keyOf(span) === key);
+      queue = queue.filter((span) => keyOf(span) !== key);
       stats.queued = queue.length;
       mine.push(...last);
       for (let i = 0; i < mine.length; i += batchSize) send(mine.slice(i, i + batchSize));

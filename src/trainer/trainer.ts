@@ -11,7 +11,7 @@ import type { StoreApi } from "../store/store-api.js";
 import { createStore } from "../store/store.js";
 
 /** An agent for the trainer: a module path or URL (runs on worker threads) or an agent object (runs on this thread). */
-export type AgentSource = string | URL | Agent<any>;
+export type AgentSource = string | URL | Agent<unknown>;
 
 /** Options of {@link Trainer}. */
 export interface TrainerOptions<TReport = unknown> {

@@ -143,10 +143,14 @@ export function createStoreEvaluator(options: StoreEvaluatorOptions): RolloutEva
           const result = done.get(rollout.rolloutId);
           if (!result) late.push(rollout.rolloutId);
           // Handled at once: a failed read must not go unhandled while later chunks are still being waited for.
-          const reading = limit(
-            async () => void (outcomes[i] = await read(result, rollout.rolloutId, task.index, input, request.withMessages)),
+          const reading = limit(async () => {
+            outcomes[i] = await read(result, rollout.rolloutId, task.index, input, request.withMessages);
+          });
+          reads.push(
+            reading.catch((error: unknown) => {
+              failure ??= { error };
+            }),
           );
-          reads.push(reading.catch((error: unknown) => void (failure ??= { error })));
         });
       }
       if (late.length > 0) options.onLate?.(request.key, late.length, timeoutMs / 1000);

@@ -41,7 +41,10 @@ const openTools = new Map<string, HookSpan>();
 
 const callsOf = (scope: AttemptScope) => {
   let calls = openCalls.get(scope);
-  if (!calls) openCalls.set(scope, (calls = []));
+  if (!calls) {
+    calls = [];
+    openCalls.set(scope, calls);
+  }
   return calls;
 };
 const findCall = (modelId: string | undefined) => {

@@ -1,5 +1,5 @@
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
-import type { Span as AgentsSpan, Trace as AgentsTrace, TracingProcessor } from "@openai/agents";
+import type { Span as AgentsSpan, Trace as AgentsTrace, SpanData, TracingProcessor } from "@openai/agents";
 import {
   AGL_LLM_SOURCE,
   GEN_AI_AGENT_NAME,
@@ -23,7 +23,7 @@ const FAKE_ID = "__fake_id__";
 const when = (iso: string | null | undefined) => (iso ? new Date(iso) : new Date());
 
 /** Attributes and a span name for an Agents span when it starts (what is known then). */
-function describeStart(data: { type: string } & Record<string, any>): [string, AttributeMap] {
+function describeStart(data: SpanData): [string, AttributeMap] {
   const attributes: AttributeMap = { [OPENAI_AGENTS_SPAN_TYPE]: attr.str(data.type) };
   switch (data.type) {
     case "agent":
@@ -44,12 +44,12 @@ function describeStart(data: { type: string } & Record<string, any>): [string, A
       attributes[GEN_AI_PROVIDER_NAME] = attr.str("openai");
       return ["chat", attributes];
     default:
-      return [`openai.agents.${data.type}${data.name ? ` ${data.name}` : ""}`, attributes];
+      return [`openai.agents.${data.type}${"name" in data && data.name ? ` ${data.name}` : ""}`, attributes];
   }
 }
 
 /** Attributes known when an Agents span ends. */
-function describeEnd(data: { type: string } & Record<string, any>, hook: HookSpan): AttributeMap {
+function describeEnd(data: SpanData, hook: HookSpan): AttributeMap {
   const out: AttributeMap = {};
   if (data.type === "function") {
     if (data.input !== undefined) out["gen_ai.tool.call.arguments"] = attr.str(String(data.input));
@@ -101,14 +101,14 @@ export function createAgentsTraceProcessor(): TracingProcessor {
       open.get(t.traceId)?.span.end();
       open.delete(t.traceId);
     },
-    async onSpanStart(span: AgentsSpan<any>) {
+    async onSpanStart(span: AgentsSpan<SpanData>) {
       const parent = open.get(span.parentId ?? span.traceId) ?? open.get(span.traceId);
       const [name, attributes] = describeStart(span.spanData);
       const kind = span.spanData.type === "generation" || span.spanData.type === "response" ? SpanKind.CLIENT : SpanKind.INTERNAL;
       const hook = startHookSpan(name, attributes, { parent, kind, startTime: when(span.startedAt) });
       if (hook) open.set(span.spanId, hook);
     },
-    async onSpanEnd(span: AgentsSpan<any>) {
+    async onSpanEnd(span: AgentsSpan<SpanData>) {
       const hook = open.get(span.spanId);
       if (!hook) return;
       open.delete(span.spanId);

@@ -119,7 +119,10 @@ export function createTracingFetch(options: TracingFetchOptions = {}): typeof fe
     const assembler = createStreamAssembler(kind);
     let sawDone = false;
     const parser = createSseParser((data) => {
-      if (data === "[DONE]") return void (sawDone = true);
+      if (data === "[DONE]") {
+        sawDone = true;
+        return;
+      }
       try {
         assembler.add(JSON.parse(data));
       } catch {}

@@ -108,7 +108,9 @@ export function createStreamAssembler(kind: OpenAiKind) {
           c.message.reasoning_content = (c.message.reasoning_content ?? "") + delta.reasoning_content;
         for (const call of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
           c.message.tool_calls ??= [];
-          const slot = (c.message.tool_calls[call.index ?? 0] ??= { id: "", type: "function", function: { name: "", arguments: "" } });
+          const index = call.index ?? 0;
+          const slot = c.message.tool_calls[index] ?? { id: "", type: "function", function: { name: "", arguments: "" } };
+          c.message.tool_calls[index] = slot;
           if (call.id) slot.id = call.id;
           if (call.function?.name) slot.function.name += call.function.name;
           if (call.function?.arguments) slot.function.arguments += call.function.arguments;

@@ -58,7 +58,7 @@ const worker = (workerId: string, status: WorkerStatus, init: object = {}) => cr
 
 const ids = <T extends { rolloutId: string }>(items: T[]) => items.map((item) => item.rolloutId);
 
-describe.each(backends)("$name backend", ({ name, make }) => {
+describe.each(backends)("$name backend", ({ make }) => {
   let backend: StorageBackend;
   /**
    * Behaviour the memory backend does not share yet (reported to the lead): descending default order, the latest
