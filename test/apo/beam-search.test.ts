@@ -49,7 +49,7 @@ describe("beam search", { timeout: 90_000 }, () => {
       for (const child of round.children) {
         const { templates, record } = await snapshot(store, `apo-mech-${child.key}`);
         const parent = await snapshot(store, `apo-mech-${child.parent}`);
-        expect(templates.prompt?.template).toMatch(new RegExp(`^${escape(parent.templates.prompt?.template ?? "")} hint-[abc]$`));
+        expect(templates.prompt?.template).toMatch(new RegExp(`^${escapeRegExp(parent.templates.prompt?.template ?? "")} hint-[abc]$`));
         expect(record.parent).toBe(child.parent);
         expect(String(record.critique)).toMatch(/^- add hint-[abc]/);
         // Its critique came from the parent rolled out on a training batch.
@@ -196,4 +196,4 @@ describe("beam search", { timeout: 90_000 }, () => {
   });
 });
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");

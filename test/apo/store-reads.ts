@@ -35,6 +35,9 @@ export function maxOverlap(rollouts: readonly Rollout[]): number {
   edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
   let now = 0;
   let max = 0;
-  for (const [, d] of edges) max = Math.max(max, (now += d));
+  for (const [, d] of edges) {
+    now += d;
+    max = Math.max(max, now);
+  }
   return max;
 }

@@ -12,7 +12,7 @@ import { type RunnerProcess, startRunnerProcess } from "../support/runner-proces
 import { type ServerProcess, startServerProcess } from "../support/server-process.js";
 import { jsonValue, waitFinished } from "../support/store-harness.js";
 
-const cleanups: Array<() => Promise<unknown> | void> = [];
+const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });

@@ -13,7 +13,7 @@ import { type FakeVllm, startFakeVllm } from "../support/fake-vllm.js";
 import { postJson } from "../support/proxy-harness.js";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
-const cleanup: (() => Promise<unknown> | void)[] = [];
+const cleanup: (() => unknown)[] = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });

@@ -66,7 +66,7 @@ describe("fake vLLM", () => {
     expect(ids).toEqual(engine.answers[0]?.responseIds);
     const args = chunks
       .flatMap((c) => c.choices[0]?.delta?.tool_calls ?? [])
-      .map((t: any) => t.function.arguments)
+      .map((t) => t.function.arguments)
       .join("");
     expect(args).toBe('{"a":2,"b":3}');
     expect(chunks.length).toBeGreaterThan(5);

@@ -1,6 +1,7 @@
 /** The proxy's happy paths: what the client receives, and the one span per call it stores. */
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
+import type OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
 import { attrDoubles, attrInts, attrJson, attrNumber, attrString } from "../../src/adapter/attributes.js";
 import * as sc from "../../src/core/semconv.js";
@@ -8,6 +9,9 @@ import { StatusCode } from "../../src/gen/agl/v1/types_pb.js";
 import { encode } from "../support/fake-tokenizer.js";
 import { type ProxyHarness, postJson, startProxyHarness } from "../support/proxy-harness.js";
 import { parseSse } from "../support/sse.js";
+
+/** The answer a span records, as the chat completion it is. */
+const recordedAnswer = (attributes: Parameters<typeof attrJson>[0]) => attrJson(attributes, sc.AGL_LLM_RESPONSE) as OpenAI.ChatCompletion;
 
 let h: ProxyHarness;
 afterEach(() => h?.close());
@@ -52,7 +56,7 @@ describe("LLM proxy calls", () => {
     expect(attrNumber(a, sc.GEN_AI_USAGE_INPUT_TOKENS)).toBe(answer?.promptIds.length);
     expect(attrNumber(a, sc.GEN_AI_REQUEST_TEMPERATURE)).toBe(0.5);
     expect(attrJson(a, sc.AGL_LLM_REQUEST)).toEqual({ model: "fake-model", messages: [{ role: "user", content: "hi" }], temperature: 0.5 });
-    expect((attrJson(a, sc.AGL_LLM_RESPONSE) as any).choices[0].message.content).toBe(body.choices[0].message.content);
+    expect(recordedAnswer(a).choices[0]?.message.content).toBe(body.choices[0].message.content);
     expect(attrNumber(a, sc.AGL_LLM_LATENCY_MS)).toBeGreaterThan(0);
     expect(span?.status?.code).toBe(StatusCode.OK);
     expect(span?.name).toBe("chat fake-model");
@@ -86,7 +90,7 @@ describe("LLM proxy calls", () => {
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
     const args = chunks
       .flatMap((c) => c.choices[0]?.delta?.tool_calls ?? [])
-      .map((t: any) => t.function.arguments)
+      .map((t) => t.function.arguments)
       .join("");
     expect(args).toBe('{"city":"Paris","days":2}');
 
@@ -95,9 +99,10 @@ describe("LLM proxy calls", () => {
     expect(attrInts(span!.attributes, sc.AGL_LLM_PROMPT_TOKEN_IDS)).toEqual(answer?.promptIds);
     expect(attrInts(span!.attributes, sc.AGL_LLM_RESPONSE_TOKEN_IDS)).toEqual(answer?.responseIds);
     expect(attrDoubles(span!.attributes, sc.AGL_LLM_LOGPROBS)).toEqual(answer?.logprobs);
-    const assembled = attrJson(span!.attributes, sc.AGL_LLM_RESPONSE) as any;
-    expect(assembled.choices[0].message.tool_calls[0].function).toEqual({ name: "lookup", arguments: '{"city":"Paris","days":2}' });
-    expect(assembled.choices[0].finish_reason).toBe("tool_calls");
+    const [choice] = recordedAnswer(span!.attributes).choices;
+    const [call] = choice?.message.tool_calls ?? [];
+    expect(call?.type === "function" && call.function).toEqual({ name: "lookup", arguments: '{"city":"Paris","days":2}' });
+    expect(choice?.finish_reason).toBe("tool_calls");
     expect(attrNumber(span!.attributes, sc.AGL_LLM_TTFT_MS)).toBeLessThan(attrNumber(span!.attributes, sc.AGL_LLM_LATENCY_MS) as number);
   });
 
@@ -139,7 +144,7 @@ describe("LLM proxy calls", () => {
       .map((e) => JSON.parse(e));
     expect(chunks.map((c) => c.choices[0].delta.content ?? "").join("")).toBe("Sunny, 24°C — enjoy! 🌞");
     const [span] = await spansOf(rolloutId);
-    expect((attrJson(span!.attributes, sc.AGL_LLM_RESPONSE) as any).choices[0].message.content).toBe("Sunny, 24°C — enjoy! 🌞");
+    expect(recordedAnswer(span!.attributes).choices[0]?.message.content).toBe("Sunny, 24°C — enjoy! 🌞");
   });
 
   it("serves completions, streamed and not, from text and from token ids", async () => {

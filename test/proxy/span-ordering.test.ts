@@ -32,9 +32,10 @@ afterEach(async () => {
 function slowSpanWrites(inner: Store) {
   let open!: () => void;
   let fail!: () => void;
-  const gate = new Promise<void>(
-    (resolve, reject) => ((open = resolve), (fail = () => reject(new ConnectError("disk full", Code.ResourceExhausted)))),
-  );
+  const gate = new Promise<void>((resolve, reject) => {
+    open = resolve;
+    fail = () => reject(new ConnectError("disk full", Code.ResourceExhausted));
+  });
   gate.catch(() => {});
   let stored = 0;
   const slow: StoreApi = {

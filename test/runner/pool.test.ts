@@ -1,7 +1,7 @@
 /** The piscina pool: real worker threads running a TypeScript agent module, with the blocked-thread supervisor. */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/core/logger.js";
-import { AttemptStatus, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
+import { type Attempt, AttemptStatus, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
 import type { AttemptExecutor } from "../../src/runner/attempt-task.js";
 import { createPoolExecutor, type PoolExecutorOptions } from "../../src/runner/pool-executor.js";
 import { createRunner } from "../../src/runner/runner.js";
@@ -129,7 +129,7 @@ describe("runner pool", () => {
     await h.client.updateRollout({ rolloutId: long!, status: RolloutStatus.CANCELLED });
     // The long one learns it was cancelled from its heartbeat and stops well before its 30 s.
     const deadline = Date.now() + 15_000;
-    let attempt;
+    let attempt: Attempt | undefined;
     do {
       await new Promise((r) => setTimeout(r, 100));
       [attempt] = (await h.client.queryAttempts({ rolloutId: long! })).attempts;

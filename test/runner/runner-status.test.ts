@@ -44,7 +44,10 @@ const attemptsOf = async (rolloutId: string) => (await h.client.queryAttempts({ 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     const t = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => (clearTimeout(t), reject(signal.reason)));
+    signal?.addEventListener("abort", () => {
+      clearTimeout(t);
+      reject(signal.reason);
+    });
   });
 const waitFor = async (check: () => Promise<boolean>, ms = 10_000) => {
   const until = Date.now() + ms;
@@ -240,7 +243,10 @@ describe("runner resources, heartbeats and shutdown", () => {
 
   it("a silent agent stays alive through attempt heartbeats; the worker reports its stats", async () => {
     const { runner } = startRunner(
-      rollout(async () => (await sleep(2_500), 1)),
+      rollout(async () => {
+        await sleep(2_500);
+        return 1;
+      }),
       { heartbeatIntervalMs: 200, workerHeartbeatMs: 200 },
     );
     const id = await enqueue({}, { config: { unresponsiveSeconds: 1, maxAttempts: 1 } });
@@ -255,7 +261,12 @@ describe("runner resources, heartbeats and shutdown", () => {
   });
 
   it("graceful shutdown lets short attempts finish and hands long ones back to the queue for another runner", async () => {
-    const first = startRunner(rollout(async (task: { ms: number }, _r, ctx) => (await sleep(task.ms, ctx.signal), 1)));
+    const first = startRunner(
+      rollout(async (task: { ms: number }, _r, ctx) => {
+        await sleep(task.ms, ctx.signal);
+        return 1;
+      }),
+    );
     const short = await enqueue({ ms: 200 });
     const long = await enqueue({ ms: 60_000 });
     await waitFor(async () => (await h.client.getStatistics({})).queueLength === 0);

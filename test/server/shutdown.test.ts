@@ -12,7 +12,10 @@ import { grpcClient, grpcError, startTestServer, unary } from "./helpers.js";
 const refused = (port: number) =>
   new Promise<boolean>((resolve) => {
     const socket = net.connect(port, "127.0.0.1");
-    socket.on("connect", () => (socket.destroy(), resolve(false)));
+    socket.on("connect", () => {
+      socket.destroy();
+      resolve(false);
+    });
     socket.on("error", () => resolve(true));
   });
 

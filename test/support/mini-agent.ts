@@ -47,7 +47,8 @@ async function callModel(baseUrl: string, model: string, messages: ChatMessage[]
     const delta = JSON.parse(data).choices[0]?.delta ?? {};
     if (typeof delta.content === "string") message.content += delta.content;
     for (const tc of delta.tool_calls ?? []) {
-      const call = (calls[tc.index] ??= { id: "", type: "function", function: { name: "", arguments: "" } });
+      const call = calls[tc.index] ?? { id: "", type: "function", function: { name: "", arguments: "" } };
+      calls[tc.index] = call;
       if (tc.id) call.id = tc.id;
       if (tc.function?.name) call.function.name += tc.function.name;
       if (tc.function?.arguments) call.function.arguments += tc.function.arguments;

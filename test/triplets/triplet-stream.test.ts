@@ -20,7 +20,11 @@ beforeEach(async () => {
   // Counts how many rollouts the service built (one span read each), to observe backpressure.
   const counted = new Proxy(store, {
     get(target, key, receiver) {
-      if (key === "querySpans") return (...args: Parameters<StoreApi["querySpans"]>) => (spanReads++, target.querySpans(...args));
+      if (key === "querySpans")
+        return (...args: Parameters<StoreApi["querySpans"]>) => {
+          spanReads++;
+          return target.querySpans(...args);
+        };
       return Reflect.get(target, key, receiver);
     },
   }) as StoreApi;

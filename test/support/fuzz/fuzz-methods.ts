@@ -45,7 +45,8 @@ export function record(report: FuzzReport, outcome: string, failure?: string): v
   const seen = report.outcomes[outcome] ?? 0;
   report.outcomes[outcome] = seen + 1;
   if (failure === undefined) return;
-  const kept = (report.failed[outcome] = (report.failed[outcome] ?? 0) + 1);
+  const kept = (report.failed[outcome] ?? 0) + 1;
+  report.failed[outcome] = kept;
   if (kept <= 3 && report.failures.length < 30) report.failures.push(failure);
 }
 

@@ -87,14 +87,16 @@ function judge(report: FuzzReport, c: GrpcCase, answer: Answer, options: FuzzOpt
   const label = `[grpc seed=${report.seed} case=${c.index}] ${c.path} (${c.kind}) input=${c.body.toString("base64").slice(0, 300)}`;
   if (answer.code !== 0) {
     const ok = acceptableCodes.has(answer.code as Code);
-    return record(report, Code[answer.code] ?? String(answer.code), ok ? undefined : `${label}: ${Code[answer.code]}: ${answer.details}`);
+    record(report, Code[answer.code] ?? String(answer.code), ok ? undefined : `${label}: ${Code[answer.code]}: ${answer.details}`);
+    return;
   }
   for (const bytes of answer.messages) {
     try {
       const output = fromBinary((c.method as DescMethod).output, bytes);
       if (options) harvestIds(output, options.ids, options.protectedIds);
     } catch (error) {
-      return record(report, "undecodable", `${label}: the answer does not decode: ${String(error)}`);
+      record(report, "undecodable", `${label}: the answer does not decode: ${String(error)}`);
+      return;
     }
   }
   record(report, "OK");

@@ -81,7 +81,7 @@ export function randomJson(rng: Prng, depth = 0): unknown {
   const kind = depth > 3 ? rng.int(0, 3) : rng.int(0, 5);
   if (kind === 0) return null;
   if (kind === 1) return rng.chance(0.5);
-  if (kind === 2) return rng.pick([0, -1, 1.5, 2 ** 53, 1e308, -0, 4294967296, 9007199254740993]);
+  if (kind === 2) return rng.pick([0, -1, 1.5, 2 ** 53, 1e308, -0, 4294967296, 2 ** 53 + 2]);
   if (kind === 3) return rng.pick(["", "x", "NaN", "Infinity", "-1", "1e999", "ROLLOUT_STATUS_RUNNING", "latest", "\u0000", "😀", "AAAA"]);
   if (kind === 4) return Array.from({ length: rng.int(0, 4) }, () => randomJson(rng, depth + 1));
   const out: Record<string, unknown> = {};

@@ -153,7 +153,7 @@ export function createMessageGenerator(rng: Prng, ids: IdPool) {
     return scalar(field.scalar as ScalarType, field.localName);
   };
 
-  const valueOf = (field: DescField, depth: number): unknown => {
+  const randomValue = (field: DescField, depth: number): unknown => {
     switch (field.fieldKind) {
       case "scalar":
       case "enum":
@@ -180,9 +180,9 @@ export function createMessageGenerator(rng: Prng, ids: IdPool) {
       if (member.kind === "oneof") {
         if (rng.chance(0.3)) continue;
         const field = rng.pick(member.fields);
-        out[member.localName] = { case: field.localName, value: valueOf(field, depth) };
+        out[member.localName] = { case: field.localName, value: randomValue(field, depth) };
       } else if (rng.chance(depth === 0 ? 0.75 : 0.5)) {
-        out[member.localName] = valueOf(member, depth);
+        out[member.localName] = randomValue(member, depth);
       }
     }
     return out;
