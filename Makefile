@@ -20,13 +20,14 @@ export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
 endif
 
-.PHONY: FORCE help deps proto check-proto build typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo clean
+.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo clean
 
 help:
 	@echo "make test    install what is needed (Node 24 too, when the machine's is not 22, 24 or 26), check generated"
 	@echo "             code, run the whole suite, then a smoke subset on Node 22 and 26"
 	@echo "make proto   regenerate src/gen and $(PY_GEN) from proto/"
 	@echo "make build   compile TypeScript into dist/"
+	@echo "make lint    check formatting and lint rules (Biome), writing nothing; make format rewrites the formatting"
 
 $(STAMPS):
 	@mkdir -p $(STAMPS)
@@ -60,6 +61,13 @@ check-proto: deps
 	    echo "generated code is stale: run 'make proto' and commit the result" >&2; exit 1; fi
 	@echo "generated code is up to date"
 
+# Biome (biome.json): formatting and lint rules over the TypeScript the project owns; `lint` writes nothing.
+lint: deps
+	npx biome check
+
+format: deps
+	npx biome format --write
+
 typecheck: deps
 	npx tsc --noEmit
 
@@ -86,7 +94,7 @@ NODE_SMOKE_LINES := 22 26
 test-node-lines:
 	scripts/node-smoke.sh $(NODE_SMOKE_LINES)
 
-test: deps check-proto typecheck lint-py test-ts test-py test-node-lines
+test: deps check-proto lint typecheck lint-py test-ts test-py test-node-lines
 
 bench-store: build
 	npx tsx bench/store/run.ts --backend memory
