@@ -17,33 +17,37 @@ export interface CompletionRecord {
   body: Record<string, unknown>;
 }
 
-type Json = Record<string, any>;
+type Json = Record<string, unknown>;
+
+const isJson = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+/** The objects of a JSON array; other entries read as empty objects. */
+const jsonArray = (v: unknown): Json[] => (Array.isArray(v) ? v.map((x) => (isJson(x) ? x : {})) : []);
 
 const intsOrUndefined = (v: unknown): number[] | undefined =>
   Array.isArray(v) && v.every((x) => Number.isInteger(x)) ? (v as number[]) : undefined;
 
 /** Chosen-token logprobs of a choice: chat (`logprobs.content[].logprob`) or completions (`token_logprobs`). */
 export function choiceLogprobs(choice: Json): number[] | undefined {
-  const lp = choice?.logprobs;
-  if (!lp || typeof lp !== "object") return undefined;
-  if (Array.isArray(lp.content)) return lp.content.map((x: Json) => (typeof x?.logprob === "number" ? x.logprob : Number.NaN));
+  const lp = choice.logprobs;
+  if (!isJson(lp)) return undefined;
+  if (Array.isArray(lp.content)) return jsonArray(lp.content).map((x) => (typeof x.logprob === "number" ? x.logprob : Number.NaN));
   if (Array.isArray(lp.token_logprobs)) return lp.token_logprobs.map((x: unknown) => (typeof x === "number" ? x : Number.NaN));
   return undefined;
 }
 
 /** Reads a non-streamed answer (vLLM ≥ 0.10.2 fields; `response_token_ids` of older versions too). */
 export function readCompletion(body: Json): CompletionRecord {
-  const choices: Json[] = Array.isArray(body.choices) ? body.choices : [];
-  const first = choices.find((c) => (c?.index ?? 0) === 0) ?? choices[0];
-  const legacy = Array.isArray(body.response_token_ids) ? body.response_token_ids[0] : undefined;
-  const usage = body.usage;
+  const choices = jsonArray(body.choices);
+  const first = choices.find((c) => (c.index ?? 0) === 0) ?? choices[0];
+  const legacy: unknown = Array.isArray(body.response_token_ids) ? body.response_token_ids[0] : undefined;
+  const usage = isJson(body.usage) ? body.usage : undefined;
   return {
     promptIds: intsOrUndefined(body.prompt_token_ids) ?? intsOrUndefined(first?.prompt_token_ids),
     responseIds: intsOrUndefined(first?.token_ids) ?? intsOrUndefined(legacy),
     logprobs: first ? choiceLogprobs(first) : undefined,
     responseId: typeof body.id === "string" ? body.id : undefined,
     model: typeof body.model === "string" ? body.model : undefined,
-    finishReasons: choices.map((c) => String(c?.finish_reason ?? "")),
+    finishReasons: choices.map((c) => String(c.finish_reason ?? "")),
     inputTokens: typeof usage?.prompt_tokens === "number" ? usage.prompt_tokens : undefined,
     outputTokens: typeof usage?.completion_tokens === "number" ? usage.completion_tokens : undefined,
     body: withoutTokenFields(body),
@@ -53,12 +57,18 @@ export function readCompletion(body: Json): CompletionRecord {
 function withoutTokenFields(body: Json): Json {
   const { prompt_token_ids: _p, response_token_ids: _r, ...rest } = body;
   if (Array.isArray(rest.choices)) {
-    rest.choices = rest.choices.map((c: Json) => {
-      const { token_ids: _t, prompt_token_ids: _pp, logprobs: _l, ...choice } = c ?? {};
+    rest.choices = jsonArray(rest.choices).map((c) => {
+      const { token_ids: _t, prompt_token_ids: _pp, logprobs: _l, ...choice } = c;
       return choice;
     });
   }
   return rest;
+}
+
+interface ToolCall {
+  id: string | undefined;
+  type: string;
+  function: { name: string; arguments: string };
 }
 
 interface ChoiceState {
@@ -66,7 +76,7 @@ interface ChoiceState {
   role: string | undefined;
   content: string;
   text: string;
-  toolCalls: Json[];
+  toolCalls: ToolCall[];
   finishReason: string | null;
   tokenIds: number[];
   logprobs: number[];
@@ -111,10 +121,9 @@ export function createStreamAssembler(kind: CallKind): StreamAssembler {
       model ??= typeof chunk.model === "string" ? chunk.model : undefined;
       created ??= chunk.created;
       promptIds ??= intsOrUndefined(chunk.prompt_token_ids);
-      if (chunk.usage && typeof chunk.usage === "object") usage = chunk.usage;
-      if (!Array.isArray(chunk.choices)) return;
-      for (const c of chunk.choices as Json[]) {
-        const s = state(typeof c?.index === "number" ? c.index : 0);
+      if (isJson(chunk.usage)) usage = chunk.usage;
+      for (const c of jsonArray(chunk.choices)) {
+        const s = state(typeof c.index === "number" ? c.index : 0);
         promptIds ??= intsOrUndefined(c.prompt_token_ids);
         const ids = intsOrUndefined(c.token_ids);
         if (ids) for (const t of ids) s.tokenIds.push(t);
@@ -125,10 +134,10 @@ export function createStreamAssembler(kind: CallKind): StreamAssembler {
         }
         if (typeof c.text === "string") s.text += c.text;
         const delta = c.delta;
-        if (delta && typeof delta === "object") {
+        if (isJson(delta)) {
           if (typeof delta.role === "string") s.role = delta.role;
           if (typeof delta.content === "string") s.content += delta.content;
-          if (Array.isArray(delta.tool_calls)) for (const tc of delta.tool_calls) mergeToolCall(s.toolCalls, tc);
+          for (const tc of jsonArray(delta.tool_calls)) mergeToolCall(s.toolCalls, tc);
         }
         if (c.finish_reason != null) s.finishReason = String(c.finish_reason);
       }
@@ -166,14 +175,14 @@ function choiceBody(kind: CallKind, s: ChoiceState): Json {
   return { index: s.index, message, finish_reason: s.finishReason };
 }
 
-function mergeToolCall(calls: Json[], delta: Json): void {
-  const index = typeof delta?.index === "number" ? delta.index : calls.length;
+function mergeToolCall(calls: ToolCall[], delta: Json): void {
+  const index = typeof delta.index === "number" ? delta.index : calls.length;
   const call = calls[index] ?? { id: undefined, type: "function", function: { name: "", arguments: "" } };
   calls[index] = call;
   if (typeof delta.id === "string") call.id = delta.id;
   if (typeof delta.type === "string") call.type = delta.type;
   const fn = delta.function;
-  if (fn && typeof fn === "object") {
+  if (isJson(fn)) {
     if (typeof fn.name === "string") call.function.name += fn.name;
     if (typeof fn.arguments === "string") call.function.arguments += fn.arguments;
   }

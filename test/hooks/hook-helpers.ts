@@ -3,7 +3,7 @@ import { fromAttributeValue } from "../../src/tracer/attributes.js";
 import type { PolicyInput, Reply } from "../support/fake-llm-server.js";
 
 /** A span's attributes as plain values. */
-export const attrs = (span: Span | undefined): Record<string, any> =>
+export const attrs = (span: Span | undefined): Record<string, unknown> =>
   Object.fromEntries(Object.entries(span?.attributes ?? {}).map(([k, v]) => [k, fromAttributeValue(v)]));
 
 /** Spans recorded by one source (`agl.llm.source`). */

@@ -51,8 +51,8 @@ describe("LangChain.js callback handler", () => {
       "agl.llm.prompt_token_ids": answer?.promptIds,
       "agl.llm.response_token_ids": answer?.responseIds,
     });
-    expect(JSON.parse(attrs(chat)["gen_ai.input.messages"])).toEqual([{ role: "user", content: "What is 2+3?" }]);
-    expect(JSON.parse(attrs(chat)["gen_ai.output.messages"])[0].tool_calls[0].function.name).toBe("add");
+    expect(JSON.parse(String(attrs(chat)["gen_ai.input.messages"]))).toEqual([{ role: "user", content: "What is 2+3?" }]);
+    expect(JSON.parse(String(attrs(chat)["gen_ai.output.messages"]))[0].tool_calls[0].function.name).toBe("add");
     expect(attrs(spans.find((s) => s.name === "execute_tool add"))).toMatchObject({
       "gen_ai.tool.name": "add",
       "gen_ai.tool.call.result": "5",

@@ -52,11 +52,11 @@ describe("openai fetch wrapper", () => {
       "agl.llm.response_token_ids": answer?.responseIds,
     });
     expect(a["agl.llm.logprobs"]).toEqual(answer?.logprobs);
-    expect(JSON.parse(a["gen_ai.input.messages"])).toEqual([{ role: "user", content: "2+3?" }]);
-    expect(JSON.parse(a["gen_ai.tool.definitions"])).toEqual(tools);
-    expect(JSON.parse(a["gen_ai.output.messages"])[0].tool_calls[0].function.name).toBe("add");
-    expect(JSON.parse(a["agl.llm.request"])).toMatchObject({ model: engine.model, return_token_ids: true });
-    expect(JSON.parse(a["agl.llm.response"]).prompt_token_ids).toEqual(answer?.promptIds);
+    expect(JSON.parse(String(a["gen_ai.input.messages"]))).toEqual([{ role: "user", content: "2+3?" }]);
+    expect(JSON.parse(String(a["gen_ai.tool.definitions"]))).toEqual(tools);
+    expect(JSON.parse(String(a["gen_ai.output.messages"]))[0].tool_calls[0].function.name).toBe("add");
+    expect(JSON.parse(String(a["agl.llm.request"]))).toMatchObject({ model: engine.model, return_token_ids: true });
+    expect(JSON.parse(String(a["agl.llm.response"])).prompt_token_ids).toEqual(answer?.promptIds);
     expect(span?.parentId).toBe(spans.find((s) => s.name === "agentlightning.rollout")?.spanId);
   });
 
@@ -82,8 +82,8 @@ describe("openai fetch wrapper", () => {
     expect(a["agl.llm.logprobs"]).toEqual(answer?.logprobs);
     expect(a["gen_ai.response.id"]).toBe(answer?.responseId);
     expect(a["gen_ai.usage.output_tokens"]).toBe(answer?.responseIds.length);
-    expect(JSON.parse(a["gen_ai.output.messages"])).toEqual([{ role: "assistant", content: "five", finish_reason: "stop" }]);
-    expect(a["agl.llm.time_to_first_byte_ms"]).toBeLessThanOrEqual(a["agl.llm.latency_ms"]);
+    expect(JSON.parse(String(a["gen_ai.output.messages"]))).toEqual([{ role: "assistant", content: "five", finish_reason: "stop" }]);
+    expect(a["agl.llm.time_to_first_byte_ms"]).toBeLessThanOrEqual(a["agl.llm.latency_ms"] as number);
   });
 
   it("records completions calls, per-choice prompt ids included", async () => {

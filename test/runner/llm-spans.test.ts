@@ -75,7 +75,7 @@ describe("LLM spans recorded by createTracingFetch, through the runner pool", ()
         const calls = llmSpans(spans);
         expect(calls).toHaveLength(3);
         // In call order: the store's sequence ids follow arrival.
-        expect(calls.map((s) => JSON.parse(attrs(s)["gen_ai.input.messages"])[0].content)).toEqual(["turn 0", "turn 1", "turn 2"]);
+        expect(calls.map((s) => JSON.parse(String(attrs(s)["gen_ai.input.messages"]))[0].content)).toEqual(["turn 0", "turn 1", "turn 2"]);
       }
     },
   );

@@ -19,7 +19,7 @@ afterEach(async () => {
   await h.close();
 });
 
-function startRunner(agent: Agent<any>, options: Partial<RunnerOptions> = {}) {
+function startRunner(agent: Agent<never>, options: Partial<RunnerOptions> = {}) {
   const runner = createRunner({
     store: h.client,
     executor: createInProcessExecutor({ agent, concurrency: 4, logger: silentLogger }),

@@ -121,7 +121,7 @@ describe("server streams on grpc-js", () => {
 
   it("respect backpressure from a slow client and stop the generator when the client cancels", async () => {
     const client = grpcClient("agl.v1.ResourceService", t.address, undefined, { "grpc.max_receive_message_length": -1 });
-    const call = client.watchResources({}) as grpc.ClientReadableStream<any>;
+    const call = client.watchResources({}) as grpc.ClientReadableStream<unknown>;
     await new Promise<void>((resolve) => call.once("data", () => resolve()));
     call.pause();
     await new Promise((r) => setTimeout(r, 500));

@@ -26,7 +26,7 @@ describe("gRPC (grpc-js client, proto-loader) through the one port", () => {
     expect(added.version).toBe(1);
 
     // include_latest makes the first message prove the watch is registered before the next version is published.
-    const watch = resources.watchResources({ includeLatest: true }) as grpc.ClientReadableStream<any>;
+    const watch = resources.watchResources({ includeLatest: true }) as grpc.ClientReadableStream<unknown>;
     const updates = watch[Symbol.asyncIterator]();
     expect((await updates.next()).value.version).toBe(1);
     const updated = await unary(resources, "updateResources", {
@@ -58,7 +58,7 @@ describe("gRPC (grpc-js client, proto-loader) through the one port", () => {
     expect(enqueued.rollouts[0].status).toBe("ROLLOUT_STATUS_QUEUING");
 
     const dequeued = await unary(store, "dequeueRollouts", { limit: 1, workerId: "w1" });
-    expect(dequeued.rollouts.map((r: any) => r.rolloutId)).toEqual([rolloutId]);
+    expect(dequeued.rollouts.map((r: { rolloutId: string }) => r.rolloutId)).toEqual([rolloutId]);
     const attemptId: string = dequeued.rollouts[0].latestAttempt.attemptId;
 
     const seqIds = await unary(store, "nextSpanSequenceIds", {
@@ -73,16 +73,16 @@ describe("gRPC (grpc-js client, proto-loader) through the one port", () => {
     });
     expect(spans.acks).toHaveLength(1);
     const querySpans = await unary(store, "querySpans", { rolloutId, attemptId: "latest" });
-    expect(querySpans.spans.map((s: any) => s.spanId)).toEqual(["s1"]);
+    expect(querySpans.spans.map((s: { spanId: string }) => s.spanId)).toEqual(["s1"]);
 
     const attempt = await unary(store, "updateAttempt", { rolloutId, attemptId, status: "ATTEMPT_STATUS_SUCCEEDED" });
     expect(attempt.status).toBe("ATTEMPT_STATUS_SUCCEEDED");
     const waited = await unary(store, "waitForRollouts", { rolloutIds: [rolloutId], timeoutSeconds: 5 });
-    expect(waited.rollouts.map((r: any) => r.status)).toEqual(["ROLLOUT_STATUS_SUCCEEDED"]);
+    expect(waited.rollouts.map((r: { status: string }) => r.status)).toEqual(["ROLLOUT_STATUS_SUCCEEDED"]);
     const got = await unary(store, "getRollout", { rolloutId });
     expect(got.input.structValue.fields.q.numberValue).toBe(1);
     const queried = await unary(store, "queryRollouts", { statusIn: ["ROLLOUT_STATUS_SUCCEEDED"] });
-    expect(queried.rollouts.map((r: any) => r.rolloutId)).toContain(rolloutId);
+    expect(queried.rollouts.map((r: { rolloutId: string }) => r.rolloutId)).toContain(rolloutId);
     const attempts = await unary(store, "queryAttempts", { rolloutId });
     expect(attempts.attempts).toHaveLength(1);
     const latestAttempt = await unary(store, "getLatestAttempt", { rolloutId });
@@ -99,7 +99,7 @@ describe("gRPC (grpc-js client, proto-loader) through the one port", () => {
     expect(worker.workerId).toBe("w1");
     expect((await unary(store, "getWorker", { workerId: "w1" })).workerId).toBe("w1");
     const workers = await unary(store, "queryWorkers", {});
-    expect(workers.workers.map((w: any) => w.workerId)).toContain("w1");
+    expect(workers.workers.map((w: { workerId: string }) => w.workerId)).toContain("w1");
 
     const stats = await unary(store, "getStatistics", {});
     expect(stats.backend).toBe("memory");

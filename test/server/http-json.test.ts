@@ -33,7 +33,7 @@ describe("Connect, gRPC-Web and JSON over HTTP/1.1 on the same port", () => {
 
     const queried = await curlJson(`${url}/agl.v1.LightningStore/QueryRollouts`, { rolloutIdIn: [rollout.rolloutId] });
     expect(queried.status).toBe(200);
-    expect(queried.json.rollouts.map((r: any) => r.mode)).toEqual(["ROLLOUT_MODE_VAL"]);
+    expect(queried.json.rollouts.map((r: { mode: string }) => r.mode)).toEqual(["ROLLOUT_MODE_VAL"]);
     // Proto field names are accepted too.
     const byProtoName = await curlJson(`${url}/agl.v1.LightningStore/GetRollout`, { rollout_id: rollout.rolloutId });
     expect(byProtoName.json.rolloutId).toBe(rollout.rolloutId);

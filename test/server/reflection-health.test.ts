@@ -41,7 +41,7 @@ describe("server reflection (grpc-js client, v1 and v1alpha)", () => {
       ]);
       client.close();
 
-      const names = list.listServicesResponse.service.map((s: any) => s.name);
+      const names = list.listServicesResponse.service.map((s: { name: string }) => s.name);
       expect(names).toEqual(
         expect.arrayContaining(["agl.v1.LightningStore", "agl.v1.ResourceService", "agl.v1.TripletService", "grpc.health.v1.Health"]),
       );
@@ -50,7 +50,7 @@ describe("server reflection (grpc-js client, v1 and v1alpha)", () => {
       // The file first, then its transitive dependencies.
       expect(fileNames(method)).toEqual(["agl/v1/store.proto", "agl/v1/types.proto", "google/protobuf/struct.proto"]);
       const store = fromBinary(FileDescriptorProtoSchema, method.fileDescriptorResponse.fileDescriptorProto[0]);
-      expect(store.service.map((s) => s.name)).toEqual(["LightningStore"]);
+      expect(store.service.map((s: { name: string }) => s.name)).toEqual(["LightningStore"]);
       expect(fileNames(message)[0]).toBe("agl/v1/store.proto");
       expect(fileNames(file)[0]).toBe("agl/v1/resources.proto");
       expect(missing.errorResponse.errorCode).toBe(grpc.status.NOT_FOUND);
@@ -82,7 +82,7 @@ describe("grpc.health.v1.Health over gRPC", () => {
   it("Watch sees NOT_SERVING when the server shuts down", async () => {
     const other = await startTestServer();
     const client = grpcClient("grpc.health.v1.Health", other.address);
-    const watch = client.watch({ service: "agl.v1.LightningStore" }) as grpc.ClientReadableStream<any>;
+    const watch = client.watch({ service: "agl.v1.LightningStore" }) as grpc.ClientReadableStream<unknown>;
     const statuses: string[] = [];
     const ended = new Promise<void>((resolve) => {
       watch.on("data", (m) => statuses.push(m.status));

@@ -32,7 +32,7 @@ export function testTask(overrides: Partial<AttemptTask> = {}): AttemptTask {
  * returns its outcome and every span it produced, streamed or final, in order.
  */
 export async function runAttempt(
-  fn: RolloutFn<any>,
+  fn: RolloutFn<never>,
   options: { input?: JsonValue; task?: Partial<AttemptTask>; signal?: AbortSignal } = {},
 ): Promise<{ outcome: AttemptOutcome; spans: Span[]; task: AttemptTask }> {
   const task = testTask({ input: options.input ?? null, ...options.task });
