@@ -5,6 +5,7 @@ import { LightningStore } from "../../src/gen/agl/v1/store_pb.js";
 import { addConnectService } from "../../src/server/grpc-adapter.js";
 import { serviceRegistration } from "../../src/server/service-registration.js";
 import { grpcClient, grpcError, type GrpcClient } from "./helpers.js";
+import type { WireJson } from "../support/wire-json.js";
 
 describe("addConnectService: a connect-es implementation on a plain grpc-js server", () => {
   let server: grpc.Server;
@@ -48,7 +49,7 @@ describe("addConnectService: a connect-es implementation on a plain grpc-js serv
     metadata.set("x-raw-bin", Buffer.from([1, 2, 3]));
     let header: grpc.Metadata | undefined;
     let trailer: grpc.Metadata | undefined;
-    const response = await new Promise<any>((resolve, reject) => {
+    const response = await new Promise<WireJson>((resolve, reject) => {
       const call = client.getStatistics({}, metadata, { deadline: Date.now() + 5_000 }, (e: Error | null, r: unknown) =>
         e ? reject(e) : resolve(r),
       );

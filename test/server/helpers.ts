@@ -9,11 +9,12 @@ import * as protoLoader from "@grpc/proto-loader";
 import { startStoreServer, type StoreServer, type StoreServerOptions } from "../../src/server/index.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
+import type { WireJson } from "../support/wire-json.js";
 
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 
 /** A dynamic grpc-js client: methods are looked up by name. */
-export type GrpcClient = grpc.Client & Record<string, any>;
+export type GrpcClient = grpc.Client & Record<string, WireJson>;
 
 export interface TestServer {
   store: Store;
@@ -71,7 +72,7 @@ export function grpcClient(
 }
 
 /** Calls a unary method of a grpc-js client. */
-export function unary<T = any>(
+export function unary<T = WireJson>(
   client: GrpcClient,
   method: string,
   request: object,
@@ -118,7 +119,7 @@ export function curl(...args: string[]): Promise<CurlResult> {
 }
 
 /** POSTs JSON with curl and parses the JSON answer. */
-export async function curlJson(url: string, body: unknown, ...extra: string[]): Promise<{ status: number; json: any }> {
+export async function curlJson(url: string, body: unknown, ...extra: string[]): Promise<{ status: number; json: WireJson }> {
   const input = typeof body === "string" ? body : JSON.stringify(body);
   const res = await curlWithInput(input, "-H", "content-type: application/json", "--data-binary", "@-", ...extra, url);
   return { status: res.status, json: res.body === "" ? undefined : JSON.parse(res.body) };

@@ -3,11 +3,12 @@ import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { grpcClient, type GrpcClient, grpcError, startTestServer, unary, type TestServer } from "./helpers.js";
+import type { WireJson } from "../support/wire-json.js";
 
 /** Sends reflection requests on one bidi stream and collects one response per request. */
-async function reflect(client: GrpcClient, requests: object[]): Promise<any[]> {
-  const call = client.serverReflectionInfo() as grpc.ClientDuplexStream<object, any>;
-  const responses: any[] = [];
+async function reflect(client: GrpcClient, requests: object[]): Promise<WireJson[]> {
+  const call = client.serverReflectionInfo() as grpc.ClientDuplexStream<object, WireJson>;
+  const responses: WireJson[] = [];
   const done = new Promise<void>((resolve, reject) => {
     call.on("data", (response) => responses.push(response));
     call.on("end", resolve);
@@ -19,7 +20,7 @@ async function reflect(client: GrpcClient, requests: object[]): Promise<any[]> {
   return responses;
 }
 
-const fileNames = (response: any): string[] =>
+const fileNames = (response: WireJson): string[] =>
   response.fileDescriptorResponse.fileDescriptorProto.map((bytes: Buffer) => fromBinary(FileDescriptorProtoSchema, bytes).name);
 
 describe("server reflection (grpc-js client, v1 and v1alpha)", () => {

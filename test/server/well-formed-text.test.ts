@@ -10,6 +10,7 @@ import { RolloutSchema, SpanSchema, ResourcesUpdateSchema } from "../../src/gen/
 import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { backends } from "../conformance/backends.js";
+import type { WireJson } from "../support/wire-json.js";
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
@@ -29,7 +30,7 @@ async function serve(create: () => Promise<Store["backend"]>): Promise<{ store: 
 }
 
 /** A Connect JSON call; `body` is JSON text, so `\ud800` arrives as a lone surrogate. */
-async function connect(server: StoreServer, method: string, body: unknown): Promise<any> {
+async function connect(server: StoreServer, method: string, body: unknown): Promise<WireJson> {
   const service = method.endsWith("Resources") ? "ResourceService" : "LightningStore";
   const res = await fetch(`${server.url}/agl.v1.${service}/${method}`, {
     method: "POST",

@@ -9,6 +9,7 @@
 import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { assistantParts, type ChatMessage, decode, encode, fakeLogprob, IM_END, renderChat, type ToolCallText } from "./fake-tokenizer.js";
+import type { WireJson } from "./wire-json.js";
 
 /** What the policy sees of a request. */
 export interface PolicyInput {
@@ -17,7 +18,7 @@ export interface PolicyInput {
   promptIds: number[];
   promptText: string;
   tools: unknown[];
-  request: Record<string, any>;
+  request: WireJson;
   /** 0-based index of this answer among all answers of the engine. */
   index: number;
 }
@@ -64,7 +65,7 @@ export interface FakeVllm {
   readonly url: string;
   readonly model: string;
   /** Every request received (bodies parsed), faulted ones included. */
-  readonly requests: { path: string; body: any; headers: http.IncomingHttpHeaders }[];
+  readonly requests: { path: string; body: WireJson; headers: http.IncomingHttpHeaders }[];
   readonly answers: Answer[];
   fault(...faults: Fault[]): void;
   setOptions(options: Partial<FakeVllmOptions>): void;
@@ -96,7 +97,7 @@ export async function startFakeVllm(initial: FakeVllmOptions = {}): Promise<Fake
         ? "completions"
         : undefined;
     if (!kind || req.method !== "POST") return json(res, 404, { error: { message: "not found" } });
-    let body: any;
+    let body: WireJson;
     try {
       body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
     } catch {
@@ -179,7 +180,7 @@ export async function startFakeVllm(initial: FakeVllmOptions = {}): Promise<Fake
 }
 
 interface Ctx {
-  body: any;
+  body: WireJson;
   kind: "chat" | "completions";
   model: string;
   responseId: string;

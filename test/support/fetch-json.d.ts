@@ -1,7 +1,8 @@
-// Tests read many JSON answers whose shape they assert on anyway: let `Response.json()` be `any` there.
+// Tests read many JSON answers whose shape they assert on anyway: `Response.json()` is an untyped wire value there.
+import type { WireJson } from "./wire-json.js";
+
 declare global {
   interface Response {
-    json(): Promise<any>;
+    json(): Promise<WireJson>;
   }
 }
-export {};

@@ -26,6 +26,8 @@ import { setTypedAttributes } from "../provider.js";
 import { enrichFromFetchCapture, type HookSpan, startHookSpan } from "./hook-spans.js";
 import { responseAttributes } from "./openai-wire.js";
 
+// The AI SDK's step events carry provider-specific bodies that vary by version; each field is checked where read.
+// biome-ignore lint/suspicious/noExplicitAny: the payloads are untyped at their source (see above)
 type Json = any;
 
 interface OpenCall {

@@ -26,6 +26,8 @@ import { onAttemptEnter } from "../attempt-scope.js";
 import { setTypedAttributes } from "../provider.js";
 import { enrichFromFetchCapture, type HookSpan, startHookSpan } from "./hook-spans.js";
 
+// LangChain hands callbacks untyped payloads whose fields vary by provider and version; each is checked where read.
+// biome-ignore lint/suspicious/noExplicitAny: the payloads are untyped at their source (see above)
 type Json = any;
 
 // Runs in progress by LangChain run id; handlers are created per configured call, so the map is shared.
