@@ -77,15 +77,13 @@ function measure(label: string, options: TripletAdapterOptions) {
     best = Math.min(best, performance.now() - start);
   }
   const seconds = best / 1000;
-  console.log(
-    `${label.padEnd(34)} ${Math.round(spanCount / seconds)
+  const rate = (count: number, width: number) =>
+    Math.round(count / seconds)
       .toLocaleString("en-US")
-      .padStart(10)} spans/s  ` +
-      `${Math.round(callCount / seconds)
-        .toLocaleString("en-US")
-        .padStart(9)} LLM calls/s  ${Math.round(rollouts / seconds)
-        .toLocaleString("en-US")
-        .padStart(8)} rollouts/s  (${triplets} triplets)`,
+      .padStart(width);
+  console.log(
+    `${label.padEnd(34)} ${rate(spanCount, 10)} spans/s  ${rate(callCount, 9)} LLM calls/s  ${rate(rollouts, 8)} rollouts/s  ` +
+      `(${triplets} triplets)`,
   );
 }
 
