@@ -20,7 +20,7 @@ import { type AttributeMap, attr } from "../attributes.js";
 /** The OpenAI endpoints the fetch wrapper understands. */
 export type OpenAiKind = "chat" | "completions";
 
-// biome-ignore lint: OpenAI bodies are loosely typed JSON.
+// biome-ignore lint/suspicious/noExplicitAny: OpenAI request and response bodies are untyped JSON, checked where read
 type Json = any;
 
 const isInts = (v: unknown): v is number[] => Array.isArray(v) && v.every((x) => Number.isInteger(x));
