@@ -88,7 +88,8 @@ function measure(label: string, options: TripletAdapterOptions) {
 }
 
 console.log(
-  `${rollouts} rollouts × ${spanCount / rollouts} spans; prompts ${promptLength}→${promptLength + 2 * (responseLength + observationLength)} ids, responses ${responseLength}; best of ${args.rounds}`,
+  `${rollouts} rollouts × ${spanCount / rollouts} spans; prompts ` +
+    `${promptLength}→${promptLength + 2 * (responseLength + observationLength)} ids, responses ${responseLength}; best of ${args.rounds}`,
 );
 measure("transition", { mode: "transition" });
 measure("trajectory", { mode: "trajectory" });

@@ -141,7 +141,8 @@ const report = await runApo({
 const total = performance.now() - started;
 
 console.log(
-  `APO: beam ${args.beam} × branch ${args.branch}, batch ${args.batch}, val batch ${args["val-batch"]}, train ${args.train}, val ${args.val}; pool ${args.workers} workers × ${args.concurrency}; zero-latency scripted LLMs`,
+  `APO: beam ${args.beam} × branch ${args.branch}, batch ${args.batch}, val batch ${args["val-batch"]}, train ${args.train}, val ` +
+    `${args.val}; pool ${args.workers} workers × ${args.concurrency}; zero-latency scripted LLMs`,
 );
 console.log("round   wall ms  rollouts  calls  rollouts in flight ms  optimizer ms  APO overhead ms  overhead/rollout ms");
 let previous = { rollouts: report.rounds.length > 0 ? (report.baseline === undefined ? 0 : Number(args.val)) : 0, optimizerCalls: 0 };
@@ -154,8 +155,10 @@ for (const round of report.rounds) {
   const rollouts = round.used.rollouts - previous.rollouts;
   const optimizerCalls = round.used.optimizerCalls - previous.optimizerCalls;
   console.log(
-    `${String(round.round).padStart(5)}  ${(b - a).toFixed(0).padStart(8)}  ${String(rollouts).padStart(8)}  ${String(optimizerCalls).padStart(5)}` +
-      `  ${inFlight.toFixed(0).padStart(21)}  ${inCalls.toFixed(0).padStart(12)}  ${overhead.toFixed(0).padStart(15)}  ${(overhead / rollouts).toFixed(2).padStart(19)}`,
+    `${String(round.round).padStart(5)}  ${(b - a).toFixed(0).padStart(8)}  ${String(rollouts).padStart(8)}  ` +
+      `${String(optimizerCalls).padStart(5)}` +
+      `  ${inFlight.toFixed(0).padStart(21)}  ${inCalls.toFixed(0).padStart(12)}  ${overhead.toFixed(0).padStart(15)}  ` +
+      `${(overhead / rollouts).toFixed(2).padStart(19)}`,
   );
   previous = { rollouts: round.used.rollouts, optimizerCalls: round.used.optimizerCalls };
 }
@@ -197,7 +200,8 @@ const t1 = performance.now();
 const seconds = (t1 - t0) / 1000;
 console.log(
   `saturated batch: ${n} rollouts in ${seconds.toFixed(2)} s = ${(n / seconds).toFixed(0)} rollouts/s through the pool ` +
-    `(enqueue → run → spans → finished: ${(covered(satWaits.spans, t0, t1) / 1000).toFixed(2)} s; reading ${n} rollouts' spans into rewards: ${(covered(reads.spans, t0, t1) / 1000).toFixed(2)} s)`,
+    `(enqueue → run → spans → finished: ${(covered(satWaits.spans, t0, t1) / 1000).toFixed(2)} s; reading ${n} rollouts' spans ` +
+    `into rewards: ${(covered(reads.spans, t0, t1) / 1000).toFixed(2)} s)`,
 );
 await runner.stop({ graceMs: 1_000 });
 await running;

@@ -191,7 +191,8 @@ try {
 }
 
 console.log(
-  `${requests} sequential calls per row (after ${warmup} warm-up calls of every row), ~800 prompt and ~85 response tokens, engine latency ${args["engine-ms"]} ms, ${args.compiled ? "compiled" : "tsx"} processes, ${args.backend} store`,
+  `${requests} sequential calls per row (after ${warmup} warm-up calls of every row), ~800 prompt and ~85 response tokens, engine ` +
+    `latency ${args["engine-ms"]} ms, ${args.compiled ? "compiled" : "tsx"} processes, ${args.backend} store`,
 );
 for (const [mode, { rows, spans }] of results) {
   const title =
@@ -209,7 +210,8 @@ for (const [mode, { rows, spans }] of results) {
     const proxied = rows.find(([n]) => n === `proxy, ${kind}`)?.[1].sorted;
     if (!direct || !proxied) continue;
     console.log(
-      `added by the proxy (${kind}): p50 ${(pct(proxied, 50) - pct(direct, 50)).toFixed(3)} ms, p99 ${(pct(proxied, 99) - pct(direct, 99)).toFixed(3)} ms`,
+      `added by the proxy (${kind}): p50 ${(pct(proxied, 50) - pct(direct, 50)).toFixed(3)} ms, p99 ` +
+        `${(pct(proxied, 99) - pct(direct, 99)).toFixed(3)} ms`,
     );
   }
   console.log(`spans stored for the scoped calls: ${spans}`);

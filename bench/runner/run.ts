@@ -88,7 +88,8 @@ async function session(
   for (const line of extra(wallMs, events)) console.log(`  ${line}`);
   // CPU time does not depend on what else the machine runs; wall time does (a busy shared machine stretches it).
   console.log(
-    `  CPU per rollout: runner process ${(runnerCpuMs / ids.length).toFixed(2)} ms (all threads), store process ${(storeCpuMs / ids.length).toFixed(2)} ms; load average ${loadavg()[0]?.toFixed(1)} on ${availableParallelism()} cores`,
+    `  CPU per rollout: runner process ${(runnerCpuMs / ids.length).toFixed(2)} ms (all threads), store process ` +
+      `${(storeCpuMs / ids.length).toFixed(2)} ms; load average ${loadavg()[0]?.toFixed(1)} on ${availableParallelism()} cores`,
   );
   console.log(`  peak RSS (process, worker threads included): ${(peakRss / 1048576).toFixed(0)} MiB`);
   await runner.stop({ graceMs: 0 });
@@ -102,7 +103,8 @@ const overheadLines = (wallMs: number, events: AttemptEndEvent[]) => {
   const overheads = events.map((e) => e.overheadMs);
   return [
     `end to end: ${(events.length / (wallMs / 1000)).toFixed(0)} rollouts/s (enqueue → all finished, through the store over gRPC)`,
-    `framework overhead per rollout: p50 ${ms(quantile(overheads, 0.5))}, p90 ${ms(quantile(overheads, 0.9))}, p99 ${ms(quantile(overheads, 0.99))}`,
+    `framework overhead per rollout: p50 ${ms(quantile(overheads, 0.5))}, p90 ${ms(quantile(overheads, 0.9))}, p99 ` +
+      `${ms(quantile(overheads, 0.99))}`,
   ];
 };
 

@@ -179,13 +179,15 @@ clearInterval(rssTimer);
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
 console.log(
-  `backend=${args.backend} servers=${urls.length} connections=${clients.length} runners=${runners} dequeue-batch=${dequeueBatch} rollouts=${total} (after ${warmup} warm-up) spans/rollout=${spansPerRollout} span-batch=${spanBatch}`,
+  `backend=${args.backend} servers=${urls.length} connections=${clients.length} runners=${runners} dequeue-batch=${dequeueBatch} ` +
+    `rollouts=${total} (after ${warmup} warm-up) spans/rollout=${spansPerRollout} span-batch=${spanBatch}`,
 );
 console.log(`rollouts/s: ${(done / seconds).toFixed(0)}   spans/s: ${(spansStored / seconds).toFixed(0)}   wall: ${seconds.toFixed(2)} s`);
 for (const [name, list] of latencies) {
   const sorted = [...list].sort((a, b) => a - b);
   console.log(
-    `  ${name.padEnd(16)} calls=${String(sorted.length).padStart(6)}  p50=${pct(sorted, 0.5).toFixed(2)} ms  p99=${pct(sorted, 0.99).toFixed(2)} ms`,
+    `  ${name.padEnd(16)} calls=${String(sorted.length).padStart(6)}  p50=${pct(sorted, 0.5).toFixed(2)} ms  ` +
+      `p99=${pct(sorted, 0.99).toFixed(2)} ms`,
   );
 }
 if (servers.length > 0) {

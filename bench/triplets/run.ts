@@ -74,7 +74,8 @@ for (let done = 0; done < total; done += 200) {
 const python = `${repoRoot}python-bridge/.venv/bin/python`;
 const address = new URL(server.url).host;
 console.log(
-  `${total} finished rollouts × 3 calls; prompts ${promptLength}→${promptLength + 2 * (responseLength + 40)} ids, responses ${responseLength}`,
+  `${total} finished rollouts × 3 calls; prompts ${promptLength}→${promptLength + 2 * (responseLength + 40)} ids, responses ` +
+    `${responseLength}`,
 );
 for (const [label, mode] of [
   ["transition", TripletMode.TRANSITION],
@@ -96,7 +97,8 @@ for (const [label, mode] of [
       .toLocaleString("en-US")
       .padStart(9);
   console.log(
-    `${label.padEnd(10)} python: ${rate(py.triplets, py.seconds)} triplets/s ${rate(py.ids, py.seconds)} ids/s ${rate(py.rollouts, py.seconds)} rollouts/s` +
+    `${label.padEnd(10)} python: ${rate(py.triplets, py.seconds)} triplets/s ${rate(py.ids, py.seconds)} ids/s ` +
+      `${rate(py.rollouts, py.seconds)} rollouts/s` +
       `  | typescript: ${rate(triplets, tsSeconds)} triplets/s`,
   );
 }

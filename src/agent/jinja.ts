@@ -86,7 +86,8 @@ export function renderJinja(source: string, vars: Record<string, unknown>, label
     const unknown = [...missing].filter((name) => !guarded.has(name));
     if (unknown.length > 0) {
       fail(
-        `missing variable${unknown.length > 1 ? "s" : ""} ${unknown.map((n) => `'${n}'`).join(", ")} (given: ${Object.keys(vars).join(", ") || "none"})`,
+        `missing variable${unknown.length > 1 ? "s" : ""} ${unknown.map((n) => `'${n}'`).join(", ")} (given: ` +
+          `${Object.keys(vars).join(", ") || "none"})`,
       );
     }
   }

@@ -27,7 +27,8 @@ export async function loadAgent(modulePath: string, exportName?: string): Promis
   }
   throw new AglError(
     "agent_load",
-    `${modulePath} exports no agent${exportName ? ` named "${exportName}"` : ""}: export default rollout(fn), an object with rollout(), or a class with rollout()`,
+    `${modulePath} exports no agent${exportName ? ` named "${exportName}"` : ""}: export default rollout(fn), an object with ` +
+      `rollout(), or a class with rollout()`,
   );
 }
 

@@ -120,7 +120,8 @@ export function resolveResources(data: ResourcesData, rolloutId: string, attempt
     const candidates = (proxied.length > 1 ? proxied : llms).map(([name, llm]) => `"${name}" (${llm.proxied ? "proxy" : llm.endpoint})`);
     throw new AglError(
       "resource_ambiguous",
-      `resources ${data.resourcesId || "(none published)"} hold several LLMs and none is the default (the only LLM proxy, else "main_llm"): ${candidates.join(", ")}; name one: resources.llm("…")`,
+      `resources ${data.resourcesId || "(none published)"} hold several LLMs and none is the default (the only LLM proxy, else ` +
+        `"main_llm"): ${candidates.join(", ")}; name one: resources.llm("…")`,
     );
   };
   return {

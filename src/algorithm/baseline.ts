@@ -96,7 +96,8 @@ export function createBaseline(options: BaselineOptions = {}): Algorithm<Baselin
             attempts: attempts.length,
           };
           logger.info(
-            `baseline epoch ${epoch + 1}: ${rolloutId} (${entry.mode}) ${entry.status}, reward ${entry.reward ?? "none"}, ${entry.attempts} attempt(s)`,
+            `baseline epoch ${epoch + 1}: ${rolloutId} (${entry.mode}) ${entry.status}, reward ${entry.reward ?? "none"}, ` +
+              `${entry.attempts} attempt(s)`,
           );
           rollouts.push(entry);
         }

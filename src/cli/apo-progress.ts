@@ -42,7 +42,8 @@ export function createApoProgress(write: (line: string) => void, everyMs = 5_000
         break;
       case "child":
         write(
-          `  ${event.key} ← ${event.parent} (${event.target})${event.replayed ? " [from the store]" : ""}: ${event.rejected ? `dropped, ${event.rejected}` : "edited"}`,
+          `  ${event.key} ← ${event.parent} (${event.target})${event.replayed ? " [from the store]" : ""}: ` +
+            `${event.rejected ? `dropped, ${event.rejected}` : "edited"}`,
         );
         break;
       case "scored":

@@ -76,9 +76,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(
-        `agl: ${error.message}\nRun 'agl ${["serve", "proxy", "apo", "run", "train"].includes(command ?? "") ? `${command} ` : ""}--help' for usage.\n`,
-      );
+      const help = ["serve", "proxy", "apo", "run", "train"].includes(command ?? "") ? `agl ${command} --help` : "agl --help";
+      process.stderr.write(`agl: ${error.message}\nRun '${help}' for usage.\n`);
       return 2;
     }
     process.stderr.write(`agl: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -207,7 +207,8 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     }
     work.catch((error: unknown) => {
       log(
-        `agl proxy: unexpected error on ${req.method} ${req.url}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+        `agl proxy: unexpected error on ${req.method} ${req.url}: ` +
+          `${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
       );
       if (!res.headersSent) sendError(res, 500, "internal_error", "the proxy failed unexpectedly; see its log");
       else res.destroy();

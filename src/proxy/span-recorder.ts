@@ -64,7 +64,8 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
       const lost = spans.flatMap((span) => bySpan.get(span.spanId) ?? []);
       const rollouts = [...new Set(lost.map((c) => c.scope.rolloutId))].join(", ");
       options.log(
-        `agl proxy: could not store the span of ${lost.length === 1 ? "a call" : `${lost.length} calls`} of rollout ${rollouts}: ${error.message}`,
+        `agl proxy: could not store the span of ${lost.length === 1 ? "a call" : `${lost.length} calls`} of rollout ${rollouts}: ` +
+          `${error.message}`,
       );
       for (const call of lost) options.onLost?.(call.scope, call.spanId);
     }

@@ -36,7 +36,8 @@ export function recordRolloutResult(result: RolloutResult, scope: AttemptScope, 
   if (!Array.isArray(result)) {
     throw new AglError(
       "invalid_result",
-      `a rollout must return a number (the reward), nothing, or an array of spans; it returned ${typeof result === "object" ? "an object" : typeof result}`,
+      `a rollout must return a number (the reward), nothing, or an array of spans; it returned ` +
+        `${typeof result === "object" ? "an object" : typeof result}`,
     );
   }
   if (result.length === 0) scope.logger.warn("the rollout returned an empty array of spans");

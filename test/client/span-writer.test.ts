@@ -14,7 +14,10 @@ afterEach(async () => {
   await h.close();
 });
 
-/** The client, with every AddSpans call's size recorded and the first `failures` calls failing with `code` (or the calls `refuse` picks). */
+/**
+ * The client, with every AddSpans call's size recorded and the first `failures` calls failing with `code` (or the calls
+ * `refuse` picks).
+ */
 function observed(store: StoreApi, failures = 0, code = Code.Unavailable, refuse: (spans: Span[]) => boolean = () => false) {
   const calls: number[] = [];
   const wrapped = new Proxy(store, {

@@ -63,13 +63,15 @@ export function formatReport(report: ApoReport): string {
     lines.push(`    0           1         —    seed  ${fmt(report.baseline).padStart(8)}  ${fmt(report.baseline)}`);
   for (const r of report.rounds) {
     lines.push(
-      `${String(r.round).padStart(5)}  ${String(r.scores.length).padStart(10)}  ${fmt(r.scores[0]?.score).padStart(10)}  ${r.leader.padStart(6)}` +
+      `${String(r.round).padStart(5)}  ${String(r.scores.length).padStart(10)}  ${fmt(r.scores[0]?.score).padStart(10)}  ` +
+        `${r.leader.padStart(6)}` +
         `  ${fmt(r.leaderScore).padStart(8)}  ${fmt(r.best.score)}${r.improved ? " ↑" : ""}`,
     );
   }
   lines.push(
     "",
-    `Best prompt: ${report.best.key} (full validation ${fmt(report.best.score)}), published as ${report.best.resourcesId} v${report.best.version}`,
+    `Best prompt: ${report.best.key} (full validation ${fmt(report.best.score)}), published as ${report.best.resourcesId} ` +
+      `v${report.best.version}`,
   );
   for (const [name, text] of Object.entries(report.best.templates)) lines.push(`--- ${name} (${text.engine})`, text.template);
   const { used, limits } = report.budget;

@@ -108,7 +108,9 @@ export async function runApo(options: ApoOptions): Promise<ApoReport> {
         onLate: (key, late, seconds) =>
           emit({
             type: "warning",
-            message: `${late} rollouts of ${key} did not finish within ${seconds} s: cancelled, they score 0 (is a runner serving the store? see --batch-timeout)`,
+            message:
+              `${late} rollouts of ${key} did not finish within ${seconds} s: cancelled, they score 0 (is a runner serving ` +
+              `the store? see --batch-timeout)`,
           }),
       }),
     budget,

@@ -102,7 +102,8 @@ export async function optimizeStep(job: StepJob, runs: readonly RolloutOutcome[]
     other_templates:
       others.length === 0
         ? ""
-        : `\nThe agent also used these templates, which stay as they are:\n${others.map(([n, t]) => `<template name="${n}">\n${t.template}\n</template>`).join("\n")}\n`,
+        : `\nThe agent also used these templates, which stay as they ` +
+          `are:\n${others.map(([n, t]) => `<template name="${n}">\n${t.template}\n</template>`).join("\n")}\n`,
     experiments: formatExperiments(runs, ctx.experiments),
     mean_reward: meanReward(runs).toFixed(3),
   });

@@ -56,7 +56,8 @@ export function formatExperiments(outcomes: readonly RolloutOutcome[], format: E
     const seen = new Set<string>();
     for (const messages of o.conversations) {
       for (const m of messages) {
-        const text = `[${m.role}] ${clip(contentText(m.content), maxMessage)}${m.tool_calls ? ` (tool calls: ${clip(JSON.stringify(m.tool_calls), maxMessage)})` : ""}`;
+        const calls = m.tool_calls ? ` (tool calls: ${clip(JSON.stringify(m.tool_calls), maxMessage)})` : "";
+        const text = `[${m.role}] ${clip(contentText(m.content), maxMessage)}${calls}`;
         // Multi-turn calls repeat the earlier turns; show each message once.
         if (seen.has(text)) continue;
         seen.add(text);

@@ -267,7 +267,9 @@ export async function fuzzConnect(options: FuzzOptions): Promise<FuzzReport> {
     (c) => send(options.url, c),
     (c, answer, harvesting) => {
       const [outcome, problem] = assess(c, answer, harvesting ? harvest : () => {});
-      const label = `[connect seed=${report.seed} case=${c.index}] ${c.httpMethod} ${c.path} (${c.kind}) ${JSON.stringify(c.headers)} input=${Buffer.from(c.body).toString("base64").slice(0, 300)}`;
+      const label =
+        `[connect seed=${report.seed} case=${c.index}] ${c.httpMethod} ${c.path} (${c.kind}) ` +
+        `${JSON.stringify(c.headers)} input=${Buffer.from(c.body).toString("base64").slice(0, 300)}`;
       record(report, outcome, problem === undefined ? undefined : `${label}: ${problem}`);
     },
   );

@@ -53,7 +53,8 @@ export async function storeViolations(store: StoreApi): Promise<string[]> {
     const last = attempts.at(-1);
     if (last?.attemptId !== rollout.latestAttempt?.attemptId || last?.status !== rollout.latestAttempt?.status) {
       fail(
-        `rollout ${id}: latest attempt ${rollout.latestAttempt?.attemptId} (${rollout.latestAttempt?.status}) is not its last one ${last?.attemptId} (${last?.status})`,
+        `rollout ${id}: latest attempt ${rollout.latestAttempt?.attemptId} (${rollout.latestAttempt?.status}) is not its last one ` +
+          `${last?.attemptId} (${last?.status})`,
       );
     }
     if (latest?.attemptId !== last?.attemptId)
