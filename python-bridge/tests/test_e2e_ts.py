@@ -130,7 +130,8 @@ async def test_ts_runner_proxy_and_local_trainer(store_address, tmp_path):
     for v in loop.val_history:
         assert v.metrics["val/n_rollouts_w_reward"] == 8 and v.metrics["val/n_rollouts_w_trace"] == 8, logs
         assert v.metrics["val/reward_best@2"] == v.metrics["val/reward_mean"]
-    # The proxy stamps every call, training and validation, with the training snapshot's version in force.
-    assert {(res, ver) for mode, res, ver in stamps if mode == 2} == {("e2e", 1), ("e2e", 4)}
+    # The proxy stamps every call with the resources its rollout ran under: validation calls with the validation
+    # snapshot (published before training and after the last step), training calls with the training snapshot.
+    assert {(res, ver) for mode, res, ver in stamps if mode == 2} == {("e2e-val", 1), ("e2e-val", 2)}
     assert {(res, ver) for mode, res, ver in stamps if mode == 1} == {("e2e", 1), ("e2e", 2), ("e2e", 3)}
     assert len(stamps) == 24 + 16
