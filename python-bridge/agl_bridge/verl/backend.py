@@ -174,6 +174,8 @@ class VerlBackend:
         batch = shaped
         batch.meta_info["global_token_num"] = batch.batch["attention_mask"].sum(dim=-1).tolist()
         batch.meta_info["global_steps"] = t.global_steps
+        # VERL's fit sets it on the batch before generation; its log-prob code scales the logits by it.
+        batch.meta_info["temperature"] = float(cfg.actor_rollout_ref.rollout.temperature)
         t.checkpoint_manager.sleep_replicas()
         if cfg.trainer.balance_batch:
             t._balance_batch(batch, metrics=metrics)

@@ -7,6 +7,7 @@ import asyncio
 import os
 from typing import Any
 
+import ray
 from omegaconf import OmegaConf
 from verl.trainer import main_ppo
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
@@ -14,6 +15,7 @@ from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 from agl_bridge.client import StoreClient
 from agl_bridge.loop import LoopConfig, TrainingLoop
 from agl_bridge.task_files import load_tasks
+from agl_bridge.verl import cpu
 from agl_bridge.verl.backend import VerlBackend
 
 __all__ = ["AglRayPPOTrainer", "AglTaskRunner", "agl_token", "loop_config", "val_sampling"]
@@ -141,8 +143,28 @@ class AglRayPPOTrainer(RayPPOTrainer):
 
 
 class AglTaskRunner(main_ppo.TaskRunner):
-    """VERL's ``TaskRunner`` (worker roles, resource pools, tokenizer, datasets) building ``AglRayPPOTrainer``."""
+    """VERL's ``TaskRunner`` (worker roles, resource pools, tokenizer, datasets) building ``AglRayPPOTrainer``.
+
+    On CPU (``agl_bridge.verl.cpu.is_cpu``) it swaps in the CPU subclasses of VERL's pieces: the actor worker with a
+    gloo process group and resource pools of CPU bundles; everything else is VERL's own."""
 
     def run(self, config: Any) -> None:
         main_ppo.RayPPOTrainer = AglRayPPOTrainer  # type: ignore[misc] - TaskRunner.run builds the trainer by name
         super().run(config)
+
+    def add_actor_rollout_worker(self, config: Any) -> Any:
+        actor_rollout_cls, worker_group_cls = super().add_actor_rollout_worker(config)
+        if not cpu.is_cpu(config):
+            return actor_rollout_cls, worker_group_cls
+        cpu.install()
+        worker = cpu.cpu_actor_rollout_worker()
+        for role in list(self.role_worker_mapping):
+            if str(role).startswith("actor"):
+                self.role_worker_mapping[role] = ray.remote(worker)
+        return worker, worker_group_cls
+
+    def init_resource_pool_mgr(self, config: Any) -> Any:
+        manager = super().init_resource_pool_mgr(config)
+        if not cpu.is_cpu(config):
+            return manager
+        return cpu.cpu_resource_pool_manager(manager.resource_pool_spec, manager.mapping)
