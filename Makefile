@@ -9,7 +9,7 @@ PY_GEN    := $(PY_DIR)/agl_bridge/gen
 TS_GEN    := src/gen
 STAMPS    := .make
 
-.PHONY: help deps proto check-proto build typecheck test test-ts test-py lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo clean
+.PHONY: help deps proto check-proto build typecheck test test-ts test-py lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo demo-verl verl-cpu-smoke bench-verl-cpu clean
 
 help:
 	@echo "make test    install what is needed, check generated code, run the whole suite"
@@ -89,6 +89,19 @@ bench-runner: deps
 # RL end to end on CPU: store (SQLite) + LLM proxy + TS runner pool + local trainer; prints the reward curve.
 demo: deps
 	python-bridge/scripts/demo.sh
+
+# The same task trained by VERL's own trainer on CPU (FSDP2 on gloo, agl's CPU rollout replica).
+demo-verl: deps
+	python-bridge/scripts/demo-verl.sh
+
+# VERL's trainer on CPU end to end, 2 steps: runners -> proxy -> StreamTriplets -> VERL actor update -> weights pushed
+# to the CPU replica -> next version published and served (also run by test-py: tests/test_verl_cpu.py).
+verl-cpu-smoke: deps
+	PYTHONPATH=$(PY_DIR) $(PY) $(PY_DIR)/scripts/verl_cpu_smoke.py
+
+# Where a VERL step's time goes on CPU (generation, old log-prob, update, weight push, bridge).
+bench-verl-cpu: deps
+	PYTHONPATH=$(PY_DIR) $(PY) $(PY_DIR)/bench/verl_cpu_bench.py
 
 clean:
 	rm -rf dist $(STAMPS)

@@ -201,6 +201,12 @@ class VerlBackend:
             old = t._compute_old_log_prob(batch)
         old_log_prob = old[0] if isinstance(old, tuple) else old
         batch = batch.union(old_log_prob)
+        if "rollout_log_probs" in batch.batch.keys():
+            # How far the engine's sampling log-probs are from the actor's: ~0 unless weights or tokens disagree.
+            mask = batch.batch["response_mask"].bool()
+            diff = (batch.batch["old_log_probs"] - batch.batch["rollout_log_probs"]).abs()[mask]
+            metrics["training/rollout_actor_logprob_abs_diff_mean"] = float(diff.mean()) if diff.numel() else 0.0
+            metrics["training/rollout_actor_logprob_abs_diff_max"] = float(diff.max()) if diff.numel() else 0.0
         if getattr(t, "use_reference_policy", False):
             with timed("ref_log_prob"):
                 batch = batch.union(t._compute_ref_log_prob(batch))

@@ -4,7 +4,9 @@ the ``TaskRunner`` that builds it inside VERL's Ray driver."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+from pathlib import Path
 from typing import Any
 
 import ray
@@ -14,6 +16,7 @@ from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
 from agl_bridge.client import StoreClient
 from agl_bridge.loop import LoopConfig, TrainingLoop
+from agl_bridge.plot import reward_plot
 from agl_bridge.task_files import load_tasks
 from agl_bridge.verl import cpu
 from agl_bridge.verl.backend import VerlBackend
@@ -76,6 +79,30 @@ def agl_token(config: Any) -> str | None:
     return config.agl.get("token") or os.environ.get("AGL_TOKEN") or None
 
 
+def write_summary(path: str, loop: TrainingLoop) -> None:
+    """The run's reward curve (JSON, as ``python -m agl_bridge.local --summary`` writes it) and, on stderr, its plot
+    and the initial and final reward (mean of the last 5 steps)."""
+    rewards = [r.reward_mean for r in loop.history]
+    summary: dict[str, Any] = {
+        "rewards": rewards,
+        "steps": [r.step for r in loop.history],
+        "versions_published": [r.version for r in loop.history],
+        "timings": [r.timings for r in loop.history],
+        "metrics": [r.metrics for r in loop.history],
+        "triplet_source": loop.source.name,
+        "validation": [{"step": v.step, "version": v.version, "reward_mean": v.reward_mean} for v in loop.val_history],
+    }
+    if rewards:
+        tail = rewards[-5:]
+        summary["initial_reward"], summary["final_reward"] = rewards[0], sum(tail) / len(tail)
+        loop.log("\nreward per step\n" + reward_plot(rewards))
+        loop.log(
+            f"\n[agl] initial reward {rewards[0]:.3f} (step {loop.history[0].step + 1})  ->  final reward "
+            f"{summary['final_reward']:.3f} (mean of the last {len(tail)} steps)"
+        )
+    Path(path).write_text(json.dumps(summary))
+
+
 class AglRayPPOTrainer(RayPPOTrainer):
     """Keeps VERL's workers, replicas, weight sync and checkpoints; replaces ``fit`` (and with it VERL's agent-loop
     rollout) by the agl loop: rollouts run by agl runners against the published replicas, triplets from the store.
@@ -123,6 +150,8 @@ class AglRayPPOTrainer(RayPPOTrainer):
                 client, self._backend(), train, loop_config(self.config), val_dataset=val, metrics_sink=logger.log
             )
             await loop.run()
+        if agl.get("summary"):
+            write_summary(str(agl.summary), loop)
 
     def _validate(self, merged: bool = False) -> dict[str, float]:
         """VERL's validation hook, through the agl store: publishes the replicas, runs ``agl.val_dataset`` as
