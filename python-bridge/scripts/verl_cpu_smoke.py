@@ -74,7 +74,11 @@ class ReplicaWatch:
         choice = answer["choices"][0]
         self.seen.setdefault(
             version,
-            {"digest": after["digest"], "token_ids": choice["token_ids"], "logprobs": choice["logprobs"]["token_logprobs"]},
+            {
+                "digest": after["digest"],
+                "token_ids": choice["token_ids"],
+                "logprobs": choice["logprobs"]["token_logprobs"],
+            },
         )
 
 

@@ -70,7 +70,9 @@ def test_cpu_registrations_and_patches():
     cpu_worker = cpu.cpu_actor_rollout_worker()
     from verl.workers.engine_workers import ActorRolloutRefWorker
 
-    assert issubclass(cpu_worker, ActorRolloutRefWorker) and cpu_worker.init_model is not ActorRolloutRefWorker.init_model
+    assert (
+        issubclass(cpu_worker, ActorRolloutRefWorker) and cpu_worker.init_model is not ActorRolloutRefWorker.init_model
+    )
 
 
 def _tiny_model_dir(path: Path) -> Path:

@@ -13,7 +13,6 @@ group, the trainer's worker classes — is a subclass, wired by ``AglTaskRunner`
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any
 
 import torch
@@ -60,12 +59,8 @@ def _register_engines() -> None:
     from verl.workers.engine.base import EngineRegistry
     from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead, FSDPEngineWithValueHead
 
-    EngineRegistry.register(model_type="language_model", backend=["fsdp", "fsdp2"], device="cpu")(
-        FSDPEngineWithLMHead
-    )
-    EngineRegistry.register(model_type="value_model", backend=["fsdp", "fsdp2"], device="cpu")(
-        FSDPEngineWithValueHead
-    )
+    EngineRegistry.register(model_type="language_model", backend=["fsdp", "fsdp2"], device="cpu")(FSDPEngineWithLMHead)
+    EngineRegistry.register(model_type="value_model", backend=["fsdp", "fsdp2"], device="cpu")(FSDPEngineWithValueHead)
 
 
 def _register_rollout() -> None:
