@@ -1,7 +1,7 @@
 """VERL's own trainer on CPU: the registrations and the few patches VERL 0.8.0 needs to run its ``RayPPOTrainer``
 machinery (FSDP2 actor on gloo, its log-prob and update code, weight push to a rollout replica) without a GPU.
 
-This module is VERL's plugin: the CPU config (``agl_trainer_cpu.yaml``) names it in ``VERL_USE_EXTERNAL_MODULES``
+This module is VERL's plugin: the CPU config (``config/agl_device/cpu.yaml``) names it in ``VERL_USE_EXTERNAL_MODULES``
 (Ray's ``runtime_env``, read by ``verl/__init__.py`` in every Ray process) and in ``actor_rollout_ref.model.
 external_lib``, so importing it registers everything everywhere. Nothing happens when a GPU is present: there the
 trainer runs exactly as on VERL's GPU path (``scripts/gpu-smoke.sh``).

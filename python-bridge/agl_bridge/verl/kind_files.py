@@ -44,6 +44,9 @@ def write_kind_files(root: str | Path, *, seed: int = 0, warmup_steps: int = 300
     from agl_bridge.local import tasks
     from agl_bridge.local.run import LocalTrainerOptions, build_policy
 
+    import torch
+
+    torch.set_num_threads(1)  # a tiny model: more threads only contend
     files = KindFiles(Path(root))
     files.root.mkdir(parents=True, exist_ok=True)
     policy = build_policy(LocalTrainerOptions(store="", seed=seed, warmup_steps=warmup_steps))
