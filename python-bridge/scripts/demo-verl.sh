@@ -4,12 +4,12 @@
 # VERL's RayPPOTrainer machinery (FSDP2 actor on gloo, VERL's log-probs, GRPO advantages and PPO update, weights pushed
 # to agl's CPU rollout replica). Same model and warm-up as `make demo`; the same progress lines, reward plot and
 # pass/fail rule: first step <= 0.3, final (mean of the last 5 steps) >= 0.9. Run from the repository root after
-# `make deps`. Environment: DEMO_STEPS (default 60), DEMO_SEED (default 0), DEMO_DIR (default a new temporary
+# `make deps`. Environment: DEMO_STEPS (default 80), DEMO_SEED (default 0), DEMO_DIR (default a new temporary
 # directory); extra arguments are Hydra overrides for the trainer.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DIR="${DEMO_DIR:-$(mktemp -d -t agl-demo-verl-XXXXXX)}"
-STEPS="${DEMO_STEPS:-60}"
+STEPS="${DEMO_STEPS:-80}"
 SEED="${DEMO_SEED:-0}"
 PY=python-bridge/.venv/bin/python
 export PYTHONPATH="$PWD/python-bridge${PYTHONPATH:+:$PYTHONPATH}"
