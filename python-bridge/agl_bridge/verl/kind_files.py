@@ -40,11 +40,10 @@ def write_kind_files(root: str | Path, *, seed: int = 0, warmup_steps: int = 300
     """The local trainer's model for the task (same build, same format-only warm-up, same seeds), saved with its
     tokenizer; 4096 training tasks and ``val_tasks`` validation tasks drawn with other seeds."""
     import pandas as pd
+    import torch
 
     from agl_bridge.local import tasks
     from agl_bridge.local.run import LocalTrainerOptions, build_policy
-
-    import torch
 
     torch.set_num_threads(1)  # a tiny model: more threads only contend
     files = KindFiles(Path(root))
