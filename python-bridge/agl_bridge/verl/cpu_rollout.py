@@ -13,9 +13,7 @@
 from __future__ import annotations
 
 import hashlib
-import inspect
 import os
-from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import ray
@@ -23,6 +21,7 @@ import torch
 from aiohttp import web
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
+from verl.workers.rollout.utils import ensure_async_iterator
 
 __all__ = ["CpuPolicyReplica", "CpuPolicyServer", "CpuRolloutAdapter", "server_actor_name"]
 
@@ -150,15 +149,6 @@ class CpuPolicyReplica(RolloutReplica):
         return False
 
 
-async def _items(weights: Iterable[tuple[str, torch.Tensor]] | AsyncIterator[tuple[str, torch.Tensor]]) -> Any:
-    if inspect.isasyncgen(weights) or hasattr(weights, "__aiter__"):
-        async for item in weights:  # type: ignore[union-attr]
-            yield item
-    else:
-        for item in weights:  # type: ignore[union-attr]
-            yield item
-
-
 class CpuRolloutAdapter(BaseRollout):
     """Worker side: each actor worker sends the full weights to the server of the replica it belongs to (rollout rank
     0 of each replica; every rank walks the generator, since FSDP gathers each tensor collectively)."""
@@ -186,10 +176,9 @@ class CpuRolloutAdapter(BaseRollout):
     async def release(self) -> None:
         return None
 
-    @torch.no_grad()
     async def update_weights(self, weights: Any, global_steps: int | None = None, **_: Any) -> None:
         state: dict[str, torch.Tensor] = {}
-        async for name, tensor in _items(weights):
+        async for name, tensor in ensure_async_iterator(weights):
             full = tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
             state[name] = full.detach().to("cpu", copy=True)
         if self.rollout_rank == 0:
