@@ -52,7 +52,8 @@ def main() -> None:
     command = [
         "node", str(REPO / "bin" / "agl.js"), "train", "examples/rl-kind/agent.ts", "--trainer", "verl",
         "--database", str(work / "agl.db"), "--dataset", str(files.train), "--model", str(files.model),
-        "--steps", str(a.steps), "--n", str(a.n), "--tasks-per-step", str(a.tasks), "--", "trainer.device=cpu",
+        "--steps", str(a.steps), "--n", str(a.n), "--tasks-per-step", str(a.tasks),
+        "--checkpoint-dir", str(work / "ckpt"), "--", "trainer.device=cpu", f"hydra.run.dir={work / 'hydra'}",
         f"data.train_files={files.prompts}", f"data.val_files={files.prompts}", "data.max_prompt_length=32",
         "data.max_response_length=8", "trainer.val_before_train=false", "trainer.test_freq=-1", "trainer.save_freq=-1",
         "actor_rollout_ref.actor.ppo_mini_batch_size=8", f"trainer.n_gpus_per_node={a.workers}",
