@@ -24,7 +24,7 @@ F="$DIR/files"
 # local trainer's learning rate and one PPO update per step over all of its rows.
 node bin/agl.js train examples/rl-kind/agent.ts --trainer verl --database "$DIR/agl.db" --steps "$STEPS" \
   --dataset "$F/tasks.jsonl" --model "$F/model" --n 8 --tasks-per-step 16 --checkpoint-dir "$DIR/ckpt" -- \
-  trainer.device=cpu data.train_files="$F/prompts.parquet" data.val_files="$F/prompts.parquet" \
+  trainer.device=cpu hydra.run.dir="$DIR/hydra" data.train_files="$F/prompts.parquet" data.val_files="$F/prompts.parquet" \
   data.max_prompt_length=32 data.max_response_length=8 trainer.val_before_train=false trainer.test_freq=-1 \
   trainer.save_freq=-1 algorithm.adv_estimator=grpo actor_rollout_ref.actor.use_kl_loss=false \
   actor_rollout_ref.actor.entropy_coeff=0 actor_rollout_ref.actor.optim.lr=2e-3 \
