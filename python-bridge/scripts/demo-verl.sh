@@ -4,12 +4,12 @@
 # VERL's RayPPOTrainer machinery (FSDP2 actor on gloo, VERL's log-probs, GRPO advantages and PPO update, weights pushed
 # to agl's CPU rollout replica). Same model and warm-up as `make demo`; the same progress lines, reward plot and
 # pass/fail rule: first step <= 0.3, final (mean of the last 5 steps) >= 0.9. Run from the repository root after
-# `make deps`. Environment: DEMO_STEPS (default 80), DEMO_SEED (default 0), DEMO_DIR (default a new temporary
+# `make deps`. Environment: DEMO_STEPS (default 120), DEMO_SEED (default 0), DEMO_DIR (default a new temporary
 # directory); extra arguments are Hydra overrides for the trainer.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DIR="${DEMO_DIR:-$(mktemp -d -t agl-demo-verl-XXXXXX)}"
-STEPS="${DEMO_STEPS:-80}"
+STEPS="${DEMO_STEPS:-120}"
 SEED="${DEMO_SEED:-0}"
 PY=python-bridge/.venv/bin/python
 export PYTHONPATH="$PWD/python-bridge${PYTHONPATH:+:$PYTHONPATH}"
@@ -24,7 +24,8 @@ F="$DIR/files"
 # local trainer's learning rate and one PPO update per step over all of its rows.
 node bin/agl.js train examples/rl-kind/agent.ts --trainer verl --database "$DIR/agl.db" --steps "$STEPS" \
   --dataset "$F/tasks.jsonl" --model "$F/model" --n 8 --tasks-per-step 16 --checkpoint-dir "$DIR/ckpt" -- \
-  trainer.device=cpu hydra.run.dir="$DIR/hydra" data.train_files="$F/prompts.parquet" data.val_files="$F/prompts.parquet" \
+  trainer.device=cpu hydra.run.dir="$DIR/hydra" \
+  data.train_files="$F/prompts.parquet" data.val_files="$F/prompts.parquet" \
   data.max_prompt_length=32 data.max_response_length=8 trainer.val_before_train=false trainer.test_freq=-1 \
   trainer.save_freq=-1 algorithm.adv_estimator=grpo actor_rollout_ref.actor.use_kl_loss=false \
   actor_rollout_ref.actor.entropy_coeff=0 actor_rollout_ref.actor.optim.lr=2e-3 \
