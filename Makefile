@@ -20,7 +20,7 @@ export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
 endif
 
-.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo clean
+.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo demo-verl verl-cpu-smoke bench-verl-cpu clean
 
 help:
 	@echo "make test    install what is needed (Node 24 too, when the machine's is not 22, 24 or 26), check generated"
@@ -120,6 +120,19 @@ bench-runner: deps
 # RL end to end on CPU: store (SQLite) + LLM proxy + TS runner pool + local trainer; prints the reward curve.
 demo: deps
 	python-bridge/scripts/demo.sh
+
+# The same task trained by VERL's own trainer on CPU (FSDP2 on gloo, agl's CPU rollout replica).
+demo-verl: deps
+	python-bridge/scripts/demo-verl.sh
+
+# VERL's trainer on CPU end to end, 2 steps: runners -> proxy -> StreamTriplets -> VERL actor update -> weights pushed
+# to the CPU replica -> next version published and served (also run by test-py: tests/test_verl_cpu.py).
+verl-cpu-smoke: deps
+	PYTHONPATH=$(PY_DIR) $(PY) $(PY_DIR)/scripts/verl_cpu_smoke.py
+
+# Where a VERL step's time goes on CPU (generation, old log-prob, update, weight push, bridge).
+bench-verl-cpu: deps
+	PYTHONPATH=$(PY_DIR) $(PY) $(PY_DIR)/bench/verl_cpu_bench.py
 
 clean:
 	rm -rf dist $(STAMPS)

@@ -273,6 +273,7 @@ async def test_verl_trainer_validates_through_the_store_and_logs_to_tracking(pro
             "agl.resources_id=verl-val",
             "agl.rollout_timeout=60",
             "agl.collect_timeout=30",
+            f"agl.summary={tmp_path / 'summary.json'}",
             "trainer.total_training_steps=2",
             "trainer.test_freq=1",
             "trainer.val_before_train=true",
@@ -319,6 +320,10 @@ async def test_verl_trainer_validates_through_the_store_and_logs_to_tracking(pro
     assert {r["temperature"] for r in train_runs} == {float(cfg.actor_rollout_ref.rollout.temperature)}
     assert sorted(r.mode for r in rollouts) == [1] * 8 + [2] * 18
     assert alone["val/n"] == 6 and alone["val/reward_mean"] == pytest.approx(2 / 6)
+    # agl.summary: the reward curve, as the local trainer's --summary writes it.
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["rewards"] == [pytest.approx(0.5)] * 2 and summary["final_reward"] == pytest.approx(0.5)
+    assert summary["versions_published"] == [2, 3] and len(summary["validation"]) == 3
     assert alone["val/policy_version"] == 4  # published once more by the hook
 
 

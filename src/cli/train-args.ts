@@ -33,8 +33,9 @@ recorded and publishes each new version. Ends when the trainer does; stops every
 
 Options:
   --trainer <local|verl>   local: CPU trainer with a small model (python -m agl_bridge.local, default);
-                           verl: VERL on GPU nodes (python -m agl_bridge.verl); give its Hydra overrides after --,
-                           data.train_files and data.val_files included (VERL's TaskRunner loads them)
+                           verl: VERL's own trainer (python -m agl_bridge.verl) on GPU nodes, or on CPU when there
+                           is no CUDA device (or with trainer.device=cpu after --); give its Hydra overrides after
+                           --, data.train_files and data.val_files included (VERL's TaskRunner loads them)
   --dataset <file.jsonl>   task inputs, one JSON value a line (the local trainer's built-in task needs none)
   --val-dataset <file>     validation tasks (JSONL), run as rollouts of mode val before training and every few
                            steps (local: --test-freq after --; verl: trainer.test_freq); never trained on

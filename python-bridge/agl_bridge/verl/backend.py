@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,21 @@ __all__ = ["VerlBackend"]
 
 # What ``save`` writes next to the loop's state: the VERL checkpoint folder it corresponds to.
 VERL_CHECKPOINT_FILE = "verl.json"
+
+
+class _Timer:
+    """``with timer("name"):`` adds the block's wall time to ``metrics["timing_s/name"]`` (VERL's key scheme)."""
+
+    def __init__(self, metrics: dict[str, float]) -> None:
+        self.metrics = metrics
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.metrics[f"timing_s/{name}"] = time.perf_counter() - started
 
 
 class VerlBackend:
@@ -174,22 +190,38 @@ class VerlBackend:
         batch = shaped
         batch.meta_info["global_token_num"] = batch.batch["attention_mask"].sum(dim=-1).tolist()
         batch.meta_info["global_steps"] = t.global_steps
-        t.checkpoint_manager.sleep_replicas()
+        # VERL's fit sets it on the batch before generation; its log-prob code scales the logits by it.
+        batch.meta_info["temperature"] = float(cfg.actor_rollout_ref.rollout.temperature)
+        timed = _Timer(metrics)
+        with timed("sleep_replicas"):
+            t.checkpoint_manager.sleep_replicas()
         if cfg.trainer.balance_batch:
             t._balance_batch(batch, metrics=metrics)
-        old = t._compute_old_log_prob(batch)
+        with timed("old_log_prob"):
+            old = t._compute_old_log_prob(batch)
         old_log_prob = old[0] if isinstance(old, tuple) else old
         batch = batch.union(old_log_prob)
+        if "rollout_log_probs" in batch.batch.keys():
+            # How far the engine's sampling log-probs are from the actor's: ~0 unless weights or tokens disagree.
+            mask = batch.batch["response_mask"].bool()
+            diff = (batch.batch["old_log_probs"] - batch.batch["rollout_log_probs"]).abs()[mask]
+            metrics["training/rollout_actor_logprob_abs_diff_mean"] = float(diff.mean()) if diff.numel() else 0.0
+            metrics["training/rollout_actor_logprob_abs_diff_max"] = float(diff.max()) if diff.numel() else 0.0
         if getattr(t, "use_reference_policy", False):
-            batch = batch.union(t._compute_ref_log_prob(batch))
+            with timed("ref_log_prob"):
+                batch = batch.union(t._compute_ref_log_prob(batch))
         if getattr(t, "use_critic", False):
-            batch = batch.union(t._compute_values(batch))
-            critic_output = t._update_critic(batch)
+            with timed("values"):
+                batch = batch.union(t._compute_values(batch))
+            with timed("update_critic"):
+                critic_output = t._update_critic(batch)
             metrics.update(reduce_metrics(critic_output.meta_info["metrics"]))
         if cfg.trainer.critic_warmup <= t.global_steps:
-            actor_output = t._update_actor(batch)
+            with timed("update_actor"):
+                actor_output = t._update_actor(batch)
             metrics.update(reduce_metrics(actor_output.meta_info["metrics"]))
-        t.checkpoint_manager.update_weights(t.global_steps)
+        with timed("update_weights"):
+            t.checkpoint_manager.update_weights(t.global_steps)
         t.global_steps += 1
         self.last_metrics = metrics
         return metrics

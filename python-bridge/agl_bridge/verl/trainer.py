@@ -4,16 +4,21 @@ the ``TaskRunner`` that builds it inside VERL's Ray driver."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+from pathlib import Path
 from typing import Any
 
+import ray
 from omegaconf import OmegaConf
 from verl.trainer import main_ppo
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
 from agl_bridge.client import StoreClient
 from agl_bridge.loop import LoopConfig, TrainingLoop
+from agl_bridge.plot import reward_plot
 from agl_bridge.task_files import load_tasks
+from agl_bridge.verl import cpu
 from agl_bridge.verl.backend import VerlBackend
 
 __all__ = ["AglRayPPOTrainer", "AglTaskRunner", "agl_token", "loop_config", "val_sampling"]
@@ -74,6 +79,29 @@ def agl_token(config: Any) -> str | None:
     return config.agl.get("token") or os.environ.get("AGL_TOKEN") or None
 
 
+def write_summary(path: str, loop: TrainingLoop) -> None:
+    """The run's reward curve (JSON, as ``python -m agl_bridge.local --summary`` writes it) and, on stderr, its plot
+    and the initial and final reward (mean of the last 5 steps)."""
+    rewards = [r.reward_mean for r in loop.history]
+    summary: dict[str, Any] = {
+        "rewards": rewards,
+        "steps": [r.step for r in loop.history],
+        "versions_published": [r.version for r in loop.history],
+        "timings": [r.timings for r in loop.history],
+        "metrics": [r.metrics for r in loop.history],
+        "validation": [{"step": v.step, "version": v.version, "reward_mean": v.reward_mean} for v in loop.val_history],
+    }
+    if rewards:
+        tail = rewards[-5:]
+        summary["initial_reward"], summary["final_reward"] = rewards[0], sum(tail) / len(tail)
+        loop.log("\nreward per step\n" + reward_plot(rewards))
+        loop.log(
+            f"\n[agl] initial reward {rewards[0]:.3f} (step {loop.history[0].step + 1})  ->  final reward "
+            f"{summary['final_reward']:.3f} (mean of the last {len(tail)} steps)"
+        )
+    Path(path).write_text(json.dumps(summary))
+
+
 class AglRayPPOTrainer(RayPPOTrainer):
     """Keeps VERL's workers, replicas, weight sync and checkpoints; replaces ``fit`` (and with it VERL's agent-loop
     rollout) by the agl loop: rollouts run by agl runners against the published replicas, triplets from the store.
@@ -121,6 +149,8 @@ class AglRayPPOTrainer(RayPPOTrainer):
                 client, self._backend(), train, loop_config(self.config), val_dataset=val, metrics_sink=logger.log
             )
             await loop.run()
+        if agl.get("summary"):
+            write_summary(str(agl.summary), loop)
 
     def _validate(self, merged: bool = False) -> dict[str, float]:
         """VERL's validation hook, through the agl store: publishes the replicas, runs ``agl.val_dataset`` as
@@ -141,8 +171,28 @@ class AglRayPPOTrainer(RayPPOTrainer):
 
 
 class AglTaskRunner(main_ppo.TaskRunner):
-    """VERL's ``TaskRunner`` (worker roles, resource pools, tokenizer, datasets) building ``AglRayPPOTrainer``."""
+    """VERL's ``TaskRunner`` (worker roles, resource pools, tokenizer, datasets) building ``AglRayPPOTrainer``.
+
+    On CPU (``agl_bridge.verl.cpu.is_cpu``) it swaps in the CPU subclasses of VERL's pieces: the actor worker with a
+    gloo process group and resource pools of CPU bundles; everything else is VERL's own."""
 
     def run(self, config: Any) -> None:
         main_ppo.RayPPOTrainer = AglRayPPOTrainer  # type: ignore[misc] - TaskRunner.run builds the trainer by name
         super().run(config)
+
+    def add_actor_rollout_worker(self, config: Any) -> Any:
+        actor_rollout_cls, worker_group_cls = super().add_actor_rollout_worker(config)
+        if not cpu.is_cpu(config):
+            return actor_rollout_cls, worker_group_cls
+        cpu.install()
+        worker = cpu.cpu_actor_rollout_worker()
+        for role in list(self.role_worker_mapping):
+            if str(role).startswith("actor"):
+                self.role_worker_mapping[role] = ray.remote(worker)
+        return worker, worker_group_cls
+
+    def init_resource_pool_mgr(self, config: Any) -> Any:
+        manager = super().init_resource_pool_mgr(config)
+        if not cpu.is_cpu(config):
+            return manager
+        return cpu.cpu_resource_pool_manager(manager.resource_pool_spec, manager.mapping)

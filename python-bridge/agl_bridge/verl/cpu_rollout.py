@@ -1,0 +1,185 @@
+"""agl's CPU rollout replica for VERL (``actor_rollout_ref.rollout.name=agl_cpu``): VERL's ``RolloutReplica`` /
+``BaseRollout`` pair, as vLLM's, with agl's local policy server as the engine.
+
+- ``CpuPolicyReplica`` (trainer side, from ``RolloutReplicaRegistry``) starts one Ray actor per replica,
+  ``CpuPolicyServer``: the actor's weights in a ``Policy`` served by ``PolicyServer`` — OpenAI-compatible HTTP with
+  vLLM's token-id fields, which agl publishes behind its LLM proxy — and VERL's token-in/token-out ``generate`` for
+  VERL's own agent loop.
+- ``CpuRolloutAdapter`` (worker side, in each FSDP actor process) takes the weights VERL's ``update_weights`` yields
+  (full tensors, gathered by FSDP) and hands them to its replica's server, which swaps them in on the policy's thread:
+  no generation sees half an update.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+import ray
+import torch
+from aiohttp import web
+from verl.workers.rollout.base import BaseRollout
+from verl.workers.rollout.replica import RolloutReplica, TokenOutput
+from verl.workers.rollout.utils import ensure_async_iterator
+
+__all__ = ["CpuPolicyReplica", "CpuPolicyServer", "CpuRolloutAdapter", "server_actor_name"]
+
+
+def server_actor_name(replica_rank: int) -> str:
+    return f"agl_cpu_server_{replica_rank}"
+
+
+def weights_digest(model: torch.nn.Module) -> str:
+    """A short digest of every parameter's bytes: tells two weight versions apart."""
+    h = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().to(torch.float32).contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+class CpuPolicyServer:
+    """One replica's engine (a Ray actor): loads the model at ``model_config.path`` and serves it."""
+
+    def __init__(self, config: Any, model_config: Any, replica_rank: int) -> None:
+        from verl.utils.fs import copy_to_local
+
+        from agl_bridge.local.model import load_model
+        from agl_bridge.local.policy import Policy
+        from agl_bridge.local.server import PolicyServer
+
+        torch.set_num_threads(1)
+        self.config, self.replica_rank = config, replica_rank
+        model, tokenizer = load_model(copy_to_local(str(model_config.path)))
+        self.policy = Policy(model, tokenizer)
+        self.server = PolicyServer(self.policy, str(model_config.path), host="127.0.0.1")
+        # What weights the replica serves (tests, the smoke check): version and digest.
+        self.server.app.router.add_get("/agl/weights", self._weights)
+        self.global_steps: int | None = None
+        self.digest = weights_digest(model)
+
+    async def launch_server(self) -> tuple[str, int]:
+        url = await self.server.start()
+        host_port = url.removeprefix("http://").removesuffix("/v1")
+        host, port = host_port.rsplit(":", 1)
+        return host, int(port)
+
+    async def _weights(self, _: web.Request) -> web.Response:
+        return web.json_response(
+            {"policy_version": self.policy.weights_version, "digest": self.digest, "global_steps": self.global_steps}
+        )
+
+    async def update_weights(self, weights: dict[str, torch.Tensor], global_steps: int | None = None) -> str:
+        """Loads ``weights`` (every parameter, by its Hugging Face name) between two generations."""
+
+        def load() -> str:
+            missing, unexpected = self.policy.model.load_state_dict(weights, strict=False)
+            if unexpected or [k for k in missing if not k.endswith("lm_head.weight")]:
+                raise KeyError(f"weights do not match the replica's model: missing {missing}, unexpected {unexpected}")
+            self.policy.weights_version += 1
+            return weights_digest(self.policy.model)
+
+        self.digest = await self.policy.run(load)
+        self.global_steps = global_steps
+        return self.digest
+
+    async def generate(
+        self, prompt_ids: list[int], sampling_params: dict[str, Any], request_id: str, **_: Any
+    ) -> TokenOutput:
+        """VERL's token-in/token-out call (its agent loop's ``server.generate``)."""
+        limit = int(getattr(self.config, "response_length", 64))
+        max_tokens = int(sampling_params.get("max_tokens") or sampling_params.get("max_new_tokens") or limit)
+        temperature = float(sampling_params.get("temperature", 1.0))
+        top_p = float(sampling_params.get("top_p", 1.0))
+        g = await self.policy.generate(list(prompt_ids), min(max_tokens, limit), temperature=temperature, top_p=top_p)
+        return TokenOutput(token_ids=g.token_ids, log_probs=g.logprobs, stop_reason="completed")
+
+    # The engine keeps its weights in host memory between updates: sleep and wake-up free and restore nothing.
+    async def wake_up(self, tags: list[str] | None = None) -> None:
+        return None
+
+    async def sleep(self) -> None:
+        return None
+
+    async def clear_kv_cache(self) -> None:
+        return None
+
+    async def release_kv_cache(self) -> None:
+        return None
+
+    async def resume_kv_cache(self) -> None:
+        return None
+
+    async def set_global_steps(self, global_steps: int) -> None:
+        self.global_steps = global_steps
+
+    async def wait_for_requests_to_drain(self) -> None:
+        # Calls queue on the policy's one thread: a no-op run there returns once those before it are done.
+        await self.policy.run(lambda: None)
+
+    async def abort_all_requests(self, **_: Any) -> dict[str, Any]:
+        return {"aborted_count": 0, "request_ids": []}
+
+    async def resume_generation(self) -> None:
+        return None
+
+    async def start_profile(self, **_: Any) -> None:
+        return None
+
+    async def stop_profile(self) -> None:
+        return None
+
+
+class CpuPolicyReplica(RolloutReplica):
+    """A replica whose engine is ``CpuPolicyServer``; its address is the policy server's ``host:port``."""
+
+    async def launch_servers(self) -> None:
+        server = (
+            ray.remote(CpuPolicyServer)
+            .options(name=server_actor_name(self.replica_rank), num_cpus=1, max_concurrency=self.max_concurrency)
+            .remote(config=self.config, model_config=self.model_config, replica_rank=self.replica_rank)
+        )
+        host, port = await server.launch_server.remote()
+        self.servers = [server]
+        self._server_handle = server
+        self._server_address = f"{host}:{port}"
+
+    def rollout_worker_use_gpu(self) -> bool:
+        return False
+
+
+class CpuRolloutAdapter(BaseRollout):
+    """Worker side: each actor worker sends the full weights to the server of the replica it belongs to (rollout rank
+    0 of each replica; every rank walks the generator, since FSDP gathers each tensor collectively)."""
+
+    def __init__(self, config: Any, model_config: Any, device_mesh: Any, replica_rank: int = -1) -> None:
+        super().__init__(config, model_config, device_mesh)
+        rank = int(os.environ.get("RANK", 0))
+        world = (
+            self.config.tensor_model_parallel_size
+            * self.config.data_parallel_size
+            * self.config.pipeline_model_parallel_size
+        )
+        self.replica_rank = rank // world if replica_rank == -1 else replica_rank
+        self.rollout_rank = rank % world
+        self._server: Any = None
+
+    def _server_handle(self) -> Any:
+        if self._server is None:
+            self._server = ray.get_actor(server_actor_name(self.replica_rank))
+        return self._server
+
+    async def resume(self, tags: list[str]) -> None:
+        return None
+
+    async def release(self) -> None:
+        return None
+
+    async def update_weights(self, weights: Any, global_steps: int | None = None, **_: Any) -> None:
+        state: dict[str, torch.Tensor] = {}
+        async for name, tensor in ensure_async_iterator(weights):
+            full = tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
+            state[name] = full.detach().to("cpu", copy=True)
+        if self.rollout_rank == 0:
+            await self._server_handle().update_weights.remote(state, global_steps)
