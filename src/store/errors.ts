@@ -5,3 +5,4 @@ export const notFound = (message: string) => new ConnectError(message, Code.NotF
 export const invalidArgument = (message: string) => new ConnectError(message, Code.InvalidArgument);
 export const failedPrecondition = (message: string) => new ConnectError(message, Code.FailedPrecondition);
 export const resourceExhausted = (message: string) => new ConnectError(message, Code.ResourceExhausted);
+export const outOfRange = (message: string) => new ConnectError(message, Code.OutOfRange);

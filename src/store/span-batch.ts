@@ -2,7 +2,7 @@ import type { SpanAck } from "../gen/agl/v1/store_pb.js";
 import type { Attempt, Rollout, Span } from "../gen/agl/v1/types_pb.js";
 import { spanKey, type StorageTx } from "./backend.js";
 import { requireRollout } from "./context.js";
-import { notFound } from "./errors.js";
+import { invalidArgument, notFound, outOfRange } from "./errors.js";
 import { copySpan } from "./span-wire.js";
 import { heartbeat } from "./transitions.js";
 import { checkCount, checkId, type StoreLimits } from "./validate.js";
@@ -14,6 +14,25 @@ interface Owner {
   inserted: boolean;
 }
 
+/** Sequence ids are uint32 on the wire. */
+const maxSequenceId = 0xffff_ffff;
+
+/**
+ * Takes the rollout's next `count` sequence ids and returns the last. Past the largest uint32 no id can be given
+ * (an explicit sequence id near it raised the counter): OUT_OF_RANGE, inside the caller's transaction, so nothing
+ * changes.
+ */
+export async function allocateSequenceIds(tx: StorageTx, rolloutId: string, count: number): Promise<number> {
+  const last = await tx.nextSequenceId(rolloutId, count);
+  if (last > maxSequenceId) {
+    throw outOfRange(
+      `rollout ${JSON.stringify(rolloutId)} has no span sequence ids left: they end at ${maxSequenceId}, and an explicit ` +
+        "sequence_id raised its counter near that; give its spans explicit sequence ids, or use another rollout",
+    );
+  }
+  return last;
+}
+
 /** Checks a batch before any transaction: its size and every span's ids. */
 export function checkSpans(spans: Span[], limits: StoreLimits, field = "spans"): void {
   checkCount(spans.length, limits.spansPerBatch, field);
@@ -21,6 +40,11 @@ export function checkSpans(spans: Span[], limits: StoreLimits, field = "spans"):
     checkId(span.rolloutId, `${field}[${i}].rollout_id`, limits);
     checkId(span.attemptId, `${field}[${i}].attempt_id`, limits);
     checkId(span.spanId, `${field}[${i}].span_id`, limits);
+    // Decoded requests always hold a uint32; in-process callers can pass any number.
+    const { sequenceId } = span;
+    if (!Number.isInteger(sequenceId) || sequenceId < 0 || sequenceId > maxSequenceId) {
+      throw invalidArgument(`${field}[${i}].sequence_id must be an integer from 0 to ${maxSequenceId}, got ${sequenceId}`);
+    }
   });
 }
 
@@ -56,7 +80,7 @@ async function assignSequenceIds(tx: StorageTx, spans: Span[]) {
   }
   for (const [rolloutId, max] of explicitMax) await tx.raiseSequenceId(rolloutId, max);
   for (const [rolloutId, list] of missing) {
-    const last = await tx.nextSequenceId(rolloutId, list.length);
+    const last = await allocateSequenceIds(tx, rolloutId, list.length);
     list.forEach((span, i) => {
       span.sequenceId = last - list.length + 1 + i;
     });

@@ -4,7 +4,7 @@ import { FilterLogic } from "../gen/agl/v1/types_pb.js";
 import type { StringMatch } from "./backend.js";
 import { pageInfo, requireRollout, type StoreContext } from "./context.js";
 import { notFound } from "./errors.js";
-import { checkSpans, storeSpans } from "./span-batch.js";
+import { allocateSequenceIds, checkSpans, storeSpans } from "./span-batch.js";
 import type { StoreApi } from "./store-api.js";
 import { checkCount, checkEnum, checkId, toPageSpec } from "./validate.js";
 
@@ -63,7 +63,7 @@ export function spanMethods(ctx: StoreContext): SpanMethods {
         for (const [i, { rolloutId }] of req.requests.entries()) {
           checkId(rolloutId, `requests[${i}].rollout_id`, limits);
           await requireRollout(tx, rolloutId);
-          ids.push(await tx.nextSequenceId(rolloutId, 1));
+          ids.push(await allocateSequenceIds(tx, rolloutId, 1));
         }
         return ids;
       });

@@ -73,6 +73,33 @@ describe.each(backends)("spans [$name]", (def) => {
     expect(seqs).toEqual([50, 100]);
   });
 
+  it("sequence ids are uint32: past the largest one, allocation is OUT_OF_RANGE and changes nothing", async () => {
+    const { store } = await openStore(def);
+    const { rolloutId, attemptId } = await startRollout(store);
+    const largest = 2 ** 32 - 1;
+    // An explicit id may take the largest value; the counter cannot then go further.
+    expect((await addSpan(store, rolloutId, attemptId, { sequenceId: largest })).sequenceId).toBe(largest);
+    await expectRejectedUnchanged(store, () => next(store, rolloutId, attemptId), Code.OutOfRange, rolloutId, "explicit");
+    await expectRejectedUnchanged(store, () => addSpan(store, rolloutId, attemptId), Code.OutOfRange, rolloutId);
+    await expectRejectedUnchanged(
+      store,
+      () => store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED, spans: [makeSpan(rolloutId, attemptId)] }),
+      Code.OutOfRange,
+      rolloutId,
+    );
+    // Spans with explicit ids are still stored, and every stored id reads back as a uint32.
+    expect((await addSpan(store, rolloutId, attemptId, { sequenceId: 7 })).sequenceId).toBe(7);
+    expect((await store.querySpans({ rolloutId })).spans.map((s) => s.sequenceId)).toEqual([7, largest]);
+  });
+
+  it("an explicit sequence id that is no uint32 (in-process callers) is INVALID_ARGUMENT", async () => {
+    const { store } = await openStore(def);
+    const { rolloutId, attemptId } = await startRollout(store);
+    for (const sequenceId of [2 ** 32, -1, 1.5, Number.NaN]) {
+      await expectRejectedUnchanged(store, () => addSpan(store, rolloutId, attemptId, { sequenceId }), Code.InvalidArgument, "sequence_id");
+    }
+  });
+
   it("a retried batch is idempotent: acks say duplicate with the stored sequence ids", async () => {
     const { store } = await openStore(def);
     const { rolloutId, attemptId } = await startRollout(store);

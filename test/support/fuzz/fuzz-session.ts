@@ -124,6 +124,9 @@ export async function runFuzzSession(
     const violations = await storeViolations(client);
     const queueProblems = await queueViolations(client);
     return { report, alive, healthz, grpcHealth, sentinelsBefore, sentinelsAfter, violations, queueProblems, stderr: server.stderr() };
+  } catch (error) {
+    // A setup or invariant call failed: what the server logged (an unexpected error's stack) says why.
+    throw new Error(`seed ${budget.seed}: ${String(error)}\nserver stderr:\n${server.stderr()}`, { cause: error });
   } finally {
     transport.close();
     client.close();
