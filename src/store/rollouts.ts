@@ -57,6 +57,8 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
     checkConfig(spec.config, limits);
     checkValue(spec.input, "input");
     checkStruct(spec.metadata, "metadata");
+    // Bounded like an id: PostgreSQL indexes it, and an index entry holds about 2.7 kB.
+    if (spec.groupId) checkId(spec.groupId, "group_id", limits);
     await checkResourcesId(tx, spec.resourcesId);
     const config = create(RolloutConfigSchema, spec.config ?? {});
     config.maxAttempts ||= 1;

@@ -163,6 +163,18 @@ describe.each(backends)("bad input [$name]", (def) => {
       await expectRejectedUnchanged(store, () => store.addSpans({ spans: many }), Code.InvalidArgument);
     });
 
+    it("a group id longer than an id may be is INVALID_ARGUMENT (PostgreSQL could not index it)", async () => {
+      const { store } = await openStore(def);
+      await seed(store);
+      // Incompressible text well past what one PostgreSQL index entry holds (about 2.7 kB).
+      const groupId = Array.from({ length: 3_000 }, (_, i) => String.fromCodePoint(0x4e00 + ((i * 7_919) % 20_000))).join("");
+      const enqueue = () => store.enqueueRollouts({ rollouts: [spec({}, { groupId })] });
+      await expectRejectedUnchanged(store, enqueue, Code.InvalidArgument, "group_id");
+      await expectRejectedUnchanged(store, () => store.startRollout({ rollout: spec({}, { groupId }) }), Code.InvalidArgument, "group_id");
+      const [kept] = (await store.enqueueRollouts({ rollouts: [spec({}, { groupId: "g".repeat(256) })] })).rollouts;
+      expect(kept?.groupId).toBe("g".repeat(256));
+    });
+
     it("a dequeue limit over the maximum claims nothing", async () => {
       const { store } = await openStore(def);
       await seed(store);
