@@ -167,6 +167,7 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
     async startAttempt(init) {
       const req = create(StartAttemptRequestSchema, init);
       checkId(req.rolloutId, "rollout_id", limits);
+      if (req.workerId) checkId(req.workerId, "worker_id", limits);
       await ctx.maybeScan();
       return ctx.write(async (tx) => {
         const now = ctx.now();

@@ -14,6 +14,9 @@ import { addSpan, enqueueN, expectRejectedUnchanged, json, makeSpan, openStore, 
 /** An out-of-range enum number, typed to fit any enum field. */
 const badEnum = (n: number) => n as never;
 
+/** Incompressible text well past what one PostgreSQL index entry holds (about 2.7 kB). */
+const unindexable = Array.from({ length: 3_000 }, (_, i) => String.fromCodePoint(0x4e00 + ((i * 7_919) % 20_000))).join("");
+
 const RO = "ro-0badc0ffee00";
 const AT = "at-0badc0de";
 
@@ -166,13 +169,20 @@ describe.each(backends)("bad input [$name]", (def) => {
     it("a group id longer than an id may be is INVALID_ARGUMENT (PostgreSQL could not index it)", async () => {
       const { store } = await openStore(def);
       await seed(store);
-      // Incompressible text well past what one PostgreSQL index entry holds (about 2.7 kB).
-      const groupId = Array.from({ length: 3_000 }, (_, i) => String.fromCodePoint(0x4e00 + ((i * 7_919) % 20_000))).join("");
+      const groupId = unindexable;
       const enqueue = () => store.enqueueRollouts({ rollouts: [spec({}, { groupId })] });
       await expectRejectedUnchanged(store, enqueue, Code.InvalidArgument, "group_id");
       await expectRejectedUnchanged(store, () => store.startRollout({ rollout: spec({}, { groupId }) }), Code.InvalidArgument, "group_id");
       const [kept] = (await store.enqueueRollouts({ rollouts: [spec({}, { groupId: "g".repeat(256) })] })).rollouts;
       expect(kept?.groupId).toBe("g".repeat(256));
+    });
+
+    it("StartAttempt's worker id is bounded like every other id", async () => {
+      const { store } = await openStore(def);
+      const ctx = await seed(store);
+      const start = (workerId: string) => store.startAttempt({ rolloutId: ctx.rolloutId, workerId });
+      await expectRejectedUnchanged(store, () => start(unindexable), Code.InvalidArgument, "worker_id");
+      await expectRejectedUnchanged(store, () => start("w".repeat(257)), Code.InvalidArgument, "worker_id");
     });
 
     it("a dequeue limit over the maximum claims nothing", async () => {
