@@ -33,7 +33,7 @@ export async function allocateSequenceIds(tx: StorageTx, rolloutId: string, coun
   return last;
 }
 
-/** Checks a batch before any transaction: its size and every span's ids. */
+/** Checks a batch before any transaction: its size, and every span's ids and sequence id. */
 export function checkSpans(spans: Span[], limits: StoreLimits, field = "spans"): void {
   checkCount(spans.length, limits.spansPerBatch, field);
   spans.forEach((span, i) => {
