@@ -2,6 +2,7 @@
  * Consistency of everything a store holds, read back through its API: what must hold whatever sequence of calls
  * (valid or not) came before. Returns the violations found, each as a sentence; none means consistent.
  */
+import { Code, ConnectError } from "@connectrpc/connect";
 import { AttemptStatus, RolloutStatus, WorkerStatus } from "../../../src/gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../../../src/store/store-api.js";
 
@@ -73,7 +74,14 @@ export async function storeViolations(store: StoreApi): Promise<string[]> {
       spanKeys.add(key);
     }
     if (last) {
-      const [next] = (await store.nextSpanSequenceIds({ requests: [{ rolloutId: id, attemptId: last.attemptId }] })).sequenceIds;
+      const next = await store.nextSpanSequenceIds({ requests: [{ rolloutId: id, attemptId: last.attemptId }] }).then(
+        (answer) => answer.sequenceIds[0],
+        // The counter reached the largest uint32 (an explicit sequence id raised it there): no id can repeat.
+        (error: unknown) => {
+          if (error instanceof ConnectError && error.code === Code.OutOfRange) return Number.POSITIVE_INFINITY;
+          throw error;
+        },
+      );
       if (next === undefined || next <= Math.max(0, ...sequenceIds))
         fail(`rollout ${id}: next sequence id ${next} is not above the stored ones`);
     }
