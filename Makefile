@@ -9,7 +9,7 @@ PY_GEN    := $(PY_DIR)/agl_bridge/gen
 TS_GEN    := src/gen
 STAMPS    := .make
 
-.PHONY: help deps proto check-proto build typecheck test test-ts test-py lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo clean
+.PHONY: help deps proto check-proto build typecheck test test-ts test-py lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo demo-seeds clean
 
 help:
 	@echo "make test    install what is needed, check generated code, run the whole suite"
@@ -89,6 +89,10 @@ bench-runner: deps
 # RL end to end on CPU: store (SQLite) + LLM proxy + TS runner pool + local trainer; prints the reward curve.
 demo: deps
 	python-bridge/scripts/demo.sh
+
+# A bench, not a test: `make demo` for seeds 0-4 (DEMO_SEEDS), one line per seed and a summary; fails if a seed misses.
+demo-seeds: deps
+	bench/demo-seeds/run.sh
 
 clean:
 	rm -rf dist $(STAMPS)
