@@ -42,6 +42,7 @@ def reward_png(
 
     matplotlib.use("Agg")  # files only: no display on a training machine
     from matplotlib import pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     steps = list(range(1, len(rewards) + 1))
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
@@ -55,6 +56,7 @@ def reward_png(
         if target is not None:
             ax.axhline(target, color="tab:green", linestyle="--", linewidth=1, label=f"target {target:g}")
         ax.set(title=title, xlabel="training step", ylabel="reward", ylim=(-0.02, 1.02), xlim=(0, max(1, len(steps))))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(True, alpha=0.3)
         ax.legend(loc="lower right")
         fig.tight_layout()

@@ -263,17 +263,6 @@ def test_sigkill_of_the_trainer_process_and_restart(store_address, tmp_path):
     assert len(ids) == len(set(ids)), "a rollout was trained twice"
 
 
-def test_warmup_pairs_pair_every_word_with_every_category_equally():
-    pairs = tasks.warmup_pairs(3 * 96, seed=5)
-    counts: dict[tuple[str, str], int] = {}
-    for prompt, answer in pairs:
-        word, category = answer.split()
-        assert prompt == f"kind of {word} ?" and category in tasks.CATEGORIES
-        counts[(word, category)] = counts.get((word, category), 0) + 1
-    assert len(counts) == 24 * 4 and set(counts.values()) == {3}
-    assert pairs != tasks.warmup_pairs(3 * 96, seed=6), "the seed orders the pairs"
-
-
 def test_a_sampling_seed_makes_each_prompts_samples_independent_of_request_order():
     """Runners send a step's requests in any order: with a sampling seed the samples each prompt gets are the same."""
     chat = tiny_policy(warm=False).encode_chat

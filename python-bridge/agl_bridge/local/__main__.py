@@ -32,7 +32,7 @@ def parse_args(argv: list[str] | None = None) -> LocalTrainerOptions:
     p.add_argument("--steps", type=int, default=120)
     p.add_argument("--tasks-per-step", type=int, default=8)
     p.add_argument("--n", type=int, default=8, help="rollouts per task (one GRPO group)")
-    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--ppo-epochs", type=int, default=1)
     p.add_argument("--mini-batch", type=int, default=None)
     p.add_argument("--warmup-steps", type=int, default=300, help="supervised format warm-up of a new tiny model")

@@ -39,7 +39,7 @@ class LocalTrainerOptions:
     steps: int = 120
     tasks_per_step: int = 8
     n: int = 8
-    lr: float = 2e-3
+    lr: float = 1e-3
     ppo_epochs: int = 1
     mini_batch: int | None = None
     warmup_steps: int = 300

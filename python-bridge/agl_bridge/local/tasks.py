@@ -1,8 +1,8 @@
 """The demo task: name the category of a word. The prompt is ``kind of fox ?``; the answer repeats the word, then
 names its category: ``fox animal``. Four categories of six words.
 
-The supervised warm-up teaches only the answer format (the word, then every category equally often, then the end
-token), so the warmed-up model scores 1/4; which word belongs to which category comes from RL alone. The reward
+The supervised warm-up teaches only the answer format (the word, then a category drawn at random, then the end
+token), so the warmed-up model scores about 1/4; which word belongs to which category comes from RL alone. The reward
 is 1 for exactly the right answer, else 0 (the TypeScript demo agent computes the same)."""
 
 from __future__ import annotations
@@ -52,14 +52,7 @@ def reward(task: dict[str, Any], answer: str) -> float:
 
 
 def warmup_pairs(count: int, seed: int = 1) -> list[tuple[str, str]]:
-    """Format-only warm-up data: every word answered with every category equally often (whole rounds of all
-    word-category pairs, each round shuffled), so the warmed-up model learns the format and no preference for any
-    category: its chance of the right answer is 1/4 for every word. (Categories drawn at random per example would
-    leave each word a preference fitted to sampling noise: some words then start well above chance, others below.)"""
+    """Format-only warm-up data: each prompt answered with its word and a category drawn at random (right only by
+    chance)."""
     rng = random.Random(seed)
-    round_ = [(word, category) for words in CATEGORIES.values() for word in words for category in CATEGORIES]
-    pairs: list[tuple[str, str]] = []
-    while len(pairs) < count:
-        rng.shuffle(round_)
-        pairs.extend((format_prompt({"word": w}), f"{w} {c}") for w, c in round_)
-    return pairs[:count]
+    return [(format_prompt(t), f"{t['word']} {rng.choice(list(CATEGORIES))}") for t in make_tasks(count, seed)]
