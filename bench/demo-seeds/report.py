@@ -23,14 +23,33 @@ def line(seed: str, directory: Path, started: float) -> None:
     wall = time.time() - started
     summary_path = directory / "summary.json"
     if not summary_path.exists():
-        result = {"seed": seed, "ok": False, "wall_s": wall, "error": f"no summary (see {directory}.log)"}
-        print(f"seed {seed}: FAILED, no summary.json; wall {wall:.0f} s (log {directory}.log)", flush=True)
+        result = {
+            "seed": seed,
+            "ok": False,
+            "wall_s": wall,
+            "error": f"no summary (see {directory}.log)",
+        }
+        print(
+            f"seed {seed}: FAILED, no summary.json; wall {wall:.0f} s (log {directory}.log)",
+            flush=True,
+        )
     else:
         s = json.loads(summary_path.read_text())
         reached = steps_to_target(s["rewards"])
-        ok = s["initial_reward"] <= FIRST_MAX and s["final_reward"] >= FINAL_MIN and wall <= WALL_MAX_S
-        result = {"seed": seed, "ok": ok, "first": s["initial_reward"], "final": s["final_reward"],
-                  "steps": len(s["rewards"]), "steps_to_target": reached, "wall_s": wall}
+        ok = (
+            s["initial_reward"] <= FIRST_MAX
+            and s["final_reward"] >= FINAL_MIN
+            and wall <= WALL_MAX_S
+        )
+        result = {
+            "seed": seed,
+            "ok": ok,
+            "first": s["initial_reward"],
+            "final": s["final_reward"],
+            "steps": len(s["rewards"]),
+            "steps_to_target": reached,
+            "wall_s": wall,
+        }
         print(
             f"seed {seed}: first {s['initial_reward']:.3f}  final {s['final_reward']:.3f}  "
             f"steps to {FINAL_MIN} {reached if reached is not None else '-'}/{len(s['rewards'])}  wall {wall:.0f} s  "
@@ -42,14 +61,17 @@ def line(seed: str, directory: Path, started: float) -> None:
 
 
 def summary(root: Path, seeds: list[str]) -> int:
-    results = [json.loads((root / f"seed-{seed}" / "bench.json").read_text()) for seed in seeds]
+    results = [
+        json.loads((root / f"seed-{seed}" / "bench.json").read_text()) for seed in seeds
+    ]
     missed = [r["seed"] for r in results if not r["ok"]]
     finals = [r["final"] for r in results if "final" in r]
     walls = [r["wall_s"] for r in results]
     print(
         f"agl demo-seeds: {len(results) - len(missed)}/{len(results)} seeds met the rule (first <= {FIRST_MAX}, "
         f"final >= {FINAL_MIN}, wall <= {WALL_MAX_S:.0f} s); final min {min(finals, default=float('nan')):.3f}; "
-        f"wall max {max(walls):.0f} s" + (f"; missed: seeds {' '.join(missed)}" if missed else "")
+        f"wall max {max(walls):.0f} s"
+        + (f"; missed: seeds {' '.join(missed)}" if missed else "")
     )
     return 1 if missed else 0
 
