@@ -59,7 +59,6 @@ class TinyModelConfig:
     intermediate_size: int = 128
     max_positions: int = 128
     seed: int = 0
-    tie_word_embeddings: bool = True
 
 
 def build_tiny_model(tokenizer: PreTrainedTokenizerFast, config: TinyModelConfig | None = None) -> LlamaForCausalLM:
@@ -77,7 +76,7 @@ def build_tiny_model(tokenizer: PreTrainedTokenizerFast, config: TinyModelConfig
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,
         bos_token_id=None,
-        tie_word_embeddings=cfg.tie_word_embeddings,
+        tie_word_embeddings=True,
     )
     return LlamaForCausalLM(llama).float()
 
