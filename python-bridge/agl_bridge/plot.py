@@ -1,10 +1,11 @@
-"""A text plot of a reward curve (for terminals and CI logs)."""
+"""Reward curves: a text plot for terminals and CI logs, and a PNG (matplotlib) to keep beside a run's summary."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
-__all__ = ["reward_plot"]
+__all__ = ["reward_plot", "reward_png"]
 
 
 def reward_plot(rewards: Sequence[float], height: int = 10, width: int = 72, lo: float = 0.0, hi: float = 1.0) -> str:
@@ -24,3 +25,39 @@ def reward_plot(rewards: Sequence[float], height: int = 10, width: int = 72, lo:
     step_label = f"step 1 .. {len(rewards)}" + (f" ({buckets} steps per column)" if buckets > 1 else "")
     lines.append("       " + step_label)
     return "\n".join(lines)
+
+
+def reward_png(
+    path: str | Path,
+    rewards: Sequence[float],
+    *,
+    title: str = "reward per step",
+    target: float | None = None,
+    window: int = 5,
+    validation: Sequence[tuple[int, float]] = (),
+) -> Path:
+    """Writes the reward per training step (and its running mean over ``window`` steps, a dashed ``target`` line and
+    validation points ``(steps done, reward)`` when given) as a PNG; returns the path."""
+    # A bare Figure (no pyplot): no global backend or figure registry, so it is safe on any thread and headless.
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    steps = list(range(1, len(rewards) + 1))
+    fig = Figure(figsize=(8, 4.5), dpi=100)
+    ax = fig.subplots()
+    ax.plot(steps, rewards, color="tab:blue", alpha=0.35, linewidth=1, label="reward (step mean)")
+    if len(rewards) >= window:
+        running = [sum(rewards[i - window + 1 : i + 1]) / window for i in range(window - 1, len(rewards))]
+        ax.plot(steps[window - 1 :], running, color="tab:blue", linewidth=2, label=f"mean of last {window} steps")
+    if validation:
+        ax.plot(*zip(*validation, strict=True), "o", color="tab:orange", label="validation")
+    if target is not None:
+        ax.axhline(target, color="tab:green", linestyle="--", linewidth=1, label=f"target {target:g}")
+    ax.set(title=title, xlabel="training step", ylabel="reward", ylim=(-0.02, 1.02), xlim=(0, max(1, len(steps))))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out)
+    return out

@@ -24,12 +24,12 @@ from agl_bridge.local.warmup import warmup  # noqa: E402
 from agl_bridge.loop import LoopConfig, TrainingLoop  # noqa: E402
 
 
-def tiny_policy(seed: int = 0, warm: bool = True) -> Policy:
+def tiny_policy(seed: int = 0, warm: bool = True, sampling_seed: int | None = None) -> Policy:
     tokenizer = build_word_tokenizer(tasks.vocabulary())
     model = build_tiny_model(
         tokenizer, TinyModelConfig(hidden_size=32, layers=1, heads=2, intermediate_size=64, seed=seed)
     )
-    policy = Policy(model, tokenizer, GrpoConfig(lr=1e-2))
+    policy = Policy(model, tokenizer, GrpoConfig(lr=1e-2), sampling_seed=sampling_seed)
     if warm:  # answers in the task's format, right 1/4 of the time: groups with mixed rewards
         warmup(policy, tasks.warmup_pairs(500), 80, batch_size=32, lr=1e-2)
     return policy
@@ -263,7 +263,36 @@ def test_sigkill_of_the_trainer_process_and_restart(store_address, tmp_path):
     assert len(ids) == len(set(ids)), "a rollout was trained twice"
 
 
-async def test_local_trainer_validates_and_prints(store_address, capsys):
+def test_a_sampling_seed_makes_each_prompts_samples_independent_of_request_order():
+    """Runners send a step's requests in any order: with a sampling seed the samples each prompt gets are the same."""
+    chat = tiny_policy(warm=False).encode_chat
+    prompts = [chat([{"role": "user", "content": f"kind of {w} ?"}]) for w in ("fox", "red")]
+
+    def draws(policy: Policy, order: list[int]) -> dict[int, list[list[int]]]:
+        out: dict[int, list[list[int]]] = {0: [], 1: []}
+        for i in order:
+            out[i].append(policy.generate_sync(prompts[i], 6, temperature=1.0).token_ids)
+        return out
+
+    first = draws(tiny_policy(warm=False, sampling_seed=3), [0, 0, 1, 1, 0, 1])
+    assert first == draws(tiny_policy(warm=False, sampling_seed=3), [1, 0, 1, 0, 1, 0])
+    assert first != draws(tiny_policy(warm=False, sampling_seed=4), [0, 0, 1, 1, 0, 1])
+    assert len({tuple(ids) for ids in first[0]}) > 1, "draws of one prompt differ from each other"
+
+
+def test_build_policy_is_determined_by_the_seed():
+    from agl_bridge.local.run import LocalTrainerOptions, build_policy
+
+    def weights(seed: int) -> list[torch.Tensor]:
+        options = LocalTrainerOptions(store="", seed=seed, warmup_steps=3, hidden=32, layers=1)
+        return [p.detach().clone() for p in build_policy(options).model.parameters()]
+
+    a, b, c = weights(1), weights(1), weights(2)
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not all(torch.equal(x, y) for x, y in zip(a, c, strict=True))
+
+
+async def test_local_trainer_validates_and_prints(store_address, capsys, tmp_path):
     """`python -m agl_bridge.local --val-tasks 4 --test-freq 1 --val-n 2 --val-temperature 0`, in process."""
     from agl_bridge.local.run import LocalTrainerOptions, run_local_trainer
 
@@ -295,3 +324,11 @@ async def test_local_trainer_validates_and_prints(store_address, capsys):
     assert "[agl] validation after step 2/2 (policy v3): reward" in err
     assert "[agl] validation reward before:" in err
     assert summary["steps"] == [0, 1] and summary["versions_seen"] == [[1], [2]]
+
+    from agl_bridge.local.run import write_summary
+
+    options.summary = str(tmp_path / "summary.json")
+    png = write_summary(options, summary)
+    assert json.loads((tmp_path / "summary.json").read_text())["rewards"] == summary["rewards"]
+    assert png == tmp_path / "summary-rewards.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import signal
 import sys
 import time
 import warnings
-from pathlib import Path
 
 # Quiet third-party import chatter (ray, verl's NPU notes, transformers progress bars) in a command-line run.
 warnings.filterwarnings("ignore")
@@ -18,7 +16,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 from transformers.utils import logging as hf_logging  # noqa: E402
 
-from agl_bridge.local.run import LocalTrainerOptions, run_local_trainer  # noqa: E402
+from agl_bridge.local.run import LocalTrainerOptions, run_local_trainer, write_summary  # noqa: E402
 
 hf_logging.disable_progress_bar()
 
@@ -34,7 +32,7 @@ def parse_args(argv: list[str] | None = None) -> LocalTrainerOptions:
     p.add_argument("--steps", type=int, default=120)
     p.add_argument("--tasks-per-step", type=int, default=8)
     p.add_argument("--n", type=int, default=8, help="rollouts per task (one GRPO group)")
-    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--ppo-epochs", type=int, default=1)
     p.add_argument("--mini-batch", type=int, default=None)
     p.add_argument("--warmup-steps", type=int, default=300, help="supervised format warm-up of a new tiny model")
@@ -66,7 +64,12 @@ def parse_args(argv: list[str] | None = None) -> LocalTrainerOptions:
     )
     p.add_argument("--val-n", type=int, default=1, help="validation rollouts per task")
     p.add_argument("--val-temperature", type=float, default=None, help="validation temperature (default: training's)")
-    p.add_argument("--summary", default=None, help="write a JSON summary (reward per step, versions) here")
+    p.add_argument(
+        "--summary",
+        default=None,
+        help="write a JSON summary (reward per step, versions) here, and the reward curve beside it (NAME-rewards.png)",
+    )
+    p.add_argument("--target", type=float, default=None, help="a target reward to draw on the reward curve")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     a = p.parse_args(argv)
@@ -88,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         loop.close()
     if options.summary:
-        Path(options.summary).write_text(json.dumps({**summary, "wall_s": time.time() - started}))
+        png = write_summary(options, {**summary, "wall_s": time.time() - started})
+        if png is not None:
+            print(f"[agl] reward curve: {png}", file=sys.stderr, flush=True)
     return 0
 
 

@@ -4,7 +4,9 @@ thread so generation never sees a half-applied update."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -61,7 +63,13 @@ class Policy:
     """A model, its tokenizer and its optimizer. ``run`` executes a function on the model thread; the async methods
     are safe to call from the event loop while the policy server is serving."""
 
-    def __init__(self, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, grpo: GrpoConfig | None = None):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer: PreTrainedTokenizerBase,
+        grpo: GrpoConfig | None = None,
+        sampling_seed: int | None = None,
+    ):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.grpo = grpo or GrpoConfig()
@@ -71,6 +79,11 @@ class Policy:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agl-policy")
         # Bumped by every update; the policy server reports it so callers can tell which weights answered.
         self.weights_version = 0
+        # With a sampling seed, a request without a seed of its own draws from a generator seeded by (sampling seed,
+        # weights version, prompt, how many times this prompt was drawn for these weights): runners send a step's
+        # requests in an order nobody controls, and this numbering makes the step's samples the same in every run.
+        self.sampling_seed = sampling_seed
+        self._draws: Counter[tuple[int, ...]] = Counter()
 
     def _make_optimizer(self) -> torch.optim.Optimizer:
         cfg, params = self.grpo, self.model.parameters()
@@ -103,6 +116,8 @@ class Policy:
         seed: int | None = None,
     ) -> Generation:
         """Samples up to ``max_tokens`` ids after ``prompt_ids`` (greedy at temperature 0), with a KV cache."""
+        if seed is None and self.sampling_seed is not None:
+            seed = self._draw_seed(prompt_ids)
         generator = torch.Generator().manual_seed(seed) if seed is not None else None
         eos = self.tokenizer.eos_token_id
         stops = set(stop_ids) | ({eos} if eos is not None else set())
@@ -132,6 +147,13 @@ class Policy:
                 break
             input_ids = torch.tensor([[token]], dtype=torch.long)
         return Generation(out_ids, out_lps, finish)
+
+    def _draw_seed(self, prompt_ids: list[int]) -> int:
+        key = tuple(prompt_ids)
+        draw = self._draws[key]
+        self._draws[key] += 1
+        text = f"{self.sampling_seed}/{self.weights_version}/{draw}/{','.join(map(str, key))}"
+        return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1
 
     async def generate(self, prompt_ids: list[int], max_tokens: int, **kwargs: Any) -> Generation:
         return await self.run(lambda: self.generate_sync(prompt_ids, max_tokens, **kwargs))
@@ -191,6 +213,7 @@ class Policy:
         finally:
             self.model.eval()
         self.weights_version += 1
+        self._draws.clear()
         metrics.update(
             {
                 "actor/pg_loss": sum(losses) / len(losses),

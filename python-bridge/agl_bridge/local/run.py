@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -21,10 +22,10 @@ from agl_bridge.local.python_agent import run_python_agents
 from agl_bridge.local.server import PolicyServer
 from agl_bridge.local.warmup import warmup
 from agl_bridge.loop import LoopConfig, TrainingLoop
-from agl_bridge.plot import reward_plot
+from agl_bridge.plot import reward_plot, reward_png
 from agl_bridge.task_files import load_tasks
 
-__all__ = ["LocalTrainerOptions", "run_local_trainer"]
+__all__ = ["LocalTrainerOptions", "run_local_trainer", "write_summary"]
 
 
 @dataclass
@@ -38,7 +39,7 @@ class LocalTrainerOptions:
     steps: int = 120
     tasks_per_step: int = 8
     n: int = 8
-    lr: float = 2e-3
+    lr: float = 1e-3
     ppo_epochs: int = 1
     mini_batch: int | None = None
     warmup_steps: int = 300
@@ -64,6 +65,8 @@ class LocalTrainerOptions:
     val_before_train: bool = True
     val_n: int = 1
     val_temperature: float | None = None
+    # Drawn on the reward curve's PNG (``write_summary``); training ignores it.
+    target: float | None = None
 
 
 def _log(line: str) -> None:
@@ -99,14 +102,14 @@ def build_policy(options: LocalTrainerOptions) -> Policy:
     grpo = GrpoConfig(lr=options.lr, ppo_epochs=options.ppo_epochs, mini_batch_size=options.mini_batch)
     if options.model:
         model, tokenizer = load_model(options.model)
-        return Policy(model, tokenizer, grpo)
+        return Policy(model, tokenizer, grpo, sampling_seed=options.seed)
     if options.dataset:
         raise SystemExit("a custom --dataset needs --model (a local Hugging Face causal LM directory)")
     tokenizer = build_word_tokenizer(tasks.vocabulary())
     config = TinyModelConfig(
         hidden_size=options.hidden, layers=options.layers, intermediate_size=4 * options.hidden, seed=options.seed
     )
-    policy = Policy(build_tiny_model(tokenizer, config), tokenizer, grpo)
+    policy = Policy(build_tiny_model(tokenizer, config), tokenizer, grpo, sampling_seed=options.seed)
     if options.warmup_steps > 0 and not _has_checkpoint(options):
         loss = warmup(
             policy,
@@ -198,3 +201,19 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
             )
         )
     return summary
+
+
+def write_summary(options: LocalTrainerOptions, summary: dict[str, Any]) -> Path | None:
+    """Writes ``summary`` as JSON to ``options.summary`` and, when a step ran, the reward curve beside it as
+    ``NAME-rewards.png``; returns the PNG's path."""
+    path = Path(options.summary)  # type: ignore[arg-type]
+    path.write_text(json.dumps(summary))
+    if not summary["rewards"]:
+        return None
+    return reward_png(
+        path.with_name(f"{path.stem}-rewards.png"),
+        summary["rewards"],
+        title=f"agl local trainer: reward per step (seed {options.seed})",
+        target=options.target,
+        validation=[(v["step"], v["reward_mean"]) for v in summary["validation"]],
+    )

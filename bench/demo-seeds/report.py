@@ -1,0 +1,83 @@
+"""Lines of `make demo-seeds`: ``report.py line SEED DIR STARTED`` prints one seed's figures (and records them in
+DIR/bench.json); ``report.py summary ROOT SEED...`` prints the summary line and exits 1 when a seed missed the rule."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+FIRST_MAX, FINAL_MIN, WALL_MAX_S, WINDOW = 0.3, 0.9, 300.0, 5
+
+
+def steps_to_target(rewards: list[float]) -> int | None:
+    """The first step (1-based) at which the mean of the last WINDOW steps reached FINAL_MIN."""
+    for end in range(WINDOW, len(rewards) + 1):
+        if sum(rewards[end - WINDOW : end]) / WINDOW >= FINAL_MIN:
+            return end
+    return None
+
+
+def line(seed: str, directory: Path, started: float) -> None:
+    wall = time.time() - started
+    summary_path = directory / "summary.json"
+    if not summary_path.exists():
+        result = {
+            "seed": seed,
+            "ok": False,
+            "wall_s": wall,
+            "error": f"no summary (see {directory}.log)",
+        }
+        print(
+            f"seed {seed}: FAILED, no summary.json; wall {wall:.0f} s (log {directory}.log)",
+            flush=True,
+        )
+    else:
+        s = json.loads(summary_path.read_text())
+        reached = steps_to_target(s["rewards"])
+        ok = (
+            s["initial_reward"] <= FIRST_MAX
+            and s["final_reward"] >= FINAL_MIN
+            and wall <= WALL_MAX_S
+        )
+        result = {
+            "seed": seed,
+            "ok": ok,
+            "first": s["initial_reward"],
+            "final": s["final_reward"],
+            "steps": len(s["rewards"]),
+            "steps_to_target": reached,
+            "wall_s": wall,
+        }
+        print(
+            f"seed {seed}: first {s['initial_reward']:.3f}  final {s['final_reward']:.3f}  "
+            f"steps to {FINAL_MIN} {reached if reached is not None else '-'}/{len(s['rewards'])}  wall {wall:.0f} s  "
+            f"{'ok' if ok else 'MISSED'}",
+            flush=True,
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "bench.json").write_text(json.dumps(result))
+
+
+def summary(root: Path, seeds: list[str]) -> int:
+    results = [
+        json.loads((root / f"seed-{seed}" / "bench.json").read_text()) for seed in seeds
+    ]
+    missed = [r["seed"] for r in results if not r["ok"]]
+    finals = [r["final"] for r in results if "final" in r]
+    walls = [r["wall_s"] for r in results]
+    print(
+        f"agl demo-seeds: {len(results) - len(missed)}/{len(results)} seeds met the rule (first <= {FIRST_MAX}, "
+        f"final >= {FINAL_MIN}, wall <= {WALL_MAX_S:.0f} s); final min {min(finals, default=float('nan')):.3f}; "
+        f"wall max {max(walls):.0f} s"
+        + (f"; missed: seeds {' '.join(missed)}" if missed else "")
+    )
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "line":
+        line(sys.argv[2], Path(sys.argv[3]), float(sys.argv[4]))
+    else:
+        sys.exit(summary(Path(sys.argv[2]), sys.argv[3:]))
