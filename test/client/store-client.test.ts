@@ -2,7 +2,6 @@
  * The TypeScript client against a real server on a socket: the lifecycle over grpc-js, deadlines (longer for
  * long-polls), retries only for calls that are safe to repeat, the token, TLS, and the connect-node protocols.
  */
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -11,6 +10,7 @@ import { fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
+import { writeSelfSignedCert } from "../support/self-signed-cert.js";
 import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
 import { AttemptStatus, RolloutStatus, TemplateEngine } from "../../src/gen/agl/v1/types_pb.js";
 import { startTestServer, type TestServer } from "../server/helpers.js";
@@ -176,27 +176,7 @@ describe("store client", () => {
   it("connects over TLS, trusting a given certificate authority", async () => {
     const dir = mkdtempSync(join(tmpdir(), "agl-client-tls-"));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=localhost",
-        "-addext",
-        "subjectAltName=DNS:localhost,IP:127.0.0.1",
-        "-keyout",
-        join(dir, "key.pem"),
-        "-out",
-        join(dir, "cert.pem"),
-      ],
-      { stdio: "ignore" },
-    );
+    writeSelfSignedCert(dir);
     const t = await serve({ tls: { cert: readFileSync(join(dir, "cert.pem")), key: readFileSync(join(dir, "key.pem")) } });
     expect(t.server.url.startsWith("https://")).toBe(true);
     const store = client({ baseUrl: t.server.url, caFile: join(dir, "cert.pem") });

@@ -1,4 +1,3 @@
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,6 +5,7 @@ import * as grpc from "@grpc/grpc-js";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { writeSelfSignedCert } from "../support/self-signed-cert.js";
 import { LightningStore } from "../../src/gen/agl/v1/store_pb.js";
 import { type ServerProcess, startServerProcess } from "../support/server-process.js";
 import { curl, curlJson, grpcClient, grpcError, startTestServer, unary, type TestServer } from "./helpers.js";
@@ -62,27 +62,7 @@ describe("TLS (self-signed certificate made by openssl)", () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "agl-tls-"));
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=localhost",
-        "-addext",
-        "subjectAltName=DNS:localhost,IP:127.0.0.1",
-        "-keyout",
-        join(dir, "key.pem"),
-        "-out",
-        join(dir, "cert.pem"),
-      ],
-      { stdio: "ignore" },
-    );
+    writeSelfSignedCert(dir);
     cert = readFileSync(join(dir, "cert.pem"));
     t = await startTestServer({ tls: { cert, key: readFileSync(join(dir, "key.pem")) } });
   });

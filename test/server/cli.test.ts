@@ -1,10 +1,10 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { writeSelfSignedCert } from "../support/self-signed-cert.js";
 import { curl, curlJson, grpcClient, grpcError, repoRoot, unary } from "./helpers.js";
 
 const LINE = /^agl store listening on (https?):\/\/127\.0\.0\.1:(\d+) \(backend: (memory|sqlite)(, tls)?\)$/;
@@ -100,27 +100,7 @@ describe("agl serve", () => {
   });
 
   it("serves TLS with --tls-cert and --tls-key and requires --token when given", async () => {
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=localhost",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1",
-        "-keyout",
-        join(dir, "key.pem"),
-        "-out",
-        join(dir, "cert.pem"),
-      ],
-      { stdio: "ignore" },
-    );
+    writeSelfSignedCert(dir, "IP:127.0.0.1");
     const cli = await startCli(
       "serve",
       "--memory",
