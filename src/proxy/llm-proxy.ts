@@ -1,6 +1,7 @@
 import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { bearerTokenProblem } from "../core/auth.js";
+import { sleep } from "../core/retry.js";
 import type { PendingWrites } from "../store/pending-writes.js";
 import type { StoreApi } from "../store/store-api.js";
 import { handleAdmin } from "./admin-routes.js";
@@ -244,7 +245,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       if (server) {
         const closed = new Promise<void>((resolve) => server?.close(() => resolve()));
         server.closeIdleConnections();
-        await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+        await Promise.race([closed, sleep(2_000, { unref: true })]);
         for (const socket of sockets) socket.destroy();
       }
       upstream.close();

@@ -132,7 +132,7 @@ export function createRunner(options: RunnerOptions): Runner {
     const enough = Math.max(1, Math.floor(executor.capacity / 4));
     if (!stopping && active.size > 0 && executor.capacity - active.size < enough) {
       const woken = new Promise<void>((resolve) => (wake = resolve));
-      await Promise.race([woken, new Promise((resolve) => setTimeout(resolve, 5))]);
+      await Promise.race([woken, sleep(5)]);
     }
   };
 
