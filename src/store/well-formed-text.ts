@@ -1,16 +1,13 @@
 import { type DescField, type DescMessage, isMessage, type JsonValue, ScalarType } from "@bufbuild/protobuf";
 import { StructSchema } from "@bufbuild/protobuf/wkt";
 
-// A quick scan for any surrogate first: most text has none, and the exact pattern is several times slower.
-const surrogate = /[\ud800-\udfff]/;
-const loneSurrogates = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
 /**
- * `text` with every lone UTF-16 surrogate replaced by U+FFFD (what `String.prototype.toWellFormed` does, ES2024).
- * Such text cannot be written as UTF-8: protobuf binary, gRPC and SQL storage would turn it into U+FFFD on the way.
+ * `text` with every lone UTF-16 surrogate replaced by U+FFFD (`String.prototype.toWellFormed`, native in every Node
+ * the package supports). Such text cannot be written as UTF-8: protobuf binary, gRPC and SQL storage would turn it
+ * into U+FFFD on the way.
  */
 export function wellFormed(text: string): string {
-  return surrogate.test(text) ? text.replace(loneSurrogates, "\ufffd") : text;
+  return text.isWellFormed() ? text : text.toWellFormed();
 }
 
 type Fields = Record<string, unknown>;
