@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
 import { ExpectSpansRequestSchema } from "../gen/agl/v1/store_pb.js";
 import { AttemptStatus, RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import { requireRollout, type StoreContext } from "./context.js";
@@ -46,12 +46,8 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
   const settle = (rolloutId: string, spanId: string) => promised.get(rolloutId)?.get(spanId)?.settle();
   const promise = (rolloutId: string, spanId: string, ttlMs: number) => {
     settle(rolloutId, spanId); // a repeated promise replaces the earlier one
-    let spans = promised.get(rolloutId);
-    if (!spans) {
-      spans = new Map();
-      promised.set(rolloutId, spans);
-    }
-    const rolloutSpans = spans;
+    const rolloutSpans = promised.get(rolloutId) ?? new Map();
+    promised.set(rolloutId, rolloutSpans);
     let resolve!: () => void;
     const entry = {
       settled: new Promise<void>((r) => (resolve = r)),
@@ -73,6 +69,11 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
       Promise.all([...spans.values()].map((e) => e.settled)).then(() => undefined),
       signal,
     );
+  };
+  /** Runs `call` now, or once the rollout's promised spans settle when the update finishes something. */
+  const heldIf = <R>(finishing: boolean, rolloutId: string, options: CallOptions | undefined, call: () => Promise<R>) => {
+    const wait = finishing && rolloutId ? settled(rolloutId, options?.signal) : undefined;
+    return wait ? wait.then(call) : call();
   };
 
   return {
@@ -105,19 +106,13 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
 
     // No await when nothing is promised: the call then starts in this tick, in the order the caller made it.
     updateAttempt(init, options) {
-      const wait =
-        init.rolloutId && init.status !== undefined && finishingAttempt.has(init.status)
-          ? settled(init.rolloutId, options?.signal)
-          : undefined;
-      return wait ? wait.then(() => held.updateAttempt(init, options)) : held.updateAttempt(init, options);
+      const finishing = init.status !== undefined && finishingAttempt.has(init.status);
+      return heldIf(finishing, init.rolloutId ?? "", options, () => held.updateAttempt(init, options));
     },
 
     updateRollout(init, options) {
-      const wait =
-        init.rolloutId && init.status !== undefined && finishingRollout.has(init.status)
-          ? settled(init.rolloutId, options?.signal)
-          : undefined;
-      return wait ? wait.then(() => held.updateRollout(init, options)) : held.updateRollout(init, options);
+      const finishing = init.status !== undefined && finishingRollout.has(init.status);
+      return heldIf(finishing, init.rolloutId ?? "", options, () => held.updateRollout(init, options));
     },
   };
 }
