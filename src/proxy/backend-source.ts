@@ -56,21 +56,35 @@ export function storeBackends(options: StoreBackendsOptions): BackendSource {
     set = { backends, resourcesId: update.resourcesId, resourcesVersion: update.version };
     markReady();
   };
+  followResources(options.store, { includeLatest: true }, closed.signal, apply, (error) => options.onError?.(error));
+  return { current: () => set, ready, close: () => closed.abort() };
+}
+
+/**
+ * Follows `WatchResources` in the background until `signal` aborts, passing each update to `onUpdate`; a failed watch
+ * is reported and re-established after a backoff (0.1 s, doubling up to 5 s).
+ */
+export function followResources(
+  store: StoreApi,
+  request: { includeLatest: boolean },
+  signal: AbortSignal,
+  onUpdate: (update: ResourcesUpdate) => void,
+  onError: (error: unknown) => void,
+): void {
   void (async () => {
     let delayMs = 100;
-    while (!closed.signal.aborted) {
+    while (!signal.aborted) {
       try {
-        for await (const update of options.store.watchResources({ includeLatest: true }, { signal: closed.signal })) {
-          apply(update);
+        for await (const update of store.watchResources(request, { signal })) {
+          onUpdate(update);
           delayMs = 100;
         }
       } catch (error) {
-        if (closed.signal.aborted) return;
-        options.onError?.(error);
+        if (signal.aborted) return;
+        onError(error);
       }
-      await sleep(delayMs, { unref: true });
+      await sleep(delayMs, { signal, unref: true });
       delayMs = Math.min(delayMs * 2, 5_000);
     }
   })();
-  return { current: () => set, ready, close: () => closed.abort() };
 }

@@ -1,6 +1,6 @@
-import { sleep } from "../core/retry.js";
 import type { ResourcesUpdate } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
+import { followResources } from "./backend-source.js";
 
 /** The current version of each resources id, for stamping calls with the resources of the rollout they serve. */
 export interface ResourceVersions {
@@ -20,22 +20,9 @@ export function createResourceVersions(store: StoreApi, log: (message: string) =
   const observe = (update: ResourcesUpdate) => {
     if (update.version > (versions.get(update.resourcesId) ?? 0)) versions.set(update.resourcesId, update.version);
   };
-  void (async () => {
-    let delayMs = 100;
-    while (!closed.signal.aborted) {
-      try {
-        for await (const update of store.watchResources({ includeLatest: false }, { signal: closed.signal })) {
-          observe(update);
-          delayMs = 100;
-        }
-      } catch (error) {
-        if (closed.signal.aborted) return;
-        log(`agl proxy: watching resource versions failed: ${String(error)}`);
-      }
-      await sleep(delayMs, { signal: closed.signal, unref: true });
-      delayMs = Math.min(delayMs * 2, 5_000);
-    }
-  })();
+  followResources(store, { includeLatest: false }, closed.signal, observe, (error) =>
+    log(`agl proxy: watching resource versions failed: ${String(error)}`),
+  );
   const read = async (resourcesId: string) => {
     try {
       observe(await store.getResources({ resourcesId }));
