@@ -25,6 +25,8 @@ export interface StoreBackendsOptions {
   resourceNames?: readonly string[];
   /** Called when the watch fails (it is re-established with backoff). */
   onError?: (error: unknown) => void;
+  /** Given every update the watch brings, whether it holds matching LLMs or not. */
+  onUpdate?: (update: ResourcesUpdate) => void;
 }
 
 /** The `llm` resources of a snapshot as backends (`proxy_llm` entries point at the proxy itself and are skipped). */
@@ -51,6 +53,7 @@ export function storeBackends(options: StoreBackendsOptions): BackendSource {
   let markReady!: () => void;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
   const apply = (update: ResourcesUpdate) => {
+    options.onUpdate?.(update);
     const backends = backendsOf(update, options.resourceNames);
     if (backends.length === 0) return;
     set = { backends, resourcesId: update.resourcesId, resourcesVersion: update.version };

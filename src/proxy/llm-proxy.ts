@@ -101,16 +101,18 @@ export interface LlmProxy {
  */
 export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
   const log = options.log ?? ((message: string) => process.stderr.write(`${message}\n`));
+  // With store backends, their watch of resources feeds the versions too: one WatchResources stream, not two.
+  const versions = createResourceVersions(options.store, log, { follow: options.backends !== undefined });
   const source: BackendSource = options.backends
     ? staticBackends(options.backends)
     : storeBackends({
         store: options.store,
         resourceNames: options.resourceNames,
         onError: (e) => log(`agl proxy: watching resources failed: ${String(e)}`),
+        onUpdate: versions.observe,
       });
   const gate = createPauseGate({ maxWaitMs: options.pauseMaxWaitMs });
   const scopes = createScopeChecker(options.store);
-  const versions = createResourceVersions(options.store, log);
   const promising = !options.pendingWrites && options.spanPromises !== false;
   const order = options.pendingWrites ? inProcessOrder : promising ? promisedOrder(options.store, log) : spanFirstOrder;
   const recorder = createSpanRecorder({

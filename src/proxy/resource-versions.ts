@@ -6,23 +6,32 @@ import { followResources } from "./backend-source.js";
 export interface ResourceVersions {
   /** The latest version of `resourcesId` known (one store read the first time an id is seen; 0 when it cannot be read). */
   versionOf(resourcesId: string): Promise<number>;
+  /** Takes note of an update from a watch of resources kept elsewhere. */
+  observe(update: ResourcesUpdate): void;
   close(): void;
 }
 
 /**
- * Creates {@link ResourceVersions}: follows `WatchResources` so a new version of an id is known as soon as it is
- * published, and reads an id it has not seen yet with `GetResources`. The watch is re-established when it fails.
+ * Creates {@link ResourceVersions}: follows `WatchResources` (unless `follow` is false: a watch kept elsewhere then
+ * feeds {@link ResourceVersions.observe}) so a new version of an id is known as soon as it is published, and reads an
+ * id it has not seen yet with `GetResources`. The watch is re-established when it fails.
  */
-export function createResourceVersions(store: StoreApi, log: (message: string) => void): ResourceVersions {
+export function createResourceVersions(
+  store: StoreApi,
+  log: (message: string) => void,
+  options: { follow?: boolean } = {},
+): ResourceVersions {
   const versions = new Map<string, number>();
   const reading = new Map<string, Promise<number>>();
   const closed = new AbortController();
   const observe = (update: ResourcesUpdate) => {
     if (update.version > (versions.get(update.resourcesId) ?? 0)) versions.set(update.resourcesId, update.version);
   };
-  followResources(store, { includeLatest: false }, closed.signal, observe, (error) =>
-    log(`agl proxy: watching resource versions failed: ${String(error)}`),
-  );
+  if (options.follow !== false) {
+    followResources(store, { includeLatest: false }, closed.signal, observe, (error) =>
+      log(`agl proxy: watching resource versions failed: ${String(error)}`),
+    );
+  }
   const read = async (resourcesId: string) => {
     try {
       observe(await store.getResources({ resourcesId }));
@@ -44,6 +53,7 @@ export function createResourceVersions(store: StoreApi, log: (message: string) =
       }
       return pending;
     },
+    observe,
     close: () => closed.abort(),
   };
 }
