@@ -46,6 +46,9 @@ export interface AttemptOutcome {
   agentMs: number;
 }
 
+/** The outcome of an attempt whose agent never ran (or whose run was lost): no spans, no agent time. */
+export const unranOutcome = (end: AttemptEnd, error: ErrorInfo): AttemptOutcome => ({ end, error, spans: [], lateSpans: 0, agentMs: 0 });
+
 /** A running attempt: its outcome, and a way to stop it. */
 export interface AttemptHandle {
   readonly done: Promise<AttemptOutcome>;

@@ -5,7 +5,7 @@ import { MessageChannel } from "node:worker_threads";
 import { Piscina } from "piscina";
 import { AglError } from "../core/errors.js";
 import { createConsoleLogger, type Logger } from "../core/logger.js";
-import type { AbortKind, AttemptExecutor, AttemptHandle, AttemptOutcome } from "./attempt-task.js";
+import { type AbortKind, type AttemptExecutor, type AttemptHandle, type AttemptOutcome, unranOutcome } from "./attempt-task.js";
 import { createHeartbeatBoard, readBoard, releaseSlot } from "./heartbeat-board.js";
 import type { PoolTask, PoolWorkerData, RunnerMessage, WorkerMessage } from "./pool-protocol.js";
 
@@ -128,11 +128,11 @@ export function createPoolExecutor(options: PoolExecutorOptions): AttemptExecuto
           if (threadId === undefined) {
             // Queued on a thread that ended before running it: the attempt never started, so it goes back untouched.
             const reason = `handed back unstarted: ${failure}`;
-            settle({ end: "interrupted", error: { type: "Error", message: reason }, spans: [], lateSpans: 0, agentMs: 0 });
+            settle(unranOutcome("interrupted", { type: "Error", message: reason }));
             return;
           }
           const message = killed.get(threadId) ?? failure;
-          settle({ end: "lost", error: { type: "WorkerThreadLost", message }, spans: [], lateSpans: 0, agentMs: 0 });
+          settle(unranOutcome("lost", { type: "WorkerThreadLost", message }));
         },
       );
       const ended = done.finally(() => {

@@ -7,7 +7,7 @@ import type { Agent } from "../agent/agent.js";
 import { AglError, errorInfo } from "../core/errors.js";
 import { loadAgent } from "../agent/load-agent.js";
 import { registerAgentLoaders } from "../agent/module-loaders.js";
-import type { AbortKind } from "./attempt-task.js";
+import { type AbortKind, unranOutcome } from "./attempt-task.js";
 import { executeAttempt } from "./execute-attempt.js";
 import { beat, claimSlot } from "./heartbeat-board.js";
 import type { PoolTask, PoolWorkerData, RunnerMessage, WorkerMessage } from "./pool-protocol.js";
@@ -36,7 +36,7 @@ export default async function runPoolTask({ task, port }: PoolTask): Promise<voi
   post({ t: "started", threadId });
   const loaded = await agent;
   if (loaded instanceof Error) {
-    post({ t: "done", outcome: { end: "failed", error: errorInfo(loaded), spans: [], lateSpans: 0, agentMs: 0 } });
+    post({ t: "done", outcome: unranOutcome("failed", errorInfo(loaded)) });
     port.close();
     return;
   }

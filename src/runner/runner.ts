@@ -7,7 +7,7 @@ import type { ResourcesData } from "../agent/resources.js";
 import { AttemptStatus, type Rollout } from "../gen/agl/v1/types_pb.js";
 import { RUNNER_HEARTBEAT_SECONDS } from "../store/liveness.js";
 import { createSpanShipper, type SpanShipper } from "../tracer/span-shipper.js";
-import type { AbortKind, AttemptHandle, AttemptOutcome } from "./attempt-task.js";
+import { type AbortKind, type AttemptHandle, type AttemptOutcome, unranOutcome } from "./attempt-task.js";
 import { buildTask } from "./build-task.js";
 import { finishAttempt, handBackUnstarted } from "./finish-attempt.js";
 import { type Heartbeats, startHeartbeats } from "./heartbeats.js";
@@ -107,12 +107,10 @@ export function createRunner(options: RunnerOptions): Runner {
     active.set(key, entry);
     let done: Promise<AttemptOutcome>;
     if (resources instanceof Error) {
-      done = Promise.resolve({ end: "failed", error: errorInfo(resources), spans: [], lateSpans: 0, agentMs: 0 });
+      done = Promise.resolve(unranOutcome("failed", errorInfo(resources)));
     } else {
       entry.handle = executor.start(buildTask(rollout, resources, settings), (spans) => shipper.enqueue(spans));
-      done = entry.handle.done.catch(
-        (error): AttemptOutcome => ({ end: "failed", error: errorInfo(error), spans: [], lateSpans: 0, agentMs: 0 }),
-      );
+      done = entry.handle.done.catch((error) => unranOutcome("failed", errorInfo(error)));
     }
     entry.finished = done
       .then((outcome) => finish(entry, outcome))

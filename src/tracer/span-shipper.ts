@@ -180,8 +180,10 @@ export function createSpanShipper(options: SpanShipperOptions): SpanShipper {
       const key = keyOf({ rolloutId, attemptId });
       // The attempt's queued spans go now, whatever the linger, with its last ones (which bypass `maxQueued`: the
       // attempt is ending, so they are the last it adds).
-      const mine = queue.filter((span) => keyOf(span) === key);
-      queue = queue.filter((span) => keyOf(span) !== key);
+      const mine: Span[] = [];
+      const others: Span[] = [];
+      for (const span of queue) (keyOf(span) === key ? mine : others).push(span);
+      queue = others;
       stats.queued = queue.length;
       mine.push(...last);
       for (let i = 0; i < mine.length; i += batchSize) send(mine.slice(i, i + batchSize));

@@ -96,8 +96,6 @@ export function createOptimizerClient(options: OptimizerClientOptions): Optimize
         },
         {
           tries: options.maxTries ?? 3,
-          baseMs: 250,
-          maxMs: 10_000,
           retryable: (error) => {
             const failed = answerOf(error);
             return (
