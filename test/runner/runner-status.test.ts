@@ -1,5 +1,5 @@
 /** The runner against a real store server on a socket: status transitions, resources, heartbeats, shutdown. */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { type Agent, rollout } from "../../src/agent/agent.js";
 import { silentLogger } from "../../src/core/logger.js";
 import { emitMessage } from "../../src/emitter/emitters.js";
@@ -111,6 +111,8 @@ describe("runner status transitions", () => {
     const [done] = await waitFinished(h.client, [id]);
     expect(done?.status).toBe(RolloutStatus.FAILED);
     expect((await attemptsOf(id))[0]?.status).toBe(AttemptStatus.TIMEOUT);
+    // The store ends the rollout first; the runner learns it at its next heartbeat and only then aborts the agent.
+    await vi.waitFor(() => expect(reason).toBeDefined(), { timeout: 3_000 });
     expect((reason as DOMException).name).toBe("TimeoutError");
     expect(Date.now() - started).toBeLessThan(5_000);
   });
