@@ -476,10 +476,10 @@ class TrainingLoop:
     async def _train(self, step: int, samples: list[RolloutTriplets], timings: dict[str, float]) -> StepResult | None:
         cfg = self.config
         # Only train-mode rollouts are training data (validation and test rollouts are scored, never trained on).
-        other = [s.rollout_id for s in samples if mode_name(s.mode) not in ("train", "")]
-        if other:
-            self.log(f"[agl] step {step}: left out {len(other)} rollouts that are not of mode train")
-            samples = [s for s in samples if mode_name(s.mode) in ("train", "")]
+        train = [s for s in samples if mode_name(s.mode) in ("train", "")]
+        if len(train) < len(samples):
+            self.log(f"[agl] step {step}: left out {len(samples) - len(train)} rollouts that are not of mode train")
+            samples = train
         t = time.perf_counter()
         options = ConvertOptions(
             pad_token_id=self.backend.pad_token_id,
