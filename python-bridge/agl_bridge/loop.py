@@ -31,6 +31,7 @@ from agl_bridge.advantage import compute_rollout_level_advantage, drop_marked_ro
 from agl_bridge.client import StoreClient
 from agl_bridge.dataproto import ConvertOptions, to_dataproto
 from agl_bridge.gen.agl.v1 import types_pb2
+from agl_bridge.plot import reward_plot
 from agl_bridge.triplet_source import StreamTripletSource, TripletSource
 from agl_bridge.triplets import RolloutTriplets, mode_name
 from agl_bridge.validation import ValidationResult, collect_rollouts, val_metrics, val_resources
@@ -475,10 +476,10 @@ class TrainingLoop:
     async def _train(self, step: int, samples: list[RolloutTriplets], timings: dict[str, float]) -> StepResult | None:
         cfg = self.config
         # Only train-mode rollouts are training data (validation and test rollouts are scored, never trained on).
-        other = [s.rollout_id for s in samples if mode_name(s.mode) not in ("train", "")]
-        if other:
-            self.log(f"[agl] step {step}: left out {len(other)} rollouts that are not of mode train")
-            samples = [s for s in samples if mode_name(s.mode) in ("train", "")]
+        train = [s for s in samples if mode_name(s.mode) in ("train", "")]
+        if len(train) < len(samples):
+            self.log(f"[agl] step {step}: left out {len(samples) - len(train)} rollouts that are not of mode train")
+            samples = train
         t = time.perf_counter()
         options = ConvertOptions(
             pad_token_id=self.backend.pad_token_id,
@@ -526,6 +527,31 @@ class TrainingLoop:
             f"served by v{','.join(map(str, r.versions_seen)) or '?'} -> published v{r.version}  "
             f"time wait {r.timings.get('wait', 0):.2f}s update {r.timings.get('update', 0):.2f}s bridge {bridge:.2f}s"
         )
+
+    def summary(self) -> dict[str, Any]:
+        """The run so far as the trainers' summary JSON (``--summary``, ``agl.summary``): reward, step, published
+        version and timings per step, the validations and, once a step ran, the initial and final reward (mean of the
+        last 5 steps), which it also logs with the reward plot."""
+        rewards = [r.reward_mean for r in self.history]
+        summary: dict[str, Any] = {
+            "rewards": rewards,
+            "steps": [r.step for r in self.history],
+            "versions_published": [r.version for r in self.history],
+            "timings": [r.timings for r in self.history],
+            "validation": [
+                {"step": v.step, "version": v.version, "reward_mean": v.reward_mean, "n": v.n, "metrics": v.metrics}
+                for v in self.val_history
+            ],
+        }
+        if rewards:
+            tail = rewards[-5:]
+            summary["initial_reward"], summary["final_reward"] = rewards[0], sum(tail) / len(tail)
+            self.log("\nreward per step\n" + reward_plot(rewards))
+            self.log(
+                f"\n[agl] initial reward {rewards[0]:.3f} (step {self.history[0].step + 1})  ->  final reward "
+                f"{summary['final_reward']:.3f} (mean of the last {len(tail)} steps)"
+            )
+        return summary
 
     async def run(self) -> list[StepResult]:
         """Resumes if a checkpoint exists, publishes the current policy, validates before training (when asked),

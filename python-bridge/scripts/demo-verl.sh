@@ -31,7 +31,7 @@ node bin/agl.js train examples/rl-kind/agent.ts --trainer verl --database "$DIR/
   data.max_prompt_length=32 data.max_response_length=8 trainer.val_before_train=false trainer.test_freq=-1 \
   trainer.save_freq=-1 algorithm.adv_estimator=grpo actor_rollout_ref.actor.use_kl_loss=false \
   actor_rollout_ref.actor.entropy_coeff=0 actor_rollout_ref.actor.optim.lr=1.5e-3 \
-  actor_rollout_ref.actor.optim.lr_scheduler_type=constant actor_rollout_ref.actor.optim.min_lr_ratio=0.1 \
+  actor_rollout_ref.actor.optim.lr_scheduler_type=constant \
   actor_rollout_ref.actor.optim.weight_decay=0 actor_rollout_ref.actor.ppo_mini_batch_size=16 \
   actor_rollout_ref.actor.ppo_epochs=1 actor_rollout_ref.rollout.temperature=1.0 \
   actor_rollout_ref.actor.data_loader_seed="$SEED" agl.summary="$DIR/summary.json" "$@" \

@@ -99,11 +99,12 @@ async def watch(store: str, replica: ReplicaWatch, stop: asyncio.Event) -> None:
 
 async def store_facts(store: str) -> tuple[int, int]:
     from agl_bridge import StoreClient
+    from agl_bridge.gen.agl.v1 import types_pb2
 
     async with StoreClient(store) as client:
         version = (await client.get_resources(RESOURCES_ID)).version
         rollouts = (await client.query_rollouts(limit=10_000)).rollouts
-        return version, sum(r.mode == 2 for r in rollouts)  # ROLLOUT_MODE_VAL
+        return version, sum(r.mode == types_pb2.ROLLOUT_MODE_VAL for r in rollouts)
 
 
 async def run(args: argparse.Namespace) -> None:

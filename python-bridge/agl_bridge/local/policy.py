@@ -77,13 +77,23 @@ class Policy:
         self._actor_config = self.grpo.actor_config()
         self._loss_fn = core_algos.get_policy_loss_fn(self.grpo.loss_mode)
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agl-policy")
-        # Bumped by every update; the policy server reports it so callers can tell which weights answered.
-        self.weights_version = 0
         # With a sampling seed, a request without a seed of its own draws from a generator seeded by (sampling seed,
         # weights version, prompt, how many times this prompt was drawn for these weights): runners send a step's
         # requests in an order nobody controls, and this numbering makes the step's samples the same in every run.
         self.sampling_seed = sampling_seed
         self._draws: Counter[tuple[int, ...]] = Counter()
+        self.weights_version = 0
+
+    @property
+    def weights_version(self) -> int:
+        """Bumped by every update (and by whoever else swaps the weights in); the policy server reports it so callers
+        can tell which weights answered. Setting it starts the draw numbering of the sampling seed afresh."""
+        return self._weights_version
+
+    @weights_version.setter
+    def weights_version(self, version: int) -> None:
+        self._weights_version = version
+        self._draws.clear()
 
     def _make_optimizer(self) -> torch.optim.Optimizer:
         cfg, params = self.grpo, self.model.parameters()
@@ -213,7 +223,6 @@ class Policy:
         finally:
             self.model.eval()
         self.weights_version += 1
-        self._draws.clear()
         metrics.update(
             {
                 "actor/pg_loss": sum(losses) / len(losses),

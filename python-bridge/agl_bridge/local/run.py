@@ -22,7 +22,7 @@ from agl_bridge.local.python_agent import run_python_agents
 from agl_bridge.local.server import PolicyServer
 from agl_bridge.local.warmup import warmup
 from agl_bridge.loop import LoopConfig, TrainingLoop
-from agl_bridge.plot import reward_plot, reward_png
+from agl_bridge.plot import reward_png
 from agl_bridge.task_files import load_tasks
 
 __all__ = ["LocalTrainerOptions", "run_local_trainer", "write_summary"]
@@ -170,29 +170,12 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
                 await agents
         await server.stop()
         policy.close()
-    rewards = [r.reward_mean for r in history]
     summary = {
-        "rewards": rewards,
-        "steps": [r.step for r in history],
-        "versions_published": [r.version for r in history],
+        **loop.summary(),
         "versions_seen": [r.versions_seen for r in history],
-        "timings": [r.timings for r in history],
         "response_tokens": [r.response_tokens for r in history],
         "policy_requests": server.requests,
-        "validation": [
-            {"step": v.step, "version": v.version, "reward_mean": v.reward_mean, "n": v.n, "metrics": v.metrics}
-            for v in loop.val_history
-        ],
     }
-    if rewards:
-        tail = rewards[-5:]
-        _log("\nreward per step\n" + reward_plot(rewards))
-        _log(
-            f"\n[agl] initial reward {rewards[0]:.3f} (step {history[0].step + 1})  ->  final reward "
-            f"{sum(tail) / len(tail):.3f} (mean of the last {len(tail)} steps)"
-        )
-        summary["initial_reward"] = rewards[0]
-        summary["final_reward"] = sum(tail) / len(tail)
     if loop.val_history:
         _log(
             "[agl] validation reward "

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from omegaconf import open_dict, read_write
 from verl import DataProto
 from verl.utils.metric import reduce_metrics
+from verl.utils.profiler import simple_timer
 
 from agl_bridge.advantage import shape_batch
 from agl_bridge.convert import llm_resource
@@ -25,21 +25,6 @@ __all__ = ["VerlBackend"]
 
 # What ``save`` writes next to the loop's state: the VERL checkpoint folder it corresponds to.
 VERL_CHECKPOINT_FILE = "verl.json"
-
-
-class _Timer:
-    """``with timer("name"):`` adds the block's wall time to ``metrics["timing_s/name"]`` (VERL's key scheme)."""
-
-    def __init__(self, metrics: dict[str, float]) -> None:
-        self.metrics = metrics
-
-    @contextlib.contextmanager
-    def __call__(self, name: str) -> Iterator[None]:
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.metrics[f"timing_s/{name}"] = time.perf_counter() - started
 
 
 class VerlBackend:
@@ -192,12 +177,12 @@ class VerlBackend:
         batch.meta_info["global_steps"] = t.global_steps
         # VERL's fit sets it on the batch before generation; its log-prob code scales the logits by it.
         batch.meta_info["temperature"] = float(cfg.actor_rollout_ref.rollout.temperature)
-        timed = _Timer(metrics)
-        with timed("sleep_replicas"):
+        timing: dict[str, float] = {}  # VERL's timing_raw: seconds per phase, logged as timing_s/<phase>
+        with simple_timer("sleep_replicas", timing):
             t.checkpoint_manager.sleep_replicas()
         if cfg.trainer.balance_batch:
             t._balance_batch(batch, metrics=metrics)
-        with timed("old_log_prob"):
+        with simple_timer("old_log_prob", timing):
             old = t._compute_old_log_prob(batch)
         old_log_prob = old[0] if isinstance(old, tuple) else old
         batch = batch.union(old_log_prob)
@@ -208,21 +193,22 @@ class VerlBackend:
             metrics["training/rollout_actor_logprob_abs_diff_mean"] = float(diff.mean()) if diff.numel() else 0.0
             metrics["training/rollout_actor_logprob_abs_diff_max"] = float(diff.max()) if diff.numel() else 0.0
         if getattr(t, "use_reference_policy", False):
-            with timed("ref_log_prob"):
+            with simple_timer("ref_log_prob", timing):
                 batch = batch.union(t._compute_ref_log_prob(batch))
         if getattr(t, "use_critic", False):
-            with timed("values"):
+            with simple_timer("values", timing):
                 batch = batch.union(t._compute_values(batch))
-            with timed("update_critic"):
+            with simple_timer("update_critic", timing):
                 critic_output = t._update_critic(batch)
             metrics.update(reduce_metrics(critic_output.meta_info["metrics"]))
         if cfg.trainer.critic_warmup <= t.global_steps:
-            with timed("update_actor"):
+            with simple_timer("update_actor", timing):
                 actor_output = t._update_actor(batch)
             metrics.update(reduce_metrics(actor_output.meta_info["metrics"]))
-        with timed("update_weights"):
+        with simple_timer("update_weights", timing):
             t.checkpoint_manager.update_weights(t.global_steps)
         t.global_steps += 1
+        metrics.update({f"timing_s/{name}": seconds for name, seconds in timing.items()})
         self.last_metrics = metrics
         return metrics
 

@@ -16,7 +16,6 @@ from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
 from agl_bridge.client import StoreClient
 from agl_bridge.loop import LoopConfig, TrainingLoop
-from agl_bridge.plot import reward_plot
 from agl_bridge.task_files import load_tasks
 from agl_bridge.verl import cpu
 from agl_bridge.verl.backend import VerlBackend
@@ -80,25 +79,9 @@ def agl_token(config: Any) -> str | None:
 
 
 def write_summary(path: str, loop: TrainingLoop) -> None:
-    """The run's reward curve (JSON, as ``python -m agl_bridge.local --summary`` writes it) and, on stderr, its plot
-    and the initial and final reward (mean of the last 5 steps)."""
-    rewards = [r.reward_mean for r in loop.history]
-    summary: dict[str, Any] = {
-        "rewards": rewards,
-        "steps": [r.step for r in loop.history],
-        "versions_published": [r.version for r in loop.history],
-        "timings": [r.timings for r in loop.history],
-        "metrics": [r.metrics for r in loop.history],
-        "validation": [{"step": v.step, "version": v.version, "reward_mean": v.reward_mean} for v in loop.val_history],
-    }
-    if rewards:
-        tail = rewards[-5:]
-        summary["initial_reward"], summary["final_reward"] = rewards[0], sum(tail) / len(tail)
-        loop.log("\nreward per step\n" + reward_plot(rewards))
-        loop.log(
-            f"\n[agl] initial reward {rewards[0]:.3f} (step {loop.history[0].step + 1})  ->  final reward "
-            f"{summary['final_reward']:.3f} (mean of the last {len(tail)} steps)"
-        )
+    """The run's summary (``TrainingLoop.summary``, with VERL's metrics per step) as JSON, as ``python -m
+    agl_bridge.local --summary`` writes it; the reward plot and the initial and final reward go to stderr."""
+    summary = {**loop.summary(), "metrics": [r.metrics for r in loop.history]}
     Path(path).write_text(json.dumps(summary))
 
 
