@@ -30,8 +30,8 @@ def tiny_policy(seed: int = 0, warm: bool = True, sampling_seed: int | None = No
         tokenizer, TinyModelConfig(hidden_size=32, layers=1, heads=2, intermediate_size=64, seed=seed)
     )
     policy = Policy(model, tokenizer, GrpoConfig(lr=1e-2), sampling_seed=sampling_seed)
-    if warm:  # answers in the task's format, right 1/4 of the time: groups with mixed rewards
-        warmup(policy, tasks.warmup_pairs(500), 80, batch_size=32, lr=1e-2)
+    if warm:  # answers in the task's format, right 1/6 of the time: groups with mixed rewards
+        warmup(policy, tasks.warmup_pairs(500), 80, batch_size=32, lr=1e-2, max_steps=80)
     return policy
 
 

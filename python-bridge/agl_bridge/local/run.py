@@ -111,7 +111,7 @@ def build_policy(options: LocalTrainerOptions) -> Policy:
     )
     policy = Policy(build_tiny_model(tokenizer, config), tokenizer, grpo, sampling_seed=options.seed)
     if options.warmup_steps > 0 and not _has_checkpoint(options):
-        loss = warmup(
+        result = warmup(
             policy,
             tasks.warmup_pairs(4000, seed=options.seed + 1),
             options.warmup_steps,
@@ -120,7 +120,8 @@ def build_policy(options: LocalTrainerOptions) -> Policy:
             seed=options.seed,
         )
         _log(
-            f"[agl] format warm-up: {options.warmup_steps} supervised steps on random-category answers, loss {loss:.3f}"
+            f"[agl] format warm-up: {result.steps} supervised steps on random-category answers, loss {result.loss:.3f},"
+            f" format probability {result.format_probability:.3f}"
         )
     return policy
 
