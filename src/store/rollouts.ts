@@ -212,6 +212,7 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
           $typeName: "agl.v1.QueryRolloutsResponse",
           rollouts: await withLatestAttempts(tx, result.items),
           page: pageInfo(result.total, page),
+          finalRewards: {},
         };
       });
     },
