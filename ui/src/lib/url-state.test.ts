@@ -14,13 +14,14 @@ describe("parseRoute", () => {
   });
 
   it("reads rollout filters, dropping values it does not know", () => {
-    const route = parseRoute("#/rollouts?status=failed,bogus,succeeded,failed&mode=val&resources=r&group=g&id=ro-&since=100&until=x&sort=end_time&order=asc&page=3&size=500");
+    const route = parseRoute("#/rollouts?status=failed,bogus,succeeded,failed&mode=val&resources=r&version=4&group=g&id=ro-&since=100&until=x&sort=end_time&order=asc&page=3&size=500");
     expect(route).toEqual({
       view: "rollouts",
       query: {
         statuses: ["failed", "succeeded"],
         mode: "val",
         resourcesId: "r",
+        resourcesVersion: 4,
         groupId: "g",
         idContains: "ro-",
         since: 100,

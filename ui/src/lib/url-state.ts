@@ -1,7 +1,7 @@
 import { isRolloutModeName, isRolloutStatusName, type RolloutModeName, type RolloutStatusName } from "./names.js";
 
 /** Fields the rollouts table sorts by (the store's sortable rollout fields). */
-export const ROLLOUT_SORT_FIELDS = ["rollout_id", "start_time", "end_time", "status", "mode", "resources_id", "group_id"] as const;
+export const ROLLOUT_SORT_FIELDS = ["rollout_id", "start_time", "end_time", "status", "mode", "resources_id", "resources_version", "group_id"] as const;
 export type RolloutSortField = (typeof ROLLOUT_SORT_FIELDS)[number];
 export const PAGE_SIZES = [50, 100, 500, 1000] as const;
 
@@ -10,6 +10,8 @@ export interface RolloutsQuery {
   statuses: RolloutStatusName[];
   mode?: RolloutModeName;
   resourcesId?: string;
+  /** With resourcesId: only rollouts created against this version of it. */
+  resourcesVersion?: number;
   groupId?: string;
   idContains?: string;
   /** Start time bounds, epoch seconds. */
@@ -106,6 +108,8 @@ function parseRolloutsQuery(params: URLSearchParams): RolloutsQuery {
     const value = params.get(name);
     if (value) query[key] = value;
   }
+  const version = positiveNumber(params.get("version"));
+  if (version !== undefined && Number.isInteger(version)) query.resourcesVersion = version;
   const since = positiveNumber(params.get("since"));
   const until = positiveNumber(params.get("until"));
   if (since !== undefined) query.since = since;
@@ -119,6 +123,7 @@ function rolloutsQueryParams(query: RolloutsQuery): Record<string, string> {
     status: query.statuses.length > 0 ? query.statuses.join(",") : undefined,
     mode: query.mode,
     resources: query.resourcesId,
+    version: query.resourcesVersion?.toString(),
     group: query.groupId,
     id: query.idContains,
     since: query.since?.toString(),
