@@ -85,7 +85,9 @@ async function fillRollouts(store: Store, count: number, log: (line: string) => 
           rolloutId: r.rolloutId,
           attemptId,
           status: failed ? AttemptStatus.FAILED : AttemptStatus.SUCCEEDED,
-          spans: failed ? [] : [rewardSpan(r.rolloutId, attemptId, `${(first + i).toString(16).padStart(16, "0")}`, ((first + i) % 7) / 6, now)],
+          spans: failed
+            ? []
+            : [rewardSpan(r.rolloutId, attemptId, `${(first + i).toString(16).padStart(16, "0")}`, ((first + i) % 7) / 6, now)],
         });
       }
     }
@@ -96,14 +98,26 @@ async function fillRollouts(store: Store, count: number, log: (line: string) => 
 /** One rollout of an agent that makes many LLM calls, each with a tool call under it, and reports rewards. */
 async function fillBigRollout(store: Store, spans: number): Promise<string> {
   // Started directly (not through the queue, which still holds the unfinished rollouts).
-  const started = await store.startRollout({ rollout: { input: json({ question: "a long episode" }), resourcesId: RESOURCES }, workerId: "bench-worker" });
+  const started = await store.startRollout({
+    rollout: { input: json({ question: "a long episode" }), resourcesId: RESOURCES },
+    workerId: "bench-worker",
+  });
   const rolloutId = started.rolloutId;
   const attemptId = started.latestAttempt?.attemptId as string;
   const traceId = "b".repeat(32);
   const rootId = "a".repeat(16);
   const t0 = Date.now() / 1000 - spans;
   const out: Span[] = [
-    create(SpanSchema, { rolloutId, attemptId, traceId, spanId: rootId, name: "agent", status: { code: StatusCode.OK }, startTime: t0, endTime: t0 + spans }),
+    create(SpanSchema, {
+      rolloutId,
+      attemptId,
+      traceId,
+      spanId: rootId,
+      name: "agent",
+      status: { code: StatusCode.OK },
+      startTime: t0,
+      endTime: t0 + spans,
+    }),
   ];
   const hex = (n: number) => n.toString(16).padStart(16, "0");
   for (let call = 0; out.length < spans - 1; call++) {

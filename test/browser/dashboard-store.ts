@@ -94,7 +94,11 @@ export async function startDashboardStore(): Promise<DashboardStore> {
       const { rollouts } = await (client as StoreClient).enqueueRollouts({
         rollouts: tasks.map((input) => ({ input, resourcesId: CALCULATOR_RESOURCES, config })),
       });
-      const finished = await waitFinished(client as StoreClient, rollouts.map((r) => r.rolloutId), 60);
+      const finished = await waitFinished(
+        client as StoreClient,
+        rollouts.map((r) => r.rolloutId),
+        60,
+      );
       await runner;
       return rollouts.map((r) => finished.find((f) => f.rolloutId === r.rolloutId) as Rollout);
     };
@@ -103,10 +107,14 @@ export async function startDashboardStore(): Promise<DashboardStore> {
     // Two 400s: the agent's client does not retry them, so both attempts fail.
     engine.fault({ type: "status", status: 400, body: JSON.stringify({ error: { message: "prompt is too long" } }) });
     engine.fault({ type: "status", status: 400, body: JSON.stringify({ error: { message: "prompt is too long" } }) });
-    const [failed] = await runCalculator([{ question: "What is 2 + 2?", answer: 4 }], {
-      maxAttempts: 2,
-      retryCondition: [AttemptStatus.FAILED],
-    }, 2);
+    const [failed] = await runCalculator(
+      [{ question: "What is 2 + 2?", answer: 4 }],
+      {
+        maxAttempts: 2,
+        retryCondition: [AttemptStatus.FAILED],
+      },
+      2,
+    );
 
     await must(
       agl(
