@@ -21,5 +21,5 @@ export { createOtlpTracesHandler } from "./otlp/otlp-route.js";
 export type { OtlpTracesHandlerOptions } from "./otlp/otlp-route.js";
 
 /** The dashboard: its built files at `/` (GET and HEAD), index.html for client routes, a strict content security policy. */
-export { createUiHandler, UI_CONTENT_SECURITY_POLICY } from "./server/ui-handler.js";
+export { createUiHandler } from "./server/ui-handler.js";
 export type { UiHandlerOptions } from "./server/ui-handler.js";
