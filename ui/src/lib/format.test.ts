@@ -1,5 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { formatAgo, formatCount, formatDuration, formatJson, formatLogprob, formatReward, formatSpan, formatTime, truncate } from "./format.js";
+import {
+  formatAgo,
+  formatCount,
+  formatDuration,
+  formatJson,
+  formatLogprob,
+  formatReward,
+  formatSpan,
+  formatTime,
+  fromDatetimeLocal,
+  toDatetimeLocal,
+  truncate,
+} from "./format.js";
 
 describe("formatTime", () => {
   it("prints epoch seconds in UTC and a dash for no time", () => {
@@ -51,5 +63,15 @@ describe("number formatters", () => {
     expect(formatJson("plain")).toBe("plain");
     expect(truncate("abcdef", 4)).toBe("abc…");
     expect(truncate("abc", 4)).toBe("abc");
+  });
+});
+
+describe("datetime-local values", () => {
+  it("round-trip epoch seconds to the minute, in local time", () => {
+    const epoch = 1_764_611_820; // a whole minute
+    expect(fromDatetimeLocal(toDatetimeLocal(epoch))).toBe(epoch);
+    expect(toDatetimeLocal(undefined)).toBe("");
+    expect(fromDatetimeLocal("")).toBeUndefined();
+    expect(fromDatetimeLocal("not a date")).toBeUndefined();
   });
 });
