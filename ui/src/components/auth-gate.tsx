@@ -31,7 +31,10 @@ export function AuthGate({ children }: { children: ReactNode }) {
     void probe();
   }, [probe]);
 
-  const unauthenticated = useCallback((message: string) => setGate({ state: "token", message: `The store refused the call: ${message}` }), []);
+  const unauthenticated = useCallback(
+    (message: string) => setGate({ state: "token", message: `The store refused the call: ${message}` }),
+    [],
+  );
   const context = useMemo<StoreContextValue>(() => ({ clients, unauthenticated }), [clients, unauthenticated]);
 
   const submit = (event: FormEvent) => {
@@ -42,7 +45,12 @@ export function AuthGate({ children }: { children: ReactNode }) {
     void probe();
   };
 
-  if (gate.state === "checking") return <div className="loading" data-testid="loading">Connecting to the store…</div>;
+  if (gate.state === "checking")
+    return (
+      <div className="loading" data-testid="loading">
+        Connecting to the store…
+      </div>
+    );
   if (gate.state === "token") {
     return (
       <form className="auth-form" data-testid="auth-form" onSubmit={submit}>

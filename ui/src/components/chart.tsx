@@ -4,7 +4,18 @@ import * as echarts from "echarts/core";
 import { CanvasRenderer } from "echarts/renderers";
 import { useEffect, useRef } from "react";
 
-echarts.use([BarChart, CustomChart, LineChart, ScatterChart, TreeChart, GridComponent, LegendComponent, TooltipComponent, DataZoomComponent, CanvasRenderer]);
+echarts.use([
+  BarChart,
+  CustomChart,
+  LineChart,
+  ScatterChart,
+  TreeChart,
+  GridComponent,
+  LegendComponent,
+  TooltipComponent,
+  DataZoomComponent,
+  CanvasRenderer,
+]);
 
 export type ChartOption = echarts.EChartsCoreOption;
 

@@ -24,7 +24,7 @@ describe("formatTime", () => {
 describe("formatDuration", () => {
   it("picks the unit that matters", () => {
     expect(formatDuration(0.85)).toBe("850 ms");
-    expect(formatDuration(3.14159)).toBe("3.14 s");
+    expect(formatDuration(3.1372)).toBe("3.14 s");
     expect(formatDuration(12.34)).toBe("12.3 s");
     expect(formatDuration(245)).toBe("4 m 05 s");
     expect(formatDuration(7380)).toBe("2 h 03 m");

@@ -26,7 +26,7 @@ export function countsByMode(timeline: Pick<TimelineLike, "created">): Record<Ro
 /** One series per status over the buckets: `[bucket start (epoch s), count]`, every bucket present. */
 export function seriesByStatus(timeline: TimelineLike, which: "created" | "finished"): Map<string, [number, number][]> {
   const out = new Map<string, [number, number][]>();
-  const width = timeline.bucketSeconds > 0 ? timeline.bucketSeconds : 0;
+  const width = Math.max(0, timeline.bucketSeconds);
   for (const c of timeline[which]) {
     const status = rolloutStatusName(c.status);
     let series = out.get(status);

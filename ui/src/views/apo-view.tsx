@@ -42,7 +42,9 @@ export function ApoView({ runId }: { runId: string | undefined }) {
       <h2>APO runs</h2>
       <ErrorBanner error={snapshots.error ?? scores.error} />
       {snapshots.data === undefined && !snapshots.error ? <Loading /> : null}
-      {snapshots.data !== undefined && runs.length === 0 ? <p className="muted">No APO run has published candidates in this store.</p> : null}
+      {snapshots.data !== undefined && runs.length === 0 ? (
+        <p className="muted">No APO run has published candidates in this store.</p>
+      ) : null}
       {run === undefined ? null : (
         <>
           <div className="filters">
@@ -57,7 +59,8 @@ export function ApoView({ runId }: { runId: string | undefined }) {
               </select>
             </label>
             <span className="muted">
-              {run.candidates.length} candidates · best {run.best ? `${run.best.candidate} (${formatReward(run.best.score)}, round ${run.best.round})` : "—"}
+              {run.candidates.length} candidates · best{" "}
+              {run.best ? `${run.best.candidate} (${formatReward(run.best.score)}, round ${run.best.round})` : "—"}
             </span>
           </div>
           <RunDetail run={run} scores={scores.data ?? new Map()} />
@@ -83,7 +86,12 @@ function RunDetail({ run, scores }: { run: ApoRun; scores: ReadonlyMap<string, n
           symbolSize: 10,
           initialTreeDepth: -1,
           expandAndCollapse: false,
-          label: { position: "left", verticalAlign: "middle", align: "right", formatter: (p: { name: string; value?: number }) => labelOf(p) },
+          label: {
+            position: "left",
+            verticalAlign: "middle",
+            align: "right",
+            formatter: (p: { name: string; value?: number }) => labelOf(p),
+          },
           leaves: { label: { position: "right", align: "left" } },
         },
       ],
@@ -91,7 +99,9 @@ function RunDetail({ run, scores }: { run: ApoRun; scores: ReadonlyMap<string, n
     [run, scores],
   );
   const rounds = useMemo<ChartOption>(() => {
-    const points = run.candidates.flatMap((c) => (scores.has(c.key) ? [{ name: c.key, value: [c.round, scores.get(c.key) as number] }] : []));
+    const points = run.candidates.flatMap((c) =>
+      scores.has(c.key) ? [{ name: c.key, value: [c.round, scores.get(c.key) as number] }] : [],
+    );
     const bestByRound: [number, number][] = [];
     let best = Number.NEGATIVE_INFINITY;
     for (const round of [...new Set(run.candidates.map((c) => c.round))].sort((a, b) => a - b)) {
@@ -179,9 +189,7 @@ function RunDetail({ run, scores }: { run: ApoRun; scores: ReadonlyMap<string, n
         )}
       </div>
       <div className="panel" data-testid="apo-best-diff">
-        <h3>
-          Best ({run.best?.candidate ?? "—"}) against the seed
-        </h3>
+        <h3>Best ({run.best?.candidate ?? "—"}) against the seed</h3>
         {names.map((name) => (
           <div key={name}>
             <h4>{name}</h4>

@@ -34,7 +34,11 @@ export function ResourceDiffs({ diffs }: { diffs: ResourceDiff[] }) {
             {d.name} <span className="muted">({d.kind.replace("_", " ")})</span> <span className={`chip ${d.change}`}>{d.change}</span>
           </h4>
           {d.fields ? (
-            <table className="table" data-testid={d.kind === "llm" || d.kind === "proxy_llm" ? "llm-diff" : "field-diff"} data-name={d.name}>
+            <table
+              className="table"
+              data-testid={d.kind === "llm" || d.kind === "proxy_llm" ? "llm-diff" : "field-diff"}
+              data-name={d.name}
+            >
               <tbody>
                 {d.fields.map((f) => (
                   <tr key={f.field} className={f.changed ? "changed" : undefined}>

@@ -85,7 +85,9 @@ export function OverviewView() {
       <h2>Overview</h2>
       <ErrorBanner error={error} />
       {data === undefined ? (
-        error ? null : <Loading />
+        error ? null : (
+          <Loading />
+        )
       ) : (
         <>
           <div className="cards">
@@ -154,7 +156,9 @@ export function OverviewView() {
                     <td data-testid="worker-heartbeat" title={formatTime(w.lastHeartbeatTime)}>
                       {formatAgo(w.lastHeartbeatTime, data.now)}
                     </td>
-                    <td>{w.currentRolloutId ? <a href={`#/rollouts/${encodeURIComponent(w.currentRolloutId)}`}>{w.currentRolloutId}</a> : "—"}</td>
+                    <td>
+                      {w.currentRolloutId ? <a href={`#/rollouts/${encodeURIComponent(w.currentRolloutId)}`}>{w.currentRolloutId}</a> : "—"}
+                    </td>
                   </tr>
                 ))}
                 {data.workers.length === 0 ? (

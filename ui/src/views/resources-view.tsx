@@ -20,7 +20,8 @@ export function ResourcesView({ a, b }: { a: string | undefined; b: string | und
   const { clients } = useStore();
   const { latest, seen } = useLiveResources();
   const { data, error } = usePoll(
-    (signal) => clients.resources.queryResources({ page: { sortBy: "update_time", sortOrder: SortOrder.DESC, limit: MAX_SNAPSHOTS } }, { signal }),
+    (signal) =>
+      clients.resources.queryResources({ page: { sortBy: "update_time", sortOrder: SortOrder.DESC, limit: MAX_SNAPSHOTS } }, { signal }),
     undefined,
     [clients, latest?.resourcesId, latest?.version],
   );
@@ -63,7 +64,12 @@ export function ResourcesView({ a, b }: { a: string | undefined; b: string | und
       {data === undefined && !error ? <Loading /> : null}
       <div className="panel">
         <h3>Versions over time</h3>
-        <Chart testId="resources-timeline" option={timeline} points={snapshots.length + seen.length} height={Math.min(420, 80 + 24 * snapshots.length)} />
+        <Chart
+          testId="resources-timeline"
+          option={timeline}
+          points={snapshots.length + seen.length}
+          height={Math.min(420, 80 + 24 * snapshots.length)}
+        />
       </div>
       <div className="grid2">
         <div className="panel">
@@ -111,7 +117,11 @@ export function ResourcesView({ a, b }: { a: string | undefined; b: string | und
         <div className="filters">
           <label>
             Before
-            <select data-testid="diff-select-a" value={left ?? ""} onChange={(e) => navigate({ view: "resources", a: e.target.value, ...(right ? { b: right } : {}) }, true)}>
+            <select
+              data-testid="diff-select-a"
+              value={left ?? ""}
+              onChange={(e) => navigate({ view: "resources", a: e.target.value, ...(right ? { b: right } : {}) }, true)}
+            >
               {ids.map((id) => (
                 <option key={id} value={id}>
                   {id}
@@ -121,7 +131,11 @@ export function ResourcesView({ a, b }: { a: string | undefined; b: string | und
           </label>
           <label>
             After
-            <select data-testid="diff-select-b" value={right ?? ""} onChange={(e) => navigate({ view: "resources", ...(left ? { a: left } : {}), b: e.target.value }, true)}>
+            <select
+              data-testid="diff-select-b"
+              value={right ?? ""}
+              onChange={(e) => navigate({ view: "resources", ...(left ? { a: left } : {}), b: e.target.value }, true)}
+            >
               {ids.map((id) => (
                 <option key={id} value={id}>
                   {id}

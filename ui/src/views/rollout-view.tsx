@@ -35,7 +35,15 @@ export function RolloutView({ rolloutId, attemptId }: { rolloutId: string; attem
         clients.triplets.getRolloutTriplets({ rolloutId, attemptId: attemptId ?? "" }, options),
       ]);
       setFinished(TERMINAL.has(rollout.status));
-      return { rollout, attempts: attempts.attempts, spans: spans.spans, spanTotal: spans.page?.total ?? 0, messages: messages.rollouts[0], triplets, now: Date.now() / 1000 };
+      return {
+        rollout,
+        attempts: attempts.attempts,
+        spans: spans.spans,
+        spanTotal: spans.page?.total ?? 0,
+        messages: messages.rollouts[0],
+        triplets,
+        now: Date.now() / 1000,
+      };
     },
     finished ? undefined : POLL_MS,
     [clients, rolloutId, attemptId],
@@ -69,7 +77,11 @@ export function RolloutView({ rolloutId, attemptId }: { rolloutId: string; attem
         <dd data-testid="rollout-mode">{rolloutModeName(rollout.mode)}</dd>
         <dt>Resources</dt>
         <dd data-testid="rollout-resources">
-          {rollout.resourcesId === "" ? "—" : <a href={`#/resources?b=${encodeURIComponent(rollout.resourcesId)}`}>{`${rollout.resourcesId}@${rollout.resourcesVersion}`}</a>}
+          {rollout.resourcesId === "" ? (
+            "—"
+          ) : (
+            <a href={`#/resources?b=${encodeURIComponent(rollout.resourcesId)}`}>{`${rollout.resourcesId}@${rollout.resourcesVersion}`}</a>
+          )}
         </dd>
         <dt>Group</dt>
         <dd data-testid="rollout-group">{rollout.groupId || "—"}</dd>
@@ -86,7 +98,12 @@ export function RolloutView({ rolloutId, attemptId }: { rolloutId: string; attem
           {formatJson(input)}
         </pre>
       </details>
-      <Attempts attempts={data.attempts} now={data.now} rolloutId={rollout.rolloutId} selected={attemptId ?? rollout.latestAttempt?.attemptId} />
+      <Attempts
+        attempts={data.attempts}
+        now={data.now}
+        rolloutId={rollout.rolloutId}
+        selected={attemptId ?? rollout.latestAttempt?.attemptId}
+      />
       <Waterfall spans={data.spans} total={data.spanTotal} />
       {showingLatest ? <LlmCalls conversations={data.messages?.conversations ?? []} spans={data.spans} /> : null}
       <Rewards spans={data.spans} />
@@ -123,7 +140,17 @@ export function RolloutView({ rolloutId, attemptId }: { rolloutId: string; attem
   );
 }
 
-function Attempts({ attempts, now, rolloutId, selected }: { attempts: Attempt[]; now: number; rolloutId: string; selected: string | undefined }) {
+function Attempts({
+  attempts,
+  now,
+  rolloutId,
+  selected,
+}: {
+  attempts: Attempt[];
+  now: number;
+  rolloutId: string;
+  selected: string | undefined;
+}) {
   const option = useMemo<ChartOption>(
     () => ({
       tooltip: { renderMode: "richText", trigger: "item" },
@@ -161,7 +188,12 @@ function Attempts({ attempts, now, rolloutId, selected }: { attempts: Attempt[];
       <table className="table">
         <tbody>
           {attempts.map((a) => (
-            <tr key={a.attemptId} data-testid="attempt-row" data-attempt-id={a.attemptId} className={a.attemptId === selected ? "selected" : undefined}>
+            <tr
+              key={a.attemptId}
+              data-testid="attempt-row"
+              data-attempt-id={a.attemptId}
+              className={a.attemptId === selected ? "selected" : undefined}
+            >
               <td>
                 <a href={`#/rollouts/${encodeURIComponent(rolloutId)}?attempt=${encodeURIComponent(a.attemptId)}`}>#{a.sequenceId}</a>
               </td>
@@ -213,7 +245,11 @@ function Waterfall({ spans, total }: { spans: Span[]; total: number }) {
               {row.span.name}
             </span>
             <span className="wf-track">
-              <span className="wf-bar" data-testid="span-bar" style={{ left: `${row.offset * 100}%`, width: `max(2px, ${row.width * 100}%)` }} />
+              <span
+                className="wf-bar"
+                data-testid="span-bar"
+                style={{ left: `${row.offset * 100}%`, width: `max(2px, ${row.width * 100}%)` }}
+              />
             </span>
             <span className="wf-dur">{formatDuration(row.duration)}</span>
           </button>

@@ -43,7 +43,10 @@ const columns = helper.columns([
   helper.display({ id: "status", cell: ({ row }) => <StatusBadge status={rolloutStatusName(row.original.rollout.status)} /> }),
   helper.display({ id: "mode", cell: ({ row }) => rolloutModeName(row.original.rollout.mode) }),
   helper.display({ id: "start", cell: ({ row }) => formatTime(row.original.rollout.startTime) }),
-  helper.display({ id: "duration", cell: ({ row }) => formatSpan(row.original.rollout.startTime, row.original.rollout.endTime, row.original.now) }),
+  helper.display({
+    id: "duration",
+    cell: ({ row }) => formatSpan(row.original.rollout.startTime, row.original.rollout.endTime, row.original.now),
+  }),
   helper.display({
     id: "resources",
     cell: ({ row }) => {
@@ -69,7 +72,12 @@ export function RolloutsView({ query }: { query: RolloutsQuery }) {
     [clients, request],
   );
   const rows = useMemo<Row[]>(
-    () => (data?.response.rollouts ?? []).map((rollout) => ({ rollout, reward: data?.response.finalRewards[rollout.rolloutId], now: data?.now ?? 0 })),
+    () =>
+      (data?.response.rollouts ?? []).map((rollout) => ({
+        rollout,
+        reward: data?.response.finalRewards[rollout.rolloutId],
+        now: data?.now ?? 0,
+      })),
     [data],
   );
   const table = useTable({ features, columns, data: rows, getRowId: (row) => row.rollout.rolloutId });
@@ -108,7 +116,12 @@ export function RolloutsView({ query }: { query: RolloutsQuery }) {
             ))}
           </select>
         </label>
-        <button type="button" data-testid="rollouts-page-prev" disabled={query.page === 0} onClick={() => go({ ...query, page: query.page - 1 }, false)}>
+        <button
+          type="button"
+          data-testid="rollouts-page-prev"
+          disabled={query.page === 0}
+          onClick={() => go({ ...query, page: query.page - 1 }, false)}
+        >
           ‹ Prev
         </button>
         <span data-testid="rollouts-page-info">
@@ -123,49 +136,61 @@ export function RolloutsView({ query }: { query: RolloutsQuery }) {
           Next ›
         </button>
       </div>
-      <div className="vtable" role="table" aria-rowcount={tableRows.length}>
-        <div className="vrow vhead" role="row" style={{ gridTemplateColumns: GRID_TEMPLATE }}>
-          {COLUMNS.map(([id, header, sort]) => (
-            <div key={id} role="columnheader" aria-sort={sort === query.sort ? (query.order === "asc" ? "ascending" : "descending") : undefined}>
-              {sort === undefined ? (
-                header
-              ) : (
-                <button type="button" className="sort" data-testid={`rollouts-sort-${sort}`} onClick={() => go(toggleSort(query, sort))}>
-                  {header}
-                  {sort === query.sort ? (query.order === "asc" ? " ▲" : " ▼") : ""}
-                </button>
-              )}
-            </div>
-          ))}
-        </div>
-        <div ref={scrollRef} className="vbody" data-testid="rollouts-table">
-          {data !== undefined && tableRows.length === 0 ? <div className="muted empty">No rollouts match.</div> : null}
-          {data === undefined && !error ? <Loading /> : null}
-          <div style={{ height: virtualizer.getTotalSize(), position: "relative" }}>
+      <div ref={scrollRef} className="vtable" data-testid="rollouts-table">
+        <table>
+          <thead>
+            <tr className="vrow vhead" style={{ gridTemplateColumns: GRID_TEMPLATE }}>
+              {COLUMNS.map(([id, header, sort]) => (
+                <th key={id} aria-sort={sort === query.sort ? (query.order === "asc" ? "ascending" : "descending") : undefined}>
+                  {sort === undefined ? (
+                    header
+                  ) : (
+                    <button
+                      type="button"
+                      className="sort"
+                      data-testid={`rollouts-sort-${sort}`}
+                      onClick={() => go(toggleSort(query, sort))}
+                    >
+                      {header}
+                      {sort === query.sort ? (query.order === "asc" ? " ▲" : " ▼") : ""}
+                    </button>
+                  )}
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody style={{ height: virtualizer.getTotalSize() }}>
             {virtualizer.getVirtualItems().map((item) => {
               const row = tableRows[item.index];
               if (row === undefined) return null;
               const id = row.original.rollout.rolloutId;
               return (
-                <a
+                <tr
                   key={row.id}
-                  role="row"
                   className="vrow"
-                  href={`#/rollouts/${encodeURIComponent(id)}`}
                   data-testid="rollout-row"
                   data-rollout-id={id}
                   style={{ gridTemplateColumns: GRID_TEMPLATE, height: ROW_HEIGHT, transform: `translateY(${item.start}px)` }}
                 >
                   {row.getAllCells().map((cell) => (
-                    <div key={cell.id} role="cell" data-testid={`cell-${cell.column.id}`}>
-                      <table.FlexRender cell={cell} />
-                    </div>
+                    <td key={cell.id} data-testid={`cell-${cell.column.id}`}>
+                      {cell.column.id === "id" ? (
+                        // The link covers the whole row (CSS), so a click anywhere on it opens the rollout.
+                        <a className="row-link" data-testid="rollout-link" href={`#/rollouts/${encodeURIComponent(id)}`}>
+                          {id}
+                        </a>
+                      ) : (
+                        <table.FlexRender cell={cell} />
+                      )}
+                    </td>
                   ))}
-                </a>
+                </tr>
               );
             })}
-          </div>
-        </div>
+          </tbody>
+        </table>
+        {data !== undefined && tableRows.length === 0 ? <div className="muted empty">No rollouts match.</div> : null}
+        {data === undefined && !error ? <Loading /> : null}
       </div>
     </section>
   );
@@ -241,7 +266,13 @@ function Filters({ query, onChange }: { query: RolloutsQuery; onChange: (change:
 }
 
 /** A text filter that applies a short pause after typing stops, so each keystroke is not a query. */
-function TextFilter(props: { label: string; testId: string; value: string | undefined; type?: string; onChange: (value: string | undefined) => void }) {
+function TextFilter(props: {
+  label: string;
+  testId: string;
+  value: string | undefined;
+  type?: string;
+  onChange: (value: string | undefined) => void;
+}) {
   const { label, testId, value, type = "text", onChange } = props;
   const [draft, setDraft] = useState(value ?? "");
   const onChangeRef = useRef(onChange);

@@ -42,7 +42,11 @@ export function TrainingView({ resourcesId }: { resourcesId: string | undefined 
       <div className="filters">
         <label>
           Resources
-          <select data-testid="training-resources-select" value={selected ?? ""} onChange={(e) => navigate({ view: "training", resourcesId: e.target.value }, true)}>
+          <select
+            data-testid="training-resources-select"
+            value={selected ?? ""}
+            onChange={(e) => navigate({ view: "training", resourcesId: e.target.value }, true)}
+          >
             {selected !== undefined && !choices.includes(selected) ? <option value={selected}>{selected}</option> : null}
             {choices.map((id) => (
               <option key={id} value={id}>
@@ -60,8 +64,8 @@ export function TrainingView({ resourcesId }: { resourcesId: string | undefined 
         <>
           <p className="summary" data-testid="training-summary">
             {train.length} versions trained on · {formatCount(train.reduce((n, p) => n + p.rollouts, 0))} train rollouts ·{" "}
-            {formatCount(val.reduce((n, p) => n + p.rollouts, 0))} validation rollouts · latest version {latest?.resourcesId === selected ? latest.version : "—"} · last
-            mean reward {formatReward(last?.mean)}
+            {formatCount(val.reduce((n, p) => n + p.rollouts, 0))} validation rollouts · latest version{" "}
+            {latest?.resourcesId === selected ? latest.version : "—"} · last mean reward {formatReward(last?.mean)}
           </p>
           <div className="grid2">
             <RewardChart testId="training-reward-by-version" title="Train reward per version (mean ± std)" points={train} x="version" />
@@ -85,7 +89,16 @@ function RewardChart({ testId, title, points, x }: { testId: string; title: stri
       yAxis: { type: "value", name: "reward", scale: true },
       series: [
         { name: "lower", type: "line", data: band.lower, stack: "band", lineStyle: { opacity: 0 }, symbol: "none", silent: true },
-        { name: "± std", type: "line", data: band.spread, stack: "band", lineStyle: { opacity: 0 }, areaStyle: { opacity: 0.2 }, symbol: "none", silent: true },
+        {
+          name: "± std",
+          type: "line",
+          data: band.spread,
+          stack: "band",
+          lineStyle: { opacity: 0 },
+          areaStyle: { opacity: 0.2 },
+          symbol: "none",
+          silent: true,
+        },
         { name: "mean", type: "line", data: band.mean, showSymbol: true },
       ],
       tooltip: { renderMode: "richText", trigger: "axis" },
