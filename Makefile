@@ -26,7 +26,7 @@ help:
 	@echo "make test    install what is needed (Node 24 too, when the machine's is not 22, 24 or 26), check generated"
 	@echo "             code, run the whole suite, then a smoke subset on Node 22 and 26"
 	@echo "make proto   regenerate src/gen and $(PY_GEN) from proto/"
-	@echo "make build   compile TypeScript into dist/"
+	@echo "make build   compile TypeScript into dist/ and the dashboard into dist/ui/"
 	@echo "make lint    check formatting and lint rules (Biome), writing nothing; make format rewrites the formatting"
 
 $(STAMPS):
@@ -70,9 +70,12 @@ format: deps
 
 typecheck: deps
 	npx tsc --noEmit
+	npx tsc --noEmit -p ui
 
+# The package, then the dashboard (ui/) bundled by Vite into dist/ui/, which `agl serve` serves at `/`.
 build: deps
 	npx tsc -p tsconfig.build.json
+	npx vite build --config ui/vite.config.ts
 
 lint-py: deps
 	$(VENV)/bin/ruff check $(PY_DIR)

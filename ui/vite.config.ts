@@ -16,7 +16,9 @@ export default defineConfig({
     // ECharts alone is ~600 kB minified; it has its own chunk.
     chunkSizeWarningLimit: 1200,
     rollupOptions: {
-      output: { manualChunks: (id) => (id.includes("node_modules/echarts") || id.includes("node_modules/zrender") ? "echarts" : undefined) },
+      output: {
+        manualChunks: (id) => (id.includes("node_modules/echarts") || id.includes("node_modules/zrender") ? "echarts" : undefined),
+      },
     },
   },
   server: {

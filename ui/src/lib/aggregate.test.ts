@@ -21,7 +21,11 @@ describe("summarizeBy", () => {
       { step: 2, r: 1 },
       { step: undefined, r: 5 },
     ];
-    const out = summarizeBy(rows, (x) => x.step, (x) => x.r);
+    const out = summarizeBy(
+      rows,
+      (x) => x.step,
+      (x) => x.r,
+    );
     expect(out.map((g) => [g.key, g.summary.mean, g.summary.n])).toEqual([
       [2, 0.5, 2],
       [10, 1, 1],
@@ -29,7 +33,11 @@ describe("summarizeBy", () => {
   });
 
   it("orders string keys naturally (v2 before v10)", () => {
-    const out = summarizeBy(["v10", "v2"], (k) => k, () => 1);
+    const out = summarizeBy(
+      ["v10", "v2"],
+      (k) => k,
+      () => 1,
+    );
     expect(out.map((g) => g.key)).toEqual(["v2", "v10"]);
   });
 });

@@ -44,7 +44,9 @@ export function summarizeBy<T, K extends string | number>(
     groups.set(k, list);
   }
   return [...groups.entries()]
-    .sort(([a], [b]) => (typeof a === "number" && typeof b === "number" ? a - b : String(a).localeCompare(String(b), undefined, { numeric: true })))
+    .sort(([a], [b]) =>
+      typeof a === "number" && typeof b === "number" ? a - b : String(a).localeCompare(String(b), undefined, { numeric: true }),
+    )
     .flatMap(([k, vs]) => {
       const summary = summarize(vs);
       return summary ? [{ key: k, summary }] : [];

@@ -1,5 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { formatAgo, formatCount, formatDuration, formatJson, formatLogprob, formatReward, formatSpan, formatTime, truncate } from "./format.js";
+import {
+  formatAgo,
+  formatCount,
+  formatDuration,
+  formatJson,
+  formatLogprob,
+  formatReward,
+  formatSpan,
+  formatTime,
+  fromDatetimeLocal,
+  toDatetimeLocal,
+  truncate,
+} from "./format.js";
 
 describe("formatTime", () => {
   it("prints epoch seconds in UTC and a dash for no time", () => {
@@ -12,7 +24,7 @@ describe("formatTime", () => {
 describe("formatDuration", () => {
   it("picks the unit that matters", () => {
     expect(formatDuration(0.85)).toBe("850 ms");
-    expect(formatDuration(3.14159)).toBe("3.14 s");
+    expect(formatDuration(3.1372)).toBe("3.14 s");
     expect(formatDuration(12.34)).toBe("12.3 s");
     expect(formatDuration(245)).toBe("4 m 05 s");
     expect(formatDuration(7380)).toBe("2 h 03 m");
@@ -51,5 +63,15 @@ describe("number formatters", () => {
     expect(formatJson("plain")).toBe("plain");
     expect(truncate("abcdef", 4)).toBe("abc…");
     expect(truncate("abc", 4)).toBe("abc");
+  });
+});
+
+describe("datetime-local values", () => {
+  it("round-trip epoch seconds to the minute, in local time", () => {
+    const epoch = 1_764_611_820; // a whole minute
+    expect(fromDatetimeLocal(toDatetimeLocal(epoch))).toBe(epoch);
+    expect(toDatetimeLocal(undefined)).toBe("");
+    expect(fromDatetimeLocal("")).toBeUndefined();
+    expect(fromDatetimeLocal("not a date")).toBeUndefined();
   });
 });

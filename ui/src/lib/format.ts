@@ -65,3 +65,17 @@ export function formatJson(value: unknown): string {
 export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`;
 }
+
+/** Epoch seconds as the value of an `<input type="datetime-local">` (the browser's local time, to the minute). */
+export function toDatetimeLocal(epochSeconds: number | undefined): string {
+  if (epochSeconds === undefined) return "";
+  const d = new Date(epochSeconds * 1000);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+/** The epoch seconds of a `datetime-local` value; undefined when empty or invalid. */
+export function fromDatetimeLocal(value: string): number | undefined {
+  if (value === "") return undefined;
+  const ms = new Date(value).getTime();
+  return Number.isFinite(ms) ? ms / 1000 : undefined;
+}

@@ -8,8 +8,7 @@ const template = (text: string, engine = TemplateEngine.F_STRING): Resource =>
   create(ResourceSchema, { kind: { case: "promptTemplate", value: { template: text, engine } } });
 const llm = (endpoint: string, model: string, apiKey = ""): Resource =>
   create(ResourceSchema, { kind: { case: "llm", value: { endpoint, model, apiKey } } });
-const json = (value: unknown): Resource =>
-  create(ResourceSchema, { kind: { case: "json", value: fromJson(ValueSchema, value as never) } });
+const json = (value: unknown): Resource => create(ResourceSchema, { kind: { case: "json", value: fromJson(ValueSchema, value as never) } });
 
 describe("diffResources", () => {
   it("diffs prompt templates line by line and lists changes first", () => {

@@ -1,5 +1,5 @@
 import { type JsonValue, toJson } from "@bufbuild/protobuf";
-import { StructSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { type LLM, type Resource, TemplateEngine } from "../../../src/gen/agl/v1/types_pb.js";
 import { formatJson } from "./format.js";
 import { type DiffRow, hasChanges, sideBySide } from "./text-diff.js";
@@ -48,7 +48,7 @@ export function llmFields(llm: LLM | undefined): Record<string, string> {
     endpoint: llm.endpoint,
     model: llm.model,
     api_key: llm.apiKey === "" ? "" : "(set)",
-    sampling_parameters: llm.samplingParameters ? JSON.stringify(toJson(StructSchema, llm.samplingParameters)) : "",
+    sampling_parameters: llm.samplingParameters ? JSON.stringify(llm.samplingParameters) : "",
   };
 }
 

@@ -28,7 +28,8 @@ export function toQueryRolloutsRequest(query: RolloutsQuery): QueryRolloutsInit 
   };
   if (query.since !== undefined) request.startTimeFrom = query.since;
   // The store wants the upper bound above the lower one; an inverted range is sent as an empty one.
-  if (query.until !== undefined) request.startTimeTo = query.since !== undefined && query.until <= query.since ? query.since + 1e-6 : query.until;
+  if (query.until !== undefined)
+    request.startTimeTo = query.since !== undefined && query.until <= query.since ? query.since + 1e-6 : query.until;
   return request;
 }
 

@@ -28,9 +28,15 @@ describe("attributeRows", () => {
 describe("rewardRows", () => {
   it("lists reward spans in sequence order with name and feedback", () => {
     const rows = rewardRows([
-      span("r2", 5, "agentlightning.reward", { "agentlightning.reward.0.value": attr.double(1), "agentlightning.reward.0.name": attr.string("exact") }),
+      span("r2", 5, "agentlightning.reward", {
+        "agentlightning.reward.0.value": attr.double(1),
+        "agentlightning.reward.0.name": attr.string("exact"),
+      }),
       span("x", 2, "agent", {}),
-      span("r1", 3, "agentlightning.reward", { "agentlightning.reward.0.value": attr.double(0.5), "agentlightning.reward.feedback": attr.string("close") }),
+      span("r1", 3, "agentlightning.reward", {
+        "agentlightning.reward.0.value": attr.double(0.5),
+        "agentlightning.reward.feedback": attr.string("close"),
+      }),
     ]);
     expect(rows).toEqual([
       { spanId: "r1", sequenceId: 3, name: "agentlightning.reward", value: 0.5, feedback: "close" },

@@ -91,4 +91,3 @@ export function callTokens(span: Pick<Span, "attributes">): CallTokens | undefin
   if (texts !== undefined) out.tokenTexts = texts;
   return out;
 }
-

@@ -37,7 +37,18 @@ describe("alignTokens", () => {
 
 describe("tokensFromResponse", () => {
   it("reads chat completion logprobs", () => {
-    const body = { choices: [{ logprobs: { content: [{ token: "Hi", logprob: -0.1 }, { token: "!", logprob: -1.5 }] } }] };
+    const body = {
+      choices: [
+        {
+          logprobs: {
+            content: [
+              { token: "Hi", logprob: -0.1 },
+              { token: "!", logprob: -1.5 },
+            ],
+          },
+        },
+      ],
+    };
     expect(tokensFromResponse(body)).toEqual({ texts: ["Hi", "!"], logprobs: [-0.1, -1.5] });
   });
 

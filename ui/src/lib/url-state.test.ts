@@ -14,7 +14,9 @@ describe("parseRoute", () => {
   });
 
   it("reads rollout filters, dropping values it does not know", () => {
-    const route = parseRoute("#/rollouts?status=failed,bogus,succeeded,failed&mode=val&resources=r&version=4&group=g&id=ro-&since=100&until=x&sort=end_time&order=asc&page=3&size=500");
+    const route = parseRoute(
+      "#/rollouts?status=failed,bogus,succeeded,failed&mode=val&resources=r&version=4&group=g&id=ro-&since=100&until=x&sort=end_time&order=asc&page=3&size=500",
+    );
     expect(route).toEqual({
       view: "rollouts",
       query: {
@@ -44,7 +46,10 @@ describe("formatRoute", () => {
 
   it("round-trips every route", () => {
     const routes: Route[] = [
-      { view: "rollouts", query: { ...DEFAULT_ROLLOUTS_QUERY, statuses: ["running"], mode: "none", since: 5, until: 9, page: 2, size: 50, order: "asc" } },
+      {
+        view: "rollouts",
+        query: { ...DEFAULT_ROLLOUTS_QUERY, statuses: ["running"], mode: "none", since: 5, until: 9, page: 2, size: 50, order: "asc" },
+      },
       { view: "rollout", rolloutId: "a b/c", attemptId: "at" },
       { view: "resources", a: "x", b: "y z" },
       { view: "training", resourcesId: "main" },

@@ -1,7 +1,16 @@
 import { isRolloutModeName, isRolloutStatusName, type RolloutModeName, type RolloutStatusName } from "./names.js";
 
 /** Fields the rollouts table sorts by (the store's sortable rollout fields). */
-export const ROLLOUT_SORT_FIELDS = ["rollout_id", "start_time", "end_time", "status", "mode", "resources_id", "resources_version", "group_id"] as const;
+export const ROLLOUT_SORT_FIELDS = [
+  "rollout_id",
+  "start_time",
+  "end_time",
+  "status",
+  "mode",
+  "resources_id",
+  "resources_version",
+  "group_id",
+] as const;
 export type RolloutSortField = (typeof ROLLOUT_SORT_FIELDS)[number];
 export const PAGE_SIZES = [50, 100, 500, 1000] as const;
 
