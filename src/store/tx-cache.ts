@@ -169,6 +169,22 @@ export function withTxCache(tx: StorageTx): CachedTx {
       await flush();
       return tx.counts();
     },
+    async firstRolloutStartTime() {
+      await flush();
+      return tx.firstRolloutStartTime();
+    },
+    async rolloutTimeline(query) {
+      await flush();
+      return tx.rolloutTimeline(query);
+    },
+    async rewardGroups(scope) {
+      await flush();
+      return tx.rewardGroups(scope);
+    },
+    async finalRewards(rolloutIds) {
+      await flush();
+      return tx.finalRewards(rolloutIds);
+    },
     notify: (event) => tx.notify(event),
   };
 }

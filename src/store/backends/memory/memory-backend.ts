@@ -3,6 +3,7 @@ import type { Attempt, ResourcesUpdate, Rollout, Span, Worker } from "../../../g
 import { RolloutStatus } from "../../../gen/agl/v1/types_pb.js";
 import { spanKey, type StorageBackend, type StorageCounts, type StorageTx, type StoreEvent } from "../../backend.js";
 import { combine, deepCopy, fieldValue, frozenCopy, matchString, sortAndPage } from "./memory-query.js";
+import { finalReward, inScope, rewardGroups, rolloutTimeline } from "./memory-aggregates.js";
 import { deliver } from "../../events.js";
 import { createMutex } from "../../mutex.js";
 
@@ -55,6 +56,8 @@ export function createMemoryBackend(): StorageBackend {
     list[index] = item;
   };
 
+  const tables = { rollouts, attempts, spans };
+
   const tx: StorageTx = {
     async insertRollouts(items) {
       for (const rollout of items) {
@@ -78,7 +81,7 @@ export function createMemoryBackend(): StorageBackend {
         if (ids) conditions.push(ids.has(r.rolloutId));
         if (filter.rolloutIdContains) conditions.push(r.rolloutId.includes(filter.rolloutIdContains));
         if (filter.groupId) conditions.push(r.groupId === filter.groupId);
-        return combine(conditions, filter.any);
+        return combine(conditions, filter.any) && inScope(r, filter.scope);
       });
       return sortAndPage(matches, page, fieldValue);
     },
@@ -267,6 +270,26 @@ export function createMemoryBackend(): StorageBackend {
         queueLength: queue.length,
         rolloutsByStatus,
       };
+    },
+
+    async firstRolloutStartTime() {
+      let first: number | undefined;
+      for (const r of rollouts.values()) if (first === undefined || r.startTime < first) first = r.startTime;
+      return first;
+    },
+    async rolloutTimeline(query) {
+      return rolloutTimeline(tables, query);
+    },
+    async rewardGroups(scope) {
+      return rewardGroups(tables, scope);
+    },
+    async finalRewards(rolloutIds) {
+      const result = new Map<string, number>();
+      for (const id of rolloutIds) {
+        const reward = finalReward(tables, id);
+        if (reward !== undefined) result.set(id, reward);
+      }
+      return result;
     },
 
     notify(event) {

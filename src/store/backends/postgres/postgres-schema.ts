@@ -1,4 +1,6 @@
 import type pg from "pg";
+import { spanFacts } from "../../span-facts.js";
+import { decodeSpan } from "../sql/stored-messages.js";
 
 /**
  * Schema of the PostgreSQL backend, in its own schema (`agl` by default). It mirrors the SQLite one: every entity is
@@ -11,7 +13,7 @@ import type pg from "pg";
  */
 
 /** Version of the schema this code writes; kept in the `schema_version` table. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** Migrations by the version they produce: `migrations[n - 1]` turns version n-1 into n. */
 const migrations: string[] = [
@@ -109,7 +111,41 @@ const migrations: string[] = [
     data                bytea            NOT NULL
   );
   `,
+  // 2: what the dashboard's queries filter, sort and sum on. Spans stored before it get their facts in `backfills`.
+  `
+  ALTER TABLE rollouts ADD COLUMN resources_version bigint NOT NULL DEFAULT 0;
+  CREATE INDEX rollouts_start ON rollouts (start_time);
+  CREATE INDEX rollouts_end ON rollouts (end_time);
+  CREATE INDEX rollouts_resources ON rollouts (resources_id, resources_version);
+
+  ALTER TABLE spans ADD COLUMN reward double precision;
+  ALTER TABLE spans ADD COLUMN llm_prompt_tokens bigint;
+  ALTER TABLE spans ADD COLUMN llm_response_tokens bigint;
+  CREATE INDEX spans_reward ON spans (rollout_id, attempt_id, sequence_id) WHERE reward IS NOT NULL;
+  CREATE INDEX spans_llm ON spans (rollout_id) WHERE llm_response_tokens IS NOT NULL;
+  `,
 ];
+
+/** Data steps of migrations, by the version they produce, run after its statements in the same transaction. */
+const backfills: Record<number, (client: pg.ClientBase) => Promise<void>> = {
+  2: async (client) => {
+    for (let after = 0; ; ) {
+      const { rows } = await client.query<{ seq: string; data: Uint8Array }>(
+        "SELECT seq, data FROM spans WHERE seq > $1 ORDER BY seq LIMIT 1000",
+        [after],
+      );
+      if (rows.length === 0) return;
+      const facts = rows.map((row) => spanFacts(decodeSpan(row.data)));
+      await client.query(
+        "UPDATE spans SET reward = f.reward, llm_prompt_tokens = f.prompt, llm_response_tokens = f.response " +
+          "FROM unnest($1::bigint[], $2::float8[], $3::bigint[], $4::bigint[]) AS f (seq, reward, prompt, response) " +
+          "WHERE spans.seq = f.seq AND (f.reward IS NOT NULL OR f.response IS NOT NULL)",
+        [rows.map((row) => row.seq), facts.map((f) => f.reward), facts.map((f) => f.promptTokens), facts.map((f) => f.responseTokens)],
+      );
+      after = Number(rows.at(-1)!.seq);
+    }
+  },
+};
 
 /** A schema name that needs no quoting anywhere (it also names the NOTIFY channel and advisory lock keys). */
 export function checkSchemaName(schema: string): void {
@@ -138,6 +174,7 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<vo
     for (let version = current + 1; version <= SCHEMA_VERSION; version++) {
       await client.query(`SET LOCAL search_path TO ${schema}`);
       await client.query(migrations[version - 1]!);
+      await backfills[version]?.(client);
     }
     if (current < SCHEMA_VERSION) {
       await client.query(
