@@ -65,8 +65,8 @@ export function TrainingView({ resourcesId }: { resourcesId: string | undefined 
         <>
           <p className="summary" data-testid="training-summary">
             {train.length} versions trained on · {formatCount(train.reduce((n, p) => n + p.rollouts, 0))} train rollouts ·{" "}
-            {formatCount(val.reduce((n, p) => n + p.rollouts, 0))} validation rollouts · latest version {version === undefined ? "—" : `v${version}`} ·
-            last mean reward {formatReward(last?.mean)}
+            {formatCount(val.reduce((n, p) => n + p.rollouts, 0))} validation rollouts · latest version{" "}
+            {version === undefined ? "—" : `v${version}`} · last mean reward {formatReward(last?.mean)}
           </p>
           <div className="grid2">
             <RewardChart testId="training-reward-by-version" title="Train reward per version (mean ± std)" points={train} x="version" />
