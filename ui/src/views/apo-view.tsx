@@ -111,7 +111,7 @@ function RunDetail({ run, scores }: { run: ApoRun; scores: ReadonlyMap<string, n
     return {
       legend: {},
       tooltip: { renderMode: "richText", trigger: "item" },
-      grid: { left: 48, right: 16, top: 32, bottom: 32 },
+      grid: { left: 48, right: 16, top: 48, bottom: 32 },
       xAxis: { type: "value", name: "round", minInterval: 1 },
       yAxis: { type: "value", name: "val reward", scale: true },
       series: [

@@ -85,7 +85,7 @@ function RewardChart({ testId, title, points, x }: { testId: string; title: stri
     const band = bandSeries(points, x === "version" ? (p) => p.version : (p) => p.time * 1000);
     return {
       legend: { data: ["mean"] },
-      grid: { left: 48, right: 16, top: 32, bottom: 32 },
+      grid: { left: 48, right: 16, top: 48, bottom: 32 },
       xAxis: x === "version" ? { type: "value", name: "version", minInterval: 1 } : { type: "time" },
       yAxis: { type: "value", name: "reward", scale: true },
       series: [
@@ -118,7 +118,7 @@ function TokensChart({ points }: { points: VersionPoint[] }) {
     const withCalls = points.filter((p) => p.promptTokensPerCall !== undefined);
     return {
       legend: {},
-      grid: { left: 56, right: 16, top: 32, bottom: 32 },
+      grid: { left: 56, right: 16, top: 48, bottom: 32 },
       xAxis: { type: "value", name: "version", minInterval: 1 },
       yAxis: { type: "value", name: "tokens / call" },
       series: [
