@@ -65,7 +65,8 @@ function View({ route }: { route: Route }) {
     case "rollouts":
       return <RolloutsView query={route.query} />;
     case "rollout":
-      return <RolloutView rolloutId={route.rolloutId} attemptId={route.attemptId} />;
+      // Keyed: another rollout starts with fresh state (it may still be running when the last one had finished).
+      return <RolloutView key={route.rolloutId} rolloutId={route.rolloutId} attemptId={route.attemptId} />;
     case "resources":
       return <ResourcesView a={route.a} b={route.b} />;
     case "training":

@@ -50,7 +50,12 @@ export function Chart({ option, testId, height = 260, points }: ChartProps) {
   }, []);
 
   useEffect(() => {
-    chart.current?.setOption({ animation: false, tooltip: { renderMode: "richText", trigger: "axis" }, ...option }, { notMerge: true });
+    // Legends on top, above the plot, whatever the chart says about the rest.
+    const legend = option.legend === undefined ? {} : { legend: { top: 0, ...(option.legend as object) } };
+    chart.current?.setOption(
+      { animation: false, tooltip: { renderMode: "richText", trigger: "axis" }, ...option, ...legend },
+      { notMerge: true },
+    );
   }, [option]);
 
   return <div ref={ref} className="chart" data-testid={testId} data-points={points} style={{ height }} />;

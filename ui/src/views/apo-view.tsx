@@ -81,8 +81,8 @@ function RunDetail({ run, scores }: { run: ApoRun; scores: ReadonlyMap<string, n
           data: [candidateTree(run, scores)],
           top: 16,
           bottom: 16,
-          left: 56,
-          right: 120,
+          left: 110,
+          right: 130,
           symbolSize: 10,
           initialTreeDepth: -1,
           expandAndCollapse: false,
@@ -111,7 +111,7 @@ function RunDetail({ run, scores }: { run: ApoRun; scores: ReadonlyMap<string, n
     return {
       legend: {},
       tooltip: { renderMode: "richText", trigger: "item" },
-      grid: { left: 48, right: 16, top: 32, bottom: 32 },
+      grid: { left: 48, right: 16, top: 48, bottom: 32 },
       xAxis: { type: "value", name: "round", minInterval: 1 },
       yAxis: { type: "value", name: "val reward", scale: true },
       series: [

@@ -62,7 +62,7 @@ export function OverviewView() {
     return {
       option: {
         legend: {},
-        grid: { left: 48, right: 16, top: 36, bottom: 32 },
+        grid: { left: 48, right: 16, top: 48, bottom: 32 },
         xAxis: { type: "time" },
         yAxis: { type: "value", name: `per ${data.timeline.bucketSeconds} s` },
         series: [...series, { name: "created", type: "line", data: createdTotal, showSymbol: false }],

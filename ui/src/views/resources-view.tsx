@@ -8,6 +8,7 @@ import { usePoll } from "../components/use-poll.js";
 import { navigate } from "../components/use-route.js";
 import { formatTime } from "../lib/format.js";
 import { diffResources, resourceKind } from "../lib/resources-diff.js";
+import { snapshotChoices } from "../lib/snapshot-choices.js";
 import { ResourceDiffs } from "./diff-view.js";
 
 const MAX_SNAPSHOTS = 1000;
@@ -25,16 +26,17 @@ export function ResourcesView({ a, b }: { a: string | undefined; b: string | und
     undefined,
     [clients, latest?.resourcesId, latest?.version],
   );
-  const snapshots = data?.resources ?? [];
-  const ids = snapshots.map((s) => s.resourcesId);
-  // Default pair: the two most recent snapshots, older on the left.
-  const right = b ?? ids[0];
-  const left = a ?? ids.find((id) => id !== right);
+  const snapshots = useMemo(() => data?.resources ?? [], [data]);
+  const choices = useMemo(() => snapshotChoices(snapshots, seen), [snapshots, seen]);
+  const keys = [...choices.keys()];
+  // Default pair: the two most recent, older on the left.
+  const right = b ?? keys[0];
+  const left = a ?? keys.find((key) => key !== right);
   const diffs = useMemo(() => {
-    const sa = snapshots.find((s) => s.resourcesId === left);
-    const sb = snapshots.find((s) => s.resourcesId === right);
+    const sa = left === undefined ? undefined : choices.get(left);
+    const sb = right === undefined ? undefined : choices.get(right);
     return sa || sb ? diffResources(sa?.resources, sb?.resources) : [];
-  }, [snapshots, left, right]);
+  }, [choices, left, right]);
   const timeline = useMemo<ChartOption>(() => {
     const ordered = [...new Set(snapshots.map((s) => s.resourcesId))].reverse();
     const points = [
@@ -122,9 +124,9 @@ export function ResourcesView({ a, b }: { a: string | undefined; b: string | und
               value={left ?? ""}
               onChange={(e) => navigate({ view: "resources", a: e.target.value, ...(right ? { b: right } : {}) }, true)}
             >
-              {ids.map((id) => (
-                <option key={id} value={id}>
-                  {id}
+              {keys.map((key) => (
+                <option key={key} value={key}>
+                  {key}
                 </option>
               ))}
             </select>
@@ -136,9 +138,9 @@ export function ResourcesView({ a, b }: { a: string | undefined; b: string | und
               value={right ?? ""}
               onChange={(e) => navigate({ view: "resources", ...(left ? { a: left } : {}), b: e.target.value }, true)}
             >
-              {ids.map((id) => (
-                <option key={id} value={id}>
-                  {id}
+              {keys.map((key) => (
+                <option key={key} value={key}>
+                  {key}
                 </option>
               ))}
             </select>

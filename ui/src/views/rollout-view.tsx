@@ -1,6 +1,7 @@
 import { toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import { useMemo, useState } from "react";
+import { useVirtualizer } from "@tanstack/react-virtual";
+import { useMemo, useRef, useState } from "react";
 import type { LlmConversation } from "../../../src/gen/agl/v1/triplets_pb.js";
 import { type Attempt, RolloutStatus, type Span } from "../../../src/gen/agl/v1/types_pb.js";
 import { Chart, type ChartOption } from "../components/chart.js";
@@ -18,6 +19,7 @@ import { layoutWaterfall } from "../lib/waterfall.js";
 const POLL_MS = 3000;
 const TERMINAL = new Set([RolloutStatus.SUCCEEDED, RolloutStatus.FAILED, RolloutStatus.CANCELLED]);
 const MAX_SPANS = 10_000;
+const SPAN_ROW_HEIGHT = 22;
 
 /** One rollout: its attempts, span waterfall, LLM calls with tokens, rewards and triplets. Live until it finishes. */
 export function RolloutView({ rolloutId, attemptId }: { rolloutId: string; attemptId?: string | undefined }) {
@@ -222,6 +224,14 @@ interface CustomApi {
 function Waterfall({ spans, total }: { spans: Span[]; total: number }) {
   const layout = useMemo(() => layoutWaterfall(spans), [spans]);
   const [selected, setSelected] = useState<string | undefined>(undefined);
+  // Virtualized: a rollout may have thousands of spans.
+  const scrollRef = useRef<HTMLDivElement>(null);
+  const virtualizer = useVirtualizer({
+    count: layout.rows.length,
+    getScrollElement: () => scrollRef.current,
+    estimateSize: () => SPAN_ROW_HEIGHT,
+    overscan: 20,
+  });
   const span = spans.find((s) => s.spanId === selected);
   return (
     <div className="panel">
@@ -229,31 +239,38 @@ function Waterfall({ spans, total }: { spans: Span[]; total: number }) {
         Spans ({spans.length}
         {total > spans.length ? ` of ${total}` : ""}) · {formatDuration(layout.end - layout.start)}
       </h3>
-      <div className="waterfall" data-testid="span-waterfall">
-        {layout.rows.map((row) => (
-          <button
-            type="button"
-            key={row.span.spanId}
-            className={`wf-row${row.span.spanId === selected ? " selected" : ""}${row.span.status?.code === 2 ? " error" : ""}`}
-            data-testid="span-row"
-            data-span-id={row.span.spanId}
-            data-depth={row.depth}
-            onClick={() => setSelected(row.span.spanId)}
-          >
-            <span className="wf-name" style={{ paddingLeft: `${row.depth * 14}px` }} title={row.span.name}>
-              {row.orphan ? "↳ " : ""}
-              {row.span.name}
-            </span>
-            <span className="wf-track">
-              <span
-                className="wf-bar"
-                data-testid="span-bar"
-                style={{ left: `${row.offset * 100}%`, width: `max(2px, ${row.width * 100}%)` }}
-              />
-            </span>
-            <span className="wf-dur">{formatDuration(row.duration)}</span>
-          </button>
-        ))}
+      <div ref={scrollRef} className="waterfall" data-testid="span-waterfall">
+        <div className="wf-body" style={{ height: virtualizer.getTotalSize() }}>
+          {virtualizer.getVirtualItems().map((item) => {
+            const row = layout.rows[item.index];
+            if (row === undefined) return null;
+            return (
+              <button
+                type="button"
+                key={row.span.spanId}
+                className={`wf-row${row.span.spanId === selected ? " selected" : ""}${row.span.status?.code === 2 ? " error" : ""}`}
+                data-testid="span-row"
+                data-span-id={row.span.spanId}
+                data-depth={row.depth}
+                onClick={() => setSelected(row.span.spanId)}
+                style={{ height: SPAN_ROW_HEIGHT, transform: `translateY(${item.start}px)` }}
+              >
+                <span className="wf-name" style={{ paddingLeft: `${row.depth * 14}px` }} title={row.span.name}>
+                  {row.orphan ? "↳ " : ""}
+                  {row.span.name}
+                </span>
+                <span className="wf-track">
+                  <span
+                    className="wf-bar"
+                    data-testid="span-bar"
+                    style={{ left: `${row.offset * 100}%`, width: `max(2px, ${row.width * 100}%)` }}
+                  />
+                </span>
+                <span className="wf-dur">{formatDuration(row.duration)}</span>
+              </button>
+            );
+          })}
+        </div>
       </div>
       {span === undefined ? (
         <p className="muted">Select a span to see its attributes.</p>

@@ -29,12 +29,12 @@ const COLUMNS: [string, string, RolloutSortField | undefined, string][] = [
   ["id", "Rollout", "rollout_id", "minmax(12rem, 2fr)"],
   ["status", "Status", "status", "7.5rem"],
   ["mode", "Mode", "mode", "5rem"],
-  ["start", "Started (UTC)", "start_time", "10.5rem"],
+  ["start", "Started (UTC)", "start_time", "11.5rem"],
   ["duration", "Duration", "end_time", "6.5rem"],
   ["resources", "Resources", "resources_id", "minmax(8rem, 1fr)"],
   ["group", "Group", "group_id", "minmax(6rem, 1fr)"],
-  ["reward", "Reward", undefined, "5rem"],
-  ["attempts", "Attempts", undefined, "5rem"],
+  ["reward", "Reward", undefined, "5.5rem"],
+  ["attempts", "Attempts", undefined, "5.5rem"],
 ];
 const GRID_TEMPLATE = COLUMNS.map((c) => c[3]).join(" ");
 

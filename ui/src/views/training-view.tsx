@@ -21,10 +21,11 @@ export function TrainingView({ resourcesId }: { resourcesId: string | undefined 
   const ids = usePoll(
     (signal) => clients.resources.queryResources({ page: { sortBy: "update_time", sortOrder: SortOrder.DESC, limit: 1000 } }, { signal }),
     undefined,
-    [clients, latest?.resourcesId],
+    [clients, latest?.resourcesId, latest?.version],
   );
   const choices = (ids.data?.resources ?? []).filter((r) => !r.resourcesId.startsWith("apo-")).map((r) => r.resourcesId);
   const selected = resourcesId ?? (latest && !latest.resourcesId.startsWith("apo-") ? latest.resourcesId : choices[0]);
+  const version = latest?.resourcesId === selected ? latest?.version : ids.data?.resources.find((r) => r.resourcesId === selected)?.version;
   const { data, error } = usePoll(
     async (signal) =>
       selected === undefined ? undefined : (await clients.store.getRewardsByResources({ resourcesIdIn: [selected] }, { signal })).stats,
@@ -65,11 +66,11 @@ export function TrainingView({ resourcesId }: { resourcesId: string | undefined 
           <p className="summary" data-testid="training-summary">
             {train.length} versions trained on · {formatCount(train.reduce((n, p) => n + p.rollouts, 0))} train rollouts ·{" "}
             {formatCount(val.reduce((n, p) => n + p.rollouts, 0))} validation rollouts · latest version{" "}
-            {latest?.resourcesId === selected ? latest.version : "—"} · last mean reward {formatReward(last?.mean)}
+            {version === undefined ? "—" : `v${version}`} · last mean reward {formatReward(last?.mean)}
           </p>
           <div className="grid2">
             <RewardChart testId="training-reward-by-version" title="Train reward per version (mean ± std)" points={train} x="version" />
-            <RewardChart testId="training-reward-over-time" title="Train reward over time" points={train} x="time" />
+            <RewardChart testId="training-reward-by-step" title="Train reward per step, over time" points={train} x="time" />
             <RewardChart testId="training-val-chart" title="Validation reward per version" points={val} x="version" />
             <TokensChart points={train} />
           </div>
@@ -84,7 +85,7 @@ function RewardChart({ testId, title, points, x }: { testId: string; title: stri
     const band = bandSeries(points, x === "version" ? (p) => p.version : (p) => p.time * 1000);
     return {
       legend: { data: ["mean"] },
-      grid: { left: 48, right: 16, top: 32, bottom: 32 },
+      grid: { left: 48, right: 16, top: 48, bottom: 32 },
       xAxis: x === "version" ? { type: "value", name: "version", minInterval: 1 } : { type: "time" },
       yAxis: { type: "value", name: "reward", scale: true },
       series: [
@@ -117,7 +118,7 @@ function TokensChart({ points }: { points: VersionPoint[] }) {
     const withCalls = points.filter((p) => p.promptTokensPerCall !== undefined);
     return {
       legend: {},
-      grid: { left: 56, right: 16, top: 32, bottom: 32 },
+      grid: { left: 56, right: 16, top: 48, bottom: 32 },
       xAxis: { type: "value", name: "version", minInterval: 1 },
       yAxis: { type: "value", name: "tokens / call" },
       series: [
