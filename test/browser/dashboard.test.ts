@@ -195,14 +195,15 @@ describe("the dashboard", () => {
     const lastMean = train.at(-1)?.mean as number;
     await expect
       .poll(async () => (await summary.textContent()) ?? "")
-      .toContain(`3 versions trained on · 48 train rollouts · 12 validation rollouts · latest version ${latest.version}`);
+      .toContain(`3 versions trained on · 48 train rollouts · 12 validation rollouts · latest version v${latest.version}`);
     expect(await summary.textContent()).toContain(`last mean reward ${Number.isInteger(lastMean) ? lastMean : lastMean.toFixed(3)}`);
     // The canvas is opaque; each chart says how many points it draws.
     const points = (chart: string) => page.locator(id(chart)).getAttribute("data-points");
     expect(await points("training-reward-by-version")).toBe("3");
+    expect(await points("training-reward-by-step")).toBe("3");
     expect(await points("training-val-chart")).toBe("3");
     expect(await points("training-tokens-chart")).toBe("3");
-    for (const chart of ["training-reward-by-version", "training-val-chart", "training-tokens-chart"]) {
+    for (const chart of ["training-reward-by-version", "training-reward-by-step", "training-val-chart", "training-tokens-chart"]) {
       expect(await page.locator(`${id(chart)} canvas, ${id(chart)} svg`).count()).toBeGreaterThan(0);
     }
     await screenshot(page, "training");
