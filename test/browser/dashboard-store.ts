@@ -40,6 +40,8 @@ export interface DashboardStore {
   /** A calculator rollout whose two attempts failed (the engine answered 400). */
   failed: Rollout;
   apo: ApoReport;
+  /** The mean train reward of each step, as `agl train` printed it. */
+  stepRewards: number[];
   /** Runs one more calculator task through a fresh `agl run`; resolves when it finished. */
   runCalculator(task: { question: string; answer: number }): Promise<Rollout>;
   close(): Promise<void>;
@@ -116,7 +118,7 @@ export async function startDashboardStore(): Promise<DashboardStore> {
       2,
     );
 
-    await must(
+    const training = await must(
       agl(
         [
           "train",
@@ -203,6 +205,7 @@ export async function startDashboardStore(): Promise<DashboardStore> {
       calculator,
       failed: failed as Rollout,
       apo,
+      stepRewards: [...training.stderr.matchAll(/step \d+\/\d+ +reward (\d\.\d+)/g)].map((m) => Number(m[1])),
       runCalculator: async (task) => (await runCalculator([task]))[0] as Rollout,
       close,
     };

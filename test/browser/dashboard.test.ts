@@ -192,6 +192,11 @@ describe("the dashboard", () => {
       [3, 4],
       [4, 4],
     ]);
+    // The store's reward per version, which the charts plot, is the trainer's own reward per step.
+    expect(store.stepRewards).toHaveLength(3);
+    // (the trainer prints 3 decimals, rounding halves to even).
+    for (const [i, s] of train.entries())
+      expect(Math.abs((s.mean as number) - (store.stepRewards[i] as number))).toBeLessThanOrEqual(0.0005 + 1e-9);
     const lastMean = train.at(-1)?.mean as number;
     await expect
       .poll(async () => (await summary.textContent()) ?? "")
@@ -212,14 +217,23 @@ describe("the dashboard", () => {
   it("APO: the candidate tree of the run, scores per round, best against seed", async () => {
     await open(`/apo?run=${APO_RUN}`);
     await page.locator(id("view-apo")).waitFor();
-    const candidates = await page
-      .locator(id("apo-candidate"))
-      .evaluateAll((rows) => rows.map((r) => ({ key: r.getAttribute("data-candidate"), parent: r.getAttribute("data-parent") })));
+    const candidates = await page.locator(id("apo-candidate")).evaluateAll((rows) =>
+      rows.map((r) => ({
+        key: r.getAttribute("data-candidate"),
+        parent: r.getAttribute("data-parent"),
+        round: r.getAttribute("data-round"),
+      })),
+    );
     const keys = candidates.map((c) => c.key);
     expect(keys).toContain("seed");
     expect(keys).toContain(store.apo.best.key);
+    // Every child the run kept, under its parent, in its round (as the run's own report says).
     for (const round of store.apo.rounds)
-      for (const child of round.children) expect(candidates).toContainEqual({ key: child.key, parent: child.parent });
+      for (const child of round.children)
+        expect(candidates).toContainEqual({ key: child.key, parent: child.parent, round: String(round.round) });
+    const row = (key: string) => page.locator(`${id("apo-candidate")}[data-candidate="${key}"]`).textContent();
+    expect(await row("seed")).toContain((store.apo.baseline as number).toFixed(3));
+    expect(await row(store.apo.best.key)).toContain(String(store.apo.best.score));
     expect(await page.locator(id("apo-tree")).getAttribute("data-points")).toBe(String(candidates.length));
     expect(await page.locator(`${id("apo-scores-chart")} canvas, ${id("apo-scores-chart")} svg`).count()).toBeGreaterThan(0);
     const added = await page.locator(`${id("apo-best-diff")} ${id("diff-added")}`).allTextContents();
