@@ -264,8 +264,8 @@ describe("the dashboard", () => {
       for (const child of round.children)
         expect(candidates).toContainEqual({ key: child.key, parent: child.parent, round: String(round.round) });
     const row = (key: string) => page.locator(`${id("apo-candidate")}[data-candidate="${key}"]`).textContent();
-    expect(await row("seed")).toContain((store.apo.baseline as number).toFixed(3));
-    expect(await row(store.apo.best.key)).toContain(String(store.apo.best.score));
+    await poll(() => row("seed")).toContain((store.apo.baseline as number).toFixed(3));
+    await poll(() => row(store.apo.best.key)).toContain(String(store.apo.best.score));
     expect(await page.locator(id("apo-tree")).getAttribute("data-points")).toBe(String(candidates.length));
     expect(await page.locator(`${id("apo-scores-chart")} canvas, ${id("apo-scores-chart")} svg`).count()).toBeGreaterThan(0);
     const added = await page.locator(`${id("apo-best-diff")} ${id("diff-added")}`).allTextContents();
