@@ -3,7 +3,8 @@
  * mixed statuses and modes, 50 versions of one resources snapshot, groups of 8, a day of creation times; finished
  * ones with a reward span and two LLM calls) plus one rollout of --spans spans (default 500: LLM calls with token ids
  * and logprobs, tool spans, a reward), then serves it (`startStoreServer`, a real socket) and times what the views
- * call, as the browser does: Connect over HTTP/1.1 (binary), with a token. Prints p50/p90/p99/max per query.
+ * call, as the browser does: Connect over HTTP/1.1 (binary), with a token. Prints wall-clock p50/p90/max per query and
+ * the median CPU time per call (client and server share this process).
  *
  *   npx tsx bench/ui-queries/run.ts --rollouts 100000 --spans 500 --repeat 30
  */
@@ -211,21 +212,30 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
+/**
+ * Wall-clock percentiles of `repeat` calls after a first one, and the median CPU time of this process per call (client
+ * and server together): on a shared machine the CPU time is the steadier figure.
+ */
 async function time(label: string, call: () => Promise<unknown>): Promise<void> {
   const first = performance.now();
   await call();
   const firstMs = performance.now() - first;
   const samples: number[] = [];
+  const cpu: number[] = [];
   for (let i = 0; i < repeat; i++) {
     const start = performance.now();
+    const startCpu = process.cpuUsage();
     await call();
+    const used = process.cpuUsage(startCpu);
     samples.push(performance.now() - start);
+    cpu.push((used.user + used.system) / 1000);
   }
   samples.sort((a, b) => a - b);
+  cpu.sort((a, b) => a - b);
   const f = (ms: number) => ms.toFixed(1).padStart(7);
   console.log(
-    `${label.padEnd(58)} first ${f(firstMs)}  p50 ${f(percentile(samples, 50))}  p90 ${f(percentile(samples, 90))}  ` +
-      `p99 ${f(percentile(samples, 99))}  max ${f(samples.at(-1)!)} ms`,
+    `${label.padEnd(52)} first ${f(firstMs)}  p50 ${f(percentile(samples, 50))}  p90 ${f(percentile(samples, 90))}  ` +
+      `max ${f(samples.at(-1)!)}  cpu p50 ${f(percentile(cpu, 50))} ms`,
   );
 }
 
