@@ -2,6 +2,7 @@ import { useMemo } from "react";
 import { RolloutMode, SortOrder } from "../../../src/gen/agl/v1/types_pb.js";
 import { Chart, type ChartOption } from "../components/chart.js";
 import { ErrorBanner, Loading } from "../components/error-banner.js";
+import { LabeledSelect } from "../components/labeled-select.js";
 import { useLiveResources } from "../components/live-resources.js";
 import { useStore } from "../components/store-context.js";
 import { usePoll } from "../components/use-poll.js";
@@ -41,21 +42,13 @@ export function TrainingView({ resourcesId }: { resourcesId: string | undefined 
       <h2>Training</h2>
       <ErrorBanner error={error ?? ids.error} />
       <div className="filters">
-        <label>
-          Resources
-          <select
-            data-testid="training-resources-select"
-            value={selected ?? ""}
-            onChange={(e) => navigate({ view: "training", resourcesId: e.target.value }, true)}
-          >
-            {selected !== undefined && !choices.includes(selected) ? <option value={selected}>{selected}</option> : null}
-            {choices.map((id) => (
-              <option key={id} value={id}>
-                {id}
-              </option>
-            ))}
-          </select>
-        </label>
+        <LabeledSelect
+          label="Resources"
+          testId="training-resources-select"
+          value={selected ?? ""}
+          options={choices}
+          onChange={(id) => navigate({ view: "training", resourcesId: id }, true)}
+        />
       </div>
       {selected === undefined ? (
         <p className="muted">No resources have been published yet.</p>
