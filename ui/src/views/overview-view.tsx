@@ -73,7 +73,7 @@ export function OverviewView() {
   const statusChart = useMemo<ChartOption>(
     () => ({
       grid: { left: 48, right: 16, top: 16, bottom: 32 },
-      xAxis: { type: "category", data: ROLLOUT_STATUS_NAMES },
+      xAxis: { type: "category", data: ROLLOUT_STATUS_NAMES, axisLabel: { interval: 0, fontSize: 10 } },
       yAxis: { type: "value" },
       series: [{ type: "bar", data: ROLLOUT_STATUS_NAMES.map((s) => ({ value: byStatus[s], itemStyle: { color: statusColor(s) } })) }],
     }),
@@ -116,7 +116,7 @@ export function OverviewView() {
               <div className="counts" data-testid="overview-status-counts">
                 {ROLLOUT_STATUS_NAMES.map((s) => (
                   <a key={s} href={`#/rollouts?status=${s}`} className="count">
-                    <StatusBadge status={s} /> <span data-testid={`status-count-${s}`}>{byStatus[s]}</span>
+                    <StatusBadge status={s} /> <span data-testid={`status-count-${s}`}>{formatCount(byStatus[s] ?? 0)}</span>
                   </a>
                 ))}
               </div>
@@ -127,7 +127,7 @@ export function OverviewView() {
               <div className="counts" data-testid="overview-mode-counts">
                 {ROLLOUT_MODE_NAMES.map((m) => (
                   <a key={m} href={`#/rollouts?mode=${m}`} className="count">
-                    {m} <span data-testid={`mode-count-${m}`}>{byMode?.[m] ?? 0}</span>
+                    {m} <span data-testid={`mode-count-${m}`}>{formatCount(byMode?.[m] ?? 0)}</span>
                   </a>
                 ))}
               </div>
