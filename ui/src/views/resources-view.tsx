@@ -105,7 +105,7 @@ export function ResourcesView({ a, b }: { a: string | undefined; b: string | und
           </table>
         </div>
         <div className="panel" data-testid="resources-live-versions">
-          <h3>Published since this page opened ({seen.length})</h3>
+          <h3>Seen on WatchResources since this page opened ({seen.length})</h3>
           <ul className="plain">
             {[...seen].reverse().map((s) => (
               <li key={`${s.resourcesId}@${s.version}`}>
