@@ -79,15 +79,26 @@ function RewardChart({ testId, title, points, x }: { testId: string; title: stri
     return {
       legend: { data: ["mean"] },
       grid: { left: 48, right: 16, top: 48, bottom: 32 },
-      xAxis: x === "version" ? { type: "value", name: "version", minInterval: 1 } : { type: "time" },
+      xAxis: x === "version" ? { type: "value", name: "version", minInterval: 1, min: "dataMin", max: "dataMax" } : { type: "time" },
       yAxis: { type: "value", name: "reward", scale: true },
       series: [
-        { name: "lower", type: "line", data: band.lower, stack: "band", lineStyle: { opacity: 0 }, symbol: "none", silent: true },
+        // "all": the band stacks on a negative lower bound too (the default stacks same-sign values only).
+        {
+          name: "lower",
+          type: "line",
+          data: band.lower,
+          stack: "band",
+          stackStrategy: "all",
+          lineStyle: { opacity: 0 },
+          symbol: "none",
+          silent: true,
+        },
         {
           name: "± std",
           type: "line",
           data: band.spread,
           stack: "band",
+          stackStrategy: "all",
           lineStyle: { opacity: 0 },
           areaStyle: { opacity: 0.2 },
           symbol: "none",
@@ -112,7 +123,7 @@ function TokensChart({ points }: { points: VersionPoint[] }) {
     return {
       legend: {},
       grid: { left: 56, right: 16, top: 48, bottom: 32 },
-      xAxis: { type: "value", name: "version", minInterval: 1 },
+      xAxis: { type: "value", name: "version", minInterval: 1, min: "dataMin", max: "dataMax" },
       yAxis: { type: "value", name: "tokens / call" },
       series: [
         { name: "prompt", type: "line", data: withCalls.map((p) => [p.version, p.promptTokensPerCall]) },
