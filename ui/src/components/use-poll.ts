@@ -10,8 +10,9 @@ export interface PollState<T> {
 
 /**
  * Loads `load()` now and again every `intervalMs` after each answer (none when undefined), until `deps` change or the
- * view goes away; a call in flight is aborted then. Keeps the last data through a failed reload. A refused token
- * goes to the auth gate.
+ * view goes away; a call in flight is aborted then. Keeps the last data through a failed reload, and while the
+ * first answer for new `deps` is on its way (a table does not blank out between two filters). A refused token goes
+ * to the auth gate.
  */
 export function usePoll<T>(load: (signal: AbortSignal) => Promise<T>, intervalMs: number | undefined, deps: DependencyList): PollState<T> {
   const { unauthenticated } = useStore();
@@ -23,7 +24,7 @@ export function usePoll<T>(load: (signal: AbortSignal) => Promise<T>, intervalMs
   useEffect(() => {
     const abort = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
-    setState({ loading: true });
+    setState((s) => (s.data === undefined ? { loading: true } : { data: s.data, loading: true }));
     const tick = async () => {
       try {
         const data = await loadRef.current(abort.signal);

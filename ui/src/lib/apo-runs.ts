@@ -39,7 +39,7 @@ export interface ApoRun {
 }
 
 /** APO's record in a snapshot, or undefined when the snapshot is not APO's. */
-export function apoRecord(snapshot: SnapshotLike): JsonObject | undefined {
+function apoRecord(snapshot: SnapshotLike): JsonObject | undefined {
   const kind = snapshot.resources[APO_RECORD]?.kind;
   if (kind?.case !== "json") return undefined;
   const value = toJson(ValueSchema, kind.value);

@@ -42,7 +42,7 @@ export function resourceKind(resource: Resource | undefined): ResourceKind {
 }
 
 /** An LLM endpoint's fields as text. The API key is never shown, only whether one is set. */
-export function llmFields(llm: LLM | undefined): Record<string, string> {
+function llmFields(llm: LLM | undefined): Record<string, string> {
   if (llm === undefined) return {};
   return {
     endpoint: llm.endpoint,
@@ -53,7 +53,7 @@ export function llmFields(llm: LLM | undefined): Record<string, string> {
 }
 
 /** The text a resource diffs by, line by line: a template's text, JSON pretty-printed. */
-export function resourceText(resource: Resource | undefined): string {
+function resourceText(resource: Resource | undefined): string {
   const kind = resource?.kind;
   if (kind?.case === "promptTemplate") return kind.value.template;
   if (kind?.case === "json") return formatJson(toJson(ValueSchema, kind.value) as JsonValue);

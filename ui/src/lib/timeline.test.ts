@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { RolloutMode, RolloutStatus } from "../../../src/gen/agl/v1/types_pb.js";
-import { countsByMode, seriesByStatus } from "./timeline.js";
+import { countsByMode, niceBucketSeconds, seriesByStatus } from "./timeline.js";
 
 const timeline = {
   startTime: 1000,
@@ -39,5 +39,14 @@ describe("seriesByStatus", () => {
       [1060, 0],
       [1120, 2],
     ]);
+  });
+});
+
+describe("niceBucketSeconds", () => {
+  it("picks a readable width that keeps buckets under the limit", () => {
+    expect(niceBucketSeconds(50)).toBe(1);
+    expect(niceBucketSeconds(3600)).toBe(60);
+    expect(niceBucketSeconds(86_400)).toBe(1800);
+    expect(niceBucketSeconds(200 * 86_400)).toBe(4 * 86_400);
   });
 });

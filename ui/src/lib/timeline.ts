@@ -39,3 +39,9 @@ export function seriesByStatus(timeline: TimelineLike, which: "created" | "finis
   }
   return out;
 }
+
+/** A bucket width that splits `rangeSeconds` into at most `maxBuckets`, rounded to a readable unit. */
+export function niceBucketSeconds(rangeSeconds: number, maxBuckets = 60): number {
+  const steps = [1, 5, 10, 30, 60, 300, 600, 1800, 3600, 7200, 21_600, 43_200, 86_400];
+  return steps.find((s) => rangeSeconds / s <= maxBuckets) ?? Math.ceil(rangeSeconds / maxBuckets / 86_400) * 86_400;
+}

@@ -2,6 +2,7 @@ import { useMemo, useState } from "react";
 import { RolloutMode } from "../../../src/gen/agl/v1/types_pb.js";
 import { Chart, type ChartOption } from "../components/chart.js";
 import { ErrorBanner, Loading } from "../components/error-banner.js";
+import { LabeledSelect } from "../components/labeled-select.js";
 import { useLiveResources } from "../components/live-resources.js";
 import { useStore } from "../components/store-context.js";
 import { usePoll } from "../components/use-poll.js";
@@ -48,16 +49,13 @@ export function ApoView({ runId }: { runId: string | undefined }) {
       {run === undefined ? null : (
         <>
           <div className="filters">
-            <label>
-              Run
-              <select data-testid="apo-run-select" value={run.run} onChange={(e) => navigate({ view: "apo", runId: e.target.value }, true)}>
-                {runs.map((r) => (
-                  <option key={r.run} value={r.run}>
-                    {r.run}
-                  </option>
-                ))}
-              </select>
-            </label>
+            <LabeledSelect
+              label="Run"
+              testId="apo-run-select"
+              value={run.run}
+              options={runs.map((r) => r.run)}
+              onChange={(id) => navigate({ view: "apo", runId: id }, true)}
+            />
             <span className="muted">
               {run.candidates.length} candidates · best{" "}
               {run.best ? `${run.best.candidate} (${formatReward(run.best.score)}, round ${run.best.round})` : "—"}

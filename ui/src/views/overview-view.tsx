@@ -1,14 +1,15 @@
 import { useMemo } from "react";
+import { SortOrder } from "../../../src/gen/agl/v1/types_pb.js";
 import { Chart, type ChartOption } from "../components/chart.js";
 import { ErrorBanner, Loading } from "../components/error-banner.js";
 import { useLiveResources } from "../components/live-resources.js";
 import { statusColor, StatusBadge } from "../components/status-badge.js";
 import { useStore } from "../components/store-context.js";
 import { usePoll } from "../components/use-poll.js";
-import { niceBucketSeconds } from "../lib/aggregate.js";
+
 import { formatAgo, formatCount, formatTime } from "../lib/format.js";
 import { ROLLOUT_MODE_NAMES, ROLLOUT_STATUS_NAMES, statusNameOfStatisticsKey, workerStatusName } from "../lib/names.js";
-import { countsByMode, seriesByStatus } from "../lib/timeline.js";
+import { countsByMode, niceBucketSeconds, seriesByStatus } from "../lib/timeline.js";
 
 const POLL_MS = 2000;
 
@@ -21,7 +22,7 @@ export function OverviewView() {
       const [stats, whole, workers] = await Promise.all([
         clients.store.getStatistics({}, { signal }),
         clients.store.getRolloutTimeline({}, { signal }),
-        clients.store.queryWorkers({ page: { sortBy: "last_heartbeat_time", sortOrder: 1, limit: 200 } }, { signal }),
+        clients.store.queryWorkers({ page: { sortBy: "last_heartbeat_time", sortOrder: SortOrder.DESC, limit: 200 } }, { signal }),
       ]);
       // Throughput over the store's whole history, in at most 60 readable buckets.
       const range = Math.max(1, whole.endTime - whole.startTime);
@@ -73,7 +74,7 @@ export function OverviewView() {
   const statusChart = useMemo<ChartOption>(
     () => ({
       grid: { left: 48, right: 16, top: 16, bottom: 32 },
-      xAxis: { type: "category", data: ROLLOUT_STATUS_NAMES },
+      xAxis: { type: "category", data: ROLLOUT_STATUS_NAMES, axisLabel: { interval: 0, fontSize: 10 } },
       yAxis: { type: "value" },
       series: [{ type: "bar", data: ROLLOUT_STATUS_NAMES.map((s) => ({ value: byStatus[s], itemStyle: { color: statusColor(s) } })) }],
     }),
@@ -116,7 +117,7 @@ export function OverviewView() {
               <div className="counts" data-testid="overview-status-counts">
                 {ROLLOUT_STATUS_NAMES.map((s) => (
                   <a key={s} href={`#/rollouts?status=${s}`} className="count">
-                    <StatusBadge status={s} /> <span data-testid={`status-count-${s}`}>{byStatus[s]}</span>
+                    <StatusBadge status={s} /> <span data-testid={`status-count-${s}`}>{formatCount(byStatus[s] ?? 0)}</span>
                   </a>
                 ))}
               </div>
@@ -127,7 +128,7 @@ export function OverviewView() {
               <div className="counts" data-testid="overview-mode-counts">
                 {ROLLOUT_MODE_NAMES.map((m) => (
                   <a key={m} href={`#/rollouts?mode=${m}`} className="count">
-                    {m} <span data-testid={`mode-count-${m}`}>{byMode?.[m] ?? 0}</span>
+                    {m} <span data-testid={`mode-count-${m}`}>{formatCount(byMode?.[m] ?? 0)}</span>
                   </a>
                 ))}
               </div>

@@ -2,6 +2,7 @@ import { useMemo } from "react";
 import { SortOrder } from "../../../src/gen/agl/v1/types_pb.js";
 import { Chart, type ChartOption } from "../components/chart.js";
 import { ErrorBanner, Loading } from "../components/error-banner.js";
+import { LabeledSelect } from "../components/labeled-select.js";
 import { useLiveResources } from "../components/live-resources.js";
 import { useStore } from "../components/store-context.js";
 import { usePoll } from "../components/use-poll.js";
@@ -104,7 +105,7 @@ export function ResourcesView({ a, b }: { a: string | undefined; b: string | und
           </table>
         </div>
         <div className="panel" data-testid="resources-live-versions">
-          <h3>Published since this page opened ({seen.length})</h3>
+          <h3>Seen on WatchResources since this page opened ({seen.length})</h3>
           <ul className="plain">
             {[...seen].reverse().map((s) => (
               <li key={`${s.resourcesId}@${s.version}`}>
@@ -117,34 +118,20 @@ export function ResourcesView({ a, b }: { a: string | undefined; b: string | und
       <div className="panel">
         <h3>Diff</h3>
         <div className="filters">
-          <label>
-            Before
-            <select
-              data-testid="diff-select-a"
-              value={left ?? ""}
-              onChange={(e) => navigate({ view: "resources", a: e.target.value, ...(right ? { b: right } : {}) }, true)}
-            >
-              {keys.map((key) => (
-                <option key={key} value={key}>
-                  {key}
-                </option>
-              ))}
-            </select>
-          </label>
-          <label>
-            After
-            <select
-              data-testid="diff-select-b"
-              value={right ?? ""}
-              onChange={(e) => navigate({ view: "resources", ...(left ? { a: left } : {}), b: e.target.value }, true)}
-            >
-              {keys.map((key) => (
-                <option key={key} value={key}>
-                  {key}
-                </option>
-              ))}
-            </select>
-          </label>
+          <LabeledSelect
+            label="Before"
+            testId="diff-select-a"
+            value={left ?? ""}
+            options={keys}
+            onChange={(key) => navigate({ view: "resources", a: key, ...(right ? { b: right } : {}) }, true)}
+          />
+          <LabeledSelect
+            label="After"
+            testId="diff-select-b"
+            value={right ?? ""}
+            options={keys}
+            onChange={(key) => navigate({ view: "resources", ...(left ? { a: left } : {}), b: key }, true)}
+          />
         </div>
         <div data-testid="resources-diff">
           <ResourceDiffs diffs={diffs} />

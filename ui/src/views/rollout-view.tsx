@@ -12,7 +12,7 @@ import { usePoll } from "../components/use-poll.js";
 import { chatView } from "../lib/chat.js";
 import { formatDuration, formatJson, formatLogprob, formatReward, formatSpan, formatTime } from "../lib/format.js";
 import { attemptStatusName, rolloutModeName, rolloutStatusName } from "../lib/names.js";
-import { attributeRows, callTokens, rewardRows } from "../lib/span-view.js";
+import { attributeRows, type CallTokens, callTokens, rewardRows } from "../lib/span-view.js";
 import { alignTokens, confidenceClass } from "../lib/token-alignment.js";
 import { layoutWaterfall } from "../lib/waterfall.js";
 
@@ -20,6 +20,8 @@ const POLL_MS = 3000;
 const TERMINAL = new Set([RolloutStatus.SUCCEEDED, RolloutStatus.FAILED, RolloutStatus.CANCELLED]);
 const MAX_SPANS = 10_000;
 const SPAN_ROW_HEIGHT = 22;
+/** Up to this many LLM calls all start open; beyond, only the first (a closed call renders nothing but its summary). */
+const OPEN_CALLS = 10;
 
 /** One rollout: its attempts, span waterfall, LLM calls with tokens, rewards and triplets. Live until it finishes. */
 export function RolloutView({ rolloutId, attemptId }: { rolloutId: string; attemptId?: string | undefined }) {
@@ -301,26 +303,48 @@ function LlmCalls({ conversations, spans }: { conversations: LlmConversation[]; 
     <div className="panel" data-testid="llm-calls">
       <h3>LLM calls ({conversations.length})</h3>
       {conversations.map((c, i) => (
-        <LlmCall key={c.spanId || i} conversation={c} span={bySpan.get(c.spanId)} index={i} />
+        <LlmCall
+          key={c.spanId || i}
+          conversation={c}
+          span={bySpan.get(c.spanId)}
+          index={i}
+          initiallyOpen={conversations.length <= OPEN_CALLS || i === 0}
+        />
       ))}
     </div>
   );
 }
 
-function LlmCall({ conversation, span, index }: { conversation: LlmConversation; span: Span | undefined; index: number }) {
-  const messages = conversation.messages.map(chatView);
-  const answer = messages.at(-1)?.role === "assistant" ? messages.at(-1) : undefined;
-  const tokens = span ? callTokens(span) : undefined;
-  const alignment = tokens
-    ? alignTokens({ ids: tokens.responseIds, logprobs: tokens.logprobs, tokenTexts: tokens.tokenTexts, text: answer?.text })
-    : undefined;
+function LlmCall(props: { conversation: LlmConversation; span: Span | undefined; index: number; initiallyOpen: boolean }) {
+  const { conversation, span, index, initiallyOpen } = props;
+  const [open, setOpen] = useState(initiallyOpen);
+  const tokens = useMemo(() => (span ? callTokens(span) : undefined), [span]);
   return (
-    <details className="llm-call" data-testid="llm-call" data-span-id={conversation.spanId} open={index === 0}>
+    <details
+      className="llm-call"
+      data-testid="llm-call"
+      data-span-id={conversation.spanId}
+      open={open}
+      onToggle={(e) => setOpen(e.currentTarget.open)}
+    >
       <summary>
         Call {index + 1} · {conversation.model || "model?"}
         {tokens ? ` · ${tokens.promptTokenCount ?? "?"} prompt + ${tokens.responseIds.length} response tokens` : ""}
         {conversation.reward === undefined ? "" : ` · reward ${formatReward(conversation.reward)}`}
       </summary>
+      {open ? <LlmCallBody conversation={conversation} tokens={tokens} /> : null}
+    </details>
+  );
+}
+
+function LlmCallBody({ conversation, tokens }: { conversation: LlmConversation; tokens: CallTokens | undefined }) {
+  const messages = conversation.messages.map(chatView);
+  const answer = messages.at(-1)?.role === "assistant" ? messages.at(-1) : undefined;
+  const alignment = tokens
+    ? alignTokens({ ids: tokens.responseIds, logprobs: tokens.logprobs, tokenTexts: tokens.tokenTexts, text: answer?.text })
+    : undefined;
+  return (
+    <>
       {messages.map((m, i) => (
         // biome-ignore lint/suspicious/noArrayIndexKey: messages are a fixed list, in order
         <div key={i} className={`msg msg-${m.role}`} data-testid="chat-message" data-role={m.role}>
@@ -362,7 +386,7 @@ function LlmCall({ conversation, span, index }: { conversation: LlmConversation;
           </div>
         </div>
       )}
-    </details>
+    </>
   );
 }
 

@@ -3,6 +3,7 @@ import { useVirtualizer } from "@tanstack/react-virtual";
 import { useEffect, useMemo, useRef, useState } from "react";
 import type { Rollout } from "../../../src/gen/agl/v1/types_pb.js";
 import { ErrorBanner, Loading } from "../components/error-banner.js";
+import { LabeledSelect } from "../components/labeled-select.js";
 import { StatusBadge } from "../components/status-badge.js";
 import { useStore } from "../components/store-context.js";
 import { usePoll } from "../components/use-poll.js";
@@ -102,20 +103,13 @@ export function RolloutsView({ query }: { query: RolloutsQuery }) {
         <span data-testid="rollouts-total">{formatCount(total)} rollouts</span>
         {loading ? <span className="muted"> · loading…</span> : null}
         <span className="spacer" />
-        <label>
-          Page size{" "}
-          <select
-            data-testid="rollouts-page-size"
-            value={query.size}
-            onChange={(e) => go({ ...query, size: Number(e.target.value), page: 0 })}
-          >
-            {PAGE_SIZES.map((n) => (
-              <option key={n} value={n}>
-                {n}
-              </option>
-            ))}
-          </select>
-        </label>
+        <LabeledSelect
+          label="Page size"
+          testId="rollouts-page-size"
+          value={query.size}
+          options={PAGE_SIZES}
+          onChange={(size) => go({ ...query, size: Number(size), page: 0 })}
+        />
         <button
           type="button"
           data-testid="rollouts-page-prev"
@@ -215,21 +209,14 @@ function Filters({ query, onChange }: { query: RolloutsQuery; onChange: (change:
           </label>
         ))}
       </fieldset>
-      <label>
-        Mode
-        <select
-          data-testid="filter-mode"
-          value={query.mode ?? ""}
-          onChange={(e) => onChange({ mode: isRolloutModeName(e.target.value) ? e.target.value : undefined })}
-        >
-          <option value="">any</option>
-          {ROLLOUT_MODE_NAMES.map((m) => (
-            <option key={m} value={m}>
-              {m}
-            </option>
-          ))}
-        </select>
-      </label>
+      <LabeledSelect
+        label="Mode"
+        testId="filter-mode"
+        value={query.mode ?? ""}
+        options={ROLLOUT_MODE_NAMES}
+        empty="any"
+        onChange={(mode) => onChange({ mode: isRolloutModeName(mode) ? mode : undefined })}
+      />
       <TextFilter label="Resources id" testId="filter-resources" value={query.resourcesId} onChange={(v) => onChange({ resourcesId: v })} />
       <TextFilter
         label="Version"

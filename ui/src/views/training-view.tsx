@@ -2,6 +2,7 @@ import { useMemo } from "react";
 import { RolloutMode, SortOrder } from "../../../src/gen/agl/v1/types_pb.js";
 import { Chart, type ChartOption } from "../components/chart.js";
 import { ErrorBanner, Loading } from "../components/error-banner.js";
+import { LabeledSelect } from "../components/labeled-select.js";
 import { useLiveResources } from "../components/live-resources.js";
 import { useStore } from "../components/store-context.js";
 import { usePoll } from "../components/use-poll.js";
@@ -41,21 +42,13 @@ export function TrainingView({ resourcesId }: { resourcesId: string | undefined 
       <h2>Training</h2>
       <ErrorBanner error={error ?? ids.error} />
       <div className="filters">
-        <label>
-          Resources
-          <select
-            data-testid="training-resources-select"
-            value={selected ?? ""}
-            onChange={(e) => navigate({ view: "training", resourcesId: e.target.value }, true)}
-          >
-            {selected !== undefined && !choices.includes(selected) ? <option value={selected}>{selected}</option> : null}
-            {choices.map((id) => (
-              <option key={id} value={id}>
-                {id}
-              </option>
-            ))}
-          </select>
-        </label>
+        <LabeledSelect
+          label="Resources"
+          testId="training-resources-select"
+          value={selected ?? ""}
+          options={choices}
+          onChange={(id) => navigate({ view: "training", resourcesId: id }, true)}
+        />
       </div>
       {selected === undefined ? (
         <p className="muted">No resources have been published yet.</p>
@@ -86,15 +79,26 @@ function RewardChart({ testId, title, points, x }: { testId: string; title: stri
     return {
       legend: { data: ["mean"] },
       grid: { left: 48, right: 16, top: 48, bottom: 32 },
-      xAxis: x === "version" ? { type: "value", name: "version", minInterval: 1 } : { type: "time" },
+      xAxis: x === "version" ? { type: "value", name: "version", minInterval: 1, min: "dataMin", max: "dataMax" } : { type: "time" },
       yAxis: { type: "value", name: "reward", scale: true },
       series: [
-        { name: "lower", type: "line", data: band.lower, stack: "band", lineStyle: { opacity: 0 }, symbol: "none", silent: true },
+        // "all": the band stacks on a negative lower bound too (the default stacks same-sign values only).
+        {
+          name: "lower",
+          type: "line",
+          data: band.lower,
+          stack: "band",
+          stackStrategy: "all",
+          lineStyle: { opacity: 0 },
+          symbol: "none",
+          silent: true,
+        },
         {
           name: "± std",
           type: "line",
           data: band.spread,
           stack: "band",
+          stackStrategy: "all",
           lineStyle: { opacity: 0 },
           areaStyle: { opacity: 0.2 },
           symbol: "none",
@@ -119,7 +123,7 @@ function TokensChart({ points }: { points: VersionPoint[] }) {
     return {
       legend: {},
       grid: { left: 56, right: 16, top: 48, bottom: 32 },
-      xAxis: { type: "value", name: "version", minInterval: 1 },
+      xAxis: { type: "value", name: "version", minInterval: 1, min: "dataMin", max: "dataMax" },
       yAxis: { type: "value", name: "tokens / call" },
       series: [
         { name: "prompt", type: "line", data: withCalls.map((p) => [p.version, p.promptTokensPerCall]) },
