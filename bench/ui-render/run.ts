@@ -1,7 +1,7 @@
 /**
  * First render of the dashboard in headless Chromium against `agl serve` (compiled; `make bench-ui` builds it) on a
  * SQLite store of --rollouts rollouts (default 100,000) and one rollout of --spans spans (default 500), filled by
- * fill.ts. Each repetition opens a fresh browser context (no cache, no state) and reads, in the page,
+ * ../ui-queries/fill.ts. Each repetition opens a fresh browser context (no cache, no state) and reads, in the page,
  * `performance.now()` (ms since navigation start) on the first animation frame where:
  *   - rollouts view (`#/rollouts`): the first rollout rows are in the DOM;
  *   - one rollout (`#/rollouts/<id>`): its span waterfall rows and LLM calls are in the DOM.
@@ -17,8 +17,7 @@ import type { Browser } from "playwright-core";
 import { launchChromium, screenshot } from "../../test/browser/browser.js";
 import { startServerProcess } from "../../test/support/server-process.js";
 import { createStoreClient } from "../../src/client/store-client.js";
-import { SortOrder } from "../../src/gen/agl/v1/types_pb.js";
-import { fillStore } from "./fill.js";
+import { BIG_ROLLOUT_ID, fillDashboardStore } from "../ui-queries/fill.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -37,20 +36,13 @@ if (args.db && existsSync(args.db)) {
 } else {
   const started = Date.now();
   console.log(`filling ${path}: ${args.rollouts} rollouts, one of ${args.spans} spans`);
-  await fillStore({ path, count: Number(args.rollouts), spans: Number(args.spans), log: (l) => console.log(l) });
+  await fillDashboardStore({ path, rollouts: Number(args.rollouts), spans: Number(args.spans) });
   console.log(`filled in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 const server = await startServerProcess(["--database", path], { compiled: true });
 const client = createStoreClient({ baseUrl: server.url });
-let bigRolloutId: string;
-{
-  // fill.ts creates the many-span rollout last.
-  const { rollouts } = await client.queryRollouts({ page: { limit: 1, sortBy: "start_time", sortOrder: SortOrder.DESC } });
-  const stats = await client.getStatistics({});
-  console.log(`store: ${stats.totalRollouts} rollouts, ${stats.totalSpans} spans`);
-  if (!rollouts[0]) throw new Error("the store is empty");
-  bigRolloutId = rollouts[0].rolloutId;
-}
+const stats = await client.getStatistics({});
+console.log(`store: ${stats.totalRollouts} rollouts, ${stats.totalSpans} spans`);
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -90,7 +82,7 @@ try {
     },
     {
       name: `one rollout (${args.spans} spans)`,
-      route: `/rollouts/${bigRolloutId}`,
+      route: `/rollouts/${BIG_ROLLOUT_ID}`,
       selectors: ['[data-testid="span-row"]', '[data-testid="llm-call"]'],
       shot: "bench-rollout",
     },
