@@ -287,4 +287,19 @@ describe("the dashboard", () => {
     expect(await page.evaluate(() => "aglTestMark" in globalThis)).toBe(true);
     await screenshot(page, "rollouts-live");
   });
+
+  it("shows a resources version published while the page is open, from WatchResources", async () => {
+    await open("/resources");
+    await poll(() => page.locator(id("live-indicator")).getAttribute("data-live")).toBe("true");
+    await page.evaluate(() => Object.assign(globalThis, { aglTestMark: true }));
+    const published = await store.client.updateResources({
+      resourcesId: CALCULATOR_RESOURCES,
+      resources: { main_llm: { kind: { case: "proxyLlm", value: { endpoint: `${store.url}/v1`, model: "calc-model-2" } } } },
+    });
+    await poll(() => text("resources-live-versions")).toContain(`${CALCULATOR_RESOURCES} v${published.version}`);
+    await poll(() => page.locator(`${id("resources-row")}[data-resources-id="${CALCULATOR_RESOURCES}"]`).getAttribute("data-version")).toBe(
+      String(published.version),
+    );
+    expect(await page.evaluate(() => "aglTestMark" in globalThis)).toBe(true);
+  });
 });
