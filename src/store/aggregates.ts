@@ -17,7 +17,7 @@ import type { StoreApi } from "./store-api.js";
 type AggregateMethods = Pick<StoreApi, "getRolloutTimeline" | "getRewardsByResources">;
 
 /** Buckets one timeline may have. */
-export const maxTimelineBuckets = 10_000;
+const maxTimelineBuckets = 10_000;
 
 /** The statuses whose rewards count when a request names none: finished with an outcome. */
 const rewardedStatuses = [RolloutStatus.SUCCEEDED, RolloutStatus.FAILED];

@@ -213,6 +213,10 @@ export interface StorageTx {
   /** The snapshot written last by insertResources or putResources. */
   latestResources(): Promise<ResourcesUpdate | undefined>;
   queryResources(filter: ResourcesFilter, page: PageSpec): Promise<PageResult<ResourcesUpdate>>;
+  /** A version of a snapshot id as published (every version written by insertResources or putResources is kept). */
+  getResourcesVersion(resourcesId: string, version: number): Promise<ResourcesUpdate | undefined>;
+  /** Every kept version of a snapshot id. Default order: version ascending. */
+  queryResourceVersions(resourcesId: string, page: PageSpec): Promise<PageResult<ResourcesUpdate>>;
 
   getWorker(workerId: string): Promise<Worker | undefined>;
   /** Inserts or replaces a worker. */
@@ -244,6 +248,7 @@ export const sortableFields = {
   spans: ["sequence_id", "start_time", "end_time", "name", "span_id", "trace_id", "parent_id"],
   workers: ["worker_id", "status", "last_heartbeat_time", "last_dequeue_time", "last_busy_time", "last_idle_time"],
   resources: ["resources_id", "create_time", "update_time", "version"],
+  resource_versions: ["version"],
 } as const;
 
 /** The tables a query pages through. */

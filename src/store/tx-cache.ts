@@ -161,6 +161,14 @@ export function withTxCache(tx: StorageTx): CachedTx {
       await flush();
       return tx.queryResources(filter, page);
     },
+    async getResourcesVersion(id, version) {
+      await flush();
+      return tx.getResourcesVersion(id, version);
+    },
+    async queryResourceVersions(id, page) {
+      await flush();
+      return tx.queryResourceVersions(id, page);
+    },
     async queryWorkers(filter, page) {
       await flush();
       return tx.queryWorkers(filter, page);

@@ -9,7 +9,7 @@ import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, rewardValueKey } 
 import { AttemptStatus, AttributeValueSchema, FilterLogic, RolloutMode, RolloutStatus, SortOrder } from "../../src/gen/agl/v1/types_pb.js";
 import type { Store } from "../../src/store/store.js";
 import { backends } from "./backends.js";
-import { enqueueN, expectCode, expectRejectedUnchanged, ids, json, makeSpan, openStore, startRollout } from "./harness.js";
+import { enqueueN, expectCode, expectRejectedUnchanged, ids, json, makeSpan, openStore, startRollout, unjson } from "./harness.js";
 
 /** A span reporting `value` as the primary reward. */
 function rewardSpan(rolloutId: string, attemptId: string, value: number) {
@@ -65,6 +65,43 @@ describe.each(backends)("dashboard queries [$name]", (def) => {
       const moved = await store.updateRollout({ rolloutId: atV1!.rolloutId, resourcesId: other.resourcesId });
       expect([moved.resourcesId, moved.resourcesVersion]).toEqual([other.resourcesId, 1]);
       expect((await store.getRollout({ rolloutId: atV2!.rolloutId })).resourcesVersion).toBe(2);
+    });
+  });
+
+  describe("resources history", () => {
+    it("keeps every version: QueryResourceVersions pages and sorts them, GetResources reads a past one", async () => {
+      const { store } = await openStore(def);
+      const resources = (n: number) => ({ p: { kind: { case: "json" as const, value: json(n) } } });
+      const first = await store.addResources({ resources: resources(1) });
+      const id = first.resourcesId;
+      await store.updateResources({ resourcesId: id, resources: resources(2) });
+      await store.addResources({ resources: resources(9) });
+      await store.updateResources({ resourcesId: id, resources: resources(3) });
+      const content = (u: { resources: Record<string, { kind: { value?: unknown } }> }) => unjson(u.resources.p?.kind.value as never);
+      const all = await store.queryResourceVersions({ resourcesId: id });
+      expect(all.resources.map((u) => [u.version, content(u)])).toEqual([
+        [1, 1],
+        [2, 2],
+        [3, 3],
+      ]);
+      expect(all.page?.total).toBe(3);
+      expect(all.resources[0]).toEqual(first);
+      const desc = await store.queryResourceVersions({
+        resourcesId: id,
+        page: { sortBy: "version", sortOrder: SortOrder.DESC, limit: 1, offset: 1 },
+      });
+      expect([desc.resources.map((u) => u.version), desc.page?.total]).toEqual([[2], 3]);
+      expect(content(await store.getResources({ resourcesId: id, version: 1 }))).toBe(1);
+      expect((await store.getResources({ resourcesId: id })).version).toBe(3);
+      expect((await store.getResources({ resourcesId: id, version: 3 })).version).toBe(3);
+      await expectCode(store.getResources({ resourcesId: id, version: 4 }), Code.NotFound, "have no version 4 (versions 1 to 3)");
+      await expectCode(store.queryResourceVersions({ resourcesId: "nope" }), Code.NotFound, '"nope" not found');
+      await expectCode(store.queryResourceVersions({ resourcesId: "" }), Code.InvalidArgument, "resources_id is required");
+      await expectCode(
+        store.queryResourceVersions({ resourcesId: id, page: { sortBy: "update_time" } }),
+        Code.InvalidArgument,
+        'cannot sort resource_versions by "update_time"',
+      );
     });
   });
 

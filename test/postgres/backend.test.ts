@@ -69,6 +69,8 @@ describe("PostgreSQL backend", () => {
     const span = (spanId: string, sequenceId: number, attributes: Record<string, AttributeValue>) =>
       create(SpanSchema, { ...makeSpan("ro-1", "at-1", { spanId, sequenceId }), attributes });
     await first.transaction(async (t) => {
+      await t.insertResources(create(ResourcesUpdateSchema, { resourcesId: "rs-1", version: 1 }));
+      await t.putResources(create(ResourcesUpdateSchema, { resourcesId: "rs-1", version: 2 }));
       await t.insertRollouts([rollout("ro-1", { status: RolloutStatus.SUCCEEDED })]);
       await t.insertAttempt(create(AttemptSchema, { rolloutId: "ro-1", attemptId: "at-1", sequenceId: 1, startTime: 100 }));
       await t.insertSpans([
@@ -81,10 +83,17 @@ describe("PostgreSQL backend", () => {
     await adminQuery(`DROP INDEX ${name}.rollouts_start, ${name}.rollouts_end, ${name}.attempts_latest`);
     await adminQuery(`ALTER TABLE ${name}.rollouts DROP COLUMN resources_version`);
     await adminQuery(`ALTER TABLE ${name}.spans DROP COLUMN reward, DROP COLUMN llm_prompt_tokens, DROP COLUMN llm_response_tokens`);
+    await adminQuery(`DELETE FROM ${name}.resource_versions`);
     await adminQuery(`UPDATE ${name}.schema_version SET version = 1`);
 
     const second = await open(name);
-    const found = await second.transaction(async (t) => ({ rewards: await t.finalRewards(["ro-1"]), groups: await t.rewardGroups({}) }));
+    const found = await second.transaction(async (t) => ({
+      rewards: await t.finalRewards(["ro-1"]),
+      groups: await t.rewardGroups({}),
+      history: (await t.queryResourceVersions("rs-1", all)).items.map((u) => u.version),
+    }));
+    // Version 1 pruned its history of versions: the current version of each snapshot is put back.
+    expect(found.history).toEqual([2]);
     expect(found.rewards).toEqual(new Map([["ro-1", 0.5]]));
     expect(found.groups.map((g) => [g.rollouts, g.rewarded, g.rewardSum, g.llmCalls, g.promptTokens, g.responseTokens])).toEqual([
       [1, 1, 0.5, 1, 3, 3],

@@ -3,7 +3,7 @@
  * directory: content types, security headers, caching, gzip, client routes, paths it must leave alone, no way out of
  * the directory, no token for files while every RPC keeps its token, and a clear page when the UI is not built.
  */
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LightningStore } from "../../src/gen/agl/v1/store_pb.js";
 import { RolloutMode } from "../../src/gen/agl/v1/types_pb.js";
 import { createUiHandler } from "../../src/server/ui-handler.js";
-import { startTestServer, type TestServer } from "./helpers.js";
+import { writeSelfSignedCert } from "../support/self-signed-cert.js";
+import { curl, startTestServer, type TestServer } from "./helpers.js";
 
 const TOKEN = "ui-test-token";
 const INDEX = '<!doctype html><html><head><script type="module" src="/assets/app-3f9a1c.js"></script></head><body></body></html>\n';
@@ -196,6 +197,24 @@ describe("the dashboard on the store's port", () => {
       expect([name, (error as ConnectError).code]).toEqual([name, Code.InvalidArgument]);
       const denied = await client.getRolloutTimeline({}).catch((e: unknown) => ConnectError.from(e));
       expect([name, (denied as ConnectError).code]).toEqual([name, Code.Unauthenticated]);
+    }
+  });
+});
+
+describe("the dashboard over TLS", () => {
+  it("is served to a client that offers h2 and HTTP/1.1, as browsers do (ALPN picks HTTP/1.1)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agl-ui-tls-"));
+    const ui = join(dir, "ui");
+    mkdirSync(ui);
+    writeFileSync(join(ui, "index.html"), INDEX);
+    const { cert, key } = writeSelfSignedCert(dir, "IP:127.0.0.1");
+    const t = await startTestServer({ tls: { cert: readFileSync(cert), key: readFileSync(key) }, fallback: createUiHandler({ dir: ui }) });
+    try {
+      const res = await curl("--http2", "--cacert", cert, `${t.server.url}/rollouts`);
+      expect([res.status, res.body]).toEqual([200, INDEX]);
+    } finally {
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -22,6 +22,7 @@ export function createMemoryBackend(): StorageBackend {
   const counters = new Map<string, number>();
   const resources = new Map<string, ResourcesUpdate>();
   let latestResourcesId: string | undefined;
+  const resourceVersions = new Map<string, ResourcesUpdate[]>();
   const workers = new Map<string, Worker>();
   const listeners = new Set<(event: StoreEvent) => void>();
   const mutex = createMutex();
@@ -217,6 +218,20 @@ export function createMemoryBackend(): StorageBackend {
       });
       resources.set(id, deepCopy(update));
       latestResourcesId = id;
+      const versions = resourceVersions.get(id) ?? resourceVersions.set(id, []).get(id)!;
+      const index = versions.findIndex((v) => v.version === update.version);
+      if (index >= 0) replaceIn(versions, index, deepCopy(update));
+      else {
+        versions.push(deepCopy(update));
+        undo.push(() => versions.pop());
+      }
+    },
+    async getResourcesVersion(id, version) {
+      const update = resourceVersions.get(id)?.find((v) => v.version === version);
+      return update && deepCopy(update);
+    },
+    async queryResourceVersions(id, page) {
+      return sortAndPage(resourceVersions.get(id) ?? [], page, fieldValue, "version");
     },
     async getResources(id) {
       const update = resources.get(id);

@@ -14,7 +14,7 @@ const postgres: SqlDialect = {
 };
 
 const filters = sqlFilters(postgres);
-export const { rolloutWhere, attemptWhere, spanWhere, workerWhere, resourcesWhere } = filters;
+export const { rolloutWhere, attemptWhere, spanWhere, workerWhere, resourcesWhere, resourceVersionsWhere } = filters;
 
 /** The aggregate statements over the tables of `schema`. */
 export const aggregatesOf = (schema: string) => sqlAggregates(postgres, filters, (table) => `${schema}.${table}`);

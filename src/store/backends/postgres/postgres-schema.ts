@@ -8,8 +8,8 @@ import { decodeSpan } from "../sql/stored-messages.js";
  * insertion order. Text columns use the "C" collation so that sorting is by code point, as in SQLite and memory,
  * whatever the database's locale.
  *
- * Added for several servers on one database: `resource_versions` keeps the recently published resources versions so
- * that a server can hand a version announced by NOTIFY (which carries at most 8,000 bytes) to its watchers whole.
+ * `resource_versions` keeps every published resources version: the history (QueryResourceVersions), and for several
+ * servers on one database, what a server hands its watchers whole when NOTIFY (at most 8,000 bytes) only names it.
  */
 
 /** Version of the schema this code writes; kept in the `schema_version` table. */
@@ -126,6 +126,10 @@ const migrations: string[] = [
   -- Covering: the reward and token sums read these indexes only (and the latest attempt's id, below).
   CREATE INDEX spans_reward ON spans (rollout_id, attempt_id, sequence_id, reward) WHERE reward IS NOT NULL;
   CREATE INDEX spans_llm ON spans (rollout_id, llm_prompt_tokens, llm_response_tokens) WHERE llm_response_tokens IS NOT NULL;
+
+  -- resource_versions now keeps every published version (the history); version 1 pruned it to the newest 1,000.
+  INSERT INTO resource_versions (resources_id, version, data) SELECT resources_id, version, data FROM resources
+    ON CONFLICT (resources_id, version) DO NOTHING;
   `,
 ];
 

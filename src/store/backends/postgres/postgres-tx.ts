@@ -26,7 +26,16 @@ import {
   type WorkerFilter,
   spanKey,
 } from "../../backend.js";
-import { aggregatesOf, attemptWhere, queryPage, resourcesWhere, rolloutWhere, spanWhere, workerWhere } from "./postgres-queries.js";
+import {
+  aggregatesOf,
+  attemptWhere,
+  queryPage,
+  resourcesWhere,
+  resourceVersionsWhere,
+  rolloutWhere,
+  spanWhere,
+  workerWhere,
+} from "./postgres-queries.js";
 import { bucketCount, finalRewards, rewardGroups } from "../sql/aggregate-rows.js";
 import { spanFacts } from "../../span-facts.js";
 import { attemptRow, resourcesRow, statementName, versionKey } from "./postgres-rows.js";
@@ -34,9 +43,6 @@ import { encodeSpan } from "../../span-wire.js";
 import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "../sql/stored-messages.js";
 
 /** One transaction of the PostgreSQL backend, on one pooled connection. */
-
-/** Resources versions kept in `resource_versions` for other servers' watchers (the newest; older ones are pruned). */
-const KEPT_VERSIONS = 1_000;
 
 /**
  * How a run of a transaction protects what it reads and writes back (see postgres-backend.ts): "snapshot" reads
@@ -426,13 +432,23 @@ export class PostgresTx implements StorageTx {
     );
     const seq = row?.seq as number;
     this.versionSeqs.set(versionKey(update.resourcesId, update.version), seq);
-    // Listeners load a version moments after it is announced (or after a reconnect): keep only the recent ones.
-    await this.write(`DELETE FROM ${this.t("resource_versions")} WHERE seq <= $1`, [seq - KEPT_VERSIONS]);
     await this.write(
       `INSERT INTO ${this.t("latest_resources")} (id, resources_id) VALUES (1, $1) ` +
         "ON CONFLICT (id) DO UPDATE SET resources_id = excluded.resources_id",
       [update.resourcesId],
     );
+  }
+
+  async getResourcesVersion(resourcesId: string, version: number): Promise<ResourcesUpdate | undefined> {
+    const data = await this.one(`SELECT data FROM ${this.t("resource_versions")} WHERE resources_id = $1 AND version = $2`, [
+      resourcesId,
+      version,
+    ]);
+    return data && decodeResources(data);
+  }
+
+  queryResourceVersions(resourcesId: string, page: PageSpec): Promise<PageResult<ResourcesUpdate>> {
+    return queryPage(this.run, this.schema, "resource_versions", resourceVersionsWhere(resourcesId), page, decodeResources);
   }
 
   async getResources(resourcesId: string): Promise<ResourcesUpdate | undefined> {

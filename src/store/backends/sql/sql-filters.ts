@@ -42,6 +42,7 @@ export interface SqlFilters {
   spanWhere(filter: SpanFilter): Condition;
   workerWhere(filter: WorkerFilter): Condition;
   resourcesWhere(filter: ResourcesFilter): Condition;
+  resourceVersionsWhere(resourcesId: string): Condition;
 }
 
 /** Joins conditions with OR (`any`) or AND; no conditions match everything. */
@@ -127,6 +128,7 @@ export function sqlFilters(dialect: SqlDialect): SqlFilters {
       if (filter.workerIdContains !== undefined) conditions.push(contains("worker_id", filter.workerIdContains));
       return combine(conditions, filter.any);
     },
+    resourceVersionsWhere: (resourcesId) => equals("resources_id", resourcesId),
     resourcesWhere(filter) {
       const conditions: Condition[] = [];
       if (filter.resourcesId !== undefined) conditions.push(equals("resources_id", filter.resourcesId));

@@ -751,6 +751,8 @@ describe("sqlite backend on a file", () => {
     const rewardValue = create(AttributeValueSchema, { value: { case: "doubleValue", value: 0.5 } });
     const tokenIds = create(AttributeValueSchema, { value: { case: "intArray", value: { values: [1n, 2n, 3n] } } });
     await first.transaction(async (t) => {
+      await t.insertResources(resources("rs-1"));
+      await t.putResources(resources("rs-1", 2));
       await t.insertRollouts([rollout("ro-1", { status: RolloutStatus.SUCCEEDED })]);
       await t.insertAttempt(attempt("ro-1", "at-1", 1));
       await t.insertSpans([
@@ -764,6 +766,7 @@ describe("sqlite backend on a file", () => {
     for (const index of ["rollouts_start", "rollouts_end", "rollouts_resources", "spans_reward", "spans_llm"])
       db.exec(`DROP INDEX ${index}`);
     db.exec("ALTER TABLE rollouts DROP COLUMN resources_version");
+    db.exec("DROP TABLE resource_versions");
     for (const column of ["reward", "llm_prompt_tokens", "llm_response_tokens"]) db.exec(`ALTER TABLE spans DROP COLUMN ${column}`);
     db.pragma("user_version = 1");
     db.close();
@@ -772,8 +775,11 @@ describe("sqlite backend on a file", () => {
     const found = await second.transaction(async (t) => ({
       rewards: await t.finalRewards(["ro-1"]),
       groups: await t.rewardGroups({}),
+      history: (await t.queryResourceVersions("rs-1", all)).items.map((u) => u.version),
     }));
     await second.close();
+    // Version 1 kept only the current version of each snapshot: the history starts there.
+    expect(found.history).toEqual([2]);
     expect(found.rewards).toEqual(new Map([["ro-1", 0.5]]));
     expect(found.groups.map((g) => [g.rollouts, g.rewarded, g.rewardSum, g.llmCalls, g.promptTokens, g.responseTokens])).toEqual([
       [1, 1, 0.5, 1, 3, 3],

@@ -32,6 +32,7 @@ import {
   attemptWhere,
   queryPage,
   resourcesWhere,
+  resourceVersionsWhere,
   rolloutWhere,
   spanWhere,
   StatementCache,
@@ -212,14 +213,33 @@ class SqliteTx implements StorageTx {
 
   async insertResources(update: ResourcesUpdate): Promise<void> {
     this.check();
-    this.s.insertResources.run(resourcesRow(update));
-    this.s.setLatestResources.run(update.resourcesId);
+    const row = resourcesRow(update);
+    this.s.insertResources.run(row);
+    this.published(update, row.data);
   }
 
   async putResources(update: ResourcesUpdate): Promise<void> {
     this.check();
-    this.s.putResources.run(resourcesRow(update));
+    const row = resourcesRow(update);
+    this.s.putResources.run(row);
+    this.published(update, row.data);
+  }
+
+  /** Keeps the version in the history and makes it the latest snapshot. */
+  private published(update: ResourcesUpdate, data: Uint8Array): void {
+    this.s.putResourceVersion.run(update.resourcesId, update.version, data);
     this.s.setLatestResources.run(update.resourcesId);
+  }
+
+  async getResourcesVersion(resourcesId: string, version: number): Promise<ResourcesUpdate | undefined> {
+    this.check();
+    const data = this.s.getResourceVersion.get(resourcesId, version) as Uint8Array | undefined;
+    return data && decodeResources(data);
+  }
+
+  async queryResourceVersions(resourcesId: string, page: PageSpec): Promise<PageResult<ResourcesUpdate>> {
+    this.check();
+    return queryPage(this.cache, "resource_versions", resourceVersionsWhere(resourcesId), page, decodeResources);
   }
 
   async getResources(resourcesId: string): Promise<ResourcesUpdate | undefined> {

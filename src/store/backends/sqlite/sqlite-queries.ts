@@ -15,7 +15,7 @@ const sqlite: SqlDialect = {
 };
 
 const filters = sqlFilters(sqlite);
-export const { rolloutWhere, attemptWhere, spanWhere, workerWhere, resourcesWhere } = filters;
+export const { rolloutWhere, attemptWhere, spanWhere, workerWhere, resourcesWhere, resourceVersionsWhere } = filters;
 export const aggregates = sqlAggregates(sqlite, filters, (table) => table);
 
 /** Prepared statements by SQL text, each prepared once (query shapes are few: filters × sort keys × directions). */

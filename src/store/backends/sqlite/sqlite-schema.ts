@@ -119,6 +119,16 @@ const migrations: string[] = [
   -- Covering: the reward and token sums read these indexes only (and the latest attempt's id, below).
   CREATE INDEX spans_reward ON spans (rollout_id, attempt_id, sequence_id, reward) WHERE reward IS NOT NULL;
   CREATE INDEX spans_llm ON spans (rollout_id, llm_prompt_tokens, llm_response_tokens) WHERE llm_response_tokens IS NOT NULL;
+
+  -- Every published version of each snapshot (resources holds the current one); before version 2, only those.
+  CREATE TABLE resource_versions (
+    seq          INTEGER PRIMARY KEY,
+    resources_id TEXT    NOT NULL,
+    version      INTEGER NOT NULL,
+    data         BLOB    NOT NULL,
+    UNIQUE (resources_id, version)
+  );
+  INSERT INTO resource_versions (resources_id, version, data) SELECT resources_id, version, data FROM resources ORDER BY seq;
   `,
 ];
 

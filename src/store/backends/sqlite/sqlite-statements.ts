@@ -77,6 +77,11 @@ export function prepareStatements(db: Database.Database): Statements {
         "ON CONFLICT (id) DO UPDATE SET resources_id = excluded.resources_id",
     ),
     getResources: db.prepare("SELECT data FROM resources WHERE resources_id = ?").pluck(),
+    putResourceVersion: db.prepare(
+      "INSERT INTO resource_versions (resources_id, version, data) VALUES (?, ?, ?) " +
+        "ON CONFLICT (resources_id, version) DO UPDATE SET data = excluded.data",
+    ),
+    getResourceVersion: db.prepare("SELECT data FROM resource_versions WHERE resources_id = ? AND version = ?").pluck(),
     latestResources: db.prepare("SELECT r.data FROM latest_resources l JOIN resources r ON r.resources_id = l.resources_id").pluck(),
 
     getWorker: db.prepare("SELECT data FROM workers WHERE worker_id = ?").pluck(),
@@ -128,6 +133,8 @@ type StatementName =
   | "putResources"
   | "setLatestResources"
   | "getResources"
+  | "putResourceVersion"
+  | "getResourceVersion"
   | "latestResources"
   | "getWorker"
   | "putWorker"
