@@ -20,7 +20,7 @@ export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
 endif
 
-.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner bench-ui chromium ui demo demo-seeds demo-verl verl-cpu-smoke bench-verl-cpu clean
+.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl verl-cpu-smoke bench-verl-cpu clean
 
 help:
 	@echo "make test    install what is needed (Node 24 too, when the machine's is not 22, 24 or 26), check generated"
@@ -131,6 +131,10 @@ bench-runner: deps
 # First render of the dashboard's rollouts view (100,000 rollouts in SQLite) and of a rollout of 500 spans, in Chromium.
 bench-ui: build chromium
 	npx tsx bench/ui-render/run.ts
+
+# The dashboard's queries (Rollouts view, aggregates, a rollout of 500 spans) on 100,000 rollouts in SQLite.
+bench-ui-queries: deps
+	npx tsx bench/ui-queries/run.ts
 
 # RL end to end on CPU: store (SQLite) + LLM proxy + TS runner pool + local trainer; prints the reward curve.
 demo: deps

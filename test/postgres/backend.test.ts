@@ -78,7 +78,7 @@ describe("PostgreSQL backend", () => {
     });
     await first.close();
     // Back to version 1: without the indexes and columns version 2 added.
-    await adminQuery(`DROP INDEX ${name}.rollouts_start, ${name}.rollouts_end`);
+    await adminQuery(`DROP INDEX ${name}.rollouts_start, ${name}.rollouts_end, ${name}.attempts_latest`);
     await adminQuery(`ALTER TABLE ${name}.rollouts DROP COLUMN resources_version`);
     await adminQuery(`ALTER TABLE ${name}.spans DROP COLUMN reward, DROP COLUMN llm_prompt_tokens, DROP COLUMN llm_response_tokens`);
     await adminQuery(`UPDATE ${name}.schema_version SET version = 1`);

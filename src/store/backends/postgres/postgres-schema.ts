@@ -114,15 +114,18 @@ const migrations: string[] = [
   // 2: what the dashboard's queries filter, sort and sum on. Spans stored before it get their facts in `backfills`.
   `
   ALTER TABLE rollouts ADD COLUMN resources_version bigint NOT NULL DEFAULT 0;
-  CREATE INDEX rollouts_start ON rollouts (start_time);
-  CREATE INDEX rollouts_end ON rollouts (end_time);
+  CREATE INDEX attempts_latest ON attempts (rollout_id, sequence_id, attempt_id);
+  -- With mode and status, the timeline counts from the index alone.
+  CREATE INDEX rollouts_start ON rollouts (start_time, mode, status);
+  CREATE INDEX rollouts_end ON rollouts (end_time, mode, status);
   CREATE INDEX rollouts_resources ON rollouts (resources_id, resources_version);
 
   ALTER TABLE spans ADD COLUMN reward double precision;
   ALTER TABLE spans ADD COLUMN llm_prompt_tokens bigint;
   ALTER TABLE spans ADD COLUMN llm_response_tokens bigint;
-  CREATE INDEX spans_reward ON spans (rollout_id, attempt_id, sequence_id) WHERE reward IS NOT NULL;
-  CREATE INDEX spans_llm ON spans (rollout_id) WHERE llm_response_tokens IS NOT NULL;
+  -- Covering: the reward and token sums read these indexes only (and the latest attempt's id, below).
+  CREATE INDEX spans_reward ON spans (rollout_id, attempt_id, sequence_id, reward) WHERE reward IS NOT NULL;
+  CREATE INDEX spans_llm ON spans (rollout_id, llm_prompt_tokens, llm_response_tokens) WHERE llm_response_tokens IS NOT NULL;
   `,
 ];
 

@@ -52,13 +52,14 @@ export function sqlAggregates(dialect: SqlDialect, filters: SqlFilters, table: (
     rewards(scope) {
       const p = new Params(dialect);
       const condition = filters.scopeWhere(scope)(p);
+      // MATERIALIZED: inlined, the final-reward subquery would run once per aggregate that reads it.
       const text =
+        `WITH f AS MATERIALIZED (SELECT r.resources_id, r.resources_version, r.mode, r.start_time, ${finalReward} AS reward ` +
+        `FROM ${table("rollouts")} r${where(condition)}) ` +
         `SELECT resources_id, resources_version, mode, ${n("count(*)")} AS rollouts, ${n("count(reward)")} AS rewarded, ` +
         `${n("coalesce(sum(reward), 0)")} AS reward_sum, ${n("coalesce(sum(reward * reward), 0)")} AS reward_squares, ` +
         "min(reward) AS reward_min, max(reward) AS reward_max, min(start_time) AS first_start, max(start_time) AS last_start " +
-        `FROM (SELECT r.resources_id, r.resources_version, r.mode, r.start_time, ${finalReward} AS reward ` +
-        `FROM (SELECT rollout_id, resources_id, resources_version, mode, start_time FROM ${table("rollouts")}${where(condition)}) r) f ` +
-        "GROUP BY resources_id, resources_version, mode";
+        "FROM f GROUP BY resources_id, resources_version, mode";
       return { text, values: p.values };
     },
     tokens(scope) {
