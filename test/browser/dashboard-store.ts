@@ -11,7 +11,7 @@ import { join } from "node:path";
 import type { ApoReport } from "../../src/algorithm/apo/apo-report.js";
 import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
 import { AttemptStatus, type Rollout } from "../../src/gen/agl/v1/types_pb.js";
-import { agl, repo } from "../apo/agl-cli.js";
+import { agl, roomExampleArgs } from "../apo/agl-cli.js";
 import { roomAgentPolicy, roomOptimizerPolicy } from "../apo/fixtures/room-policies.js";
 import { calculatorPolicy } from "../support/calculator-policy.js";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/fake-llm-server.js";
@@ -40,6 +40,8 @@ export interface DashboardStore {
   /** A calculator rollout whose two attempts failed (the engine answered 400). */
   failed: Rollout;
   apo: ApoReport;
+  /** The mean train reward of each step, as `agl train` printed it. */
+  stepRewards: number[];
   /** Runs one more calculator task through a fresh `agl run`; resolves when it finished. */
   runCalculator(task: { question: string; answer: number }): Promise<Rollout>;
   close(): Promise<void>;
@@ -78,8 +80,9 @@ export async function startDashboardStore(): Promise<DashboardStore> {
     ]);
     const url = server.url;
     client = createStoreClient({ baseUrl: url, token });
+    // The CLI reads the store's token from AGL_TOKEN; the agents, which call the LLM proxy (it wants the same token)
+    // through the proxy_llm bound to each attempt, send OPENAI_API_KEY when the resource names no key.
     const env = { AGL_TOKEN: token, OPENAI_API_KEY: token };
-    // The agents reach the proxy through a proxy_llm bound to each attempt; the proxy wants the store's token.
     await client.updateResources({
       resourcesId: CALCULATOR_RESOURCES,
       createIfMissing: true,
@@ -116,28 +119,12 @@ export async function startDashboardStore(): Promise<DashboardStore> {
       2,
     );
 
-    await must(
+    // 3 steps of 4 tasks x 4 samples; validation on 4 tasks before training, after step 2 and after step 3.
+    const training = await must(
       agl(
         [
-          "train",
-          "examples/rl-kind/agent.ts",
-          "--store",
-          url,
-          "--steps",
-          "3",
-          "--n",
-          "4",
-          "--tasks-per-step",
-          "4",
-          "--",
-          "--warmup-steps",
-          "300",
-          "--val-tasks",
-          "4",
-          "--test-freq",
-          "2",
-          "--checkpoint-dir",
-          join(dir, "checkpoints"),
+          ...["train", "examples/rl-kind/agent.ts", "--store", url, "--steps", "3", "--n", "4", "--tasks-per-step", "4", "--"],
+          ...["--warmup-steps", "300", "--val-tasks", "4", "--test-freq", "2", "--checkpoint-dir", join(dir, "checkpoints")],
         ],
         env,
       ),
@@ -145,49 +132,14 @@ export async function startDashboardStore(): Promise<DashboardStore> {
     );
 
     const report = join(dir, "apo.json");
-    const example = join(repo, "examples/room-booking");
     await must(
       agl(
         [
-          "apo",
-          `${example}/agent.ts`,
+          ...roomExampleArgs(agentLlm.url, optimizer.url),
           "--store",
           url,
-          "--train",
-          `${example}/train.jsonl`,
-          "--val",
-          `${example}/val.jsonl`,
-          "--prompt",
-          `booking=@${example}/seed-prompt.txt`,
-          "--var",
-          "rooms",
-          "--llm-model",
-          agentLlm.model,
-          "--llm-base-url",
-          agentLlm.url,
-          "--optimizer-base-url",
-          optimizer.url,
-          "--gradient-model",
-          optimizer.model,
-          "--edit-model",
-          optimizer.model,
-          "--beam",
-          "2",
-          "--branch",
-          "2",
-          "--rounds",
-          "2",
-          "--batch",
-          "4",
-          "--val-batch",
-          "10",
-          "--workers",
-          "1",
-          "--run-id",
-          APO_RUN,
-          "--report",
-          report,
-          "--quiet",
+          ...["--beam", "2", "--branch", "2", "--rounds", "2", "--batch", "4", "--val-batch", "10"],
+          ...["--run-id", APO_RUN, "--report", report, "--quiet"],
         ],
         env,
       ),
@@ -203,6 +155,7 @@ export async function startDashboardStore(): Promise<DashboardStore> {
       calculator,
       failed: failed as Rollout,
       apo,
+      stepRewards: [...training.stderr.matchAll(/step \d+\/\d+ +reward (\d\.\d+)/g)].map((m) => Number(m[1])),
       runCalculator: async (task) => (await runCalculator([task]))[0] as Rollout,
       close,
     };

@@ -18,6 +18,9 @@ let store: DashboardStore;
 let browser: Browser;
 let page: Page;
 
+/** expect.poll with room for a busy machine (the default gives up after 1 s). */
+const poll = <T>(value: () => T | Promise<T>, options: { timeout?: number } = {}) =>
+  expect.poll(value, { timeout: 10_000, interval: 100, ...options });
 const id = (testId: string) => `[data-testid="${testId}"]`;
 const text = async (testId: string, scope: Page = page) => ((await scope.locator(id(testId)).first().textContent()) ?? "").trim();
 
@@ -48,7 +51,7 @@ describe("the dashboard", () => {
       await fresh.locator(id("auth-form")).waitFor();
       await fresh.locator(id("auth-token-input")).fill("not-the-token");
       await fresh.locator(id("auth-submit")).click();
-      await expect.poll(() => text("auth-error", fresh)).toMatch(/invalid bearer token/i);
+      await poll(() => text("auth-error", fresh)).toMatch(/invalid bearer token/i);
       await screenshot(fresh, "auth-wrong-token");
       await fresh.locator(id("auth-token-input")).fill(store.token);
       await fresh.locator(id("auth-submit")).click();
@@ -66,7 +69,7 @@ describe("the dashboard", () => {
     const latest = (await store.client.getLatestResources({})).resources;
     await open("/");
     await page.locator(id("view-overview")).waitFor();
-    await expect.poll(() => text("overview-total-rollouts")).toBe(String(stats.totalRollouts));
+    await poll(() => text("overview-total-rollouts")).toBe(String(stats.totalRollouts));
     expect(await text("overview-queue-depth")).toBe(String(stats.queueLength));
     const count = (status: RolloutStatus) => rollouts.filter((r) => r.status === status).length;
     expect(await text("status-count-succeeded")).toBe(String(count(RolloutStatus.SUCCEEDED)));
@@ -83,7 +86,7 @@ describe("the dashboard", () => {
 
   it("Rollouts: server-side filters, rewards per row, paging info", async () => {
     await open(`/rollouts?resources=${CALCULATOR_RESOURCES}`);
-    await expect.poll(() => text("rollouts-total")).toBe("5 rollouts");
+    await poll(() => text("rollouts-total")).toBe("5 rollouts");
     const rows = async () =>
       page.locator(id("rollout-row")).evaluateAll((els) =>
         els.map((el) => ({
@@ -101,13 +104,39 @@ describe("the dashboard", () => {
     await screenshot(page, "rollouts");
 
     await page.locator(id("filter-status-failed")).check();
-    await expect.poll(async () => (await rows()).map((r) => r.id)).toEqual([store.failed.rolloutId]);
+    await poll(async () => (await rows()).map((r) => r.id)).toEqual([store.failed.rolloutId]);
     expect(page.url()).toContain("status=failed");
+
+    // Sorted by the server: by id, one way then the other.
+    await page.locator(id("filter-status-failed")).uncheck();
+    await poll(async () => (await rows()).length).toBe(5);
+    const ids = store.calculator
+      .map((r) => r.rolloutId)
+      .concat(store.failed.rolloutId)
+      .sort();
+    const header = page.locator(id("rollouts-sort-rollout_id"));
+    await header.click();
+    const direction = async () => page.locator("th", { has: header }).getAttribute("aria-sort");
+    await poll(direction).toMatch(/ascending|descending/);
+    const first = (await direction()) === "ascending" ? ids : [...ids].reverse();
+    await poll(async () => (await rows()).map((r) => r.id)).toEqual(first);
+    await header.click();
+    await poll(async () => (await rows()).map((r) => r.id)).toEqual([...first].reverse());
 
     // Every train rollout of the RL run: 3 steps of 4 tasks x 4 samples.
     await open(`/rollouts?resources=${TRAIN_RESOURCES}&mode=train&size=50`);
-    await expect.poll(() => text("rollouts-total")).toBe("48 rollouts");
+    await poll(() => text("rollouts-total")).toBe("48 rollouts");
     expect(await text("rollouts-page-info")).toMatch(/^1\D+48 of 48$/);
+
+    // Pages of the whole store, fetched one at a time (rows are virtualized: only those in view are in the DOM).
+    const total = (await store.client.queryRollouts({ page: { limit: 0 } })).page?.total as number;
+    await open("/rollouts?size=50");
+    await poll(() => text("rollouts-page-info")).toMatch(new RegExp(`^1\\D+50 of ${total}$`));
+    const page1 = (await rows()).map((r) => r.id);
+    await page.locator(id("rollouts-page-next")).click();
+    await poll(() => text("rollouts-page-info")).toMatch(new RegExp(`^51\\D+100 of ${total}$`));
+    await poll(async () => (await rows()).filter((r) => page1.includes(r.id)).length).toBe(0);
+    expect((await rows()).length).toBeGreaterThan(0);
   });
 
   it("a rollout: attempts, spans, LLM calls as chat with the engine's token ids and logprobs, reward, triplets", async () => {
@@ -121,10 +150,10 @@ describe("the dashboard", () => {
     expect(await text("rollout-final-reward")).toBe("1");
     expect(await text("rollout-input")).toContain("What is 12 * 7?");
     expect(await page.locator(id("attempt-row")).count()).toBe(1);
-    await expect.poll(() => page.locator(id("span-row")).count()).toBe(spans.length);
+    await poll(() => page.locator(id("span-row")).count()).toBe(spans.length);
     // Two model calls (the tool call, then the answer), each recorded by the agent's fetch hook and by the proxy: the
     // view shows each call once.
-    await expect.poll(() => page.locator(id("llm-call")).count()).toBe(2);
+    await poll(() => page.locator(id("llm-call")).count()).toBe(2);
     const callSpanIds = await page.locator(id("llm-call")).evaluateAll((els) => els.map((el) => el.getAttribute("data-span-id")));
     for (const spanId of callSpanIds) {
       const span = spans.find((s) => s.spanId === spanId);
@@ -145,12 +174,15 @@ describe("the dashboard", () => {
       ).toContain("What is 12 * 7?");
     }
     expect(await page.locator(id("tool-call")).first().textContent()).toContain("calculate");
-    await expect.poll(() => page.locator(id("reward-row")).count()).toBeGreaterThan(0);
-    await expect.poll(() => page.locator(id("triplet-row")).count()).toBe(2);
+    await poll(() => page.locator(id("reward-row")).count()).toBe(1);
+    const reward = spans.find((s) => s.name === sc.AGL_ANNOTATION);
+    const [name, value, where] = await page.locator(`${id("reward-row")} td`).allTextContents();
+    expect([name, value, where]).toEqual(["primary", "1", `span ${reward?.spanId} · seq ${reward?.sequenceId}`]);
+    await poll(() => page.locator(id("triplet-row")).count()).toBe(2);
     await screenshot(page, "rollout");
 
     await open(`/rollouts/${store.failed.rolloutId}`);
-    await expect.poll(() => page.locator(id("attempt-row")).count()).toBe(2);
+    await poll(() => page.locator(id("attempt-row")).count()).toBe(2);
     const statuses = await page.locator(id("attempt-status")).allTextContents();
     expect(statuses.map((s) => s.trim())).toEqual(["failed", "failed"]);
     await screenshot(page, "rollout-failed");
@@ -167,9 +199,9 @@ describe("the dashboard", () => {
       page
         .locator(id("resources-row"))
         .evaluateAll((rows) => rows.map((r) => `${r.getAttribute("data-resources-id")}@${r.getAttribute("data-version")}`).sort());
-    await expect.poll(listed).toEqual([...latest].map(([resourcesId, version]) => `${resourcesId}@${version}`).sort());
+    await poll(listed).toEqual([...latest].map(([resourcesId, version]) => `${resourcesId}@${version}`).sort());
     const diff = page.locator(`${id("template-diff")}[data-name="booking"]`);
-    await expect.poll(async () => (await diff.locator(id("diff-added")).allTextContents()).join("\n")).toContain("fewest seats");
+    await poll(async () => (await diff.locator(id("diff-added")).allTextContents()).join("\n")).toContain("fewest seats");
     await screenshot(page, "resources");
   });
 
@@ -192,10 +224,15 @@ describe("the dashboard", () => {
       [3, 4],
       [4, 4],
     ]);
+    // The store's reward per version, which the charts plot, is the trainer's own reward per step.
+    expect(store.stepRewards).toHaveLength(3);
+    // (the trainer prints 3 decimals, rounding halves to even).
+    for (const [i, s] of train.entries())
+      expect(Math.abs((s.mean as number) - (store.stepRewards[i] as number))).toBeLessThanOrEqual(0.0005 + 1e-9);
     const lastMean = train.at(-1)?.mean as number;
-    await expect
-      .poll(async () => (await summary.textContent()) ?? "")
-      .toContain(`3 versions trained on · 48 train rollouts · 12 validation rollouts · latest version v${latest.version}`);
+    await poll(async () => (await summary.textContent()) ?? "").toContain(
+      `3 versions trained on · 48 train rollouts · 12 validation rollouts · latest version v${latest.version}`,
+    );
     expect(await summary.textContent()).toContain(`last mean reward ${Number.isInteger(lastMean) ? lastMean : lastMean.toFixed(3)}`);
     // The canvas is opaque; each chart says how many points it draws.
     const points = (chart: string) => page.locator(id(chart)).getAttribute("data-points");
@@ -212,14 +249,23 @@ describe("the dashboard", () => {
   it("APO: the candidate tree of the run, scores per round, best against seed", async () => {
     await open(`/apo?run=${APO_RUN}`);
     await page.locator(id("view-apo")).waitFor();
-    const candidates = await page
-      .locator(id("apo-candidate"))
-      .evaluateAll((rows) => rows.map((r) => ({ key: r.getAttribute("data-candidate"), parent: r.getAttribute("data-parent") })));
+    const candidates = await page.locator(id("apo-candidate")).evaluateAll((rows) =>
+      rows.map((r) => ({
+        key: r.getAttribute("data-candidate"),
+        parent: r.getAttribute("data-parent"),
+        round: r.getAttribute("data-round"),
+      })),
+    );
     const keys = candidates.map((c) => c.key);
     expect(keys).toContain("seed");
     expect(keys).toContain(store.apo.best.key);
+    // Every child the run kept, under its parent, in its round (as the run's own report says).
     for (const round of store.apo.rounds)
-      for (const child of round.children) expect(candidates).toContainEqual({ key: child.key, parent: child.parent });
+      for (const child of round.children)
+        expect(candidates).toContainEqual({ key: child.key, parent: child.parent, round: String(round.round) });
+    const row = (key: string) => page.locator(`${id("apo-candidate")}[data-candidate="${key}"]`).textContent();
+    await poll(() => row("seed")).toContain((store.apo.baseline as number).toFixed(3));
+    await poll(() => row(store.apo.best.key)).toContain(String(store.apo.best.score));
     expect(await page.locator(id("apo-tree")).getAttribute("data-points")).toBe(String(candidates.length));
     expect(await page.locator(`${id("apo-scores-chart")} canvas, ${id("apo-scores-chart")} svg`).count()).toBeGreaterThan(0);
     const added = await page.locator(`${id("apo-best-diff")} ${id("diff-added")}`).allTextContents();
@@ -229,14 +275,14 @@ describe("the dashboard", () => {
 
   it("shows a rollout that completes while the page is open, without a reload", async () => {
     await open(`/rollouts?resources=${CALCULATOR_RESOURCES}`);
-    await expect.poll(() => text("rollouts-total")).toBe("5 rollouts");
+    await poll(() => text("rollouts-total")).toBe("5 rollouts");
     // A reload would drop this mark.
     await page.evaluate(() => Object.assign(globalThis, { aglTestMark: true }));
     const rollout = await store.runCalculator({ question: "What is 40 + 2?", answer: 42 });
     const row = page.locator(`${id("rollout-row")}[data-rollout-id="${rollout.rolloutId}"]`);
-    await expect
-      .poll(async () => (await row.count()) && (await row.locator(id("cell-status")).textContent())?.trim(), { timeout: 20_000 })
-      .toBe("succeeded");
+    await poll(async () => (await row.count()) && (await row.locator(id("cell-status")).textContent())?.trim(), { timeout: 20_000 }).toBe(
+      "succeeded",
+    );
     expect(await text("rollouts-total")).toBe("6 rollouts");
     expect(await page.evaluate(() => "aglTestMark" in globalThis)).toBe(true);
     await screenshot(page, "rollouts-live");
