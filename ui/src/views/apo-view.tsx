@@ -7,7 +7,7 @@ import { useLiveResources } from "../components/live-resources.js";
 import { useStore } from "../components/store-context.js";
 import { usePoll } from "../components/use-poll.js";
 import { navigate } from "../components/use-route.js";
-import { formatReward, truncate } from "../lib/format.js";
+import { truncate } from "../lib/format.js";
 import { type ApoRun, type ApoScores, apoScores, candidateTree, readApoRuns } from "../lib/apo-runs.js";
 import { sideBySide } from "../lib/text-diff.js";
 import { SideBySide } from "./diff-view.js";
@@ -64,7 +64,7 @@ export function ApoView({ runId }: { runId: string | undefined }) {
             />
             <span className="muted">
               {run.candidates.length} candidates · best{" "}
-              {run.best ? `${run.best.candidate} (${formatReward(run.best.score)}, round ${run.best.round})` : "—"}
+              {run.best ? `${run.best.candidate} (${score3(run.best.score)}, round ${run.best.round})` : "—"}
             </span>
           </div>
           <RunDetail run={run} scores={scores.data ?? NO_SCORES} />
