@@ -1,8 +1,8 @@
 import { create, fromJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
-import { type Resource, ResourceSchema } from "../../../src/gen/agl/v1/types_pb.js";
-import { APO_RECORD, candidateTree, readApoRuns, type SnapshotLike } from "./apo-runs.js";
+import { type Resource, ResourceSchema, RolloutStatus } from "../../../src/gen/agl/v1/types_pb.js";
+import { APO_RECORD, apoScores, candidateTree, readApoRuns, type SnapshotLike } from "./apo-runs.js";
 
 function snapshot(resourcesId: string, record: Record<string, unknown> | undefined, prompt: string, version = 1): SnapshotLike {
   const resources: Record<string, Resource> = {
@@ -53,5 +53,31 @@ describe("candidateTree", () => {
   it("puts candidates with an unknown parent under the root", () => {
     const tree = candidateTree({ run: "x", candidates: [{ key: "r3p0b0", parent: "gone", round: 3, resourcesId: "", templates: {} }] });
     expect(tree).toEqual({ name: "seed", children: [{ name: "r3p0b0", children: [] }] });
+  });
+});
+
+describe("apoScores", () => {
+  const r = (rolloutId: string, groupId: string, status = RolloutStatus.SUCCEEDED) => ({ rolloutId, groupId, status });
+
+  it("scores each batch as APO does: mean final reward, a rollout without one counting 0", () => {
+    const scores = apoScores(
+      "rooms",
+      [
+        r("a", "apo:rooms:full:seed"),
+        r("b", "apo:rooms:full:seed", RolloutStatus.FAILED),
+        r("c", "apo:rooms:r1:val:r1p0b0"),
+        r("d", "apo:rooms:r1:val:r1p0b0"),
+        r("e", "apo:rooms:r1:val:seed"),
+        r("f", "apo:rooms:r1:val:seed", RolloutStatus.RUNNING),
+        r("g", "apo:other:full:seed"),
+        r("h", "apo:rooms:r1:train:seed"),
+      ],
+      { a: 0.9, c: 1, d: 0.5, e: 0.25, f: 1, g: 1, h: 1 },
+    );
+    expect(scores.full).toEqual(new Map([["seed", 0.45]]));
+    expect(scores.rounds).toEqual([
+      { key: "r1p0b0", round: 1, score: 0.75 },
+      { key: "seed", round: 1, score: 0.25 },
+    ]);
   });
 });

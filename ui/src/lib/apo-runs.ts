@@ -1,6 +1,6 @@
 import { type JsonObject, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import type { Resource } from "../../../src/gen/agl/v1/types_pb.js";
+import { type Resource, RolloutStatus } from "../../../src/gen/agl/v1/types_pb.js";
 
 /** The resource name under which APO keeps its record in each snapshot it publishes (src/algorithm/apo/candidate.ts). */
 export const APO_RECORD = "_apo";
@@ -118,4 +118,51 @@ export function candidateTree(run: ApoRun, scores: ReadonlyMap<string, number> =
     parent.children.push(node);
   }
   return root;
+}
+
+/** What the scores need of a rollout (the generated `Rollout` has these fields). */
+export interface EvaluationRollout {
+  rolloutId: string;
+  groupId: string;
+  status: RolloutStatus;
+}
+
+/** A candidate's scores, as APO computes them: the mean final reward of a batch, a rollout without one counting 0. */
+export interface ApoScores {
+  /** Score on the whole validation set (`apo:{run}:full:{key}`): the seed's baseline, each leader's score. */
+  full: Map<string, number>;
+  /** Score on each round's validation batch (`apo:{run}:r{round}:val:{key}`), by candidate. */
+  rounds: { key: string; round: number; score: number }[];
+}
+
+const FINISHED = new Set([RolloutStatus.SUCCEEDED, RolloutStatus.FAILED, RolloutStatus.CANCELLED]);
+
+/**
+ * A run's scores from its validation rollouts, grouped by the batch key APO gives them as group id
+ * (src/algorithm/apo/search-state.ts, run-round.ts). Unfinished rollouts are left out until they finish.
+ */
+export function apoScores(
+  runId: string,
+  rollouts: readonly EvaluationRollout[],
+  finalRewards: Readonly<Record<string, number>>,
+): ApoScores {
+  const prefix = `apo:${runId}:`;
+  const batches = new Map<string, number[]>();
+  for (const r of rollouts) {
+    if (!r.groupId.startsWith(prefix) || !FINISHED.has(r.status)) continue;
+    const list = batches.get(r.groupId) ?? [];
+    list.push(finalRewards[r.rolloutId] ?? 0);
+    batches.set(r.groupId, list);
+  }
+  const scores: ApoScores = { full: new Map(), rounds: [] };
+  for (const [group, rewards] of batches) {
+    const what = group.slice(prefix.length);
+    const score = rewards.reduce((a, b) => a + b, 0) / rewards.length;
+    const full = /^full:(.+)$/.exec(what);
+    const round = /^r(\d+):val:(.+)$/.exec(what);
+    if (full?.[1] !== undefined) scores.full.set(full[1], score);
+    else if (round?.[1] !== undefined && round[2] !== undefined) scores.rounds.push({ key: round[2], round: Number(round[1]), score });
+  }
+  scores.rounds.sort((a, b) => a.round - b.round || a.key.localeCompare(b.key, undefined, { numeric: true }));
+  return scores;
 }

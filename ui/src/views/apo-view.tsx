@@ -7,12 +7,16 @@ import { useLiveResources } from "../components/live-resources.js";
 import { useStore } from "../components/store-context.js";
 import { usePoll } from "../components/use-poll.js";
 import { navigate } from "../components/use-route.js";
-import { formatReward, truncate } from "../lib/format.js";
-import { type ApoRun, candidateTree, readApoRuns } from "../lib/apo-runs.js";
+import { truncate } from "../lib/format.js";
+import { type ApoRun, type ApoScores, apoScores, candidateTree, readApoRuns } from "../lib/apo-runs.js";
 import { sideBySide } from "../lib/text-diff.js";
 import { SideBySide } from "./diff-view.js";
 
 const POLL_MS = 5000;
+/** Validation rollouts of one run read at most (a run of 10 rounds, a beam of 4 and 4 branches on 50 tasks is ~8,000). */
+const MAX_EVALUATIONS = 50_000;
+
+const NO_SCORES: ApoScores = { full: new Map(), rounds: [] };
 
 /** APO runs, read from the snapshots APO publishes (`apo-{run}-…` with its `_apo` record) and their val scores. */
 export function ApoView({ runId }: { runId: string | undefined }) {
@@ -26,16 +30,18 @@ export function ApoView({ runId }: { runId: string | undefined }) {
   const runs = useMemo(() => readApoRuns(snapshots.data?.resources ?? []), [snapshots.data]);
   const run = runs.find((r) => r.run === runId) ?? runs.at(-1);
   const candidateIds = useMemo(() => run?.candidates.map((c) => c.resourcesId) ?? [], [run]);
+  // The run's validation rollouts (its candidates' snapshots only), scored per batch as APO scores them.
   const scores = usePoll(
     async (signal) => {
-      if (candidateIds.length === 0) return new Map<string, number>();
-      const { stats } = await clients.store.getRewardsByResources({ resourcesIdIn: candidateIds, modeIn: [RolloutMode.VAL] }, { signal });
-      const byId = new Map<string, number>();
-      for (const s of stats) if (s.mean !== undefined) byId.set(s.resourcesId, s.mean);
-      return new Map(run?.candidates.flatMap((c) => (byId.has(c.resourcesId) ? [[c.key, byId.get(c.resourcesId) as number]] : [])));
+      if (run === undefined || candidateIds.length === 0) return undefined;
+      const { rollouts, finalRewards } = await clients.store.queryRollouts(
+        { resourcesIdIn: candidateIds, modeIn: [RolloutMode.VAL], includeFinalRewards: true, page: { limit: MAX_EVALUATIONS } },
+        { signal },
+      );
+      return apoScores(run.run, rollouts, finalRewards);
     },
     POLL_MS,
-    [clients, candidateIds.join("\n")],
+    [clients, run?.run, candidateIds.join("\n")],
   );
 
   return (
@@ -58,25 +64,32 @@ export function ApoView({ runId }: { runId: string | undefined }) {
             />
             <span className="muted">
               {run.candidates.length} candidates · best{" "}
-              {run.best ? `${run.best.candidate} (${formatReward(run.best.score)}, round ${run.best.round})` : "—"}
+              {run.best ? `${run.best.candidate} (${score3(run.best.score)}, round ${run.best.round})` : "—"}
             </span>
           </div>
-          <RunDetail run={run} scores={scores.data ?? new Map()} />
+          <RunDetail run={run} scores={scores.data ?? NO_SCORES} />
         </>
       )}
     </section>
   );
 }
 
-function RunDetail({ run, scores }: { run: ApoRun; scores: ReadonlyMap<string, number> }) {
+function RunDetail({ run, scores }: { run: ApoRun; scores: ApoScores }) {
   const [selected, setSelected] = useState<string | undefined>(undefined);
+  // A candidate's score in the tree: on the whole validation set when measured, else its latest round's batch.
+  const treeScores = useMemo(() => {
+    const out = new Map<string, number>();
+    for (const r of scores.rounds) out.set(r.key, r.score);
+    for (const [key, score] of scores.full) out.set(key, score);
+    return out;
+  }, [scores]);
   const tree = useMemo<ChartOption>(
     () => ({
       tooltip: { renderMode: "richText", trigger: "item" },
       series: [
         {
           type: "tree",
-          data: [candidateTree(run, scores)],
+          data: [candidateTree(run, treeScores)],
           top: 16,
           bottom: 16,
           left: 110,
@@ -94,17 +107,16 @@ function RunDetail({ run, scores }: { run: ApoRun; scores: ReadonlyMap<string, n
         },
       ],
     }),
-    [run, scores],
+    [run, treeScores],
   );
   const rounds = useMemo<ChartOption>(() => {
-    const points = run.candidates.flatMap((c) =>
-      scores.has(c.key) ? [{ name: c.key, value: [c.round, scores.get(c.key) as number] }] : [],
-    );
-    const bestByRound: [number, number][] = [];
-    let best = Number.NEGATIVE_INFINITY;
+    const roundOf = new Map(run.candidates.map((c) => [c.key, c.round]));
+    // Best so far: the highest whole-validation score among candidates created up to each round.
+    const best: [number, number][] = [];
+    let top = Number.NEGATIVE_INFINITY;
     for (const round of [...new Set(run.candidates.map((c) => c.round))].sort((a, b) => a - b)) {
-      for (const c of run.candidates) if (c.round === round && scores.has(c.key)) best = Math.max(best, scores.get(c.key) as number);
-      if (Number.isFinite(best)) bestByRound.push([round, best]);
+      for (const [key, score] of scores.full) if (roundOf.get(key) === round) top = Math.max(top, score);
+      if (Number.isFinite(top)) best.push([round, top]);
     }
     return {
       legend: {},
@@ -113,8 +125,8 @@ function RunDetail({ run, scores }: { run: ApoRun; scores: ReadonlyMap<string, n
       xAxis: { type: "value", name: "round", minInterval: 1 },
       yAxis: { type: "value", name: "val reward", scale: true },
       series: [
-        { name: "candidates", type: "scatter", data: points },
-        { name: "best so far", type: "line", step: "end", data: bestByRound },
+        { name: "round batch", type: "scatter", data: scores.rounds.map((r) => ({ name: r.key, value: [r.round, r.score] })) },
+        { name: "best (full validation)", type: "line", step: "end", data: best },
       ],
     };
   }, [run, scores]);
@@ -122,7 +134,6 @@ function RunDetail({ run, scores }: { run: ApoRun; scores: ReadonlyMap<string, n
   const bestTemplates = run.best?.templates ?? {};
   const seedTemplates = run.seed?.templates ?? {};
   const names = [...new Set([...Object.keys(seedTemplates), ...Object.keys(bestTemplates)])].sort();
-  const scored = run.candidates.filter((c) => scores.has(c.key)).length;
 
   return (
     <>
@@ -133,7 +144,7 @@ function RunDetail({ run, scores }: { run: ApoRun; scores: ReadonlyMap<string, n
         </div>
         <div className="panel">
           <h3>Scores per round</h3>
-          <Chart testId="apo-scores-chart" option={rounds} points={scored} />
+          <Chart testId="apo-scores-chart" option={rounds} points={scores.rounds.length} />
         </div>
       </div>
       <div className="panel">
@@ -145,7 +156,8 @@ function RunDetail({ run, scores }: { run: ApoRun; scores: ReadonlyMap<string, n
               <th>Round</th>
               <th>Parent</th>
               <th>Edited</th>
-              <th>Val score</th>
+              <th>Full val score</th>
+              <th>Round batch scores</th>
               <th>Critique</th>
             </tr>
           </thead>
@@ -167,7 +179,13 @@ function RunDetail({ run, scores }: { run: ApoRun; scores: ReadonlyMap<string, n
                 <td>{c.round}</td>
                 <td>{c.parent ?? "—"}</td>
                 <td>{c.rejected ? `rejected: ${c.rejected}` : (c.target ?? "—")}</td>
-                <td>{formatReward(scores.get(c.key))}</td>
+                <td>{score3(scores.full.get(c.key))}</td>
+                <td className="muted">
+                  {scores.rounds
+                    .filter((r) => r.key === c.key)
+                    .map((r) => `r${r.round} ${score3(r.score)}`)
+                    .join(" · ")}
+                </td>
                 <td className="muted">{truncate(c.critique ?? "", 120)}</td>
               </tr>
             ))}
@@ -198,6 +216,9 @@ function RunDetail({ run, scores }: { run: ApoRun; scores: ReadonlyMap<string, n
     </>
   );
 }
+
+/** Scores at a fixed three decimals, as APO reports them. */
+const score3 = (value: number | undefined) => (value === undefined ? "—" : value.toFixed(3));
 
 function labelOf(p: { name: string; value?: number }): string {
   return typeof p.value === "number" ? `${p.name} (${p.value.toFixed(2)})` : p.name;
