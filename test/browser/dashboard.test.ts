@@ -266,6 +266,9 @@ describe("the dashboard", () => {
     const row = (key: string) => page.locator(`${id("apo-candidate")}[data-candidate="${key}"]`).textContent();
     await poll(() => row("seed")).toContain((store.apo.baseline as number).toFixed(3));
     await poll(() => row(store.apo.best.key)).toContain(String(store.apo.best.score));
+    // Each round's batch score of every candidate the round scored, as the run reported it.
+    for (const round of store.apo.rounds)
+      for (const { key, score } of round.scores) expect(await row(key)).toContain(`r${round.round} ${score.toFixed(3)}`);
     expect(await page.locator(id("apo-tree")).getAttribute("data-points")).toBe(String(candidates.length));
     expect(await page.locator(`${id("apo-scores-chart")} canvas, ${id("apo-scores-chart")} svg`).count()).toBeGreaterThan(0);
     const added = await page.locator(`${id("apo-best-diff")} ${id("diff-added")}`).allTextContents();
