@@ -52,6 +52,7 @@ describe("the dashboard", () => {
       await fresh.locator(id("auth-token-input")).fill("not-the-token");
       await fresh.locator(id("auth-submit")).click();
       await poll(() => text("auth-error", fresh)).toMatch(/invalid bearer token/i);
+      expect(await fresh.locator(id("view-overview")).count()).toBe(0);
       await screenshot(fresh, "auth-wrong-token");
       await fresh.locator(id("auth-token-input")).fill(store.token);
       await fresh.locator(id("auth-submit")).click();
