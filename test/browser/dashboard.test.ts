@@ -175,6 +175,12 @@ describe("the dashboard", () => {
       ).toContain("What is 12 * 7?");
     }
     expect(await page.locator(id("tool-call")).first().textContent()).toContain("calculate");
+    // A span of the waterfall, selected: its attributes as stored.
+    const selected = spans.find((s) => s.spanId === callSpanIds[0]);
+    await page.locator(`${id("span-row")}[data-span-id="${selected?.spanId}"]`).click();
+    const responseIds = page.locator(`${id("span-attribute")}[data-key="${sc.AGL_LLM_RESPONSE_TOKEN_IDS}"]`);
+    await poll(() => responseIds.count()).toBe(1);
+    expect(await responseIds.textContent()).toContain(String((attrs(selected)[sc.AGL_LLM_RESPONSE_TOKEN_IDS] as number[])[0]));
     await poll(() => page.locator(id("reward-row")).count()).toBe(1);
     const reward = spans.find((s) => s.name === sc.AGL_ANNOTATION);
     const [name, value, where] = await page.locator(`${id("reward-row")} td`).allTextContents();
@@ -267,6 +273,13 @@ describe("the dashboard", () => {
     const row = (key: string) => page.locator(`${id("apo-candidate")}[data-candidate="${key}"]`).textContent();
     await poll(() => row("seed")).toContain((store.apo.baseline as number).toFixed(3));
     await poll(() => row(store.apo.best.key)).toContain(String(store.apo.best.score));
+    // A candidate, clicked: its critique and its template.
+    await page
+      .locator(`${id("apo-candidate")}[data-candidate="${store.apo.best.key}"]`)
+      .getByRole("button")
+      .click();
+    await poll(() => text("apo-critique")).toContain("fewest seats");
+    expect(await text("apo-critique")).toContain(store.apo.best.templates.booking?.template);
     // Each round's batch score of every candidate the round scored, as the run reported it.
     for (const round of store.apo.rounds)
       for (const { key, score } of round.scores) expect(await row(key)).toContain(`r${round.round} ${score.toFixed(3)}`);
