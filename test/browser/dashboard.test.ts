@@ -17,6 +17,8 @@ import { APO_RUN, CALCULATOR_RESOURCES, type DashboardStore, startDashboardStore
 let store: DashboardStore;
 let browser: Browser;
 let page: Page;
+/** What the shared page reported as errors: console errors (CSP violations among them) and uncaught exceptions. */
+const pageErrors: string[] = [];
 
 /** expect.poll with room for a busy machine (the default gives up after 1 s). */
 const poll = <T>(value: () => T | Promise<T>, options: { timeout?: number } = {}) =>
@@ -34,6 +36,10 @@ beforeAll(async () => {
   if (!existsSync(join(repo, "dist/ui/index.html"))) throw new Error("the dashboard is not built: run make ui (make test does)");
   [store, browser] = await Promise.all([startDashboardStore(), launchChromium()]);
   page = await newPage(browser);
+  page.on("console", (message) => {
+    if (message.type() === "error") pageErrors.push(message.text());
+  });
+  page.on("pageerror", (error) => pageErrors.push(String(error)));
   // The app keeps the token in sessionStorage (ui/README.md, Auth); the auth test goes through the form itself.
   await page.addInitScript((token) => sessionStorage.setItem("agl.token", token), store.token);
 }, 240_000);
@@ -318,5 +324,9 @@ describe("the dashboard", () => {
       String(published.version),
     );
     expect(await page.evaluate(() => "aglTestMark" in globalThis)).toBe(true);
+  });
+
+  it("ran every view without an error in the page (the server's CSP included)", () => {
+    expect(pageErrors).toEqual([]);
   });
 });
