@@ -20,13 +20,13 @@ export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
 endif
 
-.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner demo demo-seeds demo-verl verl-cpu-smoke bench-verl-cpu clean
+.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl verl-cpu-smoke bench-verl-cpu clean
 
 help:
 	@echo "make test    install what is needed (Node 24 too, when the machine's is not 22, 24 or 26), check generated"
 	@echo "             code, run the whole suite, then a smoke subset on Node 22 and 26"
 	@echo "make proto   regenerate src/gen and $(PY_GEN) from proto/"
-	@echo "make build   compile TypeScript into dist/"
+	@echo "make build   compile TypeScript into dist/ and the dashboard into dist/ui/"
 	@echo "make lint    check formatting and lint rules (Biome), writing nothing; make format rewrites the formatting"
 
 $(STAMPS):
@@ -70,16 +70,27 @@ format: deps
 
 typecheck: deps
 	npx tsc --noEmit
+	npx tsc --noEmit -p ui
 
-build: deps
+# The package, and the dashboard.
+build: deps ui
 	npx tsc -p tsconfig.build.json
+
+# The dashboard (ui/) bundled by Vite into dist/ui/, which `agl serve` serves at `/` (about 2 s).
+ui: deps
+	npx vite build --config ui/vite.config.ts
 
 lint-py: deps
 	$(VENV)/bin/ruff check $(PY_DIR)
 
+# The browser tests (test/browser/) run the dashboard built by `ui` in Debian's Chromium, driven by playwright-core,
+# which never downloads a browser: scripts/chromium.sh installs the package (apt-get) when it is missing.
+chromium:
+	@scripts/chromium.sh >/dev/null
+
 # Against a real PostgreSQL too: scripts/postgres.sh installs Debian's server when missing (apt-get) and starts the
 # project's private cluster; it is stopped afterwards even when tests fail (unless another run still holds a lease).
-test-ts: deps
+test-ts: deps chromium ui
 	@export AGL_POSTGRES_LEASE=$$$$ && \
 	  AGL_TEST_POSTGRES_URL=$$(scripts/postgres.sh start) && export AGL_TEST_POSTGRES_URL && \
 	  trap 'scripts/postgres.sh stop' EXIT && \
@@ -116,6 +127,14 @@ bench-apo: deps
 
 bench-runner: deps
 	npx tsx bench/runner/run.ts
+
+# First render of the dashboard's rollouts view (100,000 rollouts in SQLite) and of a rollout of 500 spans, in Chromium.
+bench-ui: build chromium
+	npx tsx bench/ui-render/run.ts
+
+# The dashboard's queries (Rollouts view, aggregates, a rollout of 500 spans) on 100,000 rollouts in SQLite.
+bench-ui-queries: deps
+	npx tsx bench/ui-queries/run.ts
 
 # RL end to end on CPU: store (SQLite) + LLM proxy + TS runner pool + local trainer; prints the reward curve.
 demo: deps

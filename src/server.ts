@@ -19,3 +19,7 @@ export type { ServerLogger } from "./server/error-logging.js";
 /** `POST /v1/traces`: spans from any OpenTelemetry OTLP/HTTP exporter (protobuf or JSON), stored with their attempts. */
 export { createOtlpTracesHandler } from "./otlp/otlp-route.js";
 export type { OtlpTracesHandlerOptions } from "./otlp/otlp-route.js";
+
+/** The dashboard: its built files at `/` (GET and HEAD), index.html for client routes, a strict content security policy. */
+export { createUiHandler } from "./server/ui-handler.js";
+export type { UiHandlerOptions } from "./server/ui-handler.js";

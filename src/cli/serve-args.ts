@@ -10,6 +10,8 @@ export interface ServeArgs {
   maxMessageBytes: number;
   /** Serve the LLM proxy on the same port; `backends` are fixed engines (none: follow the store's LLM resource). */
   proxy?: { backends: string[]; model?: string };
+  /** Serve the dashboard at `/` (absent with --no-ui); `dir` overrides where its built files are. */
+  ui?: { dir?: string };
   help: boolean;
 }
 
@@ -34,6 +36,9 @@ Options:
                               on this port; engines come from the latest LLM resource in the store
   --proxy-backend <url>       a fixed engine for the proxy instead (OpenAI base URL; repeatable; implies --proxy)
   --proxy-model <name>        the model the fixed engines serve
+  --no-ui                     do not serve the dashboard (by default: GET / on this port, from dist/ui/ of the
+                              package, built by 'make build'; it reads the store through the RPCs, with the token)
+  --ui-dir <dir>              serve the dashboard built in this directory instead
   -h, --help                  show this help
 `;
 
@@ -54,11 +59,16 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       proxy: { type: "boolean" },
       "proxy-backend": { type: "string", multiple: true },
       "proxy-model": { type: "string" },
+      "no-ui": { type: "boolean" },
+      "ui-dir": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
   if (values.memory === true && values.database !== undefined) {
     throw new UsageError("--memory and --database exclude each other");
+  }
+  if (values["no-ui"] === true && values["ui-dir"] !== undefined) {
+    throw new UsageError("--no-ui and --ui-dir exclude each other");
   }
   if ((values["tls-cert"] === undefined) !== (values["tls-key"] === undefined)) {
     throw new UsageError("--tls-cert and --tls-key go together");
@@ -82,6 +92,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     backend: values.memory === true ? { kind: "memory" } : databaseBackend(values.database ?? "./agl.db"),
     maxMessageBytes: integer(maxBytes ?? String(DEFAULT_MAX_MESSAGE_BYTES), "--max-message-bytes", 1, 2 ** 31 - 1),
     ...(proxy ? { proxy } : {}),
+    ...(values["no-ui"] === true ? {} : { ui: values["ui-dir"] === undefined ? {} : { dir: values["ui-dir"] } }),
     help: values.help === true,
   };
 }

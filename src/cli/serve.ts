@@ -2,6 +2,8 @@ import { readFileSync } from "node:fs";
 import { createLlmProxy } from "../proxy/llm-proxy.js";
 import { createOtlpTracesHandler } from "../otlp/otlp-route.js";
 import { type StoreServer, startStoreServer } from "../server/store-server.js";
+import type { HttpFallback } from "../server/http-handler.js";
+import { createUiHandler } from "../server/ui-handler.js";
 import { createMemoryBackend } from "../store/backends/memory/memory-backend.js";
 import { createStore, type Store } from "../store/store.js";
 import type { ServeArgs } from "./serve-args.js";
@@ -26,6 +28,8 @@ export async function serve(args: ServeArgs): Promise<number> {
           : {}),
       })
     : undefined;
+  const toProxy: HttpFallback | undefined = proxy && ((req, res) => proxy.handle(req, res));
+  const dashboard = args.ui ? createUiHandler({ ...args.ui, ...(toProxy ? { next: toProxy } : {}) }) : toProxy;
   let server: StoreServer;
   try {
     server = await startStoreServer({
@@ -40,8 +44,8 @@ export async function serve(args: ServeArgs): Promise<number> {
         maxBodyBytes: args.maxMessageBytes,
         ...(args.token === undefined ? {} : { token: args.token }),
         onError: (error) => console.error("agl serve: OTLP ingest failed:", error),
-        // Every other plain-HTTP route goes to the LLM proxy, when it runs.
-        ...(proxy ? { next: (req, res) => proxy.handle(req, res) } : {}),
+        // Every other plain-HTTP route goes to the dashboard (GET and HEAD), then to the LLM proxy, when they run.
+        ...(dashboard ? { next: dashboard } : {}),
       }),
       ...(tls === undefined ? {} : { tls }),
     });

@@ -19,3 +19,4 @@ export {
   type ConnectionTargets,
 } from "./front-server.js";
 export { createHttpServer, type HttpFallback, type HttpServerOptions } from "./http-handler.js";
+export { createUiHandler, UI_CONTENT_SECURITY_POLICY, type UiHandlerOptions } from "./ui-handler.js";

@@ -1,4 +1,4 @@
-import type { Attempt, ResourcesUpdate, Rollout, RolloutStatus, Span, Worker, WorkerStatus } from "../gen/agl/v1/types_pb.js";
+import type { Attempt, ResourcesUpdate, Rollout, RolloutMode, RolloutStatus, Span, Worker, WorkerStatus } from "../gen/agl/v1/types_pb.js";
 
 /**
  * Storage for the store: a set of typed tables behind transactions. The state machine lives in the store core
@@ -57,13 +57,36 @@ export interface StringMatch {
   contains?: string;
 }
 
-/** Conditions combined by `any` (OR) or all (AND). An empty set of conditions matches everything. */
+/** A half-open interval of epoch seconds, [from, to); an absent bound is open. */
+export interface TimeRange {
+  from?: number;
+  to?: number;
+}
+
+/** Restrictions on rollouts that always hold together (AND), whatever the filter logic. */
+export interface RolloutScope {
+  modeIn?: RolloutMode[];
+  resourcesIdIn?: string[];
+  /** Rollout.resources_version; undefined means any. */
+  resourcesVersion?: number;
+  /** On start_time (creation). */
+  startTime?: TimeRange;
+  /** On end_time: unfinished rollouts never match a range. */
+  endTime?: TimeRange;
+  statusIn?: RolloutStatus[];
+}
+
+/**
+ * Conditions combined by `any` (OR) or all (AND). An empty set of conditions matches everything. `scope` always
+ * restricts (AND) on top.
+ */
 export interface RolloutFilter {
   statusIn?: RolloutStatus[];
   rolloutIdIn?: string[];
   rolloutIdContains?: string;
   groupId?: string;
   any: boolean;
+  scope?: RolloutScope;
 }
 
 export interface SpanFilter {
@@ -99,6 +122,51 @@ export interface StorageCounts {
   workers: number;
   queueLength: number;
   rolloutsByStatus: Map<RolloutStatus, number>;
+}
+
+/** Rollouts of one mode and status counted in one time bucket (its index from the window's start). */
+export interface BucketCount {
+  bucket: number;
+  mode: RolloutMode;
+  status: RolloutStatus;
+  count: number;
+}
+
+/** A timeline's window, cut into buckets of `bucketSeconds` from `start` (the last one ends at `end`). */
+export interface TimelineQuery {
+  start: number;
+  end: number;
+  bucketSeconds: number;
+  scope: RolloutScope;
+}
+
+/** The rollouts created and finished in each bucket, by mode and status (zero counts left out, in any order). */
+export interface Timeline {
+  created: BucketCount[];
+  finished: BucketCount[];
+}
+
+/**
+ * The raw sums of one group of rollouts (same resources id, version and mode) for reward statistics. `rewarded`,
+ * `rewardSum`, `rewardSquares`, `rewardMin` and `rewardMax` are over the final rewards of the group's rollouts that
+ * have one: the reward span with the highest sequence id of the rollout's latest attempt.
+ */
+export interface RewardGroup {
+  resourcesId: string;
+  resourcesVersion: number;
+  mode: RolloutMode;
+  rollouts: number;
+  rewarded: number;
+  rewardSum: number;
+  rewardSquares: number;
+  rewardMin?: number;
+  rewardMax?: number;
+  /** Spans of the group's rollouts (every attempt) that recorded an LLM call with its token ids. */
+  llmCalls: number;
+  promptTokens: number;
+  responseTokens: number;
+  firstStartTime: number;
+  lastStartTime: number;
 }
 
 /** The operations of one transaction. */
@@ -145,6 +213,10 @@ export interface StorageTx {
   /** The snapshot written last by insertResources or putResources. */
   latestResources(): Promise<ResourcesUpdate | undefined>;
   queryResources(filter: ResourcesFilter, page: PageSpec): Promise<PageResult<ResourcesUpdate>>;
+  /** A version of a snapshot id as published (every version written by insertResources or putResources is kept). */
+  getResourcesVersion(resourcesId: string, version: number): Promise<ResourcesUpdate | undefined>;
+  /** Every kept version of a snapshot id. Default order: version ascending. */
+  queryResourceVersions(resourcesId: string, page: PageSpec): Promise<PageResult<ResourcesUpdate>>;
 
   getWorker(workerId: string): Promise<Worker | undefined>;
   /** Inserts or replaces a worker. */
@@ -152,6 +224,15 @@ export interface StorageTx {
   queryWorkers(filter: WorkerFilter, page: PageSpec): Promise<PageResult<Worker>>;
 
   counts(): Promise<StorageCounts>;
+
+  /** The creation time of the first rollout, or undefined when there is none. */
+  firstRolloutStartTime(): Promise<number | undefined>;
+  /** Rollouts in `query.scope`, counted per bucket of their start time (created) and of their end time (finished). */
+  rolloutTimeline(query: TimelineQuery): Promise<Timeline>;
+  /** Reward sums of the rollouts in `scope`, per (resources id, resources version, mode), in any order. */
+  rewardGroups(scope: RolloutScope): Promise<RewardGroup[]>;
+  /** The final reward of each given rollout that has one (see {@link RewardGroup}). */
+  finalRewards(rolloutIds: string[]): Promise<Map<string, number>>;
 
   /** Queues an event for delivery after commit. */
   notify(event: StoreEvent): void;
@@ -162,11 +243,12 @@ export const spanKey = (rolloutId: string, attemptId: string, spanId: string) =>
 
 /** Sortable fields per table (proto names); the core rejects others with INVALID_ARGUMENT. */
 export const sortableFields = {
-  rollouts: ["rollout_id", "start_time", "end_time", "status", "mode", "resources_id", "group_id"],
+  rollouts: ["rollout_id", "start_time", "end_time", "status", "mode", "resources_id", "resources_version", "group_id"],
   attempts: ["sequence_id", "attempt_id", "start_time", "end_time", "status", "worker_id", "last_heartbeat_time"],
   spans: ["sequence_id", "start_time", "end_time", "name", "span_id", "trace_id", "parent_id"],
   workers: ["worker_id", "status", "last_heartbeat_time", "last_dequeue_time", "last_busy_time", "last_idle_time"],
   resources: ["resources_id", "create_time", "update_time", "version"],
+  resource_versions: ["version"],
 } as const;
 
 /** The tables a query pages through. */

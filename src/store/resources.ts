@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import {
   AddResourcesRequestSchema,
   GetResourcesRequestSchema,
+  QueryResourceVersionsRequestSchema,
   QueryResourcesRequestSchema,
   UpdateResourcesRequestSchema,
   WatchResourcesRequestSchema,
@@ -16,7 +17,7 @@ import { checkEnum, checkId, checkStruct, checkValue, toPageSpec } from "./valid
 
 type ResourceMethods = Pick<
   StoreApi,
-  "addResources" | "updateResources" | "getResources" | "getLatestResources" | "queryResources" | "watchResources"
+  "addResources" | "updateResources" | "getResources" | "getLatestResources" | "queryResources" | "queryResourceVersions" | "watchResources"
 >;
 
 /** Versions a watcher may fall behind by before its stream is ended (it can reconnect with include_latest). */
@@ -94,9 +95,28 @@ export function resourceMethods(ctx: StoreContext): ResourceMethods {
     async getResources(init) {
       const req = create(GetResourcesRequestSchema, init);
       checkId(req.resourcesId, "resources_id", limits);
-      const update = await ctx.read((tx) => tx.getResources(req.resourcesId));
-      if (!update) throw notFound(`resources ${JSON.stringify(req.resourcesId)} not found`);
+      const update = await ctx.read(async (tx) => {
+        const current = await tx.getResources(req.resourcesId);
+        if (!current) throw notFound(`resources ${JSON.stringify(req.resourcesId)} not found`);
+        if (!req.version || req.version === current.version) return current;
+        const past = await tx.getResourcesVersion(req.resourcesId, req.version);
+        if (!past) {
+          throw notFound(`resources ${JSON.stringify(req.resourcesId)} have no version ${req.version} (versions 1 to ${current.version})`);
+        }
+        return past;
+      });
       return update;
+    },
+
+    async queryResourceVersions(init) {
+      const req = create(QueryResourceVersionsRequestSchema, init);
+      checkId(req.resourcesId, "resources_id", limits);
+      const page = toPageSpec(req.page, "resource_versions", limits);
+      return ctx.read(async (tx) => {
+        if (!(await tx.getResources(req.resourcesId))) throw notFound(`resources ${JSON.stringify(req.resourcesId)} not found`);
+        const result = await tx.queryResourceVersions(req.resourcesId, page);
+        return { $typeName: "agl.v1.QueryResourceVersionsResponse", resources: result.items, page: pageInfo(result.total, page) };
+      });
     },
 
     async getLatestResources() {

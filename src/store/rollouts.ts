@@ -22,6 +22,7 @@ import {
 } from "../gen/agl/v1/types_pb.js";
 import type { StorageTx } from "./backend.js";
 import { callScope, newAttempt, pageInfo, requireRollout, type StoreContext, withLatestAttempts } from "./context.js";
+import { rolloutScope } from "./rollout-scope.js";
 import { notFound } from "./errors.js";
 import { newRolloutId } from "./ids.js";
 import { isFinished, isQueued, markWorkerIdle } from "./state-machine.js";
@@ -41,25 +42,33 @@ type RolloutMethods = Pick<
   | "waitForRollouts"
 >;
 
+/** A resources snapshot id and the version a rollout records of it. */
+interface ResourcesRef {
+  resourcesId: string;
+  version: number;
+}
+
 /** Queue and rollout lifecycle: enqueue, dequeue (long-poll), start, read, query, update, wait. */
 export function rolloutMethods(ctx: StoreContext): RolloutMethods {
   const { limits } = ctx;
 
-  async function checkResourcesId(tx: StorageTx, resourcesId: string) {
-    if (resourcesId && !(await tx.getResources(resourcesId))) {
-      throw notFound(`resources ${JSON.stringify(resourcesId)} not found`);
-    }
+  /** The current version of a resources id ("" has none: 0); an unknown id is NOT_FOUND. */
+  async function resourcesVersion(tx: StorageTx, resourcesId: string): Promise<number> {
+    if (!resourcesId) return 0;
+    const update = await tx.getResources(resourcesId);
+    if (!update) throw notFound(`resources ${JSON.stringify(resourcesId)} not found`);
+    return update.version;
   }
 
   /** Validates a spec and builds the rollout it describes (resources default to the latest snapshot). */
-  async function buildRollout(tx: StorageTx, spec: RolloutSpec, status: RolloutStatus, latest: string) {
+  async function buildRollout(tx: StorageTx, spec: RolloutSpec, status: RolloutStatus, latest: ResourcesRef) {
     checkEnum(spec.mode, RolloutMode, "mode", true);
     checkConfig(spec.config, limits);
     checkValue(spec.input, "input");
     checkStruct(spec.metadata, "metadata");
     // Bounded like an id: PostgreSQL indexes it, and an index entry holds about 2.7 kB.
     if (spec.groupId) checkId(spec.groupId, "group_id", limits);
-    await checkResourcesId(tx, spec.resourcesId);
+    const resources = spec.resourcesId ? { resourcesId: spec.resourcesId, version: await resourcesVersion(tx, spec.resourcesId) } : latest;
     const config = create(RolloutConfigSchema, spec.config ?? {});
     config.maxAttempts ||= 1;
     return create(RolloutSchema, {
@@ -67,7 +76,8 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       input: spec.input ?? create(ValueSchema, { kind: { case: "nullValue", value: 0 } }),
       startTime: ctx.now(),
       mode: spec.mode,
-      resourcesId: spec.resourcesId || latest,
+      resourcesId: resources.resourcesId,
+      resourcesVersion: resources.version,
       status,
       config,
       metadata: spec.metadata ?? {},
@@ -75,7 +85,10 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
     });
   }
 
-  const latestResourcesId = async (tx: StorageTx) => (await tx.latestResources())?.resourcesId ?? "";
+  const latestResources = async (tx: StorageTx): Promise<ResourcesRef> => {
+    const update = await tx.latestResources();
+    return { resourcesId: update?.resourcesId ?? "", version: update?.version ?? 0 };
+  };
 
   /** Claims up to `limit` queued rollouts in one transaction. */
   function claim(limit: number, workerId: string): Promise<Rollout[]> {
@@ -110,7 +123,7 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       checkCount(req.rollouts.length, limits.rolloutsPerEnqueue, "rollouts");
       await ctx.maybeScan();
       const rollouts = await ctx.write(async (tx) => {
-        const latest = await latestResourcesId(tx);
+        const latest = await latestResources(tx);
         const built: Rollout[] = [];
         for (const spec of req.rollouts) built.push(await buildRollout(tx, spec, RolloutStatus.QUEUING, latest));
         await tx.insertRollouts(built);
@@ -154,7 +167,7 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       return ctx.write(async (tx) => {
         const now = ctx.now();
         const spec = req.rollout ?? create(RolloutSpecSchema);
-        const rollout = await buildRollout(tx, spec, RolloutStatus.PREPARING, await latestResourcesId(tx));
+        const rollout = await buildRollout(tx, spec, RolloutStatus.PREPARING, await latestResources(tx));
         await tx.insertRollouts([rollout]);
         const attempt = await newAttempt(tx, rollout.rolloutId, req.workerId, now);
         await tx.insertAttempt(attempt);
@@ -198,6 +211,18 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       for (const status of req.statusIn) checkEnum(status, RolloutStatus, "status_in");
       checkEnum(req.filterLogic, FilterLogic, "filter_logic", true);
       const page = toPageSpec(req.page, "rollouts", limits);
+      const scope = rolloutScope(
+        {
+          modeIn: req.modeIn,
+          resourcesIdIn: req.resourcesIdIn,
+          resourcesVersion: req.resourcesVersion,
+          startTimeFrom: req.startTimeFrom,
+          startTimeTo: req.startTimeTo,
+          endTimeFrom: req.endTimeFrom,
+          endTimeTo: req.endTimeTo,
+        },
+        limits,
+      );
       await ctx.maybeScan();
       return ctx.read(async (tx) => {
         const filter = {
@@ -206,12 +231,16 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
           rolloutIdContains: req.rolloutIdContains || undefined,
           groupId: req.groupId || undefined,
           any: req.filterLogic === FilterLogic.OR,
+          scope,
         };
         const result = await tx.queryRollouts(filter, page);
+        const rewards =
+          req.includeFinalRewards && result.items.length > 0 ? await tx.finalRewards(result.items.map((r) => r.rolloutId)) : undefined;
         return {
           $typeName: "agl.v1.QueryRolloutsResponse",
           rollouts: await withLatestAttempts(tx, result.items),
           page: pageInfo(result.total, page),
+          finalRewards: rewards ? Object.fromEntries(rewards) : {},
         };
       });
     },
@@ -229,7 +258,7 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
         const now = ctx.now();
         const rollout = await requireRollout(tx, req.rolloutId);
         if (req.resourcesId !== undefined) {
-          await checkResourcesId(tx, req.resourcesId);
+          rollout.resourcesVersion = await resourcesVersion(tx, req.resourcesId);
           rollout.resourcesId = req.resourcesId;
         }
         if (req.input !== undefined) rollout.input = req.input;

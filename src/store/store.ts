@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { StatisticsSchema } from "../gen/agl/v1/store_pb.js";
 import { RolloutStatus } from "../gen/agl/v1/types_pb.js";
+import { aggregateMethods } from "./aggregates.js";
 import { attemptMethods } from "./attempts.js";
 import type { StorageBackend } from "./backend.js";
 import type { StoreContext } from "./context.js";
@@ -126,6 +127,7 @@ export function createStore(options: StoreOptions): Store {
       ...spanPromiseMethods(ctx, { addSpans: spans.addSpans, updateAttempt: ordered.updateAttempt, updateRollout: ordered.updateRollout }),
       ...workerMethods(ctx),
       ...resourceMethods(ctx),
+      ...aggregateMethods(ctx),
     }),
     async getStatistics() {
       const counts = await ctx.read((tx) => tx.counts());

@@ -161,6 +161,14 @@ export function withTxCache(tx: StorageTx): CachedTx {
       await flush();
       return tx.queryResources(filter, page);
     },
+    async getResourcesVersion(id, version) {
+      await flush();
+      return tx.getResourcesVersion(id, version);
+    },
+    async queryResourceVersions(id, page) {
+      await flush();
+      return tx.queryResourceVersions(id, page);
+    },
     async queryWorkers(filter, page) {
       await flush();
       return tx.queryWorkers(filter, page);
@@ -168,6 +176,22 @@ export function withTxCache(tx: StorageTx): CachedTx {
     async counts() {
       await flush();
       return tx.counts();
+    },
+    async firstRolloutStartTime() {
+      await flush();
+      return tx.firstRolloutStartTime();
+    },
+    async rolloutTimeline(query) {
+      await flush();
+      return tx.rolloutTimeline(query);
+    },
+    async rewardGroups(scope) {
+      await flush();
+      return tx.rewardGroups(scope);
+    },
+    async finalRewards(rolloutIds) {
+      await flush();
+      return tx.finalRewards(rolloutIds);
     },
     notify: (event) => tx.notify(event),
   };

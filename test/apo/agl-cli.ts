@@ -18,3 +18,35 @@ export function agl(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code
     child.on("exit", (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+/**
+ * `agl apo` on the room-booking example (relative paths, from the repository root) against an agent LLM serving
+ * `agent-model` and an optimizer serving `opt-model`, with one runner thread; append the search's own options.
+ */
+export function roomExampleArgs(agentLlmUrl: string, optimizerUrl: string): string[] {
+  const example = "examples/room-booking";
+  return [
+    "apo",
+    `${example}/agent.ts`,
+    "--train",
+    `${example}/train.jsonl`,
+    "--val",
+    `${example}/val.jsonl`,
+    "--prompt",
+    `booking=@${example}/seed-prompt.txt`,
+    "--var",
+    "rooms",
+    "--llm-model",
+    "agent-model",
+    "--llm-base-url",
+    agentLlmUrl,
+    "--optimizer-base-url",
+    optimizerUrl,
+    "--gradient-model",
+    "opt-model",
+    "--edit-model",
+    "opt-model",
+    "--workers",
+    "1",
+  ];
+}

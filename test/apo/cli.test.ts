@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { ApoReport } from "../../src/algorithm/apo/apo-report.js";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/fake-llm-server.js";
-import { agl } from "./agl-cli.js";
+import { agl, roomExampleArgs } from "./agl-cli.js";
 import { roomAgentPolicy, roomOptimizerPolicy } from "./fixtures/room-policies.js";
 
 const example = "examples/room-booking";
@@ -25,30 +25,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const exampleArgs = () => [
-  "apo",
-  `${example}/agent.ts`,
-  "--train",
-  `${example}/train.jsonl`,
-  "--val",
-  `${example}/val.jsonl`,
-  "--prompt",
-  `booking=@${example}/seed-prompt.txt`,
-  "--var",
-  "rooms",
-  "--llm-model",
-  "agent-model",
-  "--llm-base-url",
-  agentLlm.url,
-  "--optimizer-base-url",
-  optimizer.url,
-  "--gradient-model",
-  "opt-model",
-  "--edit-model",
-  "opt-model",
-  "--workers",
-  "1",
-];
+const exampleArgs = () => roomExampleArgs(agentLlm.url, optimizer.url);
 
 describe("agl apo", () => {
   test("optimizes the room-booking example: progress, a report on stdout and as JSON", async () => {

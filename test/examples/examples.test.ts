@@ -6,22 +6,13 @@ import { createMemoryBackend } from "../../src/store/backends/memory/memory-back
 import { createStore } from "../../src/store/store.js";
 import { Trainer } from "../../src/trainer/trainer.js";
 import { tasks } from "../../examples/calculator/tasks.js";
-import { type FakeLlmServer, type PolicyInput, startFakeLlmServer } from "../support/fake-llm-server.js";
+import { calculatorPolicy } from "../support/calculator-policy.js";
+import { type FakeLlmServer, startFakeLlmServer } from "../support/fake-llm-server.js";
 import { attrs } from "../hooks/hook-helpers.js";
-
-/** A model that solves "What is A op B?" with the calculate tool, then reports the tool's result. */
-function solver(input: PolicyInput) {
-  const last = input.messages.at(-1);
-  if (last?.role === "tool") return { content: `${last.content}` };
-  const user = [...input.messages].reverse().find((m) => m.role === "user");
-  const match = /(-?\d+)\s*([-+*/])\s*(-?\d+)/.exec(typeof user?.content === "string" ? user.content : "");
-  if (!match) return { content: "I cannot tell." };
-  return { content: "", toolCalls: [{ name: "calculate", arguments: { a: Number(match[1]), op: match[2], b: Number(match[3]) } }] };
-}
 
 let engine: FakeLlmServer;
 beforeAll(async () => {
-  engine = await startFakeLlmServer({ policy: solver });
+  engine = await startFakeLlmServer({ policy: calculatorPolicy });
 });
 afterAll(() => engine.close());
 

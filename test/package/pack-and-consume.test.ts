@@ -86,8 +86,8 @@ const api: Record<string, { values: string[]; types: string[] }> = {
     ],
   },
   "agl/server": {
-    values: ["startStoreServer", "createOtlpTracesHandler"],
-    types: ["StoreServer", "StoreServerOptions", "ServerLogger", "OtlpTracesHandlerOptions"],
+    values: ["startStoreServer", "createOtlpTracesHandler", "createUiHandler"],
+    types: ["StoreServer", "StoreServerOptions", "ServerLogger", "OtlpTracesHandlerOptions", "UiHandlerOptions"],
   },
   "agl/proxy": {
     values: ["createLlmProxy", "proxyBaseUrl", "bindResource", "bindResources"],

@@ -6,10 +6,20 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
-import { ResourcesUpdateSchema, RolloutSchema, RolloutStatus, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
+import {
+  AttemptSchema,
+  type AttributeValue,
+  AttributeValueSchema,
+  ResourcesUpdateSchema,
+  RolloutSchema,
+  RolloutStatus,
+  SpanSchema,
+} from "../../src/gen/agl/v1/types_pb.js";
+import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, rewardValueKey } from "../../src/core/semconv.js";
 import type { StorageBackend, StorageTx, StoreEvent } from "../../src/store/backend.js";
 import { createPostgresBackend, type PostgresBackendOptions } from "../../src/store/backends/postgres/postgres-backend.js";
 import { encodeEvents } from "../../src/store/backends/postgres/postgres-events.js";
+import { SCHEMA_VERSION } from "../../src/store/backends/postgres/postgres-schema.js";
 import { createStore } from "../../src/store/store.js";
 import { expectCode, makeSpan, sleep } from "../conformance/harness.js";
 import { adminQuery, dropSchema, freshSchema, postgresUrl } from "../support/postgres.js";
@@ -51,12 +61,51 @@ function barrier(n: number, ms: number) {
 }
 
 describe("PostgreSQL backend", () => {
+  it("upgrades a version 1 schema: spans stored before get their reward and token columns", async () => {
+    const name = schema();
+    const first = await open(name);
+    const rewardValue = create(AttributeValueSchema, { value: { case: "doubleValue", value: 0.5 } });
+    const tokenIds = create(AttributeValueSchema, { value: { case: "intArray", value: { values: [1n, 2n, 3n] } } });
+    const span = (spanId: string, sequenceId: number, attributes: Record<string, AttributeValue>) =>
+      create(SpanSchema, { ...makeSpan("ro-1", "at-1", { spanId, sequenceId }), attributes });
+    await first.transaction(async (t) => {
+      await t.insertResources(create(ResourcesUpdateSchema, { resourcesId: "rs-1", version: 1 }));
+      await t.putResources(create(ResourcesUpdateSchema, { resourcesId: "rs-1", version: 2 }));
+      await t.insertRollouts([rollout("ro-1", { status: RolloutStatus.SUCCEEDED })]);
+      await t.insertAttempt(create(AttemptSchema, { rolloutId: "ro-1", attemptId: "at-1", sequenceId: 1, startTime: 100 }));
+      await t.insertSpans([
+        span("00000000000000a1", 1, { [AGL_LLM_RESPONSE_TOKEN_IDS]: tokenIds, [AGL_LLM_PROMPT_TOKEN_IDS]: tokenIds }),
+        span("00000000000000a2", 2, { [rewardValueKey(0)]: rewardValue }),
+      ]);
+    });
+    await first.close();
+    // Back to version 1: without the indexes and columns version 2 added.
+    await adminQuery(`DROP INDEX ${name}.rollouts_start, ${name}.rollouts_end, ${name}.attempts_latest`);
+    await adminQuery(`ALTER TABLE ${name}.rollouts DROP COLUMN resources_version`);
+    await adminQuery(`ALTER TABLE ${name}.spans DROP COLUMN reward, DROP COLUMN llm_prompt_tokens, DROP COLUMN llm_response_tokens`);
+    await adminQuery(`DELETE FROM ${name}.resource_versions`);
+    await adminQuery(`UPDATE ${name}.schema_version SET version = 1`);
+
+    const second = await open(name);
+    const found = await second.transaction(async (t) => ({
+      rewards: await t.finalRewards(["ro-1"]),
+      groups: await t.rewardGroups({}),
+      history: (await t.queryResourceVersions("rs-1", all)).items.map((u) => u.version),
+    }));
+    // Version 1 pruned its history of versions: the current version of each snapshot is put back.
+    expect(found.history).toEqual([2]);
+    expect(found.rewards).toEqual(new Map([["ro-1", 0.5]]));
+    expect(found.groups.map((g) => [g.rollouts, g.rewarded, g.rewardSum, g.llmCalls, g.promptTokens, g.responseTokens])).toEqual([
+      [1, 1, 0.5, 1, 3, 3],
+    ]);
+  });
+
   it("refuses a schema written by a newer version of agl", async () => {
     const name = schema();
     await (await open(name)).close();
     await adminQuery(`UPDATE ${name}.schema_version SET version = 99`);
     await expect(createPostgresBackend({ connectionString: postgresUrl(), schema: name })).rejects.toThrow(
-      /schema .* has version 99, newer than this program's 1/,
+      new RegExp(`schema .* has version 99, newer than this program's ${SCHEMA_VERSION}`),
     );
   });
 

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
@@ -119,6 +119,30 @@ describe("agl serve", () => {
     expect((await curlJson(url, {}, "--cacert", join(dir, "cert.pem"), "-H", "authorization: Bearer t0k")).status).toBe(200);
     cli.child.kill("SIGTERM");
     expect((await cli.exited).code).toBe(0);
+  });
+
+  it("serves the dashboard at / from --ui-dir, next to OTLP and the RPCs; --no-ui turns it off", async () => {
+    const ui = join(dir, "ui");
+    mkdirSync(ui, { recursive: true });
+    writeFileSync(join(ui, "index.html"), "<!doctype html><title>agl</title>\n");
+    const on = await startCli("serve", "--memory", "--port", "0", "--ui-dir", ui);
+    const page = await curl("-i", `http://127.0.0.1:${on.port}/rollouts`);
+    expect(page.status).toBe(200);
+    expect(page.body).toContain("<title>agl</title>");
+    expect(page.body.toLowerCase()).toContain("content-security-policy: default-src 'none'; script-src 'self'");
+    // OTLP keeps its route: an empty export is accepted.
+    const otlp = await curl("-X", "POST", "-H", "content-type: application/json", "--data", "{}", `http://127.0.0.1:${on.port}/v1/traces`);
+    expect(otlp.status).toBe(200);
+    on.child.kill("SIGTERM");
+    expect((await on.exited).code).toBe(0);
+
+    const off = await startCli("serve", "--memory", "--port", "0", "--no-ui");
+    const none = await curl(`http://127.0.0.1:${off.port}/`);
+    expect([none.status, none.body]).toEqual([404, JSON.stringify({ code: "not_found", message: "no such route" })]);
+    off.child.kill("SIGTERM");
+    expect((await off.exited).code).toBe(0);
+    const both = await runCli("serve", "--memory", "--no-ui", "--ui-dir", ui);
+    expect([both.code, both.stderr]).toEqual([2, expect.stringContaining("--no-ui and --ui-dir exclude each other")]);
   });
 
   it("rejects unknown flags and bad values with exit code 2", async () => {

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agl/v1/resources.proto.
  */
 export const file_agl_v1_resources: GenFile = /*@__PURE__*/
-  fileDesc("ChZhZ2wvdjEvcmVzb3VyY2VzLnByb3RvEgZhZ2wudjEimAEKE0FkZFJlc291cmNlc1JlcXVlc3QSPQoJcmVzb3VyY2VzGAEgAygLMiouYWdsLnYxLkFkZFJlc291cmNlc1JlcXVlc3QuUmVzb3VyY2VzRW50cnkaQgoOUmVzb3VyY2VzRW50cnkSCwoDa2V5GAEgASgJEh8KBXZhbHVlGAIgASgLMhAuYWdsLnYxLlJlc291cmNlOgI4ASLPAQoWVXBkYXRlUmVzb3VyY2VzUmVxdWVzdBIUCgxyZXNvdXJjZXNfaWQYASABKAkSQAoJcmVzb3VyY2VzGAIgAygLMi0uYWdsLnYxLlVwZGF0ZVJlc291cmNlc1JlcXVlc3QuUmVzb3VyY2VzRW50cnkSGQoRY3JlYXRlX2lmX21pc3NpbmcYAyABKAgaQgoOUmVzb3VyY2VzRW50cnkSCwoDa2V5GAEgASgJEh8KBXZhbHVlGAIgASgLMhAuYWdsLnYxLlJlc291cmNlOgI4ASIrChNHZXRSZXNvdXJjZXNSZXF1ZXN0EhQKDHJlc291cmNlc19pZBgBIAEoCSIbChlHZXRMYXRlc3RSZXNvdXJjZXNSZXF1ZXN0IkgKGkdldExhdGVzdFJlc291cmNlc1Jlc3BvbnNlEioKCXJlc291cmNlcxgBIAEoCzIXLmFnbC52MS5SZXNvdXJjZXNVcGRhdGUiaAoVUXVlcnlSZXNvdXJjZXNSZXF1ZXN0EhQKDHJlc291cmNlc19pZBgBIAEoCRIdChVyZXNvdXJjZXNfaWRfY29udGFpbnMYAiABKAkSGgoEcGFnZRgDIAEoCzIMLmFnbC52MS5QYWdlImQKFlF1ZXJ5UmVzb3VyY2VzUmVzcG9uc2USKgoJcmVzb3VyY2VzGAEgAygLMhcuYWdsLnYxLlJlc291cmNlc1VwZGF0ZRIeCgRwYWdlGAIgASgLMhAuYWdsLnYxLlBhZ2VJbmZvIi8KFVdhdGNoUmVzb3VyY2VzUmVxdWVzdBIWCg5pbmNsdWRlX2xhdGVzdBgBIAEoCDLyAwoPUmVzb3VyY2VTZXJ2aWNlEkQKDEFkZFJlc291cmNlcxIbLmFnbC52MS5BZGRSZXNvdXJjZXNSZXF1ZXN0GhcuYWdsLnYxLlJlc291cmNlc1VwZGF0ZRJKCg9VcGRhdGVSZXNvdXJjZXMSHi5hZ2wudjEuVXBkYXRlUmVzb3VyY2VzUmVxdWVzdBoXLmFnbC52MS5SZXNvdXJjZXNVcGRhdGUSSQoMR2V0UmVzb3VyY2VzEhsuYWdsLnYxLkdldFJlc291cmNlc1JlcXVlc3QaFy5hZ2wudjEuUmVzb3VyY2VzVXBkYXRlIgOQAgESYAoSR2V0TGF0ZXN0UmVzb3VyY2VzEiEuYWdsLnYxLkdldExhdGVzdFJlc291cmNlc1JlcXVlc3QaIi5hZ2wudjEuR2V0TGF0ZXN0UmVzb3VyY2VzUmVzcG9uc2UiA5ACARJUCg5RdWVyeVJlc291cmNlcxIdLmFnbC52MS5RdWVyeVJlc291cmNlc1JlcXVlc3QaHi5hZ2wudjEuUXVlcnlSZXNvdXJjZXNSZXNwb25zZSIDkAIBEkoKDldhdGNoUmVzb3VyY2VzEh0uYWdsLnYxLldhdGNoUmVzb3VyY2VzUmVxdWVzdBoXLmFnbC52MS5SZXNvdXJjZXNVcGRhdGUwAWIGcHJvdG8z", [file_agl_v1_types]);
+  fileDesc("ChZhZ2wvdjEvcmVzb3VyY2VzLnByb3RvEgZhZ2wudjEimAEKE0FkZFJlc291cmNlc1JlcXVlc3QSPQoJcmVzb3VyY2VzGAEgAygLMiouYWdsLnYxLkFkZFJlc291cmNlc1JlcXVlc3QuUmVzb3VyY2VzRW50cnkaQgoOUmVzb3VyY2VzRW50cnkSCwoDa2V5GAEgASgJEh8KBXZhbHVlGAIgASgLMhAuYWdsLnYxLlJlc291cmNlOgI4ASLPAQoWVXBkYXRlUmVzb3VyY2VzUmVxdWVzdBIUCgxyZXNvdXJjZXNfaWQYASABKAkSQAoJcmVzb3VyY2VzGAIgAygLMi0uYWdsLnYxLlVwZGF0ZVJlc291cmNlc1JlcXVlc3QuUmVzb3VyY2VzRW50cnkSGQoRY3JlYXRlX2lmX21pc3NpbmcYAyABKAgaQgoOUmVzb3VyY2VzRW50cnkSCwoDa2V5GAEgASgJEh8KBXZhbHVlGAIgASgLMhAuYWdsLnYxLlJlc291cmNlOgI4ASI8ChNHZXRSZXNvdXJjZXNSZXF1ZXN0EhQKDHJlc291cmNlc19pZBgBIAEoCRIPCgd2ZXJzaW9uGAIgASgNIhsKGUdldExhdGVzdFJlc291cmNlc1JlcXVlc3QiSAoaR2V0TGF0ZXN0UmVzb3VyY2VzUmVzcG9uc2USKgoJcmVzb3VyY2VzGAEgASgLMhcuYWdsLnYxLlJlc291cmNlc1VwZGF0ZSJoChVRdWVyeVJlc291cmNlc1JlcXVlc3QSFAoMcmVzb3VyY2VzX2lkGAEgASgJEh0KFXJlc291cmNlc19pZF9jb250YWlucxgCIAEoCRIaCgRwYWdlGAMgASgLMgwuYWdsLnYxLlBhZ2UiZAoWUXVlcnlSZXNvdXJjZXNSZXNwb25zZRIqCglyZXNvdXJjZXMYASADKAsyFy5hZ2wudjEuUmVzb3VyY2VzVXBkYXRlEh4KBHBhZ2UYAiABKAsyEC5hZ2wudjEuUGFnZUluZm8iUAocUXVlcnlSZXNvdXJjZVZlcnNpb25zUmVxdWVzdBIUCgxyZXNvdXJjZXNfaWQYASABKAkSGgoEcGFnZRgCIAEoCzIMLmFnbC52MS5QYWdlImsKHVF1ZXJ5UmVzb3VyY2VWZXJzaW9uc1Jlc3BvbnNlEioKCXJlc291cmNlcxgBIAMoCzIXLmFnbC52MS5SZXNvdXJjZXNVcGRhdGUSHgoEcGFnZRgCIAEoCzIQLmFnbC52MS5QYWdlSW5mbyIvChVXYXRjaFJlc291cmNlc1JlcXVlc3QSFgoOaW5jbHVkZV9sYXRlc3QYASABKAgy3QQKD1Jlc291cmNlU2VydmljZRJECgxBZGRSZXNvdXJjZXMSGy5hZ2wudjEuQWRkUmVzb3VyY2VzUmVxdWVzdBoXLmFnbC52MS5SZXNvdXJjZXNVcGRhdGUSSgoPVXBkYXRlUmVzb3VyY2VzEh4uYWdsLnYxLlVwZGF0ZVJlc291cmNlc1JlcXVlc3QaFy5hZ2wudjEuUmVzb3VyY2VzVXBkYXRlEkkKDEdldFJlc291cmNlcxIbLmFnbC52MS5HZXRSZXNvdXJjZXNSZXF1ZXN0GhcuYWdsLnYxLlJlc291cmNlc1VwZGF0ZSIDkAIBEmAKEkdldExhdGVzdFJlc291cmNlcxIhLmFnbC52MS5HZXRMYXRlc3RSZXNvdXJjZXNSZXF1ZXN0GiIuYWdsLnYxLkdldExhdGVzdFJlc291cmNlc1Jlc3BvbnNlIgOQAgESVAoOUXVlcnlSZXNvdXJjZXMSHS5hZ2wudjEuUXVlcnlSZXNvdXJjZXNSZXF1ZXN0Gh4uYWdsLnYxLlF1ZXJ5UmVzb3VyY2VzUmVzcG9uc2UiA5ACARJpChVRdWVyeVJlc291cmNlVmVyc2lvbnMSJC5hZ2wudjEuUXVlcnlSZXNvdXJjZVZlcnNpb25zUmVxdWVzdBolLmFnbC52MS5RdWVyeVJlc291cmNlVmVyc2lvbnNSZXNwb25zZSIDkAIBEkoKDldhdGNoUmVzb3VyY2VzEh0uYWdsLnYxLldhdGNoUmVzb3VyY2VzUmVxdWVzdBoXLmFnbC52MS5SZXNvdXJjZXNVcGRhdGUwAWIGcHJvdG8z", [file_agl_v1_types]);
 
 /**
  * @generated from message agl.v1.AddResourcesRequest
@@ -70,6 +70,13 @@ export type GetResourcesRequest = Message<"agl.v1.GetResourcesRequest"> & {
    * @generated from field: string resources_id = 1;
    */
   resourcesId: string;
+
+  /**
+   * A published version of it to read; 0 means the current one. An unknown version is NOT_FOUND.
+   *
+   * @generated from field: uint32 version = 2;
+   */
+  version: number;
 };
 
 /**
@@ -161,6 +168,54 @@ export const QueryResourcesResponseSchema: GenMessage<QueryResourcesResponse> = 
   messageDesc(file_agl_v1_resources, 6);
 
 /**
+ * @generated from message agl.v1.QueryResourceVersionsRequest
+ */
+export type QueryResourceVersionsRequest = Message<"agl.v1.QueryResourceVersionsRequest"> & {
+  /**
+   * Required; an unknown id is NOT_FOUND.
+   *
+   * @generated from field: string resources_id = 1;
+   */
+  resourcesId: string;
+
+  /**
+   * sort_by: version (the default order, ascending).
+   *
+   * @generated from field: agl.v1.Page page = 2;
+   */
+  page?: Page | undefined;
+};
+
+/**
+ * Describes the message agl.v1.QueryResourceVersionsRequest.
+ * Use `create(QueryResourceVersionsRequestSchema)` to create a new message.
+ */
+export const QueryResourceVersionsRequestSchema: GenMessage<QueryResourceVersionsRequest> = /*@__PURE__*/
+  messageDesc(file_agl_v1_resources, 7);
+
+/**
+ * @generated from message agl.v1.QueryResourceVersionsResponse
+ */
+export type QueryResourceVersionsResponse = Message<"agl.v1.QueryResourceVersionsResponse"> & {
+  /**
+   * @generated from field: repeated agl.v1.ResourcesUpdate resources = 1;
+   */
+  resources: ResourcesUpdate[];
+
+  /**
+   * @generated from field: agl.v1.PageInfo page = 2;
+   */
+  page?: PageInfo | undefined;
+};
+
+/**
+ * Describes the message agl.v1.QueryResourceVersionsResponse.
+ * Use `create(QueryResourceVersionsResponseSchema)` to create a new message.
+ */
+export const QueryResourceVersionsResponseSchema: GenMessage<QueryResourceVersionsResponse> = /*@__PURE__*/
+  messageDesc(file_agl_v1_resources, 8);
+
+/**
  * @generated from message agl.v1.WatchResourcesRequest
  */
 export type WatchResourcesRequest = Message<"agl.v1.WatchResourcesRequest"> & {
@@ -177,7 +232,7 @@ export type WatchResourcesRequest = Message<"agl.v1.WatchResourcesRequest"> & {
  * Use `create(WatchResourcesRequestSchema)` to create a new message.
  */
 export const WatchResourcesRequestSchema: GenMessage<WatchResourcesRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_resources, 7);
+  messageDesc(file_agl_v1_resources, 9);
 
 /**
  * @generated from service agl.v1.ResourceService
@@ -220,12 +275,24 @@ export const ResourceService: GenService<{
     output: typeof GetLatestResourcesResponseSchema;
   },
   /**
+   * The current version of each snapshot id that matches.
+   *
    * @generated from rpc agl.v1.ResourceService.QueryResources
    */
   queryResources: {
     methodKind: "unary";
     input: typeof QueryResourcesRequestSchema;
     output: typeof QueryResourcesResponseSchema;
+  },
+  /**
+   * Every published version of one snapshot id (its history: to chart and diff versions), by version.
+   *
+   * @generated from rpc agl.v1.ResourceService.QueryResourceVersions
+   */
+  queryResourceVersions: {
+    methodKind: "unary";
+    input: typeof QueryResourceVersionsRequestSchema;
+    output: typeof QueryResourceVersionsResponseSchema;
   },
   /**
    * Streams every snapshot as it is published, in publication order.

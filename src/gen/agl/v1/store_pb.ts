@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agl/v1/store.proto.
  */
 export const file_agl_v1_store: GenFile = /*@__PURE__*/
-  fileDesc("ChJhZ2wvdjEvc3RvcmUucHJvdG8SBmFnbC52MSI/ChZFbnF1ZXVlUm9sbG91dHNSZXF1ZXN0EiUKCHJvbGxvdXRzGAEgAygLMhMuYWdsLnYxLlJvbGxvdXRTcGVjIjwKF0VucXVldWVSb2xsb3V0c1Jlc3BvbnNlEiEKCHJvbGxvdXRzGAEgAygLMg8uYWdsLnYxLlJvbGxvdXQiXwoWRGVxdWV1ZVJvbGxvdXRzUmVxdWVzdBISCgVsaW1pdBgBIAEoDUgAiAEBEhEKCXdvcmtlcl9pZBgCIAEoCRIUCgx3YWl0X3NlY29uZHMYAyABKAFCCAoGX2xpbWl0IjwKF0RlcXVldWVSb2xsb3V0c1Jlc3BvbnNlEiEKCHJvbGxvdXRzGAEgAygLMg8uYWdsLnYxLlJvbGxvdXQiTgoTU3RhcnRSb2xsb3V0UmVxdWVzdBIkCgdyb2xsb3V0GAEgASgLMhMuYWdsLnYxLlJvbGxvdXRTcGVjEhEKCXdvcmtlcl9pZBgCIAEoCSI8ChNTdGFydEF0dGVtcHRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgJIicKEUdldFJvbGxvdXRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkizQEKFFF1ZXJ5Um9sbG91dHNSZXF1ZXN0EigKCXN0YXR1c19pbhgBIAMoDjIVLmFnbC52MS5Sb2xsb3V0U3RhdHVzEhUKDXJvbGxvdXRfaWRfaW4YAiADKAkSGwoTcm9sbG91dF9pZF9jb250YWlucxgDIAEoCRIQCghncm91cF9pZBgEIAEoCRIpCgxmaWx0ZXJfbG9naWMYBSABKA4yEy5hZ2wudjEuRmlsdGVyTG9naWMSGgoEcGFnZRgGIAEoCzIMLmFnbC52MS5QYWdlIloKFVF1ZXJ5Um9sbG91dHNSZXNwb25zZRIhCghyb2xsb3V0cxgBIAMoCzIPLmFnbC52MS5Sb2xsb3V0Eh4KBHBhZ2UYAiABKAsyEC5hZ2wudjEuUGFnZUluZm8i6AIKFFVwZGF0ZVJvbGxvdXRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkSKgoFaW5wdXQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVIAIgBARImCgRtb2RlGAMgASgOMhMuYWdsLnYxLlJvbGxvdXRNb2RlSAGIAQESGQoMcmVzb3VyY2VzX2lkGAQgASgJSAKIAQESKgoGc3RhdHVzGAUgASgOMhUuYWdsLnYxLlJvbGxvdXRTdGF0dXNIA4gBARIqCgZjb25maWcYBiABKAsyFS5hZ2wudjEuUm9sbG91dENvbmZpZ0gEiAEBEi4KCG1ldGFkYXRhGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgFiAEBQggKBl9pbnB1dEIHCgVfbW9kZUIPCg1fcmVzb3VyY2VzX2lkQgkKB19zdGF0dXNCCQoHX2NvbmZpZ0ILCglfbWV0YWRhdGEiXwoWV2FpdEZvclJvbGxvdXRzUmVxdWVzdBITCgtyb2xsb3V0X2lkcxgBIAMoCRIcCg90aW1lb3V0X3NlY29uZHMYAiABKAFIAIgBAUISChBfdGltZW91dF9zZWNvbmRzIjwKF1dhaXRGb3JSb2xsb3V0c1Jlc3BvbnNlEiEKCHJvbGxvdXRzGAEgAygLMg8uYWdsLnYxLlJvbGxvdXQiRgoUUXVlcnlBdHRlbXB0c1JlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRIaCgRwYWdlGAIgASgLMgwuYWdsLnYxLlBhZ2UiWgoVUXVlcnlBdHRlbXB0c1Jlc3BvbnNlEiEKCGF0dGVtcHRzGAEgAygLMg8uYWdsLnYxLkF0dGVtcHQSHgoEcGFnZRgCIAEoCzIQLmFnbC52MS5QYWdlSW5mbyItChdHZXRMYXRlc3RBdHRlbXB0UmVxdWVzdBISCgpyb2xsb3V0X2lkGAEgASgJIjwKGEdldExhdGVzdEF0dGVtcHRSZXNwb25zZRIgCgdhdHRlbXB0GAEgASgLMg8uYWdsLnYxLkF0dGVtcHQirwIKFFVwZGF0ZUF0dGVtcHRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkSEgoKYXR0ZW1wdF9pZBgCIAEoCRIqCgZzdGF0dXMYAyABKA4yFS5hZ2wudjEuQXR0ZW1wdFN0YXR1c0gAiAEBEhYKCXdvcmtlcl9pZBgEIAEoCUgBiAEBEiAKE2xhc3RfaGVhcnRiZWF0X3RpbWUYBSABKAFIAogBARIuCghtZXRhZGF0YRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIA4gBARIbCgVzcGFucxgHIAMoCzIMLmFnbC52MS5TcGFuQgkKB19zdGF0dXNCDAoKX3dvcmtlcl9pZEIWChRfbGFzdF9oZWFydGJlYXRfdGltZUILCglfbWV0YWRhdGEiLgoPQWRkU3BhbnNSZXF1ZXN0EhsKBXNwYW5zGAEgAygLMgwuYWdsLnYxLlNwYW4icAoSRXhwZWN0U3BhbnNSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkSEgoKYXR0ZW1wdF9pZBgCIAEoCRIQCghzcGFuX2lkcxgDIAMoCRIOCgZ0dGxfbXMYBCABKA0SEAoId2l0aGRyYXcYBSABKAgiFQoTRXhwZWN0U3BhbnNSZXNwb25zZSKZAQoHU3BhbkFjaxISCgpyb2xsb3V0X2lkGAEgASgJEhIKCmF0dGVtcHRfaWQYAiABKAkSDwoHc3Bhbl9pZBgDIAEoCRITCgtzZXF1ZW5jZV9pZBgEIAEoDRIRCglkdXBsaWNhdGUYBSABKAgSLQoOYXR0ZW1wdF9zdGF0dXMYBiABKA4yFS5hZ2wudjEuQXR0ZW1wdFN0YXR1cyIxChBBZGRTcGFuc1Jlc3BvbnNlEh0KBGFja3MYASADKAsyDy5hZ2wudjEuU3BhbkFjayLJAgoRUXVlcnlTcGFuc1JlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRISCgphdHRlbXB0X2lkGAIgASgJEhAKCHRyYWNlX2lkGAMgASgJEhkKEXRyYWNlX2lkX2NvbnRhaW5zGAQgASgJEg8KB3NwYW5faWQYBSABKAkSGAoQc3Bhbl9pZF9jb250YWlucxgGIAEoCRIRCglwYXJlbnRfaWQYByABKAkSGgoScGFyZW50X2lkX2NvbnRhaW5zGAggASgJEgwKBG5hbWUYCSABKAkSFQoNbmFtZV9jb250YWlucxgKIAEoCRIpCgxmaWx0ZXJfbG9naWMYCyABKA4yEy5hZ2wudjEuRmlsdGVyTG9naWMSGQoRYWZ0ZXJfc2VxdWVuY2VfaWQYDCABKA0SGgoEcGFnZRgNIAEoCzIMLmFnbC52MS5QYWdlIlEKElF1ZXJ5U3BhbnNSZXNwb25zZRIbCgVzcGFucxgBIAMoCzIMLmFnbC52MS5TcGFuEh4KBHBhZ2UYAiABKAsyEC5hZ2wudjEuUGFnZUluZm8iOwoRU2VxdWVuY2VJZFJlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRISCgphdHRlbXB0X2lkGAIgASgJIkkKGk5leHRTcGFuU2VxdWVuY2VJZHNSZXF1ZXN0EisKCHJlcXVlc3RzGAEgAygLMhkuYWdsLnYxLlNlcXVlbmNlSWRSZXF1ZXN0IjMKG05leHRTcGFuU2VxdWVuY2VJZHNSZXNwb25zZRIUCgxzZXF1ZW5jZV9pZHMYASADKA0iWgoTVXBkYXRlV29ya2VyUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSMAoPaGVhcnRiZWF0X3N0YXRzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIlChBHZXRXb3JrZXJSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCSKhAQoTUXVlcnlXb3JrZXJzUmVxdWVzdBInCglzdGF0dXNfaW4YASADKA4yFC5hZ2wudjEuV29ya2VyU3RhdHVzEhoKEndvcmtlcl9pZF9jb250YWlucxgCIAEoCRIpCgxmaWx0ZXJfbG9naWMYAyABKA4yEy5hZ2wudjEuRmlsdGVyTG9naWMSGgoEcGFnZRgEIAEoCzIMLmFnbC52MS5QYWdlIlcKFFF1ZXJ5V29ya2Vyc1Jlc3BvbnNlEh8KB3dvcmtlcnMYASADKAsyDi5hZ2wudjEuV29ya2VyEh4KBHBhZ2UYAiABKAsyEC5hZ2wudjEuUGFnZUluZm8iFgoUR2V0U3RhdGlzdGljc1JlcXVlc3QivwIKClN0YXRpc3RpY3MSDwoHYmFja2VuZBgBIAEoCRIWCg50b3RhbF9yb2xsb3V0cxgCIAEoDRIWCg50b3RhbF9hdHRlbXB0cxgDIAEoDRITCgt0b3RhbF9zcGFucxgEIAEoDRIXCg90b3RhbF9yZXNvdXJjZXMYBSABKA0SFQoNdG90YWxfd29ya2VycxgGIAEoDRIUCgxxdWV1ZV9sZW5ndGgYByABKA0SFgoOdXB0aW1lX3NlY29uZHMYCCABKAESRAoScm9sbG91dHNfYnlfc3RhdHVzGAkgAygLMiguYWdsLnYxLlN0YXRpc3RpY3MuUm9sbG91dHNCeVN0YXR1c0VudHJ5GjcKFVJvbGxvdXRzQnlTdGF0dXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKA06AjgBMosLCg5MaWdodG5pbmdTdG9yZRJSCg9FbnF1ZXVlUm9sbG91dHMSHi5hZ2wudjEuRW5xdWV1ZVJvbGxvdXRzUmVxdWVzdBofLmFnbC52MS5FbnF1ZXVlUm9sbG91dHNSZXNwb25zZRJSCg9EZXF1ZXVlUm9sbG91dHMSHi5hZ2wudjEuRGVxdWV1ZVJvbGxvdXRzUmVxdWVzdBofLmFnbC52MS5EZXF1ZXVlUm9sbG91dHNSZXNwb25zZRI8CgxTdGFydFJvbGxvdXQSGy5hZ2wudjEuU3RhcnRSb2xsb3V0UmVxdWVzdBoPLmFnbC52MS5Sb2xsb3V0EjwKDFN0YXJ0QXR0ZW1wdBIbLmFnbC52MS5TdGFydEF0dGVtcHRSZXF1ZXN0Gg8uYWdsLnYxLlJvbGxvdXQSPQoKR2V0Um9sbG91dBIZLmFnbC52MS5HZXRSb2xsb3V0UmVxdWVzdBoPLmFnbC52MS5Sb2xsb3V0IgOQAgESUQoNUXVlcnlSb2xsb3V0cxIcLmFnbC52MS5RdWVyeVJvbGxvdXRzUmVxdWVzdBodLmFnbC52MS5RdWVyeVJvbGxvdXRzUmVzcG9uc2UiA5ACARI+Cg1VcGRhdGVSb2xsb3V0EhwuYWdsLnYxLlVwZGF0ZVJvbGxvdXRSZXF1ZXN0Gg8uYWdsLnYxLlJvbGxvdXQSUgoPV2FpdEZvclJvbGxvdXRzEh4uYWdsLnYxLldhaXRGb3JSb2xsb3V0c1JlcXVlc3QaHy5hZ2wudjEuV2FpdEZvclJvbGxvdXRzUmVzcG9uc2USUQoNUXVlcnlBdHRlbXB0cxIcLmFnbC52MS5RdWVyeUF0dGVtcHRzUmVxdWVzdBodLmFnbC52MS5RdWVyeUF0dGVtcHRzUmVzcG9uc2UiA5ACARJaChBHZXRMYXRlc3RBdHRlbXB0Eh8uYWdsLnYxLkdldExhdGVzdEF0dGVtcHRSZXF1ZXN0GiAuYWdsLnYxLkdldExhdGVzdEF0dGVtcHRSZXNwb25zZSIDkAIBEj4KDVVwZGF0ZUF0dGVtcHQSHC5hZ2wudjEuVXBkYXRlQXR0ZW1wdFJlcXVlc3QaDy5hZ2wudjEuQXR0ZW1wdBI9CghBZGRTcGFucxIXLmFnbC52MS5BZGRTcGFuc1JlcXVlc3QaGC5hZ2wudjEuQWRkU3BhbnNSZXNwb25zZRJICgpRdWVyeVNwYW5zEhkuYWdsLnYxLlF1ZXJ5U3BhbnNSZXF1ZXN0GhouYWdsLnYxLlF1ZXJ5U3BhbnNSZXNwb25zZSIDkAIBEkYKC0V4cGVjdFNwYW5zEhouYWdsLnYxLkV4cGVjdFNwYW5zUmVxdWVzdBobLmFnbC52MS5FeHBlY3RTcGFuc1Jlc3BvbnNlEl4KE05leHRTcGFuU2VxdWVuY2VJZHMSIi5hZ2wudjEuTmV4dFNwYW5TZXF1ZW5jZUlkc1JlcXVlc3QaIy5hZ2wudjEuTmV4dFNwYW5TZXF1ZW5jZUlkc1Jlc3BvbnNlEjsKDFVwZGF0ZVdvcmtlchIbLmFnbC52MS5VcGRhdGVXb3JrZXJSZXF1ZXN0Gg4uYWdsLnYxLldvcmtlchI6CglHZXRXb3JrZXISGC5hZ2wudjEuR2V0V29ya2VyUmVxdWVzdBoOLmFnbC52MS5Xb3JrZXIiA5ACARJOCgxRdWVyeVdvcmtlcnMSGy5hZ2wudjEuUXVlcnlXb3JrZXJzUmVxdWVzdBocLmFnbC52MS5RdWVyeVdvcmtlcnNSZXNwb25zZSIDkAIBEkYKDUdldFN0YXRpc3RpY3MSHC5hZ2wudjEuR2V0U3RhdGlzdGljc1JlcXVlc3QaEi5hZ2wudjEuU3RhdGlzdGljcyIDkAIBYgZwcm90bzM", [file_agl_v1_types, file_google_protobuf_struct]);
+  fileDesc("ChJhZ2wvdjEvc3RvcmUucHJvdG8SBmFnbC52MSI/ChZFbnF1ZXVlUm9sbG91dHNSZXF1ZXN0EiUKCHJvbGxvdXRzGAEgAygLMhMuYWdsLnYxLlJvbGxvdXRTcGVjIjwKF0VucXVldWVSb2xsb3V0c1Jlc3BvbnNlEiEKCHJvbGxvdXRzGAEgAygLMg8uYWdsLnYxLlJvbGxvdXQiXwoWRGVxdWV1ZVJvbGxvdXRzUmVxdWVzdBISCgVsaW1pdBgBIAEoDUgAiAEBEhEKCXdvcmtlcl9pZBgCIAEoCRIUCgx3YWl0X3NlY29uZHMYAyABKAFCCAoGX2xpbWl0IjwKF0RlcXVldWVSb2xsb3V0c1Jlc3BvbnNlEiEKCHJvbGxvdXRzGAEgAygLMg8uYWdsLnYxLlJvbGxvdXQiTgoTU3RhcnRSb2xsb3V0UmVxdWVzdBIkCgdyb2xsb3V0GAEgASgLMhMuYWdsLnYxLlJvbGxvdXRTcGVjEhEKCXdvcmtlcl9pZBgCIAEoCSI8ChNTdGFydEF0dGVtcHRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgJIicKEUdldFJvbGxvdXRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAki/gMKFFF1ZXJ5Um9sbG91dHNSZXF1ZXN0EigKCXN0YXR1c19pbhgBIAMoDjIVLmFnbC52MS5Sb2xsb3V0U3RhdHVzEhUKDXJvbGxvdXRfaWRfaW4YAiADKAkSGwoTcm9sbG91dF9pZF9jb250YWlucxgDIAEoCRIQCghncm91cF9pZBgEIAEoCRIpCgxmaWx0ZXJfbG9naWMYBSABKA4yEy5hZ2wudjEuRmlsdGVyTG9naWMSGgoEcGFnZRgGIAEoCzIMLmFnbC52MS5QYWdlEiQKB21vZGVfaW4YByADKA4yEy5hZ2wudjEuUm9sbG91dE1vZGUSFwoPcmVzb3VyY2VzX2lkX2luGAggAygJEhkKEXJlc291cmNlc192ZXJzaW9uGAkgASgNEhwKD3N0YXJ0X3RpbWVfZnJvbRgKIAEoAUgAiAEBEhoKDXN0YXJ0X3RpbWVfdG8YCyABKAFIAYgBARIaCg1lbmRfdGltZV9mcm9tGAwgASgBSAKIAQESGAoLZW5kX3RpbWVfdG8YDSABKAFIA4gBARIdChVpbmNsdWRlX2ZpbmFsX3Jld2FyZHMYDiABKAhCEgoQX3N0YXJ0X3RpbWVfZnJvbUIQCg5fc3RhcnRfdGltZV90b0IQCg5fZW5kX3RpbWVfZnJvbUIOCgxfZW5kX3RpbWVfdG8i1wEKFVF1ZXJ5Um9sbG91dHNSZXNwb25zZRIhCghyb2xsb3V0cxgBIAMoCzIPLmFnbC52MS5Sb2xsb3V0Eh4KBHBhZ2UYAiABKAsyEC5hZ2wudjEuUGFnZUluZm8SRgoNZmluYWxfcmV3YXJkcxgDIAMoCzIvLmFnbC52MS5RdWVyeVJvbGxvdXRzUmVzcG9uc2UuRmluYWxSZXdhcmRzRW50cnkaMwoRRmluYWxSZXdhcmRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASLoAgoUVXBkYXRlUm9sbG91dFJlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRIqCgVpbnB1dBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUgAiAEBEiYKBG1vZGUYAyABKA4yEy5hZ2wudjEuUm9sbG91dE1vZGVIAYgBARIZCgxyZXNvdXJjZXNfaWQYBCABKAlIAogBARIqCgZzdGF0dXMYBSABKA4yFS5hZ2wudjEuUm9sbG91dFN0YXR1c0gDiAEBEioKBmNvbmZpZxgGIAEoCzIVLmFnbC52MS5Sb2xsb3V0Q29uZmlnSASIAQESLgoIbWV0YWRhdGEYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SAWIAQFCCAoGX2lucHV0QgcKBV9tb2RlQg8KDV9yZXNvdXJjZXNfaWRCCQoHX3N0YXR1c0IJCgdfY29uZmlnQgsKCV9tZXRhZGF0YSJfChZXYWl0Rm9yUm9sbG91dHNSZXF1ZXN0EhMKC3JvbGxvdXRfaWRzGAEgAygJEhwKD3RpbWVvdXRfc2Vjb25kcxgCIAEoAUgAiAEBQhIKEF90aW1lb3V0X3NlY29uZHMiPAoXV2FpdEZvclJvbGxvdXRzUmVzcG9uc2USIQoIcm9sbG91dHMYASADKAsyDy5hZ2wudjEuUm9sbG91dCJGChRRdWVyeUF0dGVtcHRzUmVxdWVzdBISCgpyb2xsb3V0X2lkGAEgASgJEhoKBHBhZ2UYAiABKAsyDC5hZ2wudjEuUGFnZSJaChVRdWVyeUF0dGVtcHRzUmVzcG9uc2USIQoIYXR0ZW1wdHMYASADKAsyDy5hZ2wudjEuQXR0ZW1wdBIeCgRwYWdlGAIgASgLMhAuYWdsLnYxLlBhZ2VJbmZvIi0KF0dldExhdGVzdEF0dGVtcHRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkiPAoYR2V0TGF0ZXN0QXR0ZW1wdFJlc3BvbnNlEiAKB2F0dGVtcHQYASABKAsyDy5hZ2wudjEuQXR0ZW1wdCKvAgoUVXBkYXRlQXR0ZW1wdFJlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRISCgphdHRlbXB0X2lkGAIgASgJEioKBnN0YXR1cxgDIAEoDjIVLmFnbC52MS5BdHRlbXB0U3RhdHVzSACIAQESFgoJd29ya2VyX2lkGAQgASgJSAGIAQESIAoTbGFzdF9oZWFydGJlYXRfdGltZRgFIAEoAUgCiAEBEi4KCG1ldGFkYXRhGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgDiAEBEhsKBXNwYW5zGAcgAygLMgwuYWdsLnYxLlNwYW5CCQoHX3N0YXR1c0IMCgpfd29ya2VyX2lkQhYKFF9sYXN0X2hlYXJ0YmVhdF90aW1lQgsKCV9tZXRhZGF0YSIuCg9BZGRTcGFuc1JlcXVlc3QSGwoFc3BhbnMYASADKAsyDC5hZ2wudjEuU3BhbiJwChJFeHBlY3RTcGFuc1JlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRISCgphdHRlbXB0X2lkGAIgASgJEhAKCHNwYW5faWRzGAMgAygJEg4KBnR0bF9tcxgEIAEoDRIQCgh3aXRoZHJhdxgFIAEoCCIVChNFeHBlY3RTcGFuc1Jlc3BvbnNlIpkBCgdTcGFuQWNrEhIKCnJvbGxvdXRfaWQYASABKAkSEgoKYXR0ZW1wdF9pZBgCIAEoCRIPCgdzcGFuX2lkGAMgASgJEhMKC3NlcXVlbmNlX2lkGAQgASgNEhEKCWR1cGxpY2F0ZRgFIAEoCBItCg5hdHRlbXB0X3N0YXR1cxgGIAEoDjIVLmFnbC52MS5BdHRlbXB0U3RhdHVzIjEKEEFkZFNwYW5zUmVzcG9uc2USHQoEYWNrcxgBIAMoCzIPLmFnbC52MS5TcGFuQWNrIskCChFRdWVyeVNwYW5zUmVxdWVzdBISCgpyb2xsb3V0X2lkGAEgASgJEhIKCmF0dGVtcHRfaWQYAiABKAkSEAoIdHJhY2VfaWQYAyABKAkSGQoRdHJhY2VfaWRfY29udGFpbnMYBCABKAkSDwoHc3Bhbl9pZBgFIAEoCRIYChBzcGFuX2lkX2NvbnRhaW5zGAYgASgJEhEKCXBhcmVudF9pZBgHIAEoCRIaChJwYXJlbnRfaWRfY29udGFpbnMYCCABKAkSDAoEbmFtZRgJIAEoCRIVCg1uYW1lX2NvbnRhaW5zGAogASgJEikKDGZpbHRlcl9sb2dpYxgLIAEoDjITLmFnbC52MS5GaWx0ZXJMb2dpYxIZChFhZnRlcl9zZXF1ZW5jZV9pZBgMIAEoDRIaCgRwYWdlGA0gASgLMgwuYWdsLnYxLlBhZ2UiUQoSUXVlcnlTcGFuc1Jlc3BvbnNlEhsKBXNwYW5zGAEgAygLMgwuYWdsLnYxLlNwYW4SHgoEcGFnZRgCIAEoCzIQLmFnbC52MS5QYWdlSW5mbyI7ChFTZXF1ZW5jZUlkUmVxdWVzdBISCgpyb2xsb3V0X2lkGAEgASgJEhIKCmF0dGVtcHRfaWQYAiABKAkiSQoaTmV4dFNwYW5TZXF1ZW5jZUlkc1JlcXVlc3QSKwoIcmVxdWVzdHMYASADKAsyGS5hZ2wudjEuU2VxdWVuY2VJZFJlcXVlc3QiMwobTmV4dFNwYW5TZXF1ZW5jZUlkc1Jlc3BvbnNlEhQKDHNlcXVlbmNlX2lkcxgBIAMoDSJaChNVcGRhdGVXb3JrZXJSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIwCg9oZWFydGJlYXRfc3RhdHMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IiUKEEdldFdvcmtlclJlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJIqEBChNRdWVyeVdvcmtlcnNSZXF1ZXN0EicKCXN0YXR1c19pbhgBIAMoDjIULmFnbC52MS5Xb3JrZXJTdGF0dXMSGgoSd29ya2VyX2lkX2NvbnRhaW5zGAIgASgJEikKDGZpbHRlcl9sb2dpYxgDIAEoDjITLmFnbC52MS5GaWx0ZXJMb2dpYxIaCgRwYWdlGAQgASgLMgwuYWdsLnYxLlBhZ2UiVwoUUXVlcnlXb3JrZXJzUmVzcG9uc2USHwoHd29ya2VycxgBIAMoCzIOLmFnbC52MS5Xb3JrZXISHgoEcGFnZRgCIAEoCzIQLmFnbC52MS5QYWdlSW5mbyIWChRHZXRTdGF0aXN0aWNzUmVxdWVzdCK/AgoKU3RhdGlzdGljcxIPCgdiYWNrZW5kGAEgASgJEhYKDnRvdGFsX3JvbGxvdXRzGAIgASgNEhYKDnRvdGFsX2F0dGVtcHRzGAMgASgNEhMKC3RvdGFsX3NwYW5zGAQgASgNEhcKD3RvdGFsX3Jlc291cmNlcxgFIAEoDRIVCg10b3RhbF93b3JrZXJzGAYgASgNEhQKDHF1ZXVlX2xlbmd0aBgHIAEoDRIWCg51cHRpbWVfc2Vjb25kcxgIIAEoARJEChJyb2xsb3V0c19ieV9zdGF0dXMYCSADKAsyKC5hZ2wudjEuU3RhdGlzdGljcy5Sb2xsb3V0c0J5U3RhdHVzRW50cnkaNwoVUm9sbG91dHNCeVN0YXR1c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoDToCOAEivgEKGUdldFJvbGxvdXRUaW1lbGluZVJlcXVlc3QSFwoKc3RhcnRfdGltZRgBIAEoAUgAiAEBEhUKCGVuZF90aW1lGAIgASgBSAGIAQESFgoOYnVja2V0X3NlY29uZHMYAyABKAESJAoHbW9kZV9pbhgEIAMoDjITLmFnbC52MS5Sb2xsb3V0TW9kZRIXCg9yZXNvdXJjZXNfaWRfaW4YBSADKAlCDQoLX3N0YXJ0X3RpbWVCCwoJX2VuZF90aW1lIn8KFFJvbGxvdXRUaW1lbGluZUNvdW50Eg4KBmJ1Y2tldBgBIAEoDRIhCgRtb2RlGAIgASgOMhMuYWdsLnYxLlJvbGxvdXRNb2RlEiUKBnN0YXR1cxgDIAEoDjIVLmFnbC52MS5Sb2xsb3V0U3RhdHVzEg0KBWNvdW50GAQgASgNIs8BChpHZXRSb2xsb3V0VGltZWxpbmVSZXNwb25zZRISCgpzdGFydF90aW1lGAEgASgBEhAKCGVuZF90aW1lGAIgASgBEhYKDmJ1Y2tldF9zZWNvbmRzGAMgASgBEhQKDGJ1Y2tldF9jb3VudBgEIAEoDRItCgdjcmVhdGVkGAUgAygLMhwuYWdsLnYxLlJvbGxvdXRUaW1lbGluZUNvdW50Ei4KCGZpbmlzaGVkGAYgAygLMhwuYWdsLnYxLlJvbGxvdXRUaW1lbGluZUNvdW50IucBChxHZXRSZXdhcmRzQnlSZXNvdXJjZXNSZXF1ZXN0EhcKD3Jlc291cmNlc19pZF9pbhgBIAMoCRIkCgdtb2RlX2luGAIgAygOMhMuYWdsLnYxLlJvbGxvdXRNb2RlEigKCXN0YXR1c19pbhgDIAMoDjIVLmFnbC52MS5Sb2xsb3V0U3RhdHVzEhwKD3N0YXJ0X3RpbWVfZnJvbRgEIAEoAUgAiAEBEhoKDXN0YXJ0X3RpbWVfdG8YBSABKAFIAYgBAUISChBfc3RhcnRfdGltZV9mcm9tQhAKDl9zdGFydF90aW1lX3RvIuUCCgtSZXdhcmRTdGF0cxIUCgxyZXNvdXJjZXNfaWQYASABKAkSGQoRcmVzb3VyY2VzX3ZlcnNpb24YAiABKA0SIQoEbW9kZRgDIAEoDjITLmFnbC52MS5Sb2xsb3V0TW9kZRIQCghyb2xsb3V0cxgEIAEoDRIQCghyZXdhcmRlZBgFIAEoDRIRCgRtZWFuGAYgASgBSACIAQESEAoDc3RkGAcgASgBSAGIAQESEAoDbWluGAggASgBSAKIAQESEAoDbWF4GAkgASgBSAOIAQESEQoJbGxtX2NhbGxzGAogASgNEhUKDXByb21wdF90b2tlbnMYCyABKAQSFwoPcmVzcG9uc2VfdG9rZW5zGAwgASgEEhgKEGZpcnN0X3N0YXJ0X3RpbWUYDSABKAESFwoPbGFzdF9zdGFydF90aW1lGA4gASgBQgcKBV9tZWFuQgYKBF9zdGRCBgoEX21pbkIGCgRfbWF4IkMKHUdldFJld2FyZHNCeVJlc291cmNlc1Jlc3BvbnNlEiIKBXN0YXRzGAEgAygLMhMuYWdsLnYxLlJld2FyZFN0YXRzMtgMCg5MaWdodG5pbmdTdG9yZRJSCg9FbnF1ZXVlUm9sbG91dHMSHi5hZ2wudjEuRW5xdWV1ZVJvbGxvdXRzUmVxdWVzdBofLmFnbC52MS5FbnF1ZXVlUm9sbG91dHNSZXNwb25zZRJSCg9EZXF1ZXVlUm9sbG91dHMSHi5hZ2wudjEuRGVxdWV1ZVJvbGxvdXRzUmVxdWVzdBofLmFnbC52MS5EZXF1ZXVlUm9sbG91dHNSZXNwb25zZRI8CgxTdGFydFJvbGxvdXQSGy5hZ2wudjEuU3RhcnRSb2xsb3V0UmVxdWVzdBoPLmFnbC52MS5Sb2xsb3V0EjwKDFN0YXJ0QXR0ZW1wdBIbLmFnbC52MS5TdGFydEF0dGVtcHRSZXF1ZXN0Gg8uYWdsLnYxLlJvbGxvdXQSPQoKR2V0Um9sbG91dBIZLmFnbC52MS5HZXRSb2xsb3V0UmVxdWVzdBoPLmFnbC52MS5Sb2xsb3V0IgOQAgESUQoNUXVlcnlSb2xsb3V0cxIcLmFnbC52MS5RdWVyeVJvbGxvdXRzUmVxdWVzdBodLmFnbC52MS5RdWVyeVJvbGxvdXRzUmVzcG9uc2UiA5ACARI+Cg1VcGRhdGVSb2xsb3V0EhwuYWdsLnYxLlVwZGF0ZVJvbGxvdXRSZXF1ZXN0Gg8uYWdsLnYxLlJvbGxvdXQSUgoPV2FpdEZvclJvbGxvdXRzEh4uYWdsLnYxLldhaXRGb3JSb2xsb3V0c1JlcXVlc3QaHy5hZ2wudjEuV2FpdEZvclJvbGxvdXRzUmVzcG9uc2USUQoNUXVlcnlBdHRlbXB0cxIcLmFnbC52MS5RdWVyeUF0dGVtcHRzUmVxdWVzdBodLmFnbC52MS5RdWVyeUF0dGVtcHRzUmVzcG9uc2UiA5ACARJaChBHZXRMYXRlc3RBdHRlbXB0Eh8uYWdsLnYxLkdldExhdGVzdEF0dGVtcHRSZXF1ZXN0GiAuYWdsLnYxLkdldExhdGVzdEF0dGVtcHRSZXNwb25zZSIDkAIBEj4KDVVwZGF0ZUF0dGVtcHQSHC5hZ2wudjEuVXBkYXRlQXR0ZW1wdFJlcXVlc3QaDy5hZ2wudjEuQXR0ZW1wdBI9CghBZGRTcGFucxIXLmFnbC52MS5BZGRTcGFuc1JlcXVlc3QaGC5hZ2wudjEuQWRkU3BhbnNSZXNwb25zZRJICgpRdWVyeVNwYW5zEhkuYWdsLnYxLlF1ZXJ5U3BhbnNSZXF1ZXN0GhouYWdsLnYxLlF1ZXJ5U3BhbnNSZXNwb25zZSIDkAIBEkYKC0V4cGVjdFNwYW5zEhouYWdsLnYxLkV4cGVjdFNwYW5zUmVxdWVzdBobLmFnbC52MS5FeHBlY3RTcGFuc1Jlc3BvbnNlEl4KE05leHRTcGFuU2VxdWVuY2VJZHMSIi5hZ2wudjEuTmV4dFNwYW5TZXF1ZW5jZUlkc1JlcXVlc3QaIy5hZ2wudjEuTmV4dFNwYW5TZXF1ZW5jZUlkc1Jlc3BvbnNlEjsKDFVwZGF0ZVdvcmtlchIbLmFnbC52MS5VcGRhdGVXb3JrZXJSZXF1ZXN0Gg4uYWdsLnYxLldvcmtlchI6CglHZXRXb3JrZXISGC5hZ2wudjEuR2V0V29ya2VyUmVxdWVzdBoOLmFnbC52MS5Xb3JrZXIiA5ACARJOCgxRdWVyeVdvcmtlcnMSGy5hZ2wudjEuUXVlcnlXb3JrZXJzUmVxdWVzdBocLmFnbC52MS5RdWVyeVdvcmtlcnNSZXNwb25zZSIDkAIBEkYKDUdldFN0YXRpc3RpY3MSHC5hZ2wudjEuR2V0U3RhdGlzdGljc1JlcXVlc3QaEi5hZ2wudjEuU3RhdGlzdGljcyIDkAIBEmAKEkdldFJvbGxvdXRUaW1lbGluZRIhLmFnbC52MS5HZXRSb2xsb3V0VGltZWxpbmVSZXF1ZXN0GiIuYWdsLnYxLkdldFJvbGxvdXRUaW1lbGluZVJlc3BvbnNlIgOQAgESaQoVR2V0UmV3YXJkc0J5UmVzb3VyY2VzEiQuYWdsLnYxLkdldFJld2FyZHNCeVJlc291cmNlc1JlcXVlc3QaJS5hZ2wudjEuR2V0UmV3YXJkc0J5UmVzb3VyY2VzUmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_agl_v1_types, file_google_protobuf_struct]);
 
 /**
  * @generated from message agl.v1.EnqueueRolloutsRequest
@@ -194,14 +194,77 @@ export type QueryRolloutsRequest = Message<"agl.v1.QueryRolloutsRequest"> & {
   groupId: string;
 
   /**
+   * How status_in, rollout_id_in, rollout_id_contains and group_id combine. The fields below always restrict
+   * (AND), whatever the logic.
+   *
    * @generated from field: agl.v1.FilterLogic filter_logic = 5;
    */
   filterLogic: FilterLogic;
 
   /**
+   * Ordering (sort_by: rollout_id, start_time, end_time, status, mode, resources_id, resources_version, group_id)
+   * and window; no sort_by means creation order.
+   *
    * @generated from field: agl.v1.Page page = 6;
    */
   page?: Page | undefined;
+
+  /**
+   * Modes to match; empty means any.
+   *
+   * @generated from field: repeated agl.v1.RolloutMode mode_in = 7;
+   */
+  modeIn: RolloutMode[];
+
+  /**
+   * Resources snapshot ids to match; empty means any.
+   *
+   * @generated from field: repeated string resources_id_in = 8;
+   */
+  resourcesIdIn: string[];
+
+  /**
+   * Only rollouts created against this version of their resources_id (Rollout.resources_version), usually given
+   * with one resources_id_in; 0 means any.
+   *
+   * @generated from field: uint32 resources_version = 9;
+   */
+  resourcesVersion: number;
+
+  /**
+   * Only rollouts created (enqueued or started) at or after this time, epoch seconds.
+   *
+   * @generated from field: optional double start_time_from = 10;
+   */
+  startTimeFrom?: number | undefined;
+
+  /**
+   * Only rollouts created before this time; must be greater than start_time_from.
+   *
+   * @generated from field: optional double start_time_to = 11;
+   */
+  startTimeTo?: number | undefined;
+
+  /**
+   * Only rollouts that finished at or after this time (unfinished rollouts never match).
+   *
+   * @generated from field: optional double end_time_from = 12;
+   */
+  endTimeFrom?: number | undefined;
+
+  /**
+   * Only rollouts that finished before this time; must be greater than end_time_from.
+   *
+   * @generated from field: optional double end_time_to = 13;
+   */
+  endTimeTo?: number | undefined;
+
+  /**
+   * Fill QueryRolloutsResponse.final_rewards for the rollouts returned.
+   *
+   * @generated from field: bool include_final_rewards = 14;
+   */
+  includeFinalRewards: boolean;
 };
 
 /**
@@ -224,6 +287,14 @@ export type QueryRolloutsResponse = Message<"agl.v1.QueryRolloutsResponse"> & {
    * @generated from field: agl.v1.PageInfo page = 2;
    */
   page?: PageInfo | undefined;
+
+  /**
+   * With include_final_rewards: the final reward of each returned rollout that reported one, by rollout id. A final
+   * reward is the reward span with the highest sequence id of the rollout's latest attempt (as in triplets).
+   *
+   * @generated from field: map<string, double> final_rewards = 3;
+   */
+  finalRewards: { [key: string]: number };
 };
 
 /**
@@ -920,6 +991,305 @@ export const StatisticsSchema: GenMessage<Statistics> = /*@__PURE__*/
   messageDesc(file_agl_v1_store, 32);
 
 /**
+ * @generated from message agl.v1.GetRolloutTimelineRequest
+ */
+export type GetRolloutTimelineRequest = Message<"agl.v1.GetRolloutTimelineRequest"> & {
+  /**
+   * Start of the window, epoch seconds; absent means the creation time of the first rollout.
+   *
+   * @generated from field: optional double start_time = 1;
+   */
+  startTime?: number | undefined;
+
+  /**
+   * End of the window (exclusive); absent means now. Must be greater than start_time.
+   *
+   * @generated from field: optional double end_time = 2;
+   */
+  endTime?: number | undefined;
+
+  /**
+   * Width of a bucket in seconds; absent or 0 makes the whole window one bucket. At most 10,000 buckets.
+   *
+   * @generated from field: double bucket_seconds = 3;
+   */
+  bucketSeconds: number;
+
+  /**
+   * Only rollouts of these modes; empty means any.
+   *
+   * @generated from field: repeated agl.v1.RolloutMode mode_in = 4;
+   */
+  modeIn: RolloutMode[];
+
+  /**
+   * Only rollouts of these resources snapshots; empty means any.
+   *
+   * @generated from field: repeated string resources_id_in = 5;
+   */
+  resourcesIdIn: string[];
+};
+
+/**
+ * Describes the message agl.v1.GetRolloutTimelineRequest.
+ * Use `create(GetRolloutTimelineRequestSchema)` to create a new message.
+ */
+export const GetRolloutTimelineRequestSchema: GenMessage<GetRolloutTimelineRequest> = /*@__PURE__*/
+  messageDesc(file_agl_v1_store, 33);
+
+/**
+ * The number of rollouts of one mode and status in one bucket.
+ *
+ * @generated from message agl.v1.RolloutTimelineCount
+ */
+export type RolloutTimelineCount = Message<"agl.v1.RolloutTimelineCount"> & {
+  /**
+   * Index of the bucket: it covers [start_time + bucket * bucket_seconds, start_time + (bucket + 1) * bucket_seconds).
+   *
+   * @generated from field: uint32 bucket = 1;
+   */
+  bucket: number;
+
+  /**
+   * @generated from field: agl.v1.RolloutMode mode = 2;
+   */
+  mode: RolloutMode;
+
+  /**
+   * In `created`: the rollout's current status; in `finished`: the terminal status it finished with.
+   *
+   * @generated from field: agl.v1.RolloutStatus status = 3;
+   */
+  status: RolloutStatus;
+
+  /**
+   * @generated from field: uint32 count = 4;
+   */
+  count: number;
+};
+
+/**
+ * Describes the message agl.v1.RolloutTimelineCount.
+ * Use `create(RolloutTimelineCountSchema)` to create a new message.
+ */
+export const RolloutTimelineCountSchema: GenMessage<RolloutTimelineCount> = /*@__PURE__*/
+  messageDesc(file_agl_v1_store, 34);
+
+/**
+ * @generated from message agl.v1.GetRolloutTimelineResponse
+ */
+export type GetRolloutTimelineResponse = Message<"agl.v1.GetRolloutTimelineResponse"> & {
+  /**
+   * The window actually used (absent bounds resolved) and its division into buckets.
+   *
+   * @generated from field: double start_time = 1;
+   */
+  startTime: number;
+
+  /**
+   * @generated from field: double end_time = 2;
+   */
+  endTime: number;
+
+  /**
+   * @generated from field: double bucket_seconds = 3;
+   */
+  bucketSeconds: number;
+
+  /**
+   * @generated from field: uint32 bucket_count = 4;
+   */
+  bucketCount: number;
+
+  /**
+   * Rollouts created in each bucket (by start_time), by mode and current status; zero counts are left out. Sorted by
+   * bucket, mode, status.
+   *
+   * @generated from field: repeated agl.v1.RolloutTimelineCount created = 5;
+   */
+  created: RolloutTimelineCount[];
+
+  /**
+   * Rollouts that finished in each bucket (by end_time), by mode and terminal status; zero counts are left out.
+   * Sorted by bucket, mode, status.
+   *
+   * @generated from field: repeated agl.v1.RolloutTimelineCount finished = 6;
+   */
+  finished: RolloutTimelineCount[];
+};
+
+/**
+ * Describes the message agl.v1.GetRolloutTimelineResponse.
+ * Use `create(GetRolloutTimelineResponseSchema)` to create a new message.
+ */
+export const GetRolloutTimelineResponseSchema: GenMessage<GetRolloutTimelineResponse> = /*@__PURE__*/
+  messageDesc(file_agl_v1_store, 35);
+
+/**
+ * @generated from message agl.v1.GetRewardsByResourcesRequest
+ */
+export type GetRewardsByResourcesRequest = Message<"agl.v1.GetRewardsByResourcesRequest"> & {
+  /**
+   * Only these resources snapshots; empty means any.
+   *
+   * @generated from field: repeated string resources_id_in = 1;
+   */
+  resourcesIdIn: string[];
+
+  /**
+   * Only rollouts of these modes; empty means any.
+   *
+   * @generated from field: repeated agl.v1.RolloutMode mode_in = 2;
+   */
+  modeIn: RolloutMode[];
+
+  /**
+   * Only rollouts in these statuses; empty means succeeded and failed.
+   *
+   * @generated from field: repeated agl.v1.RolloutStatus status_in = 3;
+   */
+  statusIn: RolloutStatus[];
+
+  /**
+   * Only rollouts created in [start_time_from, start_time_to), epoch seconds; absent bounds are open.
+   *
+   * @generated from field: optional double start_time_from = 4;
+   */
+  startTimeFrom?: number | undefined;
+
+  /**
+   * @generated from field: optional double start_time_to = 5;
+   */
+  startTimeTo?: number | undefined;
+};
+
+/**
+ * Describes the message agl.v1.GetRewardsByResourcesRequest.
+ * Use `create(GetRewardsByResourcesRequestSchema)` to create a new message.
+ */
+export const GetRewardsByResourcesRequestSchema: GenMessage<GetRewardsByResourcesRequest> = /*@__PURE__*/
+  messageDesc(file_agl_v1_store, 36);
+
+/**
+ * Final-reward statistics of the rollouts of one resources snapshot version and mode.
+ *
+ * @generated from message agl.v1.RewardStats
+ */
+export type RewardStats = Message<"agl.v1.RewardStats"> & {
+  /**
+   * @generated from field: string resources_id = 1;
+   */
+  resourcesId: string;
+
+  /**
+   * The version of resources_id the rollouts were created against (Rollout.resources_version; 0 when unknown).
+   *
+   * @generated from field: uint32 resources_version = 2;
+   */
+  resourcesVersion: number;
+
+  /**
+   * @generated from field: agl.v1.RolloutMode mode = 3;
+   */
+  mode: RolloutMode;
+
+  /**
+   * Rollouts counted.
+   *
+   * @generated from field: uint32 rollouts = 4;
+   */
+  rollouts: number;
+
+  /**
+   * Of those, the rollouts that reported a final reward; the statistics below are over their final rewards.
+   *
+   * @generated from field: uint32 rewarded = 5;
+   */
+  rewarded: number;
+
+  /**
+   * Absent when rewarded is 0.
+   *
+   * @generated from field: optional double mean = 6;
+   */
+  mean?: number | undefined;
+
+  /**
+   * Population standard deviation (0 for a single reward).
+   *
+   * @generated from field: optional double std = 7;
+   */
+  std?: number | undefined;
+
+  /**
+   * @generated from field: optional double min = 8;
+   */
+  min?: number | undefined;
+
+  /**
+   * @generated from field: optional double max = 9;
+   */
+  max?: number | undefined;
+
+  /**
+   * LLM calls recorded with token ids in the rollouts' spans (every attempt; a call recorded twice counts twice),
+   * and their prompt and response token counts: tokens per call = tokens / llm_calls.
+   *
+   * @generated from field: uint32 llm_calls = 10;
+   */
+  llmCalls: number;
+
+  /**
+   * @generated from field: uint64 prompt_tokens = 11;
+   */
+  promptTokens: bigint;
+
+  /**
+   * @generated from field: uint64 response_tokens = 12;
+   */
+  responseTokens: bigint;
+
+  /**
+   * Creation time of the first and last rollout counted, epoch seconds.
+   *
+   * @generated from field: double first_start_time = 13;
+   */
+  firstStartTime: number;
+
+  /**
+   * @generated from field: double last_start_time = 14;
+   */
+  lastStartTime: number;
+};
+
+/**
+ * Describes the message agl.v1.RewardStats.
+ * Use `create(RewardStatsSchema)` to create a new message.
+ */
+export const RewardStatsSchema: GenMessage<RewardStats> = /*@__PURE__*/
+  messageDesc(file_agl_v1_store, 37);
+
+/**
+ * @generated from message agl.v1.GetRewardsByResourcesResponse
+ */
+export type GetRewardsByResourcesResponse = Message<"agl.v1.GetRewardsByResourcesResponse"> & {
+  /**
+   * One per (resources_id, resources_version, mode) with at least one rollout, ordered by the creation time of the
+   * group's first rollout, then resources_id, version and mode.
+   *
+   * @generated from field: repeated agl.v1.RewardStats stats = 1;
+   */
+  stats: RewardStats[];
+};
+
+/**
+ * Describes the message agl.v1.GetRewardsByResourcesResponse.
+ * Use `create(GetRewardsByResourcesResponseSchema)` to create a new message.
+ */
+export const GetRewardsByResourcesResponseSchema: GenMessage<GetRewardsByResourcesResponse> = /*@__PURE__*/
+  messageDesc(file_agl_v1_store, 38);
+
+/**
  * @generated from service agl.v1.LightningStore
  */
 export const LightningStore: GenService<{
@@ -1101,6 +1471,30 @@ export const LightningStore: GenService<{
     methodKind: "unary";
     input: typeof GetStatisticsRequestSchema;
     output: typeof StatisticsSchema;
+  },
+  /**
+   * Rollout counts per time bucket, by mode and status: how many were created in each bucket (throughput in) and
+   * how many finished in it (throughput out). Computed by the storage (SQL GROUP BY), never by paging the rollouts.
+   * With no bucket width the window is one bucket: the counts by mode and status of every rollout in it.
+   *
+   * @generated from rpc agl.v1.LightningStore.GetRolloutTimeline
+   */
+  getRolloutTimeline: {
+    methodKind: "unary";
+    input: typeof GetRolloutTimelineRequestSchema;
+    output: typeof GetRolloutTimelineResponseSchema;
+  },
+  /**
+   * Final-reward statistics (count, mean, spread, range) and LLM token counts of rollouts, grouped by the resources
+   * snapshot and version they ran against and by mode: reward per training step, validation score per version,
+   * score per APO candidate.
+   *
+   * @generated from rpc agl.v1.LightningStore.GetRewardsByResources
+   */
+  getRewardsByResources: {
+    methodKind: "unary";
+    input: typeof GetRewardsByResourcesRequestSchema;
+    output: typeof GetRewardsByResourcesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agl_v1_store, 0);

@@ -3,6 +3,7 @@ import type { Attempt, ResourcesUpdate, Rollout, Span, Worker } from "../../../g
 import { RolloutStatus } from "../../../gen/agl/v1/types_pb.js";
 import { spanKey, type StorageBackend, type StorageCounts, type StorageTx, type StoreEvent } from "../../backend.js";
 import { combine, deepCopy, fieldValue, frozenCopy, matchString, sortAndPage } from "./memory-query.js";
+import { finalReward, inScope, rewardGroups, rolloutTimeline } from "./memory-aggregates.js";
 import { deliver } from "../../events.js";
 import { createMutex } from "../../mutex.js";
 
@@ -21,6 +22,7 @@ export function createMemoryBackend(): StorageBackend {
   const counters = new Map<string, number>();
   const resources = new Map<string, ResourcesUpdate>();
   let latestResourcesId: string | undefined;
+  const resourceVersions = new Map<string, ResourcesUpdate[]>();
   const workers = new Map<string, Worker>();
   const listeners = new Set<(event: StoreEvent) => void>();
   const mutex = createMutex();
@@ -55,6 +57,8 @@ export function createMemoryBackend(): StorageBackend {
     list[index] = item;
   };
 
+  const tables = { rollouts, attempts, spans };
+
   const tx: StorageTx = {
     async insertRollouts(items) {
       for (const rollout of items) {
@@ -78,7 +82,7 @@ export function createMemoryBackend(): StorageBackend {
         if (ids) conditions.push(ids.has(r.rolloutId));
         if (filter.rolloutIdContains) conditions.push(r.rolloutId.includes(filter.rolloutIdContains));
         if (filter.groupId) conditions.push(r.groupId === filter.groupId);
-        return combine(conditions, filter.any);
+        return combine(conditions, filter.any) && inScope(r, filter.scope);
       });
       return sortAndPage(matches, page, fieldValue);
     },
@@ -214,6 +218,20 @@ export function createMemoryBackend(): StorageBackend {
       });
       resources.set(id, deepCopy(update));
       latestResourcesId = id;
+      const versions = resourceVersions.get(id) ?? resourceVersions.set(id, []).get(id)!;
+      const index = versions.findIndex((v) => v.version === update.version);
+      if (index >= 0) replaceIn(versions, index, deepCopy(update));
+      else {
+        versions.push(deepCopy(update));
+        undo.push(() => versions.pop());
+      }
+    },
+    async getResourcesVersion(id, version) {
+      const update = resourceVersions.get(id)?.find((v) => v.version === version);
+      return update && deepCopy(update);
+    },
+    async queryResourceVersions(id, page) {
+      return sortAndPage(resourceVersions.get(id) ?? [], page, fieldValue, "version");
     },
     async getResources(id) {
       const update = resources.get(id);
@@ -267,6 +285,26 @@ export function createMemoryBackend(): StorageBackend {
         queueLength: queue.length,
         rolloutsByStatus,
       };
+    },
+
+    async firstRolloutStartTime() {
+      let first: number | undefined;
+      for (const r of rollouts.values()) if (first === undefined || r.startTime < first) first = r.startTime;
+      return first;
+    },
+    async rolloutTimeline(query) {
+      return rolloutTimeline(tables, query);
+    },
+    async rewardGroups(scope) {
+      return rewardGroups(tables, scope);
+    },
+    async finalRewards(rolloutIds) {
+      const result = new Map<string, number>();
+      for (const id of rolloutIds) {
+        const reward = finalReward(tables, id);
+        if (reward !== undefined) result.set(id, reward);
+      }
+      return result;
     },
 
     notify(event) {

@@ -1,6 +1,7 @@
 import type { PageResult, PageSpec, TableName } from "../../backend.js";
 import { type Condition, Params, type SqlDialect, sqlFilters } from "../sql/sql-filters.js";
 import { orderClause } from "../sql/sql-order.js";
+import { sqlAggregates } from "../sql/sql-aggregates.js";
 
 /** Filters, sort and pagination SQL of the PostgreSQL backend (`$n` parameters). */
 
@@ -8,9 +9,15 @@ const postgres: SqlDialect = {
   placeholder: (n) => `$${n}`,
   inList: (column, values, p) => `${column} = ANY(${p.add(values)}::${typeof values[0] === "number" ? "integer" : "text"}[])`,
   contains: (column, value, p) => `strpos(${column}, ${p.add(value)}) > 0`,
+  truncate: (expr) => `floor(${expr})::integer`,
+  number: (expr) => `(${expr})::float8`,
 };
 
-export const { rolloutWhere, attemptWhere, spanWhere, workerWhere, resourcesWhere } = sqlFilters(postgres);
+const filters = sqlFilters(postgres);
+export const { rolloutWhere, attemptWhere, spanWhere, workerWhere, resourcesWhere, resourceVersionsWhere } = filters;
+
+/** The aggregate statements over the tables of `schema`. */
+export const aggregatesOf = (schema: string) => sqlAggregates(postgres, filters, (table) => `${schema}.${table}`);
 
 /** Runs one statement and returns its rows; the backend supplies a runner that prepares statements by text. */
 export type Run = (text: string, values: unknown[]) => Promise<Array<Record<string, unknown>>>;

@@ -1,4 +1,6 @@
 import type pg from "pg";
+import { spanFacts } from "../../span-facts.js";
+import { decodeSpan } from "../sql/stored-messages.js";
 
 /**
  * Schema of the PostgreSQL backend, in its own schema (`agl` by default). It mirrors the SQLite one: every entity is
@@ -6,12 +8,12 @@ import type pg from "pg";
  * insertion order. Text columns use the "C" collation so that sorting is by code point, as in SQLite and memory,
  * whatever the database's locale.
  *
- * Added for several servers on one database: `resource_versions` keeps the recently published resources versions so
- * that a server can hand a version announced by NOTIFY (which carries at most 8,000 bytes) to its watchers whole.
+ * `resource_versions` keeps every published resources version: the history (QueryResourceVersions), and for several
+ * servers on one database, what a server hands its watchers whole when NOTIFY (at most 8,000 bytes) only names it.
  */
 
 /** Version of the schema this code writes; kept in the `schema_version` table. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** Migrations by the version they produce: `migrations[n - 1]` turns version n-1 into n. */
 const migrations: string[] = [
@@ -109,7 +111,48 @@ const migrations: string[] = [
     data                bytea            NOT NULL
   );
   `,
+  // 2: what the dashboard's queries filter, sort and sum on. Spans stored before it get their facts in `backfills`.
+  `
+  ALTER TABLE rollouts ADD COLUMN resources_version bigint NOT NULL DEFAULT 0;
+  CREATE INDEX attempts_latest ON attempts (rollout_id, sequence_id, attempt_id);
+  -- With mode and status, the timeline counts from the index alone.
+  CREATE INDEX rollouts_start ON rollouts (start_time, mode, status);
+  CREATE INDEX rollouts_end ON rollouts (end_time, mode, status);
+  CREATE INDEX rollouts_resources ON rollouts (resources_id, resources_version);
+
+  ALTER TABLE spans ADD COLUMN reward double precision;
+  ALTER TABLE spans ADD COLUMN llm_prompt_tokens bigint;
+  ALTER TABLE spans ADD COLUMN llm_response_tokens bigint;
+  -- Covering: the reward and token sums read these indexes only (and the latest attempt's id, below).
+  CREATE INDEX spans_reward ON spans (rollout_id, attempt_id, sequence_id, reward) WHERE reward IS NOT NULL;
+  CREATE INDEX spans_llm ON spans (rollout_id, llm_prompt_tokens, llm_response_tokens) WHERE llm_response_tokens IS NOT NULL;
+
+  -- resource_versions now keeps every published version (the history); version 1 pruned it to the newest 1,000.
+  INSERT INTO resource_versions (resources_id, version, data) SELECT resources_id, version, data FROM resources
+    ON CONFLICT (resources_id, version) DO NOTHING;
+  `,
 ];
+
+/** Data steps of migrations, by the version they produce, run after its statements in the same transaction. */
+const backfills: Record<number, (client: pg.ClientBase) => Promise<void>> = {
+  2: async (client) => {
+    for (let after = 0; ; ) {
+      const { rows } = await client.query<{ seq: string; data: Uint8Array }>(
+        "SELECT seq, data FROM spans WHERE seq > $1 ORDER BY seq LIMIT 1000",
+        [after],
+      );
+      if (rows.length === 0) return;
+      const facts = rows.map((row) => spanFacts(decodeSpan(row.data)));
+      await client.query(
+        "UPDATE spans SET reward = f.reward, llm_prompt_tokens = f.prompt, llm_response_tokens = f.response " +
+          "FROM unnest($1::bigint[], $2::float8[], $3::bigint[], $4::bigint[]) AS f (seq, reward, prompt, response) " +
+          "WHERE spans.seq = f.seq AND (f.reward IS NOT NULL OR f.response IS NOT NULL)",
+        [rows.map((row) => row.seq), facts.map((f) => f.reward), facts.map((f) => f.promptTokens), facts.map((f) => f.responseTokens)],
+      );
+      after = Number(rows.at(-1)!.seq);
+    }
+  },
+};
 
 /** A schema name that needs no quoting anywhere (it also names the NOTIFY channel and advisory lock keys). */
 export function checkSchemaName(schema: string): void {
@@ -138,6 +181,7 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<vo
     for (let version = current + 1; version <= SCHEMA_VERSION; version++) {
       await client.query(`SET LOCAL search_path TO ${schema}`);
       await client.query(migrations[version - 1]!);
+      await backfills[version]?.(client);
     }
     if (current < SCHEMA_VERSION) {
       await client.query(

@@ -14,23 +14,35 @@ import {
   type PageResult,
   type PageSpec,
   type ResourcesFilter,
+  type RewardGroup,
   type RolloutFilter,
+  type RolloutScope,
   type SpanFilter,
   type StorageCounts,
   type StorageTx,
   type StoreEvent,
+  type Timeline,
+  type TimelineQuery,
   type WorkerFilter,
   spanKey,
 } from "../../backend.js";
-import { attemptWhere, queryPage, resourcesWhere, rolloutWhere, spanWhere, workerWhere } from "./postgres-queries.js";
+import {
+  aggregatesOf,
+  attemptWhere,
+  queryPage,
+  resourcesWhere,
+  resourceVersionsWhere,
+  rolloutWhere,
+  spanWhere,
+  workerWhere,
+} from "./postgres-queries.js";
+import { bucketCount, finalRewards, rewardGroups } from "../sql/aggregate-rows.js";
+import { spanFacts } from "../../span-facts.js";
 import { attemptRow, resourcesRow, statementName, versionKey } from "./postgres-rows.js";
 import { encodeSpan } from "../../span-wire.js";
 import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "../sql/stored-messages.js";
 
 /** One transaction of the PostgreSQL backend, on one pooled connection. */
-
-/** Resources versions kept in `resource_versions` for other servers' watchers (the newest; older ones are pruned). */
-const KEPT_VERSIONS = 1_000;
 
 /**
  * How a run of a transaction protects what it reads and writes back (see postgres-backend.ts): "snapshot" reads
@@ -142,9 +154,9 @@ export class PostgresTx implements StorageTx {
     if (rollouts.length === 0) return;
     const rows = rollouts.map(rolloutRow);
     await this.write(
-      `INSERT INTO ${this.t("rollouts")} (rollout_id, status, start_time, end_time, mode, resources_id, group_id, data) ` +
-        "SELECT * FROM unnest($1::text[], $2::integer[], $3::float8[], $4::float8[], $5::integer[], $6::text[], " +
-        "$7::text[], $8::bytea[])",
+      `INSERT INTO ${this.t("rollouts")} (rollout_id, status, start_time, end_time, mode, resources_id, resources_version, ` +
+        "group_id, data) SELECT * FROM unnest($1::text[], $2::integer[], $3::float8[], $4::float8[], $5::integer[], " +
+        "$6::text[], $7::bigint[], $8::text[], $9::bytea[])",
       [
         rows.map((r) => r.rolloutId),
         rows.map((r) => r.status),
@@ -152,6 +164,7 @@ export class PostgresTx implements StorageTx {
         rows.map((r) => r.endTime),
         rows.map((r) => r.mode),
         rows.map((r) => r.resourcesId),
+        rows.map((r) => r.resourcesVersion),
         rows.map((r) => r.groupId),
         rows.map((r) => r.data),
       ],
@@ -194,11 +207,12 @@ export class PostgresTx implements StorageTx {
   async putRollout(rollout: Rollout): Promise<void> {
     const r = rolloutRow(rollout);
     await this.write(
-      `INSERT INTO ${this.t("rollouts")} (rollout_id, status, start_time, end_time, mode, resources_id, group_id, data) ` +
-        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (rollout_id) DO UPDATE SET status = excluded.status, " +
-        "start_time = excluded.start_time, end_time = excluded.end_time, mode = excluded.mode, " +
-        "resources_id = excluded.resources_id, group_id = excluded.group_id, data = excluded.data",
-      [r.rolloutId, r.status, r.startTime, r.endTime, r.mode, r.resourcesId, r.groupId, r.data],
+      `INSERT INTO ${this.t("rollouts")} (rollout_id, status, start_time, end_time, mode, resources_id, resources_version, ` +
+        "group_id, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (rollout_id) DO UPDATE SET " +
+        "status = excluded.status, start_time = excluded.start_time, end_time = excluded.end_time, mode = excluded.mode, " +
+        "resources_id = excluded.resources_id, resources_version = excluded.resources_version, " +
+        "group_id = excluded.group_id, data = excluded.data",
+      [r.rolloutId, r.status, r.startTime, r.endTime, r.mode, r.resourcesId, r.resourcesVersion, r.groupId, r.data],
     );
   }
 
@@ -313,10 +327,12 @@ export class PostgresTx implements StorageTx {
 
   async insertSpans(spans: Span[]): Promise<Array<{ sequenceId: number; duplicate: boolean }>> {
     if (spans.length === 0) return [];
+    const facts = spans.map(spanFacts);
     const rows = await this.run(
       `INSERT INTO ${this.t("spans")} (rollout_id, attempt_id, span_id, sequence_id, trace_id, parent_id, name, ` +
-        "start_time, end_time, data) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], " +
-        "$5::text[], $6::text[], $7::text[], $8::float8[], $9::float8[], $10::bytea[]) " +
+        "start_time, end_time, reward, llm_prompt_tokens, llm_response_tokens, data) SELECT * FROM unnest($1::text[], " +
+        "$2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::float8[], $9::float8[], " +
+        "$10::float8[], $11::bigint[], $12::bigint[], $13::bytea[]) " +
         "ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING RETURNING rollout_id, attempt_id, span_id",
       [
         spans.map((s) => s.rolloutId),
@@ -328,6 +344,9 @@ export class PostgresTx implements StorageTx {
         spans.map((s) => s.name),
         spans.map((s) => time(s.startTime)),
         spans.map((s) => time(s.endTime)),
+        facts.map((f) => f.reward),
+        facts.map((f) => f.promptTokens),
+        facts.map((f) => f.responseTokens),
         spans.map(encodeSpan),
       ],
     );
@@ -413,13 +432,23 @@ export class PostgresTx implements StorageTx {
     );
     const seq = row?.seq as number;
     this.versionSeqs.set(versionKey(update.resourcesId, update.version), seq);
-    // Listeners load a version moments after it is announced (or after a reconnect): keep only the recent ones.
-    await this.write(`DELETE FROM ${this.t("resource_versions")} WHERE seq <= $1`, [seq - KEPT_VERSIONS]);
     await this.write(
       `INSERT INTO ${this.t("latest_resources")} (id, resources_id) VALUES (1, $1) ` +
         "ON CONFLICT (id) DO UPDATE SET resources_id = excluded.resources_id",
       [update.resourcesId],
     );
+  }
+
+  async getResourcesVersion(resourcesId: string, version: number): Promise<ResourcesUpdate | undefined> {
+    const data = await this.one(`SELECT data FROM ${this.t("resource_versions")} WHERE resources_id = $1 AND version = $2`, [
+      resourcesId,
+      version,
+    ]);
+    return data && decodeResources(data);
+  }
+
+  queryResourceVersions(resourcesId: string, page: PageSpec): Promise<PageResult<ResourcesUpdate>> {
+    return queryPage(this.run, this.schema, "resource_versions", resourceVersionsWhere(resourcesId), page, decodeResources);
   }
 
   async getResources(resourcesId: string): Promise<ResourcesUpdate | undefined> {
@@ -486,6 +515,32 @@ export class PostgresTx implements StorageTx {
       queueLength: row?.queue as number,
       rolloutsByStatus,
     };
+  }
+
+  async firstRolloutStartTime(): Promise<number | undefined> {
+    const [row] = await this.run(`SELECT min(start_time) AS first FROM ${this.t("rollouts")}`, []);
+    return (row?.first as number | null) ?? undefined;
+  }
+
+  async rolloutTimeline(query: TimelineQuery): Promise<Timeline> {
+    const aggregates = aggregatesOf(this.schema);
+    const counts = async (column: "start_time" | "end_time") => {
+      const { text, values } = aggregates.timeline(query, column);
+      return (await this.run(text, values)).map(bucketCount);
+    };
+    return { created: await counts("start_time"), finished: await counts("end_time") };
+  }
+
+  async rewardGroups(scope: RolloutScope): Promise<RewardGroup[]> {
+    const aggregates = aggregatesOf(this.schema);
+    const rewards = aggregates.rewards(scope);
+    const tokens = aggregates.tokens(scope);
+    return rewardGroups(await this.run(rewards.text, rewards.values), await this.run(tokens.text, tokens.values));
+  }
+
+  async finalRewards(rolloutIds: string[]): Promise<Map<string, number>> {
+    const { text, values } = aggregatesOf(this.schema).finalRewards(rolloutIds);
+    return finalRewards(await this.run(text, values));
   }
 
   notify(event: StoreEvent): void {

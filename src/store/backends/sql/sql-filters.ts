@@ -1,4 +1,4 @@
-import type { ResourcesFilter, RolloutFilter, SpanFilter, StringMatch, WorkerFilter } from "../../backend.js";
+import type { ResourcesFilter, RolloutFilter, RolloutScope, SpanFilter, StringMatch, TimeRange, WorkerFilter } from "../../backend.js";
 
 /**
  * The WHERE clauses of the SQL backends, built once for both dialects. Values are always parameters; only fixed column
@@ -27,15 +27,22 @@ export interface SqlDialect {
   inList(column: string, values: readonly number[] | readonly string[], p: Params): string;
   /** `column` contains `value`: case-sensitive and literal (`LIKE` would give `%` and `_` meaning). */
   contains(column: string, value: string, p: Params): string;
+  /** The integer part of a non-negative number. */
+  truncate(expr: string): string;
+  /** An aggregate (count, sum) as a value the driver returns as a JS number. */
+  number(expr: string): string;
 }
 
 /** The filters of every table for one dialect. */
 export interface SqlFilters {
   rolloutWhere(filter: RolloutFilter): Condition;
+  /** Every restriction of the scope (AND); columns of the rollouts table, unqualified. */
+  scopeWhere(scope: RolloutScope | undefined): Condition;
   attemptWhere(rolloutId: string): Condition;
   spanWhere(filter: SpanFilter): Condition;
   workerWhere(filter: WorkerFilter): Condition;
   resourcesWhere(filter: ResourcesFilter): Condition;
+  resourceVersionsWhere(resourcesId: string): Condition;
 }
 
 /** Joins conditions with OR (`any`) or AND; no conditions match everything. */
@@ -75,6 +82,22 @@ export function sqlFilters(dialect: SqlDialect): SqlFilters {
     if (match?.exact !== undefined) out.push(equals(column, match.exact));
     if (match?.contains !== undefined) out.push(contains(column, match.contains));
   };
+  /** Unset times (NULL) fail every comparison, so they are outside any range with a bound. */
+  const range = (column: string, r: TimeRange | undefined, out: Condition[]) => {
+    const { from, to } = r ?? {};
+    if (from !== undefined) out.push((p) => `${column} >= ${p.add(from)}`);
+    if (to !== undefined) out.push((p) => `${column} < ${p.add(to)}`);
+  };
+  const scopeWhere = (scope: RolloutScope | undefined): Condition => {
+    const conditions: Condition[] = [];
+    if (scope?.statusIn?.length) conditions.push(inList("status", scope.statusIn));
+    if (scope?.modeIn?.length) conditions.push(inList("mode", scope.modeIn));
+    if (scope?.resourcesIdIn?.length) conditions.push(inList("resources_id", scope.resourcesIdIn));
+    if (scope?.resourcesVersion !== undefined) conditions.push(equals("resources_version", scope.resourcesVersion));
+    range("start_time", scope?.startTime, conditions);
+    range("end_time", scope?.endTime, conditions);
+    return combine(conditions, false);
+  };
   return {
     rolloutWhere(filter) {
       const conditions: Condition[] = [];
@@ -82,8 +105,9 @@ export function sqlFilters(dialect: SqlDialect): SqlFilters {
       if (filter.rolloutIdIn?.length) conditions.push(inList("rollout_id", filter.rolloutIdIn));
       if (filter.rolloutIdContains !== undefined) conditions.push(contains("rollout_id", filter.rolloutIdContains));
       if (filter.groupId !== undefined) conditions.push(equals("group_id", filter.groupId));
-      return combine(conditions, filter.any);
+      return both(combine(conditions, filter.any), scopeWhere(filter.scope));
     },
+    scopeWhere,
     attemptWhere: (rolloutId) => equals("rollout_id", rolloutId),
     spanWhere(filter) {
       // Rollout, attempt and position always restrict; the string matches combine by `any`.
@@ -104,6 +128,7 @@ export function sqlFilters(dialect: SqlDialect): SqlFilters {
       if (filter.workerIdContains !== undefined) conditions.push(contains("worker_id", filter.workerIdContains));
       return combine(conditions, filter.any);
     },
+    resourceVersionsWhere: (resourcesId) => equals("resources_id", resourcesId),
     resourcesWhere(filter) {
       const conditions: Condition[] = [];
       if (filter.resourcesId !== undefined) conditions.push(equals("resources_id", filter.resourcesId));

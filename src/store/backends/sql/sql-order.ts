@@ -10,6 +10,7 @@ const tableOrder: Record<TableName, { defaultKey: string; nullable: ReadonlySet<
     nullable: new Set(["last_heartbeat_time", "last_dequeue_time", "last_busy_time", "last_idle_time"]),
   },
   resources: { defaultKey: "seq", nullable: new Set() },
+  resource_versions: { defaultKey: "version", nullable: new Set() },
 };
 
 /**

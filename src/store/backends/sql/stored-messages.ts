@@ -28,6 +28,7 @@ export function rolloutRow(rollout: Rollout) {
     endTime: time(rollout.endTime),
     mode: rollout.mode,
     resourcesId: rollout.resourcesId,
+    resourcesVersion: rollout.resourcesVersion,
     groupId: rollout.groupId,
     data,
   };

@@ -11,6 +11,7 @@ import {
   type Attempt,
   AttemptSchema,
   AttemptStatus,
+  AttributeValueSchema,
   ResourcesUpdateSchema,
   RolloutSchema,
   RolloutStatus,
@@ -21,6 +22,8 @@ import {
 import type { PageSpec, StorageBackend, StorageTx, StoreEvent } from "../../backend.js";
 import { createMemoryBackend } from "../memory/memory-backend.js";
 import { createSqliteBackend } from "./sqlite-backend.js";
+import { SCHEMA_VERSION } from "./sqlite-schema.js";
+import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, rewardValueKey } from "../../../core/semconv.js";
 
 /** Backends that must behave identically; the file-based tests below are SQLite's own. */
 const backends: Array<{ name: string; make: () => StorageBackend }> = [
@@ -606,7 +609,7 @@ describe("sqlite backend on a file", () => {
 
     const db = new Database(path, { readonly: true });
     expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-    expect(db.pragma("user_version", { simple: true })).toBe(1);
+    expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
     db.close();
   });
 
@@ -740,6 +743,47 @@ describe("sqlite backend on a file", () => {
     const code = await new Promise((resolve) => child.on("exit", resolve));
     // Run as an ES module (`--input-type=module`), which the thread must not inherit.
     expect({ code, out, err }).toEqual({ code: 0, out: "closed", err: "" });
+  });
+
+  it("upgrades a version 1 database: spans stored before get their reward and token columns", async () => {
+    const path = join(dir, "v1.db");
+    const first = createSqliteBackend({ path });
+    const rewardValue = create(AttributeValueSchema, { value: { case: "doubleValue", value: 0.5 } });
+    const tokenIds = create(AttributeValueSchema, { value: { case: "intArray", value: { values: [1n, 2n, 3n] } } });
+    await first.transaction(async (t) => {
+      await t.insertResources(resources("rs-1"));
+      await t.putResources(resources("rs-1", 2));
+      await t.insertRollouts([rollout("ro-1", { status: RolloutStatus.SUCCEEDED })]);
+      await t.insertAttempt(attempt("ro-1", "at-1", 1));
+      await t.insertSpans([
+        span("ro-1", "at-1", "llm", 1, { attributes: { [AGL_LLM_RESPONSE_TOKEN_IDS]: tokenIds, [AGL_LLM_PROMPT_TOKEN_IDS]: tokenIds } }),
+        span("ro-1", "at-1", "reward", 2, { attributes: { [rewardValueKey(0)]: rewardValue } }),
+      ]);
+    });
+    await first.close();
+    // Back to version 1: without the columns and indexes version 2 added.
+    const db = new Database(path);
+    for (const index of ["rollouts_start", "rollouts_end", "rollouts_resources", "spans_reward", "spans_llm"])
+      db.exec(`DROP INDEX ${index}`);
+    db.exec("ALTER TABLE rollouts DROP COLUMN resources_version");
+    db.exec("DROP TABLE resource_versions");
+    for (const column of ["reward", "llm_prompt_tokens", "llm_response_tokens"]) db.exec(`ALTER TABLE spans DROP COLUMN ${column}`);
+    db.pragma("user_version = 1");
+    db.close();
+
+    const second = createSqliteBackend({ path });
+    const found = await second.transaction(async (t) => ({
+      rewards: await t.finalRewards(["ro-1"]),
+      groups: await t.rewardGroups({}),
+      history: (await t.queryResourceVersions("rs-1", all)).items.map((u) => u.version),
+    }));
+    await second.close();
+    // Version 1 kept only the current version of each snapshot: the history starts there.
+    expect(found.history).toEqual([2]);
+    expect(found.rewards).toEqual(new Map([["ro-1", 0.5]]));
+    expect(found.groups.map((g) => [g.rollouts, g.rewarded, g.rewardSum, g.llmCalls, g.promptTokens, g.responseTokens])).toEqual([
+      [1, 1, 0.5, 1, 3, 3],
+    ]);
   });
 
   it("refuses a database with a newer schema", () => {

@@ -14,16 +14,32 @@ import {
   type PageResult,
   type PageSpec,
   type ResourcesFilter,
+  type RewardGroup,
   type RolloutFilter,
+  type RolloutScope,
   type SpanFilter,
   type StorageBackend,
   type StorageCounts,
   type StorageTx,
   type StoreEvent,
+  type Timeline,
+  type TimelineQuery,
   type WorkerFilter,
   spanKey,
 } from "../../backend.js";
-import { attemptWhere, queryPage, resourcesWhere, rolloutWhere, spanWhere, StatementCache, workerWhere } from "./sqlite-queries.js";
+import {
+  aggregates,
+  attemptWhere,
+  queryPage,
+  resourcesWhere,
+  resourceVersionsWhere,
+  rolloutWhere,
+  spanWhere,
+  StatementCache,
+  workerWhere,
+} from "./sqlite-queries.js";
+import { bucketCount, finalRewards, rewardGroups, type SqlRow } from "../sql/aggregate-rows.js";
+import { spanFacts } from "../../span-facts.js";
 import { deliver } from "../../events.js";
 import { createMutex } from "../../mutex.js";
 import { type Checkpointer, startCheckpointer } from "./sqlite-checkpointer.js";
@@ -143,6 +159,7 @@ class SqliteTx implements StorageTx {
     this.check();
     const result: Array<{ sequenceId: number; duplicate: boolean }> = [];
     for (const span of spans) {
+      const facts = spanFacts(span);
       const inserted = this.s.insertSpan.run(
         span.rolloutId,
         span.attemptId,
@@ -153,6 +170,9 @@ class SqliteTx implements StorageTx {
         span.name,
         time(span.startTime),
         time(span.endTime),
+        facts.reward,
+        facts.promptTokens,
+        facts.responseTokens,
         encodeSpan(span),
       );
       if (inserted.changes > 0) {
@@ -193,14 +213,33 @@ class SqliteTx implements StorageTx {
 
   async insertResources(update: ResourcesUpdate): Promise<void> {
     this.check();
-    this.s.insertResources.run(resourcesRow(update));
-    this.s.setLatestResources.run(update.resourcesId);
+    const row = resourcesRow(update);
+    this.s.insertResources.run(row);
+    this.published(update, row.data);
   }
 
   async putResources(update: ResourcesUpdate): Promise<void> {
     this.check();
-    this.s.putResources.run(resourcesRow(update));
+    const row = resourcesRow(update);
+    this.s.putResources.run(row);
+    this.published(update, row.data);
+  }
+
+  /** Keeps the version in the history and makes it the latest snapshot. */
+  private published(update: ResourcesUpdate, data: Uint8Array): void {
+    this.s.putResourceVersion.run(update.resourcesId, update.version, data);
     this.s.setLatestResources.run(update.resourcesId);
+  }
+
+  async getResourcesVersion(resourcesId: string, version: number): Promise<ResourcesUpdate | undefined> {
+    this.check();
+    const data = this.s.getResourceVersion.get(resourcesId, version) as Uint8Array | undefined;
+    return data && decodeResources(data);
+  }
+
+  async queryResourceVersions(resourcesId: string, page: PageSpec): Promise<PageResult<ResourcesUpdate>> {
+    this.check();
+    return queryPage(this.cache, "resource_versions", resourceVersionsWhere(resourcesId), page, decodeResources);
   }
 
   async getResources(resourcesId: string): Promise<ResourcesUpdate | undefined> {
@@ -260,6 +299,36 @@ class SqliteTx implements StorageTx {
       queueLength: queueLength!,
       rolloutsByStatus,
     };
+  }
+
+  async firstRolloutStartTime(): Promise<number | undefined> {
+    this.check();
+    return (this.s.firstRolloutStart.get() as number | null) ?? undefined;
+  }
+
+  async rolloutTimeline(query: TimelineQuery): Promise<Timeline> {
+    this.check();
+    const counts = (column: "start_time" | "end_time") => {
+      const { text, values } = aggregates.timeline(query, column);
+      return (this.cache.rows(text).all(...values) as Array<Record<string, number>>).map(bucketCount);
+    };
+    return { created: counts("start_time"), finished: counts("end_time") };
+  }
+
+  async rewardGroups(scope: RolloutScope): Promise<RewardGroup[]> {
+    this.check();
+    const rewards = aggregates.rewards(scope);
+    const tokens = aggregates.tokens(scope);
+    return rewardGroups(
+      this.cache.rows(rewards.text).all(...rewards.values) as SqlRow[],
+      this.cache.rows(tokens.text).all(...tokens.values) as SqlRow[],
+    );
+  }
+
+  async finalRewards(rolloutIds: string[]): Promise<Map<string, number>> {
+    this.check();
+    const { text, values } = aggregates.finalRewards(rolloutIds);
+    return finalRewards(this.cache.rows(text).all(...values) as SqlRow[]);
   }
 
   notify(event: StoreEvent): void {

@@ -2,6 +2,7 @@ import type Database from "better-sqlite3";
 import type { PageResult, PageSpec, TableName } from "../../backend.js";
 import { type Condition, Params, type SqlDialect, sqlFilters } from "../sql/sql-filters.js";
 import { orderClause } from "../sql/sql-order.js";
+import { sqlAggregates } from "../sql/sql-aggregates.js";
 
 /** SQL for the queries of the SQLite backend: filters, order and pagination (`?` parameters). */
 
@@ -9,14 +10,28 @@ const sqlite: SqlDialect = {
   placeholder: () => "?",
   inList: (column, values, p) => `${column} IN (SELECT value FROM json_each(${p.add(JSON.stringify(values))}))`,
   contains: (column, value, p) => `instr(${column}, ${p.add(value)}) > 0`,
+  truncate: (expr) => `CAST(${expr} AS INTEGER)`,
+  number: (expr) => expr,
 };
 
-export const { rolloutWhere, attemptWhere, spanWhere, workerWhere, resourcesWhere } = sqlFilters(sqlite);
+const filters = sqlFilters(sqlite);
+export const { rolloutWhere, attemptWhere, spanWhere, workerWhere, resourcesWhere, resourceVersionsWhere } = filters;
+export const aggregates = sqlAggregates(sqlite, filters, (table) => table);
 
 /** Prepared statements by SQL text, each prepared once (query shapes are few: filters × sort keys × directions). */
 export class StatementCache {
   private readonly statements = new Map<string, Database.Statement>();
   constructor(private readonly db: Database.Database) {}
+
+  /** A statement returning each row as an object. */
+  rows(sql: string): Database.Statement {
+    let statement = this.statements.get(`rows:${sql}`);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(`rows:${sql}`, statement);
+    }
+    return statement;
+  }
 
   /** A statement returning the first column of each row. */
   pluck(sql: string): Database.Statement {

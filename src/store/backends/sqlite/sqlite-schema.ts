@@ -1,4 +1,6 @@
 import type Database from "better-sqlite3";
+import { spanFacts } from "../../span-facts.js";
+import { decodeSpan } from "../sql/stored-messages.js";
 
 /**
  * Schema of the SQLite backend. Every entity is stored as its protobuf binary (`data`) plus the columns that filters,
@@ -10,7 +12,7 @@ import type Database from "better-sqlite3";
  */
 
 /** Version of the schema this code writes; kept in `PRAGMA user_version`. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /**
  * Migrations, by the version they produce: `migrations[n - 1]` turns version n-1 into n. Version 1 is the initial
@@ -101,7 +103,51 @@ const migrations: string[] = [
     data                BLOB    NOT NULL
   );
   `,
+  // 2: what the dashboard's queries filter, sort and sum on. Spans stored before it get their facts in `backfill`.
+  `
+  ALTER TABLE rollouts ADD COLUMN resources_version INTEGER NOT NULL DEFAULT 0;
+  DROP INDEX attempts_sequence;
+  CREATE INDEX attempts_sequence ON attempts (rollout_id, sequence_id, attempt_id);
+  -- With mode and status, the timeline counts from the index alone.
+  CREATE INDEX rollouts_start ON rollouts (start_time, mode, status);
+  CREATE INDEX rollouts_end ON rollouts (end_time, mode, status);
+  CREATE INDEX rollouts_resources ON rollouts (resources_id, resources_version);
+
+  ALTER TABLE spans ADD COLUMN reward REAL;
+  ALTER TABLE spans ADD COLUMN llm_prompt_tokens INTEGER;
+  ALTER TABLE spans ADD COLUMN llm_response_tokens INTEGER;
+  -- Covering: the reward and token sums read these indexes only (and the latest attempt's id, below).
+  CREATE INDEX spans_reward ON spans (rollout_id, attempt_id, sequence_id, reward) WHERE reward IS NOT NULL;
+  CREATE INDEX spans_llm ON spans (rollout_id, llm_prompt_tokens, llm_response_tokens) WHERE llm_response_tokens IS NOT NULL;
+
+  -- Every published version of each snapshot (resources holds the current one); before version 2, only those.
+  CREATE TABLE resource_versions (
+    seq          INTEGER PRIMARY KEY,
+    resources_id TEXT    NOT NULL,
+    version      INTEGER NOT NULL,
+    data         BLOB    NOT NULL,
+    UNIQUE (resources_id, version)
+  );
+  INSERT INTO resource_versions (resources_id, version, data) SELECT resources_id, version, data FROM resources ORDER BY seq;
+  `,
 ];
+
+/** Data steps of migrations, by the version they produce, run after its statements in the same transaction. */
+const backfills: Record<number, (db: Database.Database) => void> = {
+  2: (db) => {
+    const update = db.prepare("UPDATE spans SET reward = ?, llm_prompt_tokens = ?, llm_response_tokens = ? WHERE seq = ?");
+    // In batches: better-sqlite3 cannot write while a statement is being iterated.
+    const batch = db.prepare("SELECT seq, data FROM spans WHERE seq > ? ORDER BY seq LIMIT 1000").raw();
+    for (let rows = batch.all(0) as Array<[number, Uint8Array]>; rows.length > 0; rows = batch.all(rows.at(-1)![0]) as typeof rows) {
+      for (const [seq, data] of rows) {
+        const facts = spanFacts(decodeSpan(data));
+        if (facts.reward !== null || facts.responseTokens !== null) {
+          update.run(facts.reward, facts.promptTokens, facts.responseTokens, seq);
+        }
+      }
+    }
+  },
+};
 
 /**
  * Sets the connection's pragmas and brings the schema to `SCHEMA_VERSION`.
@@ -126,6 +172,7 @@ export function openSchema(db: Database.Database): void {
   const migrate = db.transaction(() => {
     for (let version = current + 1; version <= SCHEMA_VERSION; version++) {
       db.exec(migrations[version - 1]!);
+      backfills[version]?.(db);
     }
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   });

@@ -8,8 +8,8 @@ import { time } from "../sql/stored-messages.js";
 /** Prepares the statements once per connection (plucked ones return the first column; raw ones, arrays). */
 export function prepareStatements(db: Database.Database): Statements {
   const rolloutColumns =
-    "rollout_id, status, start_time, end_time, mode, resources_id, group_id, data) " +
-    "VALUES (@rolloutId, @status, @startTime, @endTime, @mode, @resourcesId, @groupId, @data)";
+    "rollout_id, status, start_time, end_time, mode, resources_id, resources_version, group_id, data) " +
+    "VALUES (@rolloutId, @status, @startTime, @endTime, @mode, @resourcesId, @resourcesVersion, @groupId, @data)";
   const attemptColumns =
     "rollout_id, attempt_id, sequence_id, start_time, end_time, status, worker_id, last_heartbeat_time, data) " +
     "VALUES (@rolloutId, @attemptId, @sequenceId, @startTime, @endTime, @status, @workerId, @lastHeartbeatTime, @data)";
@@ -27,7 +27,8 @@ export function prepareStatements(db: Database.Database): Statements {
     putRollout: db.prepare(
       `INSERT INTO rollouts (${rolloutColumns} ON CONFLICT (rollout_id) DO UPDATE SET status = excluded.status, ` +
         "start_time = excluded.start_time, end_time = excluded.end_time, mode = excluded.mode, " +
-        "resources_id = excluded.resources_id, group_id = excluded.group_id, data = excluded.data",
+        "resources_id = excluded.resources_id, resources_version = excluded.resources_version, " +
+        "group_id = excluded.group_id, data = excluded.data",
     ),
     getRollout: db.prepare("SELECT data FROM rollouts WHERE rollout_id = ?").pluck(),
     activeRollouts: db
@@ -50,7 +51,7 @@ export function prepareStatements(db: Database.Database): Statements {
 
     insertSpan: db.prepare(
       "INSERT INTO spans (rollout_id, attempt_id, span_id, sequence_id, trace_id, parent_id, name, start_time, " +
-        "end_time, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) " +
+        "end_time, reward, llm_prompt_tokens, llm_response_tokens, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) " +
         "ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING",
     ),
     spanSequenceId: db.prepare("SELECT sequence_id FROM spans WHERE rollout_id = ? AND attempt_id = ? AND span_id = ?").pluck(),
@@ -76,6 +77,11 @@ export function prepareStatements(db: Database.Database): Statements {
         "ON CONFLICT (id) DO UPDATE SET resources_id = excluded.resources_id",
     ),
     getResources: db.prepare("SELECT data FROM resources WHERE resources_id = ?").pluck(),
+    putResourceVersion: db.prepare(
+      "INSERT INTO resource_versions (resources_id, version, data) VALUES (?, ?, ?) " +
+        "ON CONFLICT (resources_id, version) DO UPDATE SET data = excluded.data",
+    ),
+    getResourceVersion: db.prepare("SELECT data FROM resource_versions WHERE resources_id = ? AND version = ?").pluck(),
     latestResources: db.prepare("SELECT r.data FROM latest_resources l JOIN resources r ON r.resources_id = l.resources_id").pluck(),
 
     getWorker: db.prepare("SELECT data FROM workers WHERE worker_id = ?").pluck(),
@@ -94,6 +100,7 @@ export function prepareStatements(db: Database.Database): Statements {
       )
       .raw(),
     rolloutsByStatus: db.prepare("SELECT status, count(*) FROM rollouts GROUP BY status").raw(),
+    firstRolloutStart: db.prepare("SELECT min(start_time) FROM rollouts").pluck(),
   };
 }
 
@@ -126,11 +133,14 @@ type StatementName =
   | "putResources"
   | "setLatestResources"
   | "getResources"
+  | "putResourceVersion"
+  | "getResourceVersion"
   | "latestResources"
   | "getWorker"
   | "putWorker"
   | "counts"
-  | "rolloutsByStatus";
+  | "rolloutsByStatus"
+  | "firstRolloutStart";
 
 export function attemptRow(attempt: Attempt) {
   return {

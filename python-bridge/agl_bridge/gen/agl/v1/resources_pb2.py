@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from agl_bridge.gen.agl.v1 import types_pb2 as agl_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x61gl/v1/resources.proto\x12\x06\x61gl.v1\x1a\x12\x61gl/v1/types.proto\"\x98\x01\n\x13\x41\x64\x64ResourcesRequest\x12=\n\tresources\x18\x01 \x03(\x0b\x32*.agl.v1.AddResourcesRequest.ResourcesEntry\x1a\x42\n\x0eResourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x1f\n\x05value\x18\x02 \x01(\x0b\x32\x10.agl.v1.Resource:\x02\x38\x01\"\xcf\x01\n\x16UpdateResourcesRequest\x12\x14\n\x0cresources_id\x18\x01 \x01(\t\x12@\n\tresources\x18\x02 \x03(\x0b\x32-.agl.v1.UpdateResourcesRequest.ResourcesEntry\x12\x19\n\x11\x63reate_if_missing\x18\x03 \x01(\x08\x1a\x42\n\x0eResourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x1f\n\x05value\x18\x02 \x01(\x0b\x32\x10.agl.v1.Resource:\x02\x38\x01\"+\n\x13GetResourcesRequest\x12\x14\n\x0cresources_id\x18\x01 \x01(\t\"\x1b\n\x19GetLatestResourcesRequest\"H\n\x1aGetLatestResourcesResponse\x12*\n\tresources\x18\x01 \x01(\x0b\x32\x17.agl.v1.ResourcesUpdate\"h\n\x15QueryResourcesRequest\x12\x14\n\x0cresources_id\x18\x01 \x01(\t\x12\x1d\n\x15resources_id_contains\x18\x02 \x01(\t\x12\x1a\n\x04page\x18\x03 \x01(\x0b\x32\x0c.agl.v1.Page\"d\n\x16QueryResourcesResponse\x12*\n\tresources\x18\x01 \x03(\x0b\x32\x17.agl.v1.ResourcesUpdate\x12\x1e\n\x04page\x18\x02 \x01(\x0b\x32\x10.agl.v1.PageInfo\"/\n\x15WatchResourcesRequest\x12\x16\n\x0einclude_latest\x18\x01 \x01(\x08\x32\xf2\x03\n\x0fResourceService\x12\x44\n\x0c\x41\x64\x64Resources\x12\x1b.agl.v1.AddResourcesRequest\x1a\x17.agl.v1.ResourcesUpdate\x12J\n\x0fUpdateResources\x12\x1e.agl.v1.UpdateResourcesRequest\x1a\x17.agl.v1.ResourcesUpdate\x12I\n\x0cGetResources\x12\x1b.agl.v1.GetResourcesRequest\x1a\x17.agl.v1.ResourcesUpdate\"\x03\x90\x02\x01\x12`\n\x12GetLatestResources\x12!.agl.v1.GetLatestResourcesRequest\x1a\".agl.v1.GetLatestResourcesResponse\"\x03\x90\x02\x01\x12T\n\x0eQueryResources\x12\x1d.agl.v1.QueryResourcesRequest\x1a\x1e.agl.v1.QueryResourcesResponse\"\x03\x90\x02\x01\x12J\n\x0eWatchResources\x12\x1d.agl.v1.WatchResourcesRequest\x1a\x17.agl.v1.ResourcesUpdate0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x61gl/v1/resources.proto\x12\x06\x61gl.v1\x1a\x12\x61gl/v1/types.proto\"\x98\x01\n\x13\x41\x64\x64ResourcesRequest\x12=\n\tresources\x18\x01 \x03(\x0b\x32*.agl.v1.AddResourcesRequest.ResourcesEntry\x1a\x42\n\x0eResourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x1f\n\x05value\x18\x02 \x01(\x0b\x32\x10.agl.v1.Resource:\x02\x38\x01\"\xcf\x01\n\x16UpdateResourcesRequest\x12\x14\n\x0cresources_id\x18\x01 \x01(\t\x12@\n\tresources\x18\x02 \x03(\x0b\x32-.agl.v1.UpdateResourcesRequest.ResourcesEntry\x12\x19\n\x11\x63reate_if_missing\x18\x03 \x01(\x08\x1a\x42\n\x0eResourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x1f\n\x05value\x18\x02 \x01(\x0b\x32\x10.agl.v1.Resource:\x02\x38\x01\"<\n\x13GetResourcesRequest\x12\x14\n\x0cresources_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\r\"\x1b\n\x19GetLatestResourcesRequest\"H\n\x1aGetLatestResourcesResponse\x12*\n\tresources\x18\x01 \x01(\x0b\x32\x17.agl.v1.ResourcesUpdate\"h\n\x15QueryResourcesRequest\x12\x14\n\x0cresources_id\x18\x01 \x01(\t\x12\x1d\n\x15resources_id_contains\x18\x02 \x01(\t\x12\x1a\n\x04page\x18\x03 \x01(\x0b\x32\x0c.agl.v1.Page\"d\n\x16QueryResourcesResponse\x12*\n\tresources\x18\x01 \x03(\x0b\x32\x17.agl.v1.ResourcesUpdate\x12\x1e\n\x04page\x18\x02 \x01(\x0b\x32\x10.agl.v1.PageInfo\"P\n\x1cQueryResourceVersionsRequest\x12\x14\n\x0cresources_id\x18\x01 \x01(\t\x12\x1a\n\x04page\x18\x02 \x01(\x0b\x32\x0c.agl.v1.Page\"k\n\x1dQueryResourceVersionsResponse\x12*\n\tresources\x18\x01 \x03(\x0b\x32\x17.agl.v1.ResourcesUpdate\x12\x1e\n\x04page\x18\x02 \x01(\x0b\x32\x10.agl.v1.PageInfo\"/\n\x15WatchResourcesRequest\x12\x16\n\x0einclude_latest\x18\x01 \x01(\x08\x32\xdd\x04\n\x0fResourceService\x12\x44\n\x0c\x41\x64\x64Resources\x12\x1b.agl.v1.AddResourcesRequest\x1a\x17.agl.v1.ResourcesUpdate\x12J\n\x0fUpdateResources\x12\x1e.agl.v1.UpdateResourcesRequest\x1a\x17.agl.v1.ResourcesUpdate\x12I\n\x0cGetResources\x12\x1b.agl.v1.GetResourcesRequest\x1a\x17.agl.v1.ResourcesUpdate\"\x03\x90\x02\x01\x12`\n\x12GetLatestResources\x12!.agl.v1.GetLatestResourcesRequest\x1a\".agl.v1.GetLatestResourcesResponse\"\x03\x90\x02\x01\x12T\n\x0eQueryResources\x12\x1d.agl.v1.QueryResourcesRequest\x1a\x1e.agl.v1.QueryResourcesResponse\"\x03\x90\x02\x01\x12i\n\x15QueryResourceVersions\x12$.agl.v1.QueryResourceVersionsRequest\x1a%.agl.v1.QueryResourceVersionsResponse\"\x03\x90\x02\x01\x12J\n\x0eWatchResources\x12\x1d.agl.v1.WatchResourcesRequest\x1a\x17.agl.v1.ResourcesUpdate0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,6 +42,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RESOURCESERVICE'].methods_by_name['GetLatestResources']._serialized_options = b'\220\002\001'
   _globals['_RESOURCESERVICE'].methods_by_name['QueryResources']._loaded_options = None
   _globals['_RESOURCESERVICE'].methods_by_name['QueryResources']._serialized_options = b'\220\002\001'
+  _globals['_RESOURCESERVICE'].methods_by_name['QueryResourceVersions']._loaded_options = None
+  _globals['_RESOURCESERVICE'].methods_by_name['QueryResourceVersions']._serialized_options = b'\220\002\001'
   _globals['_ADDRESOURCESREQUEST']._serialized_start=55
   _globals['_ADDRESOURCESREQUEST']._serialized_end=207
   _globals['_ADDRESOURCESREQUEST_RESOURCESENTRY']._serialized_start=141
@@ -51,17 +53,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_UPDATERESOURCESREQUEST_RESOURCESENTRY']._serialized_start=141
   _globals['_UPDATERESOURCESREQUEST_RESOURCESENTRY']._serialized_end=207
   _globals['_GETRESOURCESREQUEST']._serialized_start=419
-  _globals['_GETRESOURCESREQUEST']._serialized_end=462
-  _globals['_GETLATESTRESOURCESREQUEST']._serialized_start=464
-  _globals['_GETLATESTRESOURCESREQUEST']._serialized_end=491
-  _globals['_GETLATESTRESOURCESRESPONSE']._serialized_start=493
-  _globals['_GETLATESTRESOURCESRESPONSE']._serialized_end=565
-  _globals['_QUERYRESOURCESREQUEST']._serialized_start=567
-  _globals['_QUERYRESOURCESREQUEST']._serialized_end=671
-  _globals['_QUERYRESOURCESRESPONSE']._serialized_start=673
-  _globals['_QUERYRESOURCESRESPONSE']._serialized_end=773
-  _globals['_WATCHRESOURCESREQUEST']._serialized_start=775
-  _globals['_WATCHRESOURCESREQUEST']._serialized_end=822
-  _globals['_RESOURCESERVICE']._serialized_start=825
-  _globals['_RESOURCESERVICE']._serialized_end=1323
+  _globals['_GETRESOURCESREQUEST']._serialized_end=479
+  _globals['_GETLATESTRESOURCESREQUEST']._serialized_start=481
+  _globals['_GETLATESTRESOURCESREQUEST']._serialized_end=508
+  _globals['_GETLATESTRESOURCESRESPONSE']._serialized_start=510
+  _globals['_GETLATESTRESOURCESRESPONSE']._serialized_end=582
+  _globals['_QUERYRESOURCESREQUEST']._serialized_start=584
+  _globals['_QUERYRESOURCESREQUEST']._serialized_end=688
+  _globals['_QUERYRESOURCESRESPONSE']._serialized_start=690
+  _globals['_QUERYRESOURCESRESPONSE']._serialized_end=790
+  _globals['_QUERYRESOURCEVERSIONSREQUEST']._serialized_start=792
+  _globals['_QUERYRESOURCEVERSIONSREQUEST']._serialized_end=872
+  _globals['_QUERYRESOURCEVERSIONSRESPONSE']._serialized_start=874
+  _globals['_QUERYRESOURCEVERSIONSRESPONSE']._serialized_end=981
+  _globals['_WATCHRESOURCESREQUEST']._serialized_start=983
+  _globals['_WATCHRESOURCESREQUEST']._serialized_end=1030
+  _globals['_RESOURCESERVICE']._serialized_start=1033
+  _globals['_RESOURCESERVICE']._serialized_end=1638
 # @@protoc_insertion_point(module_scope)

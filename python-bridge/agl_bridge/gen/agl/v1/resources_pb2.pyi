@@ -38,10 +38,12 @@ class UpdateResourcesRequest(_message.Message):
     def __init__(self, resources_id: _Optional[str] = ..., resources: _Optional[_Mapping[str, _types_pb2.Resource]] = ..., create_if_missing: _Optional[bool] = ...) -> None: ...
 
 class GetResourcesRequest(_message.Message):
-    __slots__ = ("resources_id",)
+    __slots__ = ("resources_id", "version")
     RESOURCES_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     resources_id: str
-    def __init__(self, resources_id: _Optional[str] = ...) -> None: ...
+    version: int
+    def __init__(self, resources_id: _Optional[str] = ..., version: _Optional[int] = ...) -> None: ...
 
 class GetLatestResourcesRequest(_message.Message):
     __slots__ = ()
@@ -64,6 +66,22 @@ class QueryResourcesRequest(_message.Message):
     def __init__(self, resources_id: _Optional[str] = ..., resources_id_contains: _Optional[str] = ..., page: _Optional[_Union[_types_pb2.Page, _Mapping]] = ...) -> None: ...
 
 class QueryResourcesResponse(_message.Message):
+    __slots__ = ("resources", "page")
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    resources: _containers.RepeatedCompositeFieldContainer[_types_pb2.ResourcesUpdate]
+    page: _types_pb2.PageInfo
+    def __init__(self, resources: _Optional[_Iterable[_Union[_types_pb2.ResourcesUpdate, _Mapping]]] = ..., page: _Optional[_Union[_types_pb2.PageInfo, _Mapping]] = ...) -> None: ...
+
+class QueryResourceVersionsRequest(_message.Message):
+    __slots__ = ("resources_id", "page")
+    RESOURCES_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    resources_id: str
+    page: _types_pb2.Page
+    def __init__(self, resources_id: _Optional[str] = ..., page: _Optional[_Union[_types_pb2.Page, _Mapping]] = ...) -> None: ...
+
+class QueryResourceVersionsResponse(_message.Message):
     __slots__ = ("resources", "page")
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]

@@ -60,6 +60,11 @@ class ResourceServiceStub:
                 request_serializer=agl_dot_v1_dot_resources__pb2.QueryResourcesRequest.SerializeToString,
                 response_deserializer=agl_dot_v1_dot_resources__pb2.QueryResourcesResponse.FromString,
                 _registered_method=True)
+        self.QueryResourceVersions = channel.unary_unary(
+                '/agl.v1.ResourceService/QueryResourceVersions',
+                request_serializer=agl_dot_v1_dot_resources__pb2.QueryResourceVersionsRequest.SerializeToString,
+                response_deserializer=agl_dot_v1_dot_resources__pb2.QueryResourceVersionsResponse.FromString,
+                _registered_method=True)
         self.WatchResources = channel.unary_stream(
                 '/agl.v1.ResourceService/WatchResources',
                 request_serializer=agl_dot_v1_dot_resources__pb2.WatchResourcesRequest.SerializeToString,
@@ -97,7 +102,15 @@ class ResourceServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def QueryResources(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The current version of each snapshot id that matches.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def QueryResourceVersions(self, request, context):
+        """Every published version of one snapshot id (its history: to chart and diff versions), by version.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -136,6 +149,11 @@ def add_ResourceServiceServicer_to_server(servicer, server):
                     servicer.QueryResources,
                     request_deserializer=agl_dot_v1_dot_resources__pb2.QueryResourcesRequest.FromString,
                     response_serializer=agl_dot_v1_dot_resources__pb2.QueryResourcesResponse.SerializeToString,
+            ),
+            'QueryResourceVersions': grpc.unary_unary_rpc_method_handler(
+                    servicer.QueryResourceVersions,
+                    request_deserializer=agl_dot_v1_dot_resources__pb2.QueryResourceVersionsRequest.FromString,
+                    response_serializer=agl_dot_v1_dot_resources__pb2.QueryResourceVersionsResponse.SerializeToString,
             ),
             'WatchResources': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchResources,
@@ -278,6 +296,33 @@ class ResourceService:
             '/agl.v1.ResourceService/QueryResources',
             agl_dot_v1_dot_resources__pb2.QueryResourcesRequest.SerializeToString,
             agl_dot_v1_dot_resources__pb2.QueryResourcesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def QueryResourceVersions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agl.v1.ResourceService/QueryResourceVersions',
+            agl_dot_v1_dot_resources__pb2.QueryResourceVersionsRequest.SerializeToString,
+            agl_dot_v1_dot_resources__pb2.QueryResourceVersionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

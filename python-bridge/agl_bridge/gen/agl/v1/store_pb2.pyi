@@ -59,28 +59,53 @@ class GetRolloutRequest(_message.Message):
     def __init__(self, rollout_id: _Optional[str] = ...) -> None: ...
 
 class QueryRolloutsRequest(_message.Message):
-    __slots__ = ("status_in", "rollout_id_in", "rollout_id_contains", "group_id", "filter_logic", "page")
+    __slots__ = ("status_in", "rollout_id_in", "rollout_id_contains", "group_id", "filter_logic", "page", "mode_in", "resources_id_in", "resources_version", "start_time_from", "start_time_to", "end_time_from", "end_time_to", "include_final_rewards")
     STATUS_IN_FIELD_NUMBER: _ClassVar[int]
     ROLLOUT_ID_IN_FIELD_NUMBER: _ClassVar[int]
     ROLLOUT_ID_CONTAINS_FIELD_NUMBER: _ClassVar[int]
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     FILTER_LOGIC_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]
+    MODE_IN_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_ID_IN_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_VERSION_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FROM_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_TO_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FROM_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_TO_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_FINAL_REWARDS_FIELD_NUMBER: _ClassVar[int]
     status_in: _containers.RepeatedScalarFieldContainer[_types_pb2.RolloutStatus]
     rollout_id_in: _containers.RepeatedScalarFieldContainer[str]
     rollout_id_contains: str
     group_id: str
     filter_logic: _types_pb2.FilterLogic
     page: _types_pb2.Page
-    def __init__(self, status_in: _Optional[_Iterable[_Union[_types_pb2.RolloutStatus, str]]] = ..., rollout_id_in: _Optional[_Iterable[str]] = ..., rollout_id_contains: _Optional[str] = ..., group_id: _Optional[str] = ..., filter_logic: _Optional[_Union[_types_pb2.FilterLogic, str]] = ..., page: _Optional[_Union[_types_pb2.Page, _Mapping]] = ...) -> None: ...
+    mode_in: _containers.RepeatedScalarFieldContainer[_types_pb2.RolloutMode]
+    resources_id_in: _containers.RepeatedScalarFieldContainer[str]
+    resources_version: int
+    start_time_from: float
+    start_time_to: float
+    end_time_from: float
+    end_time_to: float
+    include_final_rewards: bool
+    def __init__(self, status_in: _Optional[_Iterable[_Union[_types_pb2.RolloutStatus, str]]] = ..., rollout_id_in: _Optional[_Iterable[str]] = ..., rollout_id_contains: _Optional[str] = ..., group_id: _Optional[str] = ..., filter_logic: _Optional[_Union[_types_pb2.FilterLogic, str]] = ..., page: _Optional[_Union[_types_pb2.Page, _Mapping]] = ..., mode_in: _Optional[_Iterable[_Union[_types_pb2.RolloutMode, str]]] = ..., resources_id_in: _Optional[_Iterable[str]] = ..., resources_version: _Optional[int] = ..., start_time_from: _Optional[float] = ..., start_time_to: _Optional[float] = ..., end_time_from: _Optional[float] = ..., end_time_to: _Optional[float] = ..., include_final_rewards: _Optional[bool] = ...) -> None: ...
 
 class QueryRolloutsResponse(_message.Message):
-    __slots__ = ("rollouts", "page")
+    __slots__ = ("rollouts", "page", "final_rewards")
+    class FinalRewardsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     ROLLOUTS_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]
+    FINAL_REWARDS_FIELD_NUMBER: _ClassVar[int]
     rollouts: _containers.RepeatedCompositeFieldContainer[_types_pb2.Rollout]
     page: _types_pb2.PageInfo
-    def __init__(self, rollouts: _Optional[_Iterable[_Union[_types_pb2.Rollout, _Mapping]]] = ..., page: _Optional[_Union[_types_pb2.PageInfo, _Mapping]] = ...) -> None: ...
+    final_rewards: _containers.ScalarMap[str, float]
+    def __init__(self, rollouts: _Optional[_Iterable[_Union[_types_pb2.Rollout, _Mapping]]] = ..., page: _Optional[_Union[_types_pb2.PageInfo, _Mapping]] = ..., final_rewards: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class UpdateRolloutRequest(_message.Message):
     __slots__ = ("rollout_id", "input", "mode", "resources_id", "status", "config", "metadata")
@@ -330,3 +355,97 @@ class Statistics(_message.Message):
     uptime_seconds: float
     rollouts_by_status: _containers.ScalarMap[str, int]
     def __init__(self, backend: _Optional[str] = ..., total_rollouts: _Optional[int] = ..., total_attempts: _Optional[int] = ..., total_spans: _Optional[int] = ..., total_resources: _Optional[int] = ..., total_workers: _Optional[int] = ..., queue_length: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., rollouts_by_status: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class GetRolloutTimelineRequest(_message.Message):
+    __slots__ = ("start_time", "end_time", "bucket_seconds", "mode_in", "resources_id_in")
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    BUCKET_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    MODE_IN_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_ID_IN_FIELD_NUMBER: _ClassVar[int]
+    start_time: float
+    end_time: float
+    bucket_seconds: float
+    mode_in: _containers.RepeatedScalarFieldContainer[_types_pb2.RolloutMode]
+    resources_id_in: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., bucket_seconds: _Optional[float] = ..., mode_in: _Optional[_Iterable[_Union[_types_pb2.RolloutMode, str]]] = ..., resources_id_in: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RolloutTimelineCount(_message.Message):
+    __slots__ = ("bucket", "mode", "status", "count")
+    BUCKET_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    bucket: int
+    mode: _types_pb2.RolloutMode
+    status: _types_pb2.RolloutStatus
+    count: int
+    def __init__(self, bucket: _Optional[int] = ..., mode: _Optional[_Union[_types_pb2.RolloutMode, str]] = ..., status: _Optional[_Union[_types_pb2.RolloutStatus, str]] = ..., count: _Optional[int] = ...) -> None: ...
+
+class GetRolloutTimelineResponse(_message.Message):
+    __slots__ = ("start_time", "end_time", "bucket_seconds", "bucket_count", "created", "finished")
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    BUCKET_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    BUCKET_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_FIELD_NUMBER: _ClassVar[int]
+    start_time: float
+    end_time: float
+    bucket_seconds: float
+    bucket_count: int
+    created: _containers.RepeatedCompositeFieldContainer[RolloutTimelineCount]
+    finished: _containers.RepeatedCompositeFieldContainer[RolloutTimelineCount]
+    def __init__(self, start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., bucket_seconds: _Optional[float] = ..., bucket_count: _Optional[int] = ..., created: _Optional[_Iterable[_Union[RolloutTimelineCount, _Mapping]]] = ..., finished: _Optional[_Iterable[_Union[RolloutTimelineCount, _Mapping]]] = ...) -> None: ...
+
+class GetRewardsByResourcesRequest(_message.Message):
+    __slots__ = ("resources_id_in", "mode_in", "status_in", "start_time_from", "start_time_to")
+    RESOURCES_ID_IN_FIELD_NUMBER: _ClassVar[int]
+    MODE_IN_FIELD_NUMBER: _ClassVar[int]
+    STATUS_IN_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FROM_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_TO_FIELD_NUMBER: _ClassVar[int]
+    resources_id_in: _containers.RepeatedScalarFieldContainer[str]
+    mode_in: _containers.RepeatedScalarFieldContainer[_types_pb2.RolloutMode]
+    status_in: _containers.RepeatedScalarFieldContainer[_types_pb2.RolloutStatus]
+    start_time_from: float
+    start_time_to: float
+    def __init__(self, resources_id_in: _Optional[_Iterable[str]] = ..., mode_in: _Optional[_Iterable[_Union[_types_pb2.RolloutMode, str]]] = ..., status_in: _Optional[_Iterable[_Union[_types_pb2.RolloutStatus, str]]] = ..., start_time_from: _Optional[float] = ..., start_time_to: _Optional[float] = ...) -> None: ...
+
+class RewardStats(_message.Message):
+    __slots__ = ("resources_id", "resources_version", "mode", "rollouts", "rewarded", "mean", "std", "min", "max", "llm_calls", "prompt_tokens", "response_tokens", "first_start_time", "last_start_time")
+    RESOURCES_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_VERSION_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    ROLLOUTS_FIELD_NUMBER: _ClassVar[int]
+    REWARDED_FIELD_NUMBER: _ClassVar[int]
+    MEAN_FIELD_NUMBER: _ClassVar[int]
+    STD_FIELD_NUMBER: _ClassVar[int]
+    MIN_FIELD_NUMBER: _ClassVar[int]
+    MAX_FIELD_NUMBER: _ClassVar[int]
+    LLM_CALLS_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_START_TIME_FIELD_NUMBER: _ClassVar[int]
+    LAST_START_TIME_FIELD_NUMBER: _ClassVar[int]
+    resources_id: str
+    resources_version: int
+    mode: _types_pb2.RolloutMode
+    rollouts: int
+    rewarded: int
+    mean: float
+    std: float
+    min: float
+    max: float
+    llm_calls: int
+    prompt_tokens: int
+    response_tokens: int
+    first_start_time: float
+    last_start_time: float
+    def __init__(self, resources_id: _Optional[str] = ..., resources_version: _Optional[int] = ..., mode: _Optional[_Union[_types_pb2.RolloutMode, str]] = ..., rollouts: _Optional[int] = ..., rewarded: _Optional[int] = ..., mean: _Optional[float] = ..., std: _Optional[float] = ..., min: _Optional[float] = ..., max: _Optional[float] = ..., llm_calls: _Optional[int] = ..., prompt_tokens: _Optional[int] = ..., response_tokens: _Optional[int] = ..., first_start_time: _Optional[float] = ..., last_start_time: _Optional[float] = ...) -> None: ...
+
+class GetRewardsByResourcesResponse(_message.Message):
+    __slots__ = ("stats",)
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    stats: _containers.RepeatedCompositeFieldContainer[RewardStats]
+    def __init__(self, stats: _Optional[_Iterable[_Union[RewardStats, _Mapping]]] = ...) -> None: ...

@@ -130,6 +130,16 @@ class LightningStoreStub:
                 request_serializer=agl_dot_v1_dot_store__pb2.GetStatisticsRequest.SerializeToString,
                 response_deserializer=agl_dot_v1_dot_store__pb2.Statistics.FromString,
                 _registered_method=True)
+        self.GetRolloutTimeline = channel.unary_unary(
+                '/agl.v1.LightningStore/GetRolloutTimeline',
+                request_serializer=agl_dot_v1_dot_store__pb2.GetRolloutTimelineRequest.SerializeToString,
+                response_deserializer=agl_dot_v1_dot_store__pb2.GetRolloutTimelineResponse.FromString,
+                _registered_method=True)
+        self.GetRewardsByResources = channel.unary_unary(
+                '/agl.v1.LightningStore/GetRewardsByResources',
+                request_serializer=agl_dot_v1_dot_store__pb2.GetRewardsByResourcesRequest.SerializeToString,
+                response_deserializer=agl_dot_v1_dot_store__pb2.GetRewardsByResourcesResponse.FromString,
+                _registered_method=True)
 
 
 class LightningStoreServicer:
@@ -266,6 +276,24 @@ class LightningStoreServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetRolloutTimeline(self, request, context):
+        """Rollout counts per time bucket, by mode and status: how many were created in each bucket (throughput in) and
+        how many finished in it (throughput out). Computed by the storage (SQL GROUP BY), never by paging the rollouts.
+        With no bucket width the window is one bucket: the counts by mode and status of every rollout in it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetRewardsByResources(self, request, context):
+        """Final-reward statistics (count, mean, spread, range) and LLM token counts of rollouts, grouped by the resources
+        snapshot and version they ran against and by mode: reward per training step, validation score per version,
+        score per APO candidate.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LightningStoreServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -363,6 +391,16 @@ def add_LightningStoreServicer_to_server(servicer, server):
                     servicer.GetStatistics,
                     request_deserializer=agl_dot_v1_dot_store__pb2.GetStatisticsRequest.FromString,
                     response_serializer=agl_dot_v1_dot_store__pb2.Statistics.SerializeToString,
+            ),
+            'GetRolloutTimeline': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRolloutTimeline,
+                    request_deserializer=agl_dot_v1_dot_store__pb2.GetRolloutTimelineRequest.FromString,
+                    response_serializer=agl_dot_v1_dot_store__pb2.GetRolloutTimelineResponse.SerializeToString,
+            ),
+            'GetRewardsByResources': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRewardsByResources,
+                    request_deserializer=agl_dot_v1_dot_store__pb2.GetRewardsByResourcesRequest.FromString,
+                    response_serializer=agl_dot_v1_dot_store__pb2.GetRewardsByResourcesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -878,6 +916,60 @@ class LightningStore:
             '/agl.v1.LightningStore/GetStatistics',
             agl_dot_v1_dot_store__pb2.GetStatisticsRequest.SerializeToString,
             agl_dot_v1_dot_store__pb2.Statistics.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetRolloutTimeline(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agl.v1.LightningStore/GetRolloutTimeline',
+            agl_dot_v1_dot_store__pb2.GetRolloutTimelineRequest.SerializeToString,
+            agl_dot_v1_dot_store__pb2.GetRolloutTimelineResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetRewardsByResources(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agl.v1.LightningStore/GetRewardsByResources',
+            agl_dot_v1_dot_store__pb2.GetRewardsByResourcesRequest.SerializeToString,
+            agl_dot_v1_dot_store__pb2.GetRewardsByResourcesResponse.FromString,
             options,
             channel_credentials,
             insecure,

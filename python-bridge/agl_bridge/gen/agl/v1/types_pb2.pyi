@@ -135,7 +135,7 @@ class Attempt(_message.Message):
     def __init__(self, rollout_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., sequence_id: _Optional[int] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., status: _Optional[_Union[AttemptStatus, str]] = ..., worker_id: _Optional[str] = ..., last_heartbeat_time: _Optional[float] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class Rollout(_message.Message):
-    __slots__ = ("rollout_id", "input", "start_time", "end_time", "mode", "resources_id", "status", "config", "metadata", "group_id", "latest_attempt")
+    __slots__ = ("rollout_id", "input", "start_time", "end_time", "mode", "resources_id", "status", "config", "metadata", "group_id", "latest_attempt", "resources_version")
     ROLLOUT_ID_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -147,6 +147,7 @@ class Rollout(_message.Message):
     METADATA_FIELD_NUMBER: _ClassVar[int]
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     LATEST_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_VERSION_FIELD_NUMBER: _ClassVar[int]
     rollout_id: str
     input: _struct_pb2.Value
     start_time: float
@@ -158,7 +159,8 @@ class Rollout(_message.Message):
     metadata: _struct_pb2.Struct
     group_id: str
     latest_attempt: Attempt
-    def __init__(self, rollout_id: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., mode: _Optional[_Union[RolloutMode, str]] = ..., resources_id: _Optional[str] = ..., status: _Optional[_Union[RolloutStatus, str]] = ..., config: _Optional[_Union[RolloutConfig, _Mapping]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., group_id: _Optional[str] = ..., latest_attempt: _Optional[_Union[Attempt, _Mapping]] = ...) -> None: ...
+    resources_version: int
+    def __init__(self, rollout_id: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., mode: _Optional[_Union[RolloutMode, str]] = ..., resources_id: _Optional[str] = ..., status: _Optional[_Union[RolloutStatus, str]] = ..., config: _Optional[_Union[RolloutConfig, _Mapping]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., group_id: _Optional[str] = ..., latest_attempt: _Optional[_Union[Attempt, _Mapping]] = ..., resources_version: _Optional[int] = ...) -> None: ...
 
 class RolloutSpec(_message.Message):
     __slots__ = ("input", "mode", "resources_id", "config", "metadata", "group_id")

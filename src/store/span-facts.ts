@@ -1,0 +1,31 @@
+import { rewardOf } from "../adapter/rewards.js";
+import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS } from "../core/semconv.js";
+import type { Span } from "../gen/agl/v1/types_pb.js";
+
+/**
+ * What the aggregates read of a span, taken once when it is stored (SQL backends keep them as columns, so sums run
+ * in the database without decoding spans): the reward it reports, and for an LLM call recorded with its token ids,
+ * the prompt and response token counts.
+ */
+export interface SpanFacts {
+  /** A finite reward (see `rewardOf`), else null. */
+  reward: number | null;
+  /** Null unless the span holds the call's response token ids. */
+  promptTokens: number | null;
+  responseTokens: number | null;
+}
+
+export function spanFacts(span: Span): SpanFacts {
+  const reward = rewardOf(span);
+  const response = tokenCount(span, AGL_LLM_RESPONSE_TOKEN_IDS);
+  return {
+    reward: reward !== undefined && Number.isFinite(reward) ? reward : null,
+    promptTokens: response === null ? null : (tokenCount(span, AGL_LLM_PROMPT_TOKEN_IDS) ?? 0),
+    responseTokens: response,
+  };
+}
+
+function tokenCount(span: Span, key: string): number | null {
+  const value = span.attributes[key]?.value;
+  return value?.case === "intArray" ? value.value.values.length : null;
+}
