@@ -18,6 +18,8 @@ from verl.trainer.ppo import core_algos
 from verl.utils.torch_functional import logprobs_from_logits
 from verl.workers.config import ActorConfig
 
+from agl_bridge.rollout_correction import apply_rollout_correction
+
 __all__ = ["Generation", "GrpoConfig", "Policy"]
 
 
@@ -34,7 +36,9 @@ class Generation:
 @dataclass
 class GrpoConfig:
     """The update: VERL's policy loss ``loss_mode`` with PPO clipping, ``ppo_epochs`` passes over the batch in
-    mini-batches of ``mini_batch_size`` rows (all rows when ``None``)."""
+    mini-batches of ``mini_batch_size`` rows (all rows when ``None``); ``rollout_correction`` (VERL's
+    ``algorithm.rollout_correction`` keys, ``agl_bridge.rollout_correction``) weights each token's loss by its
+    truncated importance ratio between the weights updated and the ones that sampled it."""
 
     lr: float = 1e-3
     weight_decay: float = 0.0
@@ -46,6 +50,7 @@ class GrpoConfig:
     ppo_epochs: int = 1
     mini_batch_size: int | None = None
     grad_clip: float = 1.0
+    rollout_correction: dict[str, Any] | None = None
 
     def actor_config(self) -> ActorConfig:
         return ActorConfig(
@@ -192,6 +197,9 @@ class Policy:
         if "rollout_log_probs" in data.batch.keys():
             diff = (old - data.batch["rollout_log_probs"]).abs() * mask
             metrics["actor/rollout_logprob_abs_diff_max"] = float(diff.max())
+        data, correction_metrics = apply_rollout_correction(data, cfg.rollout_correction)
+        metrics.update(correction_metrics)
+        weighted = "rollout_is_weights" in data.batch.keys()
         n = len(data)
         size = cfg.mini_batch_size or n
         self.model.train()
@@ -210,6 +218,7 @@ class Policy:
                         response_mask=mb.batch["response_mask"],
                         loss_agg_mode=cfg.loss_agg_mode,
                         config=self._actor_config,
+                        rollout_is_weights=mb.batch["rollout_is_weights"] if weighted else None,
                     )
                     self.optimizer.zero_grad(set_to_none=True)
                     pg_loss.backward()
