@@ -10,6 +10,12 @@ triplet cursor) is written atomically after the update — every step, or every 
 ``trainer.save_freq``); ``history.jsonl`` lists the rollouts each step trained on. A resume goes back to the last
 checkpoint: steps trained after it are lost with the weights they made, so their ``history.jsonl`` lines are dropped
 and they are trained again (on fresh rollouts, or on the pending ones of the step the kill interrupted).
+
+With ``max_staleness`` k > 0 the loop is asynchronous (``agl_bridge.staleness``): it keeps ``1 + k`` steps' groups
+enqueued, so the runners generate while a step converts, updates, publishes and checkpoints; a step trains the
+oldest ``tasks_per_step`` complete groups whose every call was served by weights at most k updates old, drops older
+ones and carries the rest. ``inflight.json`` (and each checkpoint) holds the groups in flight, so a restarted trainer
+trains the finished ones and waits for the others; ``history.jsonl`` also lists the dropped rollouts.
 """
 
 from __future__ import annotations
@@ -38,6 +44,9 @@ from agl_bridge.triplets import RolloutTriplets, mode_name
 from agl_bridge.validation import ValidationResult, collect_rollouts, val_metrics, val_resources
 
 __all__ = ["LoopConfig", "MetricsSink", "PolicyBackend", "StepResult", "TrainingLoop", "ValidationResult"]
+
+# Asynchronous mode: how often the loop looks for groups that finished out of order while it waits for older ones.
+_COMPLETE_POLL_S = 0.5
 
 # Receives each step's metrics (training, and validation when it ran) with the step they belong to: VERL's
 # ``Tracking.log(data, step)`` has this shape.
@@ -579,7 +588,8 @@ class TrainingLoop:
                 config=self._rollout_config(),
                 metadata={"step": self.step, "batch": batch},
             )
-            self.ledger.add(InflightGroup(g[0].group_id, [r.rollout_id for r in g], self.version) for g in groups)
+            now = time.time()
+            self.ledger.add(InflightGroup(g[0].group_id, [r.rollout_id for r in g], self.version, now) for g in groups)
             self._save_ledger()
         return idle
 
@@ -595,9 +605,9 @@ class TrainingLoop:
         return max(0.0, time.time() - last)
 
     async def _gather(self, timings: dict[str, float]) -> tuple[list[RolloutTriplets], dict[str, Any]]:
-        """Waits for the oldest groups until ``tasks_per_step`` complete ones within the staleness bound are in hand
-        (fewer when rollouts time out: the step trains what finished, as a synchronous one does). A group with a call
-        older than the bound, or with no rollout that finished, leaves the ledger and is replaced by a new one."""
+        """Waits until ``tasks_per_step`` complete groups (every rollout finished, whatever its status) within the
+        staleness bound are in hand, oldest first; the others carry over. A group with a call older than the bound,
+        or with no rollout that finished, leaves the ledger and is replaced by a new one."""
         cfg = self.config
         chosen: list[tuple[InflightGroup, list[RolloutTriplets]]] = []
         trained: list[int] = []
@@ -607,13 +617,17 @@ class TrainingLoop:
         while len(chosen) < cfg.tasks_per_step:
             await self._top_up()
             taken = {g.group_id for g, _ in chosen}
-            waiting = [g for g in self.ledger.groups if g.group_id not in taken][: cfg.tasks_per_step - len(chosen)]
+            open_groups = [g for g in self.ledger.groups if g.group_id not in taken]
             t = time.perf_counter()
-            finished = await self._wait([r for g in waiting for r in g.rollout_ids])
+            waiting = await self._complete_groups(open_groups, cfg.tasks_per_step - len(chosen))
             timings["wait"] += time.perf_counter() - t
             t = time.perf_counter()
             by_id = await collect_rollouts(
-                self.client, finished, cfg.collect_timeout, mode="train", options=cfg.triplet_options
+                self.client,
+                [r for g in waiting for r in g.rollout_ids],
+                cfg.collect_timeout,
+                mode="train",
+                options=cfg.triplet_options,
             )
             timings["collect"] += time.perf_counter() - t
             for group in waiting:
@@ -637,6 +651,34 @@ class TrainingLoop:
         metrics["async/groups_empty"] = float(empty_groups)
         samples = [s for _, got in chosen for s in got]
         return samples, {"metrics": metrics, "record": {"dropped_rollout_ids": dropped}}
+
+    async def _complete_groups(self, groups: list[InflightGroup], need: int) -> list[InflightGroup]:
+        """The ``need`` oldest of ``groups`` whose rollouts have all finished, once there are that many. Rollouts
+        still running ``rollout_timeout`` seconds after their group was enqueued are cancelled (their group is then
+        complete, and trains what finished, as a synchronous step does)."""
+        ids = [r for g in groups for r in g.rollout_ids]
+        while True:
+            finished = {r.rollout_id for r in await self.client.wait_for_rollouts(ids, 0)}
+            complete = [g for g in groups if finished.issuperset(g.rollout_ids)]
+            if len(complete) >= need:
+                return complete[:need]
+            late = [
+                g for g in groups if g not in complete and time.time() > g.enqueued_at + self.config.rollout_timeout
+            ]
+            if late:
+                unfinished = [r for g in late for r in g.rollout_ids if r not in finished]
+                cancelled = await self._cancel_rollouts(unfinished)
+                self.log(
+                    f"[agl] {len(unfinished)} rollouts did not finish within {self.config.rollout_timeout:.0f} s: "
+                    f"{cancelled} cancelled"
+                )
+                for group in late:  # cancelled once: not again
+                    group.enqueued_at = float("inf")
+                continue
+            # The oldest groups that would make up the number usually finish first: wait on them, and look at all
+            # again every poll interval (a younger group may finish before them).
+            oldest = [g for g in groups if g not in complete][: need - len(complete)]
+            await self.client.wait_for_rollouts([r for g in oldest for r in g.rollout_ids], _COMPLETE_POLL_S)
 
     def _save_ledger(self) -> None:
         if self.ckpt is not None and self.config.max_staleness > 0:

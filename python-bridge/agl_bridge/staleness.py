@@ -33,11 +33,13 @@ __all__ = ["GroupLedger", "InflightGroup", "call_versions", "staleness_metrics"]
 
 @dataclass
 class InflightGroup:
-    """One task's ``n`` rollouts, enqueued while ``enqueued_version`` was the published version."""
+    """One task's ``n`` rollouts, enqueued at ``enqueued_at`` (wall clock) while ``enqueued_version`` was the
+    published version."""
 
     group_id: str
     rollout_ids: list[str]
     enqueued_version: int
+    enqueued_at: float
 
 
 def call_versions(samples: Iterable[RolloutTriplets], resources_id: str, fallback: int) -> list[int]:
@@ -104,7 +106,12 @@ class GroupLedger:
     def from_state(cls, state: Mapping[str, Any]) -> GroupLedger:
         return cls(
             groups=[
-                InflightGroup(str(g["group_id"]), [str(r) for r in g["rollout_ids"]], int(g["enqueued_version"]))
+                InflightGroup(
+                    str(g["group_id"]),
+                    [str(r) for r in g["rollout_ids"]],
+                    int(g["enqueued_version"]),
+                    float(g["enqueued_at"]),
+                )
                 for g in state.get("groups", [])
             ],
             next_batch=int(state.get("next_batch", 0)),
