@@ -572,11 +572,14 @@ class TrainingLoop:
         cfg = self.config
         return cfg.tasks_per_step * max(1, min(1 + cfg.max_staleness, cfg.total_steps - self.step))
 
-    async def _top_up(self) -> float:
-        """Enqueues batches of tasks until the ledger holds ``_lookahead`` groups; returns how long the runners had
-        been out of work before (0 when they were not, or nothing was enqueued)."""
+    async def _top_up(self, taken: int = 0, need: int = 0) -> float:
+        """Enqueues batches of tasks while one more fits within ``_lookahead`` groups, or fewer than ``need`` groups
+        are left besides the ``taken`` ones (groups dropped during a step are replaced); returns how long the runners
+        had been out of work before (0 when they were not, or nothing was enqueued)."""
         cfg, idle, first = self.config, 0.0, True
-        while len(self.ledger.groups) < self._lookahead():
+        while (
+            len(self.ledger.groups) + cfg.tasks_per_step <= self._lookahead() or len(self.ledger.groups) - taken < need
+        ):
             if first:
                 idle, first = await self._generation_idle(), False
             batch = self.ledger.next_batch
@@ -615,7 +618,7 @@ class TrainingLoop:
         dropped_calls = dropped_groups = empty_groups = 0
         timings["wait"] = timings["collect"] = 0.0
         while len(chosen) < cfg.tasks_per_step:
-            await self._top_up()
+            await self._top_up(len(chosen), cfg.tasks_per_step - len(chosen))
             taken = {g.group_id for g, _ in chosen}
             open_groups = [g for g in self.ledger.groups if g.group_id not in taken]
             t = time.perf_counter()
