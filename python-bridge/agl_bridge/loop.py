@@ -795,7 +795,10 @@ class TrainingLoop:
             if cfg.val_only:
                 return self.history
         while self.step < cfg.total_steps:
+            started = time.perf_counter()
             result = await self.run_step()
+            if result is not None:
+                result.timings["step"] = time.perf_counter() - started
             metrics = result.log_metrics() if result is not None else {"training/skipped_step": 1.0}
             if self.validates_after(self.step):
                 metrics.update((await self.validate()).metrics)
