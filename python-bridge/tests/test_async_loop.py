@@ -277,3 +277,41 @@ def test_local_update_weights_its_loss_by_truncated_importance_ratios():
     assert m_corrected["actor/pg_loss"] != pytest.approx(m_plain["actor/pg_loss"])
     corrected.close()
     plain.close()
+
+
+async def test_training_a_copy_lets_the_served_model_generate_during_the_update():
+    from agl_bridge.local import tasks
+    from agl_bridge.local.model import TinyModelConfig, build_tiny_model, build_word_tokenizer
+    from agl_bridge.local.policy import GrpoConfig, Policy
+
+    def policy() -> Policy:
+        tokenizer = build_word_tokenizer(tasks.vocabulary())
+        model = build_tiny_model(tokenizer, TinyModelConfig(hidden_size=16, layers=1, heads=2, intermediate_size=32))
+        return Policy(model, tokenizer, GrpoConfig(lr=1e-2, ppo_epochs=30))
+
+    batch = [rollout(f"r{i}", "g", [triplet([1, 2, 3], [4 + i, 5])], final_reward=float(i % 2)) for i in range(8)]
+
+    def data():
+        d, _ = to_dataproto(batch, ConvertOptions(pad_token_id=0))
+        return compute_rollout_level_advantage(d, "grpo")[0]
+
+    shared, copied = policy(), policy()
+    copied.model.load_state_dict(shared.model.state_dict())
+    copied.train_on_copy()
+    before = {k: v.clone() for k, v in copied.model.state_dict().items()}
+    update = asyncio.create_task(copied.update(data()))
+    await asyncio.sleep(0.05)
+    # The served model answers while the copy trains, with the weights it had.
+    await copied.generate([1, 2, 3], 2, temperature=1.0)
+    assert not update.done(), "the generation waited for the update"
+    assert all(torch.equal(before[k], v) for k, v in copied.model.state_dict().items())
+    assert copied.weights_version == 0
+    await update
+    # Then it has exactly the weights the same update on the served model itself gives.
+    await shared.update(data())
+    assert copied.weights_version == shared.weights_version == 1
+    trained = shared.model.state_dict()
+    assert all(torch.allclose(trained[k], v) for k, v in copied.model.state_dict().items())
+    assert all(torch.equal(v, copied.train_model.state_dict()[k]) for k, v in copied.model.state_dict().items())
+    shared.close()
+    copied.close()

@@ -4,6 +4,7 @@ thread so generation never sees a half-applied update."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import math
 from collections import Counter
@@ -66,7 +67,12 @@ class GrpoConfig:
 
 class Policy:
     """A model, its tokenizer and its optimizer. ``run`` executes a function on the model thread; the async methods
-    are safe to call from the event loop while the policy server is serving."""
+    are safe to call from the event loop while the policy server is serving.
+
+    By default the update runs on the model thread too, so generation waits for it. After ``train_on_copy`` the
+    update runs on a copy of the model (``train_model``) on a thread of its own while the served model goes on
+    generating with the previous weights, and the new weights are swapped into the served model at the end of the
+    update (on the model thread, between two generations): an engine and a trainer, as asynchronous training needs."""
 
     def __init__(
         self,
@@ -76,12 +82,14 @@ class Policy:
         sampling_seed: int | None = None,
     ):
         self.model = model.eval()
+        self.train_model = self.model
         self.tokenizer = tokenizer
         self.grpo = grpo or GrpoConfig()
         self.optimizer = self._make_optimizer()
         self._actor_config = self.grpo.actor_config()
         self._loss_fn = core_algos.get_policy_loss_fn(self.grpo.loss_mode)
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agl-policy")
+        self._train_thread: ThreadPoolExecutor | None = None
         # With a sampling seed, a request without a seed of its own draws from a generator seeded by (sampling seed,
         # weights version, prompt, how many times this prompt was drawn for these weights): runners send a step's
         # requests in an order nobody controls, and this numbering makes the step's samples the same in every run.
@@ -100,8 +108,22 @@ class Policy:
         self._weights_version = version
         self._draws.clear()
 
+    def train_on_copy(self) -> None:
+        """Trains a copy of the model from now on (see the class doc); the optimizer starts afresh on the copy."""
+        if self._train_thread is not None:
+            return
+        self.train_model = copy.deepcopy(self.model)
+        self.optimizer = self._make_optimizer()
+        self._train_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agl-train")
+
+    def load_weights(self, state: dict[str, torch.Tensor]) -> None:
+        """Loads ``state`` into the served model and, when training a copy, into the copy."""
+        self.model.load_state_dict(state)
+        if self.train_model is not self.model:
+            self.train_model.load_state_dict(state)
+
     def _make_optimizer(self) -> torch.optim.Optimizer:
-        cfg, params = self.grpo, self.model.parameters()
+        cfg, params = self.grpo, self.train_model.parameters()
         if cfg.optimizer == "sgd":
             return torch.optim.SGD(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
         if cfg.optimizer == "adamw":
@@ -113,6 +135,8 @@ class Policy:
 
     def close(self) -> None:
         self._thread.shutdown(wait=True)
+        if self._train_thread is not None:
+            self._train_thread.shutdown(wait=True)
 
     # -- serving -----------------------------------------------------------------------------------------------
 
@@ -176,10 +200,10 @@ class Policy:
     # -- training ----------------------------------------------------------------------------------------------
 
     def response_log_probs(self, data: DataProto) -> torch.Tensor:
-        """Log-probs [B, R] of ``responses`` under the current weights (with grad when enabled)."""
+        """Log-probs [B, R] of ``responses`` under the weights being trained (with grad when enabled)."""
         batch = data.batch
         r_len = batch["responses"].shape[1]
-        logits = self.model(
+        logits = self.train_model(
             input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], position_ids=batch["position_ids"]
         ).logits
         logits = logits[:, -r_len - 1 : -1].float()
@@ -187,7 +211,19 @@ class Policy:
 
     def update_sync(self, data: DataProto) -> dict[str, float]:
         """One GRPO/PPO update on a batch that has ``advantages``: old log-probs from the current weights, then
-        ``ppo_epochs`` passes of VERL's policy loss. Returns metrics."""
+        ``ppo_epochs`` passes of VERL's policy loss; the served model has the new weights afterwards. Returns
+        metrics."""
+        metrics = self._train_sync(data)
+        self._swap_sync()
+        return metrics
+
+    def _swap_sync(self) -> None:
+        """The served model takes the trained weights (nothing to copy unless training a copy); a new version."""
+        if self.train_model is not self.model:
+            self.model.load_state_dict(self.train_model.state_dict())
+        self.weights_version += 1
+
+    def _train_sync(self, data: DataProto) -> dict[str, float]:
         cfg = self.grpo
         with torch.no_grad():
             old = self.response_log_probs(data)
@@ -202,7 +238,7 @@ class Policy:
         weighted = "rollout_is_weights" in data.batch.keys()
         n = len(data)
         size = cfg.mini_batch_size or n
-        self.model.train()
+        self.train_model.train()
         losses, kls, clipfracs, norms = [], [], [], []
         try:
             for epoch in range(cfg.ppo_epochs):
@@ -222,7 +258,7 @@ class Policy:
                     )
                     self.optimizer.zero_grad(set_to_none=True)
                     pg_loss.backward()
-                    norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
+                    norm = torch.nn.utils.clip_grad_norm_(self.train_model.parameters(), cfg.grad_clip)
                     if math.isfinite(float(norm)):
                         self.optimizer.step()
                     losses.append(float(pg_loss.detach()))
@@ -230,8 +266,7 @@ class Policy:
                     clipfracs.append(float(pg_metrics.get("actor/pg_clipfrac", 0.0)))
                     norms.append(float(norm))
         finally:
-            self.model.eval()
-        self.weights_version += 1
+            self.train_model.eval()
         metrics.update(
             {
                 "actor/pg_loss": sum(losses) / len(losses),
@@ -244,4 +279,8 @@ class Policy:
         return metrics
 
     async def update(self, data: DataProto) -> dict[str, float]:
-        return await self.run(self.update_sync, data)
+        if self._train_thread is None:
+            return await self.run(self.update_sync, data)
+        metrics = await asyncio.get_running_loop().run_in_executor(self._train_thread, self._train_sync, data)
+        await self.run(self._swap_sync)
+        return metrics

@@ -143,6 +143,9 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
     """Trains until ``options.steps``; returns a summary (rewards per step, versions, timings)."""
     torch.set_num_threads(max(1, options.threads))
     policy = build_policy(options)
+    if options.max_staleness > 0:
+        # Asynchronous: the policy server keeps generating while a copy of the model trains.
+        policy.train_on_copy()
     server = PolicyServer(policy, options.model_name, options.host, options.port)
     url = await server.start()
     _log(f"[agl] policy server on {url} (model {options.model_name})")
