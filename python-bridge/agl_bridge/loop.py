@@ -339,8 +339,8 @@ class TrainingLoop:
         )
         self.version = update.version
         if self.config.max_staleness > 0:
+            # Saved with the ledger at the next enqueue or step (a validation alone writes nothing).
             self.ledger.published(self.version, self.step, keep=self.config.max_staleness)
-            self._save_ledger()
         return self.version
 
     def tasks_for(self, step: int) -> list[Any]:
