@@ -108,13 +108,15 @@ class VerlBackend:
         weight push (an asleep vLLM has neither weights nor KV cache; a call there fails, or is served by weights
         half-way through an update).
 
-        Mode ``wait``, not ``reject``: the step's own rollouts are over by now and the next step's are enqueued only
-        after the new version is published, so what still calls are stragglers (rollouts the loop cancelled at
-        ``rollout_timeout`` whose agents run on) and anything else using the proxy (a person trying the model).
-        Held, they go on against the new weights once resumed, with no error for the agent to handle and no retry
-        spent; rejected, each would get a 429 and come back on its own schedule. A swap longer than the proxy's
-        longest wait (``pauseMaxWaitMs``, 300 s) turns into 429 + ``Retry-After`` anyway, which OpenAI clients
-        retry.
+        Mode ``wait``, not ``reject``: synchronously, the step's own rollouts are over by now and the next step's are
+        enqueued only after the new version is published, so what still calls are stragglers (rollouts the loop
+        cancelled at ``rollout_timeout`` whose agents run on) and anything else using the proxy (a person trying the
+        model); asynchronously (``max_staleness`` > 0), the next steps' rollouts: their calls in flight finish on the
+        old weights (the drain), the next ones wait. Held, they go on against the new weights once resumed, with no
+        error for the agent to handle and no retry spent (a rollout spanning the swap has calls of both versions,
+        each stamped by the proxy); rejected, each would get a 429 and come back on its own schedule. A swap longer
+        than the proxy's longest wait (``pauseMaxWaitMs``, 300 s) turns into 429 + ``Retry-After`` anyway, which
+        OpenAI clients retry.
 
         The drain is bounded (``drain_timeout``): a call that never ends must not stall training. On timeout the
         update goes ahead and the calls still in flight may fail against the sleeping replicas (the runner's
