@@ -759,14 +759,15 @@ class TrainingLoop:
 
     def summary(self) -> dict[str, Any]:
         """The run so far as the trainers' summary JSON (``--summary``, ``agl.summary``): reward, step, published
-        version and timings per step, the validations and, once a step ran, the initial and final reward (mean of the
-        last 5 steps), which it also logs with the reward plot."""
+        version, timings and metrics per step, the validations and, once a step ran, the initial and final reward
+        (mean of the last 5 steps), which it also logs with the reward plot."""
         rewards = [r.reward_mean for r in self.history]
         summary: dict[str, Any] = {
             "rewards": rewards,
             "steps": [r.step for r in self.history],
             "versions_published": [r.version for r in self.history],
             "timings": [r.timings for r in self.history],
+            "metrics": [r.metrics for r in self.history],
             "validation": [
                 {"step": v.step, "version": v.version, "reward_mean": v.reward_mean, "n": v.n, "metrics": v.metrics}
                 for v in self.val_history

@@ -94,10 +94,9 @@ def agl_token(config: Any) -> str | None:
 
 
 def write_summary(path: str, loop: TrainingLoop) -> None:
-    """The run's summary (``TrainingLoop.summary``, with VERL's metrics per step) as JSON, as ``python -m
+    """The run's summary (``TrainingLoop.summary``: VERL's metrics per step included) as JSON, as ``python -m
     agl_bridge.local --summary`` writes it; the reward plot and the initial and final reward go to stderr."""
-    summary = {**loop.summary(), "metrics": [r.metrics for r in loop.history]}
-    Path(path).write_text(json.dumps(summary))
+    Path(path).write_text(json.dumps(loop.summary()))
 
 
 class AglRayPPOTrainer(RayPPOTrainer):
