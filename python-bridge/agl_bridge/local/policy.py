@@ -7,6 +7,7 @@ import asyncio
 import copy
 import hashlib
 import math
+import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -72,7 +73,8 @@ class Policy:
     By default the update runs on the model thread too, so generation waits for it. After ``train_on_copy`` the
     update runs on a copy of the model (``train_model``) on a thread of its own while the served model goes on
     generating with the previous weights, and the new weights are swapped into the served model at the end of the
-    update (on the model thread, between two generations): an engine and a trainer, as asynchronous training needs."""
+    update, between two generations (a lock, not the model thread's queue, which may hold a whole batch of
+    requests): an engine and a trainer, as asynchronous training needs."""
 
     def __init__(
         self,
@@ -90,6 +92,8 @@ class Policy:
         self._loss_fn = core_algos.get_policy_loss_fn(self.grpo.loss_mode)
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agl-policy")
         self._train_thread: ThreadPoolExecutor | None = None
+        # Held by each generation and by the swap of trained weights into the served model.
+        self._serving = threading.Lock()
         # With a sampling seed, a request without a seed of its own draws from a generator seeded by (sampling seed,
         # weights version, prompt, how many times this prompt was drawn for these weights): runners send a step's
         # requests in an order nobody controls, and this numbering makes the step's samples the same in every run.
@@ -144,8 +148,14 @@ class Policy:
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
+    def generate_sync(self, prompt_ids: list[int], max_tokens: int, **kwargs: Any) -> Generation:
+        """Samples up to ``max_tokens`` ids after ``prompt_ids`` (``_generate``), with the served weights unchanged
+        throughout."""
+        with self._serving:
+            return self._generate(prompt_ids, max_tokens, **kwargs)
+
     @torch.no_grad()
-    def generate_sync(
+    def _generate(
         self,
         prompt_ids: list[int],
         max_tokens: int,
@@ -219,9 +229,10 @@ class Policy:
 
     def _swap_sync(self) -> None:
         """The served model takes the trained weights (nothing to copy unless training a copy); a new version."""
-        if self.train_model is not self.model:
-            self.model.load_state_dict(self.train_model.state_dict())
-        self.weights_version += 1
+        with self._serving:
+            if self.train_model is not self.model:
+                self.model.load_state_dict(self.train_model.state_dict())
+            self.weights_version += 1
 
     def _train_sync(self, data: DataProto) -> dict[str, float]:
         cfg = self.grpo
@@ -281,6 +292,4 @@ class Policy:
     async def update(self, data: DataProto) -> dict[str, float]:
         if self._train_thread is None:
             return await self.run(self.update_sync, data)
-        metrics = await asyncio.get_running_loop().run_in_executor(self._train_thread, self._train_sync, data)
-        await self.run(self._swap_sync)
-        return metrics
+        return await asyncio.get_running_loop().run_in_executor(self._train_thread, self.update_sync, data)
