@@ -13,7 +13,7 @@ kill, before the checkpoint's) counts as too stale.
 
 ``GroupLedger`` is the part of the trainer's state that makes this survive a kill: the groups enqueued and not yet
 trained or dropped (FIFO), the next batch of tasks to enqueue and the updates behind each published version, written
-to ``inflight.json`` after every change and into each checkpoint.
+to ``inflight.json`` after every enqueue and every step, and into each checkpoint.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def call_versions(samples: Iterable[RolloutTriplets], resources_id: str, fallbac
 
 
 def staleness_metrics(trained: Sequence[int], dropped_calls: int, dropped_groups: int) -> dict[str, float]:
-    """A step's staleness metrics: ``async/staleness/k`` calls trained ``k`` versions stale (the histogram), their
+    """A step's staleness metrics: ``async/staleness/k`` calls trained ``k`` updates stale (the histogram), their
     mean and max, and the calls and groups dropped as too stale."""
     out = {f"async/staleness/{k}": float(n) for k, n in sorted(Counter(trained).items())}
     out["async/staleness_mean"] = sum(trained) / len(trained) if trained else 0.0
