@@ -36,6 +36,8 @@ def line(seed: str, directory: Path, started: float) -> None:
     else:
         s = json.loads(summary_path.read_text())
         reached = steps_to_target(s["rewards"])
+        steps_wall = [t["step"] for t in s["timings"] if "step" in t]
+        step_s = sum(steps_wall) / len(steps_wall) if steps_wall else float("nan")
         ok = (
             s["initial_reward"] <= FIRST_MAX
             and s["final_reward"] >= FINAL_MIN
@@ -49,10 +51,12 @@ def line(seed: str, directory: Path, started: float) -> None:
             "steps": len(s["rewards"]),
             "steps_to_target": reached,
             "wall_s": wall,
+            "step_s": step_s,
         }
         print(
             f"seed {seed}: first {s['initial_reward']:.3f}  final {s['final_reward']:.3f}  "
             f"steps to {FINAL_MIN} {reached if reached is not None else '-'}/{len(s['rewards'])}  wall {wall:.0f} s  "
+            f"step {step_s:.2f} s  "
             f"{'ok' if ok else 'MISSED'}",
             flush=True,
         )

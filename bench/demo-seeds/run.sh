@@ -3,13 +3,14 @@
 # 4) and prints, per seed, the first-step reward, the final reward (mean of the last 5 steps), the first step at which
 # the mean of the last 5 steps reached 0.9, and the wall time; then a summary line. Exits non-zero when any seed misses
 # the demo's rule: first step <= 0.3, final >= 0.9, wall <= 300 s. A bench, not a test: it measures this machine as
-# it is (busy or not). Runs and logs are kept under DEMO_SEEDS_DIR (default a new temporary directory).
+# it is (busy or not). Runs and logs are kept under DEMO_SEEDS_DIR (default a new temporary directory). ASYNC=k runs
+# each seed asynchronously (--max-staleness k); each line also gives the mean wall time of a training step.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT="${DEMO_SEEDS_DIR:-$(mktemp -d -t agl-demo-seeds-XXXXXX)}"
 SEEDS="${DEMO_SEEDS:-0 1 2 3 4}"
 mkdir -p "$ROOT"
-echo "agl demo-seeds: seeds $SEEDS; runs and logs in $ROOT"
+echo "agl demo-seeds: seeds $SEEDS, max staleness ${ASYNC:-0}; runs and logs in $ROOT"
 for seed in $SEEDS; do
   dir="$ROOT/seed-$seed"
   rm -rf "$dir"

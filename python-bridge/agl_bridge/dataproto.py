@@ -12,7 +12,9 @@ One row per triplet. With ``P``/``R`` the prompt and response lengths of the bat
   when every row has them;
 - ``is_drop_mask`` [B] bool: the prompt was longer than ``max_prompt_length`` (kept for group statistics, dropped
   before the update);
-- non-tensor ``uid`` and ``data_id_list`` (the group id), ``rollout_id_list``, ``turn_index_list``.
+- non-tensor ``uid`` and ``data_id_list`` (the group id), ``rollout_id_list``, ``turn_index_list``,
+  ``resources_version_list`` (the version that served the row's call, 0 when unknown: calls of one rollout can differ
+  when it spanned a weight swap).
 
 Rules: every row of a rollout gets the rollout's final reward (``reward_fillna`` when it reported none); an over-long
 prompt is cut to its first ``max_prompt_length`` tokens and the row marked for dropping; an over-long response is cut
@@ -92,6 +94,7 @@ class _Row:
     group_id: str
     rollout_id: str
     turn_index: int
+    resources_version: int
 
 
 def _rows(rollouts: Sequence[RolloutTriplets], options: ConvertOptions, stats: ConvertStats) -> list[_Row]:
@@ -139,6 +142,7 @@ def _rows(rollouts: Sequence[RolloutTriplets], options: ConvertOptions, stats: C
                     rollout.group_id,
                     rollout.rollout_id,
                     triplet.turn_index,
+                    triplet.resources_version,
                 )
             )
     stats.n_rows = len(rows)
@@ -205,6 +209,7 @@ def to_dataproto(
         "data_id_list": group_ids.copy(),
         "rollout_id_list": np.array([r.rollout_id for r in rows], dtype=object),
         "turn_index_list": np.array([r.turn_index for r in rows], dtype=object),
+        "resources_version_list": np.array([r.resources_version for r in rows], dtype=object),
     }
     data = DataProto.from_dict(tensors=tensors, non_tensors=non_tensors, meta_info=dict(meta_info or {}))
     return data, stats

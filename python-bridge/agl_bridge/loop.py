@@ -10,6 +10,12 @@ triplet cursor) is written atomically after the update — every step, or every 
 ``trainer.save_freq``); ``history.jsonl`` lists the rollouts each step trained on. A resume goes back to the last
 checkpoint: steps trained after it are lost with the weights they made, so their ``history.jsonl`` lines are dropped
 and they are trained again (on fresh rollouts, or on the pending ones of the step the kill interrupted).
+
+With ``max_staleness`` k > 0 the loop is asynchronous (``agl_bridge.staleness``): it keeps ``1 + k`` steps' groups
+enqueued, so the runners generate while a step converts, updates, publishes and checkpoints; a step trains the
+oldest ``tasks_per_step`` complete groups whose every call was served by weights at most k updates old, drops older
+ones and carries the rest. ``inflight.json`` (and each checkpoint) holds the groups in flight, so a restarted trainer
+trains the finished ones and waits for the others; ``history.jsonl`` also lists the dropped rollouts.
 """
 
 from __future__ import annotations
@@ -32,11 +38,15 @@ from agl_bridge.client import StoreClient
 from agl_bridge.dataproto import ConvertOptions, to_dataproto
 from agl_bridge.gen.agl.v1 import types_pb2
 from agl_bridge.plot import reward_plot
+from agl_bridge.staleness import GroupLedger, InflightGroup, call_versions, staleness_metrics
 from agl_bridge.triplet_source import StreamTripletSource, TripletSource
 from agl_bridge.triplets import RolloutTriplets, mode_name
 from agl_bridge.validation import ValidationResult, collect_rollouts, val_metrics, val_resources
 
 __all__ = ["LoopConfig", "MetricsSink", "PolicyBackend", "StepResult", "TrainingLoop", "ValidationResult"]
+
+# Asynchronous mode: how often the loop looks for groups that finished out of order while it waits for older ones.
+_COMPLETE_POLL_S = 0.5
 
 # Receives each step's metrics (training, and validation when it ran) with the step they belong to: VERL's
 # ``Tracking.log(data, step)`` has this shape.
@@ -86,6 +96,11 @@ class LoopConfig:
     val_n: int = 1
     val_sampling: dict[str, Any] | None = None
     val_timeout: float | None = None
+    # Asynchronous training (``agl_bridge.staleness``): with max_staleness k > 0 the runners work on the next k
+    # steps' groups while a step trains, and a step trains complete groups whose every call was served by weights at
+    # most k updates older than the ones being updated (older groups are dropped and counted). 0: synchronous, each
+    # step enqueues its tasks, waits for them and trains them.
+    max_staleness: int = 0
 
 
 @dataclass
@@ -144,6 +159,11 @@ class PolicyBackend(Protocol):
     def load(self, directory: Path) -> None: ...
 
 
+def _record_ids(record: dict[str, Any]) -> set[str]:
+    """The rollouts a ``history.jsonl`` line accounts for: trained, or dropped as too stale."""
+    return {*record.get("rollout_ids", []), *record.get("dropped_rollout_ids", [])}
+
+
 def _write_json_atomic(path: Path, obj: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(obj))
@@ -171,6 +191,8 @@ class TrainingLoop:
             raise ValueError(f"val_n must be at least 1, got {config.val_n}")
         if config.val_only and not val_dataset:
             raise ValueError("val_only needs a validation dataset")
+        if config.max_staleness < 0:
+            raise ValueError(f"max_staleness must be 0 (synchronous) or more, got {config.max_staleness}")
         self.client, self.backend, self.dataset, self.config = client, backend, list(dataset), config
         self.val_dataset = list(val_dataset or [])
         self.source = source or StreamTripletSource(client, options=config.triplet_options)
@@ -181,6 +203,11 @@ class TrainingLoop:
         self.history: list[StepResult] = []
         self.val_history: list[ValidationResult] = []
         self.ckpt = Path(config.checkpoint_dir) if config.checkpoint_dir else None
+        # Asynchronous mode only: the groups enqueued and not yet trained (``agl_bridge.staleness``).
+        self.ledger = GroupLedger()
+        # When the runners last ran out of the trainer's work (wall clock): generation idles from then to the next
+        # enqueue.
+        self._generation_done_at: float | None = None
 
     # -- checkpoints -------------------------------------------------------------------------------------------
 
@@ -191,6 +218,7 @@ class TrainingLoop:
         if self.ckpt is None:
             return False
         if not self.config.resume or not (self.ckpt / "latest").exists():
+            self._restore_ledger(None, self._recorded_ids() if self.config.resume else None)
             self._truncate_history(0)
             return False
         directory = self.ckpt / (self.ckpt / "latest").read_text().strip()
@@ -199,13 +227,37 @@ class TrainingLoop:
         self.step = int(state["step"])
         self.version = int(state.get("version", 0))
         self.source.load_state(state.get("source", {}))
+        done = self._recorded_ids()
         self._truncate_history(self.step)
         # A kill between the checkpoint and its history line: the checkpoint's record of what it trained completes it.
         last = state.get("last_trained")
         if last is not None and last["step"] not in self._history_steps():
             self._append_history(last)
+            done |= _record_ids(last)
+        self._restore_ledger(state.get("inflight"), done)
         self.log(f"[agl] resumed from {directory} at step {self.step} (last published version {self.version})")
         return True
+
+    def _recorded_ids(self) -> set[str]:
+        """Every rollout ``history.jsonl`` says was trained or dropped, steps after the checkpoint included."""
+        if self.ckpt is None or not (self.ckpt / "history.jsonl").exists():
+            return set()
+        lines = (self.ckpt / "history.jsonl").read_text().splitlines()
+        return {r for line in lines if line.strip() for r in _record_ids(json.loads(line))}
+
+    def _restore_ledger(self, checkpointed: dict[str, Any] | None, done: set[str] | None) -> None:
+        """Asynchronous mode: the groups in flight at the kill, from the checkpoint and ``inflight.json`` (newer),
+        less those ``done`` (None: a fresh start, which forgets them)."""
+        path = self.ckpt / "inflight.json" if self.ckpt is not None else None
+        if done is None or path is None or self.config.max_staleness == 0:
+            self.ledger = GroupLedger()
+            return
+        saved = [checkpointed] if checkpointed else []
+        if path.exists():
+            saved.append(json.loads(path.read_text()))
+        self.ledger = GroupLedger.restore(saved, done, self.step)
+        if self.ledger.groups:
+            self.log(f"[agl] carried over {len(self.ledger.groups)} groups enqueued before the restart, not trained")
 
     def _truncate_history(self, step: int) -> None:
         """Drops the ``history.jsonl`` lines of steps ``step`` and later (atomically)."""
@@ -256,6 +308,7 @@ class TrainingLoop:
             "step": self.step,
             "version": self.version,
             "source": self.source.state(),
+            "inflight": self.ledger.state() if self.config.max_staleness > 0 else None,
             "time": time.time(),
             "last_trained": last_trained,
         }
@@ -285,6 +338,9 @@ class TrainingLoop:
             self.config.resources_id, self.backend.resources(), create_if_missing=True
         )
         self.version = update.version
+        if self.config.max_staleness > 0:
+            # Saved with the ledger at the next enqueue or step (a validation alone writes nothing).
+            self.ledger.published(self.version, self.step, keep=self.config.max_staleness)
         return self.version
 
     def tasks_for(self, step: int) -> list[Any]:
@@ -430,17 +486,34 @@ class TrainingLoop:
 
     async def run_step(self) -> StepResult | None:
         """Runs step ``self.step``; returns its result (``None`` when no trainable row came back)."""
-        cfg, step = self.config, self.step
+        if self.config.max_staleness > 0:
+            return await self._run_async_step()
+        step = self.step
         timings: dict[str, float] = {}
         t = time.perf_counter()
+        if self._generation_done_at is not None:
+            timings["generation_idle"] = time.time() - self._generation_done_at
         ids = await self._enqueue(step)
         timings["enqueue"] = time.perf_counter() - t
         t = time.perf_counter()
         finished = await self._wait(ids)
         timings["wait"] = time.perf_counter() - t
+        self._generation_done_at = time.time()
         t = time.perf_counter()
-        samples = await self.source.collect(finished, cfg.collect_timeout)
+        samples = await self.source.collect(finished, self.config.collect_timeout)
         timings["collect"] = time.perf_counter() - t
+        return await self._finish_step(step, samples, timings)
+
+    async def _finish_step(
+        self,
+        step: int,
+        samples: list[RolloutTriplets],
+        timings: dict[str, float],
+        extra: dict[str, Any] | None = None,
+    ) -> StepResult | None:
+        """Trains ``samples`` as step ``step``, publishes the new weights, checkpoints and records the step.
+        ``extra``: asynchronous mode's ``metrics`` and ``record`` (what else the history line says) of the step."""
+        cfg, extra = self.config, extra or {}
         t = time.perf_counter()
         await self.backend.before_update()
         timings["before_update"] = time.perf_counter() - t
@@ -460,18 +533,160 @@ class TrainingLoop:
         timings["publish"] = time.perf_counter() - t
         if result is not None:
             result.version = self.version
+            result.metrics.update(extra.get("metrics", {}))
         trained_ids = [s.rollout_id for s in samples]
         record = {**asdict(result), "rollout_ids": trained_ids} if result else {"step": step, "rollout_ids": []}
+        record.update(extra.get("record", {}))
         if self.saves_after(self.step):
             t = time.perf_counter()
             self._save(record)
             timings["checkpoint"] = time.perf_counter() - t
         self._append_history(record)
+        self._save_ledger()
         if result is not None:
             self.history.append(result)
             if cfg.log_every and (step % cfg.log_every == 0 or self.step == cfg.total_steps):
                 self.log(self.format_progress(result))
         return result
+
+    # -- asynchronous steps (max_staleness > 0) -------------------------------------------------------------------
+
+    async def _run_async_step(self) -> StepResult | None:
+        """Step ``self.step`` without a pause in generation: the ledger is topped up to ``1 + max_staleness`` steps'
+        groups (so the runners have the next steps' work while this one trains), then the oldest groups are waited
+        for, judged and trained; newer ones carry over."""
+        step = self.step
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        timings["generation_idle"] = await self._top_up()
+        timings["enqueue"] = time.perf_counter() - t
+        samples, extra = await self._gather(timings)
+        carried = self.ledger.rollout_ids()
+        finished = await self.client.wait_for_rollouts(carried, 0) if carried else []
+        extra["metrics"]["async/groups_carried"] = float(len(self.ledger.groups))
+        extra["metrics"]["async/rollouts_carried_finished"] = float(len(finished))
+        return await self._finish_step(step, samples, timings, extra)
+
+    def _lookahead(self) -> int:
+        """How many groups the ledger keeps enqueued: this step's and the next ``max_staleness`` steps'."""
+        cfg = self.config
+        return cfg.tasks_per_step * max(1, min(1 + cfg.max_staleness, cfg.total_steps - self.step))
+
+    async def _top_up(self, taken: int = 0, need: int = 0) -> float:
+        """Enqueues batches of tasks while one more fits within ``_lookahead`` groups, or fewer than ``need`` groups
+        are left besides the ``taken`` ones (groups dropped during a step are replaced); returns how long the runners
+        had been out of work before (0 when they were not, or nothing was enqueued)."""
+        cfg, idle, first = self.config, 0.0, True
+        while (
+            len(self.ledger.groups) + cfg.tasks_per_step <= self._lookahead() or len(self.ledger.groups) - taken < need
+        ):
+            if first:
+                idle, first = await self._generation_idle(), False
+            batch = self.ledger.next_batch
+            groups = await self.client.enqueue_groups(
+                self.tasks_for(batch),
+                cfg.n,
+                mode="train",
+                resources_id=cfg.resources_id,
+                config=self._rollout_config(),
+                metadata={"step": self.step, "batch": batch},
+            )
+            now = time.time()
+            self.ledger.add(InflightGroup(g[0].group_id, [r.rollout_id for r in g], self.version, now) for g in groups)
+            self._save_ledger()
+        return idle
+
+    async def _generation_idle(self) -> float:
+        """Seconds since the last of the ledger's rollouts finished, when all have (the runners are out of work)."""
+        ids = self.ledger.rollout_ids()
+        if not ids:
+            return 0.0
+        finished = await self.client.wait_for_rollouts(ids, 0)
+        if len(finished) < len(ids):
+            return 0.0
+        last = max((r.end_time for r in finished if r.HasField("end_time")), default=time.time())
+        return max(0.0, time.time() - last)
+
+    async def _gather(self, timings: dict[str, float]) -> tuple[list[RolloutTriplets], dict[str, Any]]:
+        """Waits until ``tasks_per_step`` complete groups (every rollout finished, whatever its status) within the
+        staleness bound are in hand, oldest first; the others carry over. A group with a call older than the bound,
+        or with no rollout that finished, leaves the ledger and is replaced by a new one."""
+        cfg = self.config
+        chosen: list[tuple[InflightGroup, list[RolloutTriplets]]] = []
+        trained: list[int] = []
+        dropped: list[str] = []
+        dropped_calls = dropped_groups = empty_groups = 0
+        timings["wait"] = timings["collect"] = 0.0
+        while len(chosen) < cfg.tasks_per_step:
+            await self._top_up(len(chosen), cfg.tasks_per_step - len(chosen))
+            taken = {g.group_id for g, _ in chosen}
+            open_groups = [g for g in self.ledger.groups if g.group_id not in taken]
+            t = time.perf_counter()
+            waiting = await self._complete_groups(open_groups, cfg.tasks_per_step - len(chosen))
+            timings["wait"] += time.perf_counter() - t
+            t = time.perf_counter()
+            by_id = await collect_rollouts(
+                self.client,
+                [r for g in waiting for r in g.rollout_ids],
+                cfg.collect_timeout,
+                mode="train",
+                options=cfg.triplet_options,
+            )
+            timings["collect"] += time.perf_counter() - t
+            for group in waiting:
+                got = [by_id[r] for r in group.rollout_ids if r in by_id]
+                ages = self.ledger.staleness(call_versions(got, cfg.resources_id, group.enqueued_version), self.step)
+                stale = [a for a in ages if a is None or a > cfg.max_staleness]
+                if got and not stale:
+                    chosen.append((group, got))
+                    trained.extend(a for a in ages if a is not None)
+                    continue
+                self.ledger.remove([group.group_id])
+                dropped.extend(group.rollout_ids)
+                if stale:
+                    dropped_groups, dropped_calls = dropped_groups + 1, dropped_calls + len(stale)
+                else:
+                    empty_groups += 1
+        self.ledger.remove(g.group_id for g, _ in chosen)
+        if dropped_groups:
+            self.log(f"[agl] step {self.step}: dropped {dropped_groups} groups with calls older than the bound")
+        metrics = staleness_metrics(trained, dropped_calls, dropped_groups)
+        metrics["async/groups_empty"] = float(empty_groups)
+        samples = [s for _, got in chosen for s in got]
+        return samples, {"metrics": metrics, "record": {"dropped_rollout_ids": dropped}}
+
+    async def _complete_groups(self, groups: list[InflightGroup], need: int) -> list[InflightGroup]:
+        """The ``need`` oldest of ``groups`` whose rollouts have all finished, once there are that many. Rollouts
+        still running ``rollout_timeout`` seconds after their group was enqueued are cancelled (their group is then
+        complete, and trains what finished, as a synchronous step does)."""
+        ids = [r for g in groups for r in g.rollout_ids]
+        while True:
+            finished = {r.rollout_id for r in await self.client.wait_for_rollouts(ids, 0)}
+            complete = [g for g in groups if finished.issuperset(g.rollout_ids)]
+            if len(complete) >= need:
+                return complete[:need]
+            late = [
+                g for g in groups if g not in complete and time.time() > g.enqueued_at + self.config.rollout_timeout
+            ]
+            if late:
+                unfinished = [r for g in late for r in g.rollout_ids if r not in finished]
+                cancelled = await self._cancel_rollouts(unfinished)
+                self.log(
+                    f"[agl] {len(unfinished)} rollouts did not finish within {self.config.rollout_timeout:.0f} s: "
+                    f"{cancelled} cancelled"
+                )
+                for group in late:  # cancelled once: not again
+                    group.enqueued_at = float("inf")
+                continue
+            # The oldest groups that would make up the number usually finish first: wait on them, and look at all
+            # again every poll interval (a younger group may finish before them).
+            oldest = [g for g in groups if g not in complete][: need - len(complete)]
+            await self.client.wait_for_rollouts([r for g in oldest for r in g.rollout_ids], _COMPLETE_POLL_S)
+
+    def _save_ledger(self) -> None:
+        if self.ckpt is not None and self.config.max_staleness > 0:
+            self.ckpt.mkdir(parents=True, exist_ok=True)
+            self.ledger.save(self.ckpt / "inflight.json")
 
     async def _train(self, step: int, samples: list[RolloutTriplets], timings: dict[str, float]) -> StepResult | None:
         cfg = self.config
@@ -521,23 +736,38 @@ class TrainingLoop:
         gen_s = r.timings.get("wait", 0.0) + r.timings.get("enqueue", 0.0)
         tok_s = r.response_tokens / gen_s if gen_s > 0 else 0.0
         bridge = sum(r.timings.get(k, 0.0) for k in ("enqueue", "collect", "convert", "publish"))
-        return (
+        line = (
             f"[agl] step {r.step + 1}/{self.config.total_steps}  reward {r.reward_mean:.3f}  "
             f"rollouts {r.n_rollouts}  rows {r.n_rows}  tokens/s {tok_s:.0f}  "
             f"served by v{','.join(map(str, r.versions_seen)) or '?'} -> published v{r.version}  "
             f"time wait {r.timings.get('wait', 0):.2f}s update {r.timings.get('update', 0):.2f}s bridge {bridge:.2f}s"
         )
+        if self.config.max_staleness == 0:
+            return line
+        m = r.metrics
+        histogram = ",".join(
+            f"{k.rsplit('/', 1)[1]}:{int(v)}" for k, v in m.items() if k.startswith("async/staleness/")
+        )
+        weight = m.get("rollout_corr/rollout_is_mean")
+        correction = f"  IS weight mean {weight:.3f}" if weight is not None else ""
+        dropped = int(m.get("async/groups_dropped_stale", 0))
+        return (
+            f"{line}\n      async: staleness {histogram or '-'}  dropped {dropped}  "
+            f"carried {int(m.get('async/groups_carried', 0))}  idle trainer {r.timings.get('wait', 0):.2f}s "
+            f"generation {r.timings.get('generation_idle', 0):.2f}s{correction}"
+        )
 
     def summary(self) -> dict[str, Any]:
         """The run so far as the trainers' summary JSON (``--summary``, ``agl.summary``): reward, step, published
-        version and timings per step, the validations and, once a step ran, the initial and final reward (mean of the
-        last 5 steps), which it also logs with the reward plot."""
+        version, timings and metrics per step, the validations and, once a step ran, the initial and final reward
+        (mean of the last 5 steps), which it also logs with the reward plot."""
         rewards = [r.reward_mean for r in self.history]
         summary: dict[str, Any] = {
             "rewards": rewards,
             "steps": [r.step for r in self.history],
             "versions_published": [r.version for r in self.history],
             "timings": [r.timings for r in self.history],
+            "metrics": [r.metrics for r in self.history],
             "validation": [
                 {"step": v.step, "version": v.version, "reward_mean": v.reward_mean, "n": v.n, "metrics": v.metrics}
                 for v in self.val_history
@@ -566,7 +796,10 @@ class TrainingLoop:
             if cfg.val_only:
                 return self.history
         while self.step < cfg.total_steps:
+            started = time.perf_counter()
             result = await self.run_step()
+            if result is not None:
+                result.timings["step"] = time.perf_counter() - started
             metrics = result.log_metrics() if result is not None else {"training/skipped_step": 1.0}
             if self.validates_after(self.step):
                 metrics.update((await self.validate()).metrics)
@@ -574,4 +807,17 @@ class TrainingLoop:
             await asyncio.sleep(0)
         if self.ckpt is not None and (self.ckpt / "pending.json").exists():
             (self.ckpt / "pending.json").unlink()
+        await self._cancel_lookahead()
         return self.history
+
+    async def _cancel_lookahead(self) -> None:
+        """Asynchronous mode, training over: the runners need not finish the groups enqueued ahead. Finished ones stay
+        in the ledger (a run resumed with more steps trains them)."""
+        ids = self.ledger.rollout_ids()
+        if not ids:
+            return
+        cancelled = await self._cancel_rollouts(ids)
+        finished = {r.rollout_id for r in await self.client.wait_for_rollouts(ids, 0)}
+        self.ledger.groups = [g for g in self.ledger.groups if finished.issuperset(g.rollout_ids)]
+        self._save_ledger()
+        self.log(f"[agl] training over: cancelled {cancelled} rollouts enqueued ahead and not finished")

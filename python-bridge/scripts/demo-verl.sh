@@ -5,17 +5,19 @@
 # to agl's CPU rollout replica). Same model and warm-up as `make demo`; the same progress lines, reward plot and
 # pass/fail rule: first step <= 0.3, final (mean of the last 5 steps) >= 0.9. Run from the repository root after
 # `make deps`. Environment: DEMO_STEPS (default 150), DEMO_SEED (default 0), DEMO_DIR (default a new temporary
-# directory); extra arguments are Hydra overrides for the trainer.
+# directory), ASYNC (default 0; k > 0: agl.max_staleness=k); extra arguments are Hydra overrides for the trainer.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/node-env.sh
 DIR="${DEMO_DIR:-$(mktemp -d -t agl-demo-verl-XXXXXX)}"
 STEPS="${DEMO_STEPS:-150}"
 SEED="${DEMO_SEED:-0}"
+ASYNC="${ASYNC:-0}"
 PY=python-bridge/.venv/bin/python
 export PYTHONPATH="$PWD/python-bridge${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$DIR"
-echo "agl demo-verl: $STEPS steps of 8 tasks x 16 rollouts through VERL's trainer on CPU; files and logs in $DIR"
+echo "agl demo-verl: $STEPS steps of 8 tasks x 16 rollouts through VERL's trainer on CPU, max staleness $ASYNC;" \
+  "files and logs in $DIR"
 started=$(date +%s)
 # The model of `make demo` (tiny Llama, format warm-up) and the task files; kept when DEMO_DIR already has them.
 [ -f "$DIR/files/model/config.json" ] || "$PY" -m agl_bridge.verl.kind_files "$DIR/files" --seed "$SEED" >/dev/null
@@ -34,7 +36,7 @@ node bin/agl.js train examples/rl-kind/agent.ts --trainer verl --database "$DIR/
   actor_rollout_ref.actor.optim.lr_scheduler_type=constant \
   actor_rollout_ref.actor.optim.weight_decay=0 actor_rollout_ref.actor.ppo_mini_batch_size=8 \
   actor_rollout_ref.actor.ppo_epochs=1 actor_rollout_ref.rollout.temperature=1.0 \
-  actor_rollout_ref.actor.data_loader_seed="$SEED" agl.summary="$DIR/summary.json" "$@" \
+  actor_rollout_ref.actor.data_loader_seed="$SEED" agl.summary="$DIR/summary.json" agl.max_staleness="$ASYNC" "$@" \
   > >(tee "$DIR/train.log" | sed -un 's/^.*\(\[agl\]\)/\1/p') 2>&1
 "$PY" - "$DIR/summary.json" "$started" <<'PY'
 import json, sys, time

@@ -32,7 +32,13 @@ from agl_bridge.dataproto import ConvertOptions, to_dataproto  # noqa: E402
 from agl_bridge.proxy_admin import ProxyAdmin, ProxyAdminError, admin_base_url  # noqa: E402
 from agl_bridge.task_files import load_tasks  # noqa: E402
 from agl_bridge.verl import VerlBackend, compose_config  # noqa: E402
-from agl_bridge.verl.trainer import AglRayPPOTrainer, AglTaskRunner, loop_config, val_sampling  # noqa: E402
+from agl_bridge.verl.trainer import (  # noqa: E402
+    AglRayPPOTrainer,
+    AglTaskRunner,
+    loop_config,
+    rollout_correction,
+    val_sampling,
+)
 
 
 def test_config_composes_on_top_of_verl_ppo_trainer():
@@ -143,6 +149,37 @@ def test_verl_backend_step_order_shaping_and_resources():
     assert resources["policy-0"].llm.model == "/models/tiny"
     # Without a proxy, the agents' LLM is the first replica.
     assert VerlBackend(workers).resources()["main_llm"].llm.endpoint == "http://10.0.0.1:8000/v1"
+
+
+def test_async_settings_and_rollout_correction_come_from_agl_and_verl_keys():
+    assert loop_config(compose_config()).max_staleness == 0 and rollout_correction(compose_config()) is None
+    cfg = compose_config(
+        ["agl.max_staleness=1", "actor_rollout_ref.actor.ppo_mini_batch_size=1", "actor_rollout_ref.rollout.n=3"]
+    )
+    assert loop_config(cfg).max_staleness == 1
+    # On by default when asynchronous: token-level truncated IS at VERL's rollout_is_threshold.
+    assert rollout_correction(cfg) == {**dict(cfg.algorithm.rollout_correction), "rollout_is": "token"}
+    assert rollout_correction(compose_config(["agl.max_staleness=1", "agl.rollout_correction=false"])) is None
+    chosen = rollout_correction(compose_config(["algorithm.rollout_correction.rollout_is=sequence"]))
+    assert chosen is not None and chosen["rollout_is"] == "sequence"
+    # The update weights each token by min(pi_actor / pi_rollout, 2): the engine's log-probs (-3) far below the
+    # actor's (0, FakeWorkers) give weights clipped at 2, handed to VERL's actor update with the batch.
+    seen = {}
+
+    class Recording(FakeWorkers):
+        def _update_actor(self, batch):
+            seen["weights"] = batch.batch["rollout_is_weights"].clone()
+            return super()._update_actor(batch)
+
+    rs = [
+        rollout(f"r{i}", "g", [triplet([5, 6], [7, 8], logprobs=[-3.0, -3.0])], final_reward=float(i % 2))
+        for i in range(3)
+    ]
+    data, _ = to_dataproto(rs, ConvertOptions(pad_token_id=0))
+    data, _ = compute_rollout_level_advantage(data, "grpo")
+    metrics = VerlBackend(Recording(cfg), rollout_correction=rollout_correction(cfg)).update_sync(data)
+    assert torch.allclose(seen["weights"], torch.full_like(seen["weights"], 2.0))
+    assert metrics["rollout_corr/rollout_is_max"] == pytest.approx(2.0)
 
 
 def test_verl_backend_skips_a_step_with_too_few_rows():

@@ -70,6 +70,21 @@ def parse_args(argv: list[str] | None = None) -> LocalTrainerOptions:
         help="write a JSON summary (reward per step, versions) here, and the reward curve beside it (NAME-rewards.png)",
     )
     p.add_argument("--target", type=float, default=None, help="a target reward to draw on the reward curve")
+    p.add_argument(
+        "--max-staleness",
+        type=int,
+        default=0,
+        help="asynchronous training: runners work ahead while a step trains, on calls at most N updates stale "
+        "(0: synchronous)",
+    )
+    p.add_argument(
+        "--rollout-is",
+        choices=["token", "sequence", "off"],
+        default=None,
+        help="off-policy correction with the engine's log-probs (VERL's truncated IS; default: token when "
+        "--max-staleness > 0, else off)",
+    )
+    p.add_argument("--rollout-is-threshold", type=float, default=2.0, help="upper bound of the importance weights")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     a = p.parse_args(argv)

@@ -73,7 +73,7 @@ class LocalBackend:
         loaded = AutoModelForCausalLM.from_pretrained(
             str(directory / "model"), local_files_only=True, dtype=torch.float32
         )
-        self.policy.model.load_state_dict(loaded.state_dict())
+        self.policy.load_weights(loaded.state_dict())
         state = torch.load(directory / "optimizer.pt", weights_only=False)
         self.policy.optimizer.load_state_dict(state["optimizer"])
         self.policy.weights_version = int(state.get("weights_version", 0))

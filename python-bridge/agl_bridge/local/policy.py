@@ -4,8 +4,10 @@ thread so generation never sees a half-applied update."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import math
+import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -17,6 +19,8 @@ from verl import DataProto
 from verl.trainer.ppo import core_algos
 from verl.utils.torch_functional import logprobs_from_logits
 from verl.workers.config import ActorConfig
+
+from agl_bridge.rollout_correction import apply_rollout_correction
 
 __all__ = ["Generation", "GrpoConfig", "Policy"]
 
@@ -34,7 +38,9 @@ class Generation:
 @dataclass
 class GrpoConfig:
     """The update: VERL's policy loss ``loss_mode`` with PPO clipping, ``ppo_epochs`` passes over the batch in
-    mini-batches of ``mini_batch_size`` rows (all rows when ``None``)."""
+    mini-batches of ``mini_batch_size`` rows (all rows when ``None``); ``rollout_correction`` (VERL's
+    ``algorithm.rollout_correction`` keys, ``agl_bridge.rollout_correction``) weights each token's loss by its
+    truncated importance ratio between the weights updated and the ones that sampled it."""
 
     lr: float = 1e-3
     weight_decay: float = 0.0
@@ -46,6 +52,7 @@ class GrpoConfig:
     ppo_epochs: int = 1
     mini_batch_size: int | None = None
     grad_clip: float = 1.0
+    rollout_correction: dict[str, Any] | None = None
 
     def actor_config(self) -> ActorConfig:
         return ActorConfig(
@@ -61,7 +68,13 @@ class GrpoConfig:
 
 class Policy:
     """A model, its tokenizer and its optimizer. ``run`` executes a function on the model thread; the async methods
-    are safe to call from the event loop while the policy server is serving."""
+    are safe to call from the event loop while the policy server is serving.
+
+    By default the update runs on the model thread too, so generation waits for it. After ``train_on_copy`` the
+    update runs on a copy of the model (``train_model``) on a thread of its own while the served model goes on
+    generating with the previous weights, and the new weights are swapped into the served model at the end of the
+    update, between two generations (a lock, not the model thread's queue, which may hold a whole batch of
+    requests): an engine and a trainer, as asynchronous training needs."""
 
     def __init__(
         self,
@@ -71,12 +84,16 @@ class Policy:
         sampling_seed: int | None = None,
     ):
         self.model = model.eval()
+        self.train_model = self.model
         self.tokenizer = tokenizer
         self.grpo = grpo or GrpoConfig()
         self.optimizer = self._make_optimizer()
         self._actor_config = self.grpo.actor_config()
         self._loss_fn = core_algos.get_policy_loss_fn(self.grpo.loss_mode)
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agl-policy")
+        self._train_thread: ThreadPoolExecutor | None = None
+        # Held by each generation and by the swap of trained weights into the served model.
+        self._serving = threading.Lock()
         # With a sampling seed, a request without a seed of its own draws from a generator seeded by (sampling seed,
         # weights version, prompt, how many times this prompt was drawn for these weights): runners send a step's
         # requests in an order nobody controls, and this numbering makes the step's samples the same in every run.
@@ -95,8 +112,22 @@ class Policy:
         self._weights_version = version
         self._draws.clear()
 
+    def train_on_copy(self) -> None:
+        """Trains a copy of the model from now on (see the class doc); the optimizer starts afresh on the copy."""
+        if self._train_thread is not None:
+            return
+        self.train_model = copy.deepcopy(self.model)
+        self.optimizer = self._make_optimizer()
+        self._train_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agl-train")
+
+    def load_weights(self, state: dict[str, torch.Tensor]) -> None:
+        """Loads ``state`` into the served model and, when training a copy, into the copy."""
+        self.model.load_state_dict(state)
+        if self.train_model is not self.model:
+            self.train_model.load_state_dict(state)
+
     def _make_optimizer(self) -> torch.optim.Optimizer:
-        cfg, params = self.grpo, self.model.parameters()
+        cfg, params = self.grpo, self.train_model.parameters()
         if cfg.optimizer == "sgd":
             return torch.optim.SGD(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
         if cfg.optimizer == "adamw":
@@ -108,6 +139,8 @@ class Policy:
 
     def close(self) -> None:
         self._thread.shutdown(wait=True)
+        if self._train_thread is not None:
+            self._train_thread.shutdown(wait=True)
 
     # -- serving -----------------------------------------------------------------------------------------------
 
@@ -115,8 +148,14 @@ class Policy:
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
+    def generate_sync(self, prompt_ids: list[int], max_tokens: int, **kwargs: Any) -> Generation:
+        """Samples up to ``max_tokens`` ids after ``prompt_ids`` (``_generate``), with the served weights unchanged
+        throughout."""
+        with self._serving:
+            return self._generate(prompt_ids, max_tokens, **kwargs)
+
     @torch.no_grad()
-    def generate_sync(
+    def _generate(
         self,
         prompt_ids: list[int],
         max_tokens: int,
@@ -171,10 +210,10 @@ class Policy:
     # -- training ----------------------------------------------------------------------------------------------
 
     def response_log_probs(self, data: DataProto) -> torch.Tensor:
-        """Log-probs [B, R] of ``responses`` under the current weights (with grad when enabled)."""
+        """Log-probs [B, R] of ``responses`` under the weights being trained (with grad when enabled)."""
         batch = data.batch
         r_len = batch["responses"].shape[1]
-        logits = self.model(
+        logits = self.train_model(
             input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], position_ids=batch["position_ids"]
         ).logits
         logits = logits[:, -r_len - 1 : -1].float()
@@ -182,7 +221,20 @@ class Policy:
 
     def update_sync(self, data: DataProto) -> dict[str, float]:
         """One GRPO/PPO update on a batch that has ``advantages``: old log-probs from the current weights, then
-        ``ppo_epochs`` passes of VERL's policy loss. Returns metrics."""
+        ``ppo_epochs`` passes of VERL's policy loss; the served model has the new weights afterwards. Returns
+        metrics."""
+        metrics = self._train_sync(data)
+        self._swap_sync()
+        return metrics
+
+    def _swap_sync(self) -> None:
+        """The served model takes the trained weights (nothing to copy unless training a copy); a new version."""
+        with self._serving:
+            if self.train_model is not self.model:
+                self.model.load_state_dict(self.train_model.state_dict())
+            self.weights_version += 1
+
+    def _train_sync(self, data: DataProto) -> dict[str, float]:
         cfg = self.grpo
         with torch.no_grad():
             old = self.response_log_probs(data)
@@ -192,9 +244,12 @@ class Policy:
         if "rollout_log_probs" in data.batch.keys():
             diff = (old - data.batch["rollout_log_probs"]).abs() * mask
             metrics["actor/rollout_logprob_abs_diff_max"] = float(diff.max())
+        data, correction_metrics = apply_rollout_correction(data, cfg.rollout_correction)
+        metrics.update(correction_metrics)
+        weighted = "rollout_is_weights" in data.batch.keys()
         n = len(data)
         size = cfg.mini_batch_size or n
-        self.model.train()
+        self.train_model.train()
         losses, kls, clipfracs, norms = [], [], [], []
         try:
             for epoch in range(cfg.ppo_epochs):
@@ -210,10 +265,11 @@ class Policy:
                         response_mask=mb.batch["response_mask"],
                         loss_agg_mode=cfg.loss_agg_mode,
                         config=self._actor_config,
+                        rollout_is_weights=mb.batch["rollout_is_weights"] if weighted else None,
                     )
                     self.optimizer.zero_grad(set_to_none=True)
                     pg_loss.backward()
-                    norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
+                    norm = torch.nn.utils.clip_grad_norm_(self.train_model.parameters(), cfg.grad_clip)
                     if math.isfinite(float(norm)):
                         self.optimizer.step()
                     losses.append(float(pg_loss.detach()))
@@ -221,8 +277,7 @@ class Policy:
                     clipfracs.append(float(pg_metrics.get("actor/pg_clipfrac", 0.0)))
                     norms.append(float(norm))
         finally:
-            self.model.eval()
-        self.weights_version += 1
+            self.train_model.eval()
         metrics.update(
             {
                 "actor/pg_loss": sum(losses) / len(losses),
@@ -235,4 +290,6 @@ class Policy:
         return metrics
 
     async def update(self, data: DataProto) -> dict[str, float]:
-        return await self.run(self.update_sync, data)
+        if self._train_thread is None:
+            return await self.run(self.update_sync, data)
+        return await asyncio.get_running_loop().run_in_executor(self._train_thread, self.update_sync, data)

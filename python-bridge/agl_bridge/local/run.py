@@ -23,6 +23,7 @@ from agl_bridge.local.server import PolicyServer
 from agl_bridge.local.warmup import warmup
 from agl_bridge.loop import LoopConfig, TrainingLoop
 from agl_bridge.plot import reward_png
+from agl_bridge.rollout_correction import resolve_rollout_correction
 from agl_bridge.task_files import load_tasks
 
 __all__ = ["LocalTrainerOptions", "run_local_trainer", "write_summary"]
@@ -67,6 +68,11 @@ class LocalTrainerOptions:
     val_temperature: float | None = None
     # Drawn on the reward curve's PNG (``write_summary``); training ignores it.
     target: float | None = None
+    # Asynchronous training (``LoopConfig.max_staleness``); the off-policy correction (``--rollout-is``): token or
+    # sequence importance weights truncated at ``rollout_is_threshold``, ``off``, or None: token when asynchronous.
+    max_staleness: int = 0
+    rollout_is: str | None = None
+    rollout_is_threshold: float = 2.0
 
 
 def _log(line: str) -> None:
@@ -99,7 +105,15 @@ def _has_checkpoint(options: LocalTrainerOptions) -> bool:
 def build_policy(options: LocalTrainerOptions) -> Policy:
     """The policy from ``--model``, or a new tiny model for the built-in task (warmed up unless resuming)."""
     torch.manual_seed(options.seed)
-    grpo = GrpoConfig(lr=options.lr, ppo_epochs=options.ppo_epochs, mini_batch_size=options.mini_batch)
+    configured = {"rollout_is_threshold": options.rollout_is_threshold}
+    if options.rollout_is not in (None, "off"):
+        configured["rollout_is"] = options.rollout_is
+    correction = resolve_rollout_correction(
+        configured, options.max_staleness, False if options.rollout_is == "off" else None
+    )
+    grpo = GrpoConfig(
+        lr=options.lr, ppo_epochs=options.ppo_epochs, mini_batch_size=options.mini_batch, rollout_correction=correction
+    )
     if options.model:
         model, tokenizer = load_model(options.model)
         return Policy(model, tokenizer, grpo, sampling_seed=options.seed)
@@ -130,6 +144,9 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
     """Trains until ``options.steps``; returns a summary (rewards per step, versions, timings)."""
     torch.set_num_threads(max(1, options.threads))
     policy = build_policy(options)
+    if options.max_staleness > 0:
+        # Asynchronous: the policy server keeps generating while a copy of the model trains.
+        policy.train_on_copy()
     server = PolicyServer(policy, options.model_name, options.host, options.port)
     url = await server.start()
     _log(f"[agl] policy server on {url} (model {options.model_name})")
@@ -155,6 +172,7 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
         val_before_train=options.val_before_train,
         val_n=options.val_n,
         val_sampling=None if options.val_temperature is None else {"temperature": options.val_temperature},
+        max_staleness=options.max_staleness,
     )
     token = options.token or os.environ.get("AGL_TOKEN") or None
     agents: asyncio.Task[None] | None = None

@@ -20,6 +20,7 @@ from agl_bridge.advantage import shape_batch
 from agl_bridge.convert import llm_resource
 from agl_bridge.gen.agl.v1 import types_pb2
 from agl_bridge.proxy_admin import ProxyAdmin, ProxyAdminError
+from agl_bridge.rollout_correction import apply_rollout_correction
 
 __all__ = ["VerlBackend"]
 
@@ -49,6 +50,7 @@ class VerlBackend:
         max_ppo_update_times: int | None = None,
         proxy_token: str | None = None,
         drain_timeout: float = 60.0,
+        rollout_correction: dict[str, Any] | None = None,
         log: Callable[[str], None] | None = None,
     ) -> None:
         self.trainer = trainer
@@ -57,6 +59,8 @@ class VerlBackend:
         self.last_metrics: dict[str, float] = {}
         self.proxy = ProxyAdmin(proxy_url, proxy_token) if proxy_url else None
         self.drain_timeout = drain_timeout
+        # VERL's rollout correction, decoupled mode (agl_bridge.rollout_correction); None: none.
+        self.rollout_correction = rollout_correction
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self._paused = False
         self._pause_metrics: dict[str, float] = {}
@@ -104,13 +108,15 @@ class VerlBackend:
         weight push (an asleep vLLM has neither weights nor KV cache; a call there fails, or is served by weights
         half-way through an update).
 
-        Mode ``wait``, not ``reject``: the step's own rollouts are over by now and the next step's are enqueued only
-        after the new version is published, so what still calls are stragglers (rollouts the loop cancelled at
-        ``rollout_timeout`` whose agents run on) and anything else using the proxy (a person trying the model).
-        Held, they go on against the new weights once resumed, with no error for the agent to handle and no retry
-        spent; rejected, each would get a 429 and come back on its own schedule. A swap longer than the proxy's
-        longest wait (``pauseMaxWaitMs``, 300 s) turns into 429 + ``Retry-After`` anyway, which OpenAI clients
-        retry.
+        Mode ``wait``, not ``reject``: synchronously, the step's own rollouts are over by now and the next step's are
+        enqueued only after the new version is published, so what still calls are stragglers (rollouts the loop
+        cancelled at ``rollout_timeout`` whose agents run on) and anything else using the proxy (a person trying the
+        model); asynchronously (``max_staleness`` > 0), the next steps' rollouts: their calls in flight finish on the
+        old weights (the drain), the next ones wait. Held, they go on against the new weights once resumed, with no
+        error for the agent to handle and no retry spent (a rollout spanning the swap has calls of both versions,
+        each stamped by the proxy); rejected, each would get a 429 and come back on its own schedule. A swap longer
+        than the proxy's longest wait (``pauseMaxWaitMs``, 300 s) turns into 429 + ``Retry-After`` anyway, which
+        OpenAI clients retry.
 
         The drain is bounded (``drain_timeout``): a call that never ends must not stall training. On timeout the
         update goes ahead and the calls still in flight may fail against the sleeping replicas (the runner's
@@ -192,6 +198,9 @@ class VerlBackend:
             diff = (batch.batch["old_log_probs"] - batch.batch["rollout_log_probs"]).abs()[mask]
             metrics["training/rollout_actor_logprob_abs_diff_mean"] = float(diff.mean()) if diff.numel() else 0.0
             metrics["training/rollout_actor_logprob_abs_diff_max"] = float(diff.max()) if diff.numel() else 0.0
+        # As VERL's fit: importance weights (and rejection) between the actor and the weights that sampled each token.
+        batch, correction_metrics = apply_rollout_correction(batch, self.rollout_correction)
+        metrics.update(correction_metrics)
         if getattr(t, "use_reference_policy", False):
             with simple_timer("ref_log_prob", timing):
                 batch = batch.union(t._compute_ref_log_prob(batch))

@@ -16,11 +16,12 @@ from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
 from agl_bridge.client import StoreClient
 from agl_bridge.loop import LoopConfig, TrainingLoop
+from agl_bridge.rollout_correction import resolve_rollout_correction
 from agl_bridge.task_files import load_tasks
 from agl_bridge.verl import cpu
 from agl_bridge.verl.backend import VerlBackend
 
-__all__ = ["AglRayPPOTrainer", "AglTaskRunner", "agl_token", "loop_config", "val_sampling"]
+__all__ = ["AglRayPPOTrainer", "AglTaskRunner", "agl_token", "loop_config", "rollout_correction", "val_sampling"]
 
 
 def val_sampling(config: Any) -> dict[str, Any] | None:
@@ -69,6 +70,20 @@ def loop_config(config: Any) -> LoopConfig:
         # fit would: trainer.save_freq > 0 and a multiple of it, or the last step; -1 (VERL's default): never.
         save_freq=int(config.trainer.get("save_freq", -1)),
         resume=str(config.trainer.get("resume_mode", "auto")) != "disable",
+        max_staleness=int(agl.get("max_staleness", 0)),
+    )
+
+
+def rollout_correction(config: Any) -> dict[str, Any] | None:
+    """The update's off-policy correction (``agl_bridge.rollout_correction``) from VERL's
+    ``algorithm.rollout_correction``, ``agl.max_staleness`` and ``agl.rollout_correction``."""
+    configured = config.algorithm.get("rollout_correction")
+    settings = OmegaConf.to_container(configured, resolve=True) if configured is not None else None
+    enabled = config.agl.get("rollout_correction")
+    return resolve_rollout_correction(
+        settings,  # type: ignore[arg-type]
+        int(config.agl.get("max_staleness", 0)),
+        None if enabled is None else bool(enabled),
     )
 
 
@@ -79,10 +94,9 @@ def agl_token(config: Any) -> str | None:
 
 
 def write_summary(path: str, loop: TrainingLoop) -> None:
-    """The run's summary (``TrainingLoop.summary``, with VERL's metrics per step) as JSON, as ``python -m
+    """The run's summary (``TrainingLoop.summary``: VERL's metrics per step included) as JSON, as ``python -m
     agl_bridge.local --summary`` writes it; the reward plot and the initial and final reward go to stderr."""
-    summary = {**loop.summary(), "metrics": [r.metrics for r in loop.history]}
-    Path(path).write_text(json.dumps(summary))
+    Path(path).write_text(json.dumps(loop.summary()))
 
 
 class AglRayPPOTrainer(RayPPOTrainer):
@@ -113,6 +127,7 @@ class AglRayPPOTrainer(RayPPOTrainer):
             max_ppo_update_times=agl.max_ppo_update_times,
             proxy_token=agl_token(self.config),
             drain_timeout=float(agl.get("drain_timeout", 60.0)),
+            rollout_correction=rollout_correction(self.config),
         )
 
     def _datasets(self) -> tuple[list[Any], list[Any]]:
