@@ -1,5 +1,6 @@
-"""Lines of `make demo-seeds`: ``report.py line SEED DIR STARTED`` prints one seed's figures (and records them in
-DIR/bench.json); ``report.py summary ROOT SEED...`` prints the summary line and exits 1 when a seed missed the rule."""
+"""Lines of `make demo-seeds`: ``report.py line RUN DIR STARTED`` prints one run's figures (and records them in
+DIR/bench.json); ``report.py summary ROOT RUN...`` prints the summary line (and, for runs named ``seed-N-async-K``,
+the asynchronous/synchronous ratio of the mean step time) and exits 1 when a run missed the rule."""
 
 from __future__ import annotations
 
@@ -19,18 +20,18 @@ def steps_to_target(rewards: list[float]) -> int | None:
     return None
 
 
-def line(seed: str, directory: Path, started: float) -> None:
+def line(run: str, directory: Path, started: float) -> None:
     wall = time.time() - started
     summary_path = directory / "summary.json"
     if not summary_path.exists():
         result = {
-            "seed": seed,
+            "run": run,
             "ok": False,
             "wall_s": wall,
             "error": f"no summary (see {directory}.log)",
         }
         print(
-            f"seed {seed}: FAILED, no summary.json; wall {wall:.0f} s (log {directory}.log)",
+            f"{run}: FAILED, no summary.json; wall {wall:.0f} s (log {directory}.log)",
             flush=True,
         )
     else:
@@ -44,7 +45,7 @@ def line(seed: str, directory: Path, started: float) -> None:
             and wall <= WALL_MAX_S
         )
         result = {
-            "seed": seed,
+            "run": run,
             "ok": ok,
             "first": s["initial_reward"],
             "final": s["final_reward"],
@@ -54,7 +55,7 @@ def line(seed: str, directory: Path, started: float) -> None:
             "step_s": step_s,
         }
         print(
-            f"seed {seed}: first {s['initial_reward']:.3f}  final {s['final_reward']:.3f}  "
+            f"{run}: first {s['initial_reward']:.3f}  final {s['final_reward']:.3f}  "
             f"steps to {FINAL_MIN} {reached if reached is not None else '-'}/{len(s['rewards'])}  wall {wall:.0f} s  "
             f"step {step_s:.2f} s  "
             f"{'ok' if ok else 'MISSED'}",
@@ -64,19 +65,30 @@ def line(seed: str, directory: Path, started: float) -> None:
     (directory / "bench.json").write_text(json.dumps(result))
 
 
-def summary(root: Path, seeds: list[str]) -> int:
-    results = [
-        json.loads((root / f"seed-{seed}" / "bench.json").read_text()) for seed in seeds
-    ]
-    missed = [r["seed"] for r in results if not r["ok"]]
+def summary(root: Path, runs: list[str]) -> int:
+    results = [json.loads((root / run / "bench.json").read_text()) for run in runs]
+    missed = [r["run"] for r in results if not r["ok"]]
     finals = [r["final"] for r in results if "final" in r]
     walls = [r["wall_s"] for r in results]
     print(
-        f"agl demo-seeds: {len(results) - len(missed)}/{len(results)} seeds met the rule (first <= {FIRST_MAX}, "
+        f"agl demo-seeds: {len(results) - len(missed)}/{len(results)} runs met the rule (first <= {FIRST_MAX}, "
         f"final >= {FINAL_MIN}, wall <= {WALL_MAX_S:.0f} s); final min {min(finals, default=float('nan')):.3f}; "
         f"wall max {max(walls):.0f} s"
-        + (f"; missed: seeds {' '.join(missed)}" if missed else "")
+        + (f"; missed: {' '.join(missed)}" if missed else "")
     )
+    sync = [
+        r["step_s"] for r in results if r["run"].endswith("-async-0") and "step_s" in r
+    ]
+    asynchronous = [
+        r["step_s"]
+        for r in results
+        if "-async-" in r["run"] and not r["run"].endswith("-async-0")
+    ]
+    if sync and asynchronous:
+        print(
+            f"agl demo-seeds: mean step {sum(asynchronous) / len(asynchronous):.2f} s asynchronous against "
+            f"{sum(sync) / len(sync):.2f} s synchronous (ratio {sum(asynchronous) / sum(sync) * len(sync) / len(asynchronous):.2f})"
+        )
     return 1 if missed else 0
 
 
