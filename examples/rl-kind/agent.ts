@@ -15,12 +15,7 @@ export interface KindTask {
 
 export default rollout(async function kind(task: KindTask, resources, ctx) {
   const llm = resources.llm("main_llm");
-  const client = new OpenAI({
-    baseURL: llm.endpoint,
-    apiKey: llm.apiKey ?? process.env.OPENAI_API_KEY ?? "none",
-    fetch: createTracingFetch(),
-    maxRetries: 2,
-  });
+  const client = new OpenAI({ baseURL: llm.endpoint, apiKey: llm.apiKey ?? "none", fetch: createTracingFetch(), maxRetries: 2 });
   const response = await client.chat.completions.create(
     { model: llm.model, messages: [{ role: "user", content: `kind of ${task.word} ?` }], ...llm.samplingParameters },
     { signal: ctx.signal },

@@ -75,19 +75,23 @@ export interface ResourcesData {
   resources: Record<string, Resource>;
 }
 
-/** Builds typed resources from a stored snapshot, binding proxy LLMs to the attempt. */
-export function resolveResources(data: ResourcesData, rolloutId: string, attemptId: string): Resources {
+/**
+ * Builds typed resources from a stored snapshot, binding proxy LLMs to the attempt; a proxy LLM without an API key
+ * gets `proxyApiKey` (the runner's store token), which the agl proxy checks.
+ */
+export function resolveResources(data: ResourcesData, rolloutId: string, attemptId: string, proxyApiKey?: string): Resources {
   const typed = new Map<string, AgentResource>();
   for (const [name, resource] of Object.entries(data.resources)) {
     const kind = resource.kind;
     if (kind.case === "llm" || kind.case === "proxyLlm") {
       const llm = kind.value;
       const proxied = kind.case === "proxyLlm";
+      const apiKey = llm.apiKey || (proxied ? proxyApiKey : undefined);
       typed.set(name, {
         kind: "llm",
         endpoint: proxied ? bindProxyEndpoint(llm.endpoint, rolloutId, attemptId) : llm.endpoint,
         model: llm.model,
-        ...(llm.apiKey ? { apiKey: llm.apiKey } : {}),
+        ...(apiKey ? { apiKey } : {}),
         samplingParameters: llm.samplingParameters ?? {},
         proxied,
       });

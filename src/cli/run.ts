@@ -30,6 +30,7 @@ export async function runAgent(args: RunArgs): Promise<number> {
     pollWaitSeconds: args.pollWaitSeconds,
     shutdownGraceMs: args.shutdownGraceMs,
     heartbeatIntervalMs: args.heartbeatMs,
+    ...(args.token ? { proxyApiKey: args.token } : {}),
     ...(args.workerId ? { workerId: args.workerId } : {}),
     ...(args.maxRollouts ? { maxRollouts: args.maxRollouts } : {}),
   });

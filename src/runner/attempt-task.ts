@@ -21,6 +21,8 @@ export interface AttemptTask {
   /** Spans per batch and the longest a span waits before its batch is handed on. */
   spanBatchSize: number;
   spanFlushMs: number;
+  /** Given to the agent as the API key of proxy LLMs that name none (see `RunnerOptions.proxyApiKey`). */
+  proxyApiKey?: string;
 }
 
 /** Why an attempt is stopped from outside. */

@@ -16,6 +16,7 @@ export interface TaskSettings {
   abortGraceMs: number;
   spanBatchSize: number;
   spanFlushMs: number;
+  proxyApiKey?: string;
 }
 
 /** The task for a claimed rollout (with its new attempt as `latestAttempt`). */

@@ -105,7 +105,7 @@ export async function executeAttempt(agent: Agent<unknown>, task: AttemptTask, i
         ROOT_CONTEXT,
       );
       return context.with(trace.setSpan(context.active(), root), async () => {
-        const resources = resolveResources(task.resources, task.rolloutId, task.attemptId);
+        const resources = resolveResources(task.resources, task.rolloutId, task.attemptId, task.proxyApiKey);
         const result = await rolloutMethodFor(agent, task.mode)(task.input, resources, ctx);
         recordRolloutResult(result, scope, recorded);
       });

@@ -33,6 +33,11 @@ export interface RunnerOptions {
   resourcesCacheMs?: number;
   /** Stop after claiming this many rollouts (and finishing them). Default: run until `stop()`. */
   maxRollouts?: number;
+  /**
+   * The API key agents get for a proxy LLM whose resource names none. `agl run` and `agl train` pass the store token:
+   * the agl LLM proxy served by a store that requires a token requires the same one. Default: none.
+   */
+  proxyApiKey?: string;
   /** Spans per batch and linger in the agent's thread. Defaults 64 and 200 ms. */
   spanBatchSize?: number;
   spanFlushMs?: number;

@@ -45,6 +45,7 @@ export function createRunner(options: RunnerOptions): Runner {
     abortGraceMs: options.abortGraceMs ?? 5_000,
     spanBatchSize: options.spanBatchSize ?? 64,
     spanFlushMs: options.spanFlushMs ?? 200,
+    ...(options.proxyApiKey ? { proxyApiKey: options.proxyApiKey } : {}),
   };
   const retryForMs = options.retryForMs ?? 300_000;
   const heartbeatMs = options.heartbeatIntervalMs ?? RUNNER_HEARTBEAT_SECONDS * 1000;

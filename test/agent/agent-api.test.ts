@@ -90,6 +90,20 @@ describe("resources", () => {
     ]);
   });
 
+  it("gives a proxy LLM without a key the runner's proxy key, and leaves named keys and plain LLMs alone", () => {
+    const data = { resourcesId: "rs-1", version: 1, resources };
+    const withKey = resolveResources(data, "ro-1", "at-1", "store-token");
+    expect(withKey.llm("policy").apiKey).toBe("store-token");
+    expect(withKey.llm("main").apiKey).toBe("k");
+    const plain = {
+      resourcesId: "rs-1",
+      version: 1,
+      resources: { bare: create(ResourceSchema, { kind: { case: "llm", value: { endpoint: "http://e/v1", model: "m" } } }) },
+    };
+    expect(resolveResources(plain, "ro-1", "at-1", "store-token").llm("bare").apiKey).toBeUndefined();
+    expect(resolveResources(data, "ro-1", "at-1").llm("policy").apiKey).toBeUndefined();
+  });
+
   it("renders f-string and Jinja templates", () => {
     expect(typed.promptTemplate().format({ name: "Ada", n: 2 })).toBe("Hi Ada, 2.0");
     expect(typed.promptTemplate("system").format({ tools: ["add", "mul"] })).toBe("[add][mul]");

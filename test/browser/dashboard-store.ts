@@ -80,9 +80,9 @@ export async function startDashboardStore(): Promise<DashboardStore> {
     ]);
     const url = server.url;
     client = createStoreClient({ baseUrl: url, token });
-    // The CLI reads the store's token from AGL_TOKEN; the agents, which call the LLM proxy (it wants the same token)
-    // through the proxy_llm bound to each attempt, send OPENAI_API_KEY when the resource names no key.
-    const env = { AGL_TOKEN: token, OPENAI_API_KEY: token };
+    // The CLI reads the store's token from AGL_TOKEN; the runner hands it to the agents as the key of the proxy_llm
+    // bound to each attempt (the LLM proxy wants the same token).
+    const env = { AGL_TOKEN: token };
     await client.updateResources({
       resourcesId: CALCULATOR_RESOURCES,
       createIfMissing: true,
