@@ -20,7 +20,7 @@ export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
 endif
 
-.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl verl-cpu-smoke bench-verl-cpu clean
+.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl bench-async verl-cpu-smoke bench-verl-cpu clean
 
 help:
 	@echo "make test    install what is needed (Node 24 too, when the machine's is not 22, 24 or 26), check generated"
@@ -156,6 +156,10 @@ bench-verl-cpu: deps
 # A bench, not a test: `make demo` for seeds 0-4 (DEMO_SEEDS), one line per seed and a summary; fails if a seed misses.
 demo-seeds: deps
 	bench/demo-seeds/run.sh
+
+# A bench: step time synchronous against asynchronous (max staleness 1) when rollouts wait on a tool (TRAINER=verl|local).
+bench-async: deps
+	bench/async-overlap/run.sh
 
 clean:
 	rm -rf dist $(STAMPS)

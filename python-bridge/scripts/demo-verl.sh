@@ -5,7 +5,8 @@
 # to agl's CPU rollout replica). Same model and warm-up as `make demo`; the same progress lines, reward plot and
 # pass/fail rule: first step <= 0.3, final (mean of the last 5 steps) >= 0.9. Run from the repository root after
 # `make deps`. Environment: DEMO_STEPS (default 150), DEMO_SEED (default 0), DEMO_DIR (default a new temporary
-# directory), ASYNC (default 0; k > 0: agl.max_staleness=k); extra arguments are Hydra overrides for the trainer.
+# directory), ASYNC (default 0; k > 0: agl.max_staleness=k), DEMO_AGENT (default the demo's agent; another agent
+# module for the same task); extra arguments are Hydra overrides for the trainer.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/node-env.sh
@@ -26,7 +27,7 @@ F="$DIR/files"
 # VERL's settings for the task (a tiny model, 24 words to learn): GRPO, no KL, no entropy bonus, no weight decay, one
 # PPO update per step over all of its rows, a constant lr 1e-3: larger steps lock words onto a wrong category
 # (docs/demo-learning.md); 3e-3 decayed to 3e-4 passed once and failed once (0.708).
-node bin/agl.js train examples/rl-kind/agent.ts --trainer verl --database "$DIR/agl.db" --steps "$STEPS" \
+node bin/agl.js train "${DEMO_AGENT:-examples/rl-kind/agent.ts}" --trainer verl --database "$DIR/agl.db" --steps "$STEPS" \
   --dataset "$F/tasks.jsonl" --model "$F/model" --n 16 --tasks-per-step 8 --checkpoint-dir "$DIR/ckpt" -- \
   trainer.device=cpu hydra.run.dir="$DIR/hydra" \
   data.train_files="$F/prompts.parquet" data.val_files="$F/prompts.parquet" \

@@ -4,8 +4,9 @@
 # functions). Prints progress, a reward plot and the initial vs final reward, and writes the reward curve as a PNG
 # beside summary.json. Run from the repository root after `make deps`. Environment: DEMO_SEED (default 0; seeds the
 # model, the warm-up, the task order and the sampling), DEMO_STEPS (default 150), DEMO_DIR (default a new temporary
-# directory), ASYNC (default 0: synchronous; k > 0 trains asynchronously with --max-staleness k). Fails unless the
-# first step's reward is <= 0.3 and the final one (mean of the last 5 steps) >= 0.9.
+# directory), ASYNC (default 0: synchronous; k > 0 trains asynchronously with --max-staleness k), DEMO_AGENT (default
+# the demo's agent; another agent module for the same task). Fails unless the first step's reward is <= 0.3 and the
+# final one (mean of the last 5 steps) >= 0.9.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/node-env.sh
@@ -16,7 +17,7 @@ ASYNC="${ASYNC:-0}"
 mkdir -p "$DIR"
 echo "agl demo: seed $SEED, $STEPS steps of 8 tasks x 16 rollouts, max staleness $ASYNC; store, checkpoints and logs in $DIR"
 started=$(date +%s)
-node bin/agl.js train examples/rl-kind/agent.ts --trainer local --database "$DIR/agl.db" --steps "$STEPS" \
+node bin/agl.js train "${DEMO_AGENT:-examples/rl-kind/agent.ts}" --trainer local --database "$DIR/agl.db" --steps "$STEPS" \
   --tasks-per-step 8 --n 16 --checkpoint-dir "$DIR/ckpt" -- --seed "$SEED" --lr 7e-4 --summary "$DIR/summary.json" \
   --target 0.9 --max-staleness "$ASYNC" "$@"
 python-bridge/.venv/bin/python - "$DIR/summary.json" "$started" <<'PY'
