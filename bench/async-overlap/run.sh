@@ -11,6 +11,7 @@ ROOT="${BENCH_DIR:-$(mktemp -d -t agl-async-overlap-XXXXXX)}"
 TRAINER="${TRAINER:-verl}"
 STEPS="${STEPS:-25}"
 export AGL_TOOL_MS="${AGL_TOOL_MS:-1500}"
+mkdir -p "$ROOT"
 script=python-bridge/scripts/demo.sh
 [ "$TRAINER" = verl ] && script=python-bridge/scripts/demo-verl.sh
 echo "agl bench-async: $TRAINER trainer, $STEPS steps, tool wait $AGL_TOOL_MS ms per rollout; runs in $ROOT"
