@@ -8,6 +8,14 @@ describe("parseRoute", () => {
     expect(parseRoute("#/rollouts")).toEqual({ view: "rollouts", query: DEFAULT_ROLLOUTS_QUERY });
     expect(parseRoute("#/rollouts/ro-1%2Fx?attempt=at-2")).toEqual({ view: "rollout", rolloutId: "ro-1/x", attemptId: "at-2" });
     expect(parseRoute("#/resources?a=r1&b=r2")).toEqual({ view: "resources", a: "r1", b: "r2" });
+    expect(parseRoute("#/resources?id=agl-policy&page=2&a=agl-policy@1&b=agl-policy@9")).toEqual({
+      view: "resources",
+      id: "agl-policy",
+      page: 2,
+      a: "agl-policy@1",
+      b: "agl-policy@9",
+    });
+    expect(parseRoute("#/resources?id=p&page=-1")).toEqual({ view: "resources", id: "p" });
     expect(parseRoute("#/training?resources=main")).toEqual({ view: "training", resourcesId: "main" });
     expect(parseRoute("#/apo")).toEqual({ view: "apo" });
     expect(parseRoute("#/nope")).toEqual({ view: "not-found", path: "/nope" });
@@ -52,6 +60,7 @@ describe("formatRoute", () => {
       },
       { view: "rollout", rolloutId: "a b/c", attemptId: "at" },
       { view: "resources", a: "x", b: "y z" },
+      { view: "resources", id: "p@q", page: 3, a: "p@q@1", b: "p@q@12" },
       { view: "training", resourcesId: "main" },
       { view: "apo", runId: "run-1" },
     ];
