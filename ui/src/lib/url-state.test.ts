@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_ROLLOUTS_QUERY, formatRoute, parseRoute, type Route } from "./url-state.js";
+import { DEFAULT_ROLLOUTS_QUERY, formatRoute, parseRoute, type Route, resourcesVersionRoute } from "./url-state.js";
 
 describe("parseRoute", () => {
   it("reads every view", () => {
@@ -65,5 +65,12 @@ describe("formatRoute", () => {
       { view: "apo", runId: "run-1" },
     ];
     for (const route of routes) expect(parseRoute(formatRoute(route))).toEqual(route);
+  });
+});
+
+describe("resourcesVersionRoute", () => {
+  it("shows a version against the one before it, and version 1 as the id's history", () => {
+    expect(formatRoute(resourcesVersionRoute("agl-policy", 3))).toBe("#/resources?id=agl-policy&a=agl-policy%402&b=agl-policy%403");
+    expect(formatRoute(resourcesVersionRoute("agl-policy", 1))).toBe("#/resources?id=agl-policy");
   });
 });

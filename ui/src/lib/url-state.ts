@@ -1,3 +1,4 @@
+import { versionKey } from "./snapshot-choices.js";
 import { isRolloutModeName, isRolloutStatusName, type RolloutModeName, type RolloutStatusName } from "./names.js";
 
 /** Fields the rollouts table sorts by (the store's sortable rollout fields). */
@@ -47,6 +48,12 @@ export type Route =
   | { view: "not-found"; path: string };
 
 export type ViewName = Exclude<Route["view"], "not-found">;
+
+/** The resources view on one version of a snapshot id: its history, and that version against the one before it. */
+export function resourcesVersionRoute(resourcesId: string, version: number): Route {
+  if (version <= 1) return { view: "resources", id: resourcesId };
+  return { view: "resources", id: resourcesId, a: versionKey(resourcesId, version - 1), b: versionKey(resourcesId, version) };
+}
 
 /** Reads a location hash (`#/rollouts?status=failed`); anything unreadable falls back to defaults, never throws. */
 export function parseRoute(hash: string): Route {

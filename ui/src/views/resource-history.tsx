@@ -20,7 +20,7 @@ export interface ResourceHistoryProps {
 
 /** Every version of one snapshot id, a page at a time, with what each changed and buttons to diff any two. */
 export function ResourceHistory({ resourcesId, entries, total, page, size, a, b, onPage, onPick }: ResourceHistoryProps) {
-  const window = pageWindow({ page, size }, total);
+  const range = pageWindow({ page, size }, total);
   return (
     <div className="panel" data-testid="resources-history" data-resources-id={resourcesId}>
       <h3>
@@ -31,9 +31,9 @@ export function ResourceHistory({ resourcesId, entries, total, page, size, a, b,
           ‹ Newer
         </button>
         <span data-testid="history-page-info">
-          {formatCount(window.from)}–{formatCount(window.to)} of {formatCount(window.total)}
+          {formatCount(range.from)}–{formatCount(range.to)} of {formatCount(range.total)}
         </span>
-        <button type="button" data-testid="history-page-next" disabled={page + 1 >= window.pages} onClick={() => onPage(page + 1)}>
+        <button type="button" data-testid="history-page-next" disabled={page + 1 >= range.pages} onClick={() => onPage(page + 1)}>
           Older ›
         </button>
       </div>
