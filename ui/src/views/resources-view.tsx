@@ -91,19 +91,23 @@ export function ResourcesView({ id, page = 0, a, b }: ResourcesViewProps) {
     );
   };
 
-  const timeline = useMemo<ChartOption>(() => {
-    const ordered = [...new Set(snapshots.map((s) => s.resourcesId))].reverse();
-    const points = new Map(
-      [...snapshots, ...versions, ...seen].map((s) => [
-        versionKey(s.resourcesId, s.version),
-        { id: s.resourcesId, version: s.version, time: s.updateTime },
-      ]),
-    );
-    return {
+  // Each version once: the ids' current versions, the history page and those seen live overlap.
+  const points = useMemo(
+    () =>
+      new Map(
+        [...snapshots, ...versions, ...seen].map((s) => [
+          versionKey(s.resourcesId, s.version),
+          { id: s.resourcesId, version: s.version, time: s.updateTime },
+        ]),
+      ),
+    [snapshots, versions, seen],
+  );
+  const timeline = useMemo<ChartOption>(
+    () => ({
       tooltip: { renderMode: "richText", trigger: "item" },
       grid: { left: 160, right: 24, top: 8, bottom: 28 },
       xAxis: { type: "time" },
-      yAxis: { type: "category", data: ordered },
+      yAxis: { type: "category", data: [...new Set(snapshots.map((s) => s.resourcesId))].reverse() },
       series: [
         {
           type: "scatter",
@@ -112,9 +116,9 @@ export function ResourcesView({ id, page = 0, a, b }: ResourcesViewProps) {
           data: [...points.values()].map((p) => ({ name: `${p.id} v${p.version}`, value: [p.time * 1000, p.id, p.version] })),
         },
       ],
-    };
-  }, [snapshots, versions, seen]);
-  const timelinePoints = new Set([...snapshots, ...versions, ...seen].map((s) => versionKey(s.resourcesId, s.version))).size;
+    }),
+    [snapshots, points],
+  );
 
   return (
     <section data-testid="view-resources">
@@ -123,7 +127,7 @@ export function ResourcesView({ id, page = 0, a, b }: ResourcesViewProps) {
       {data === undefined && !error ? <Loading /> : null}
       <div className="panel">
         <h3>Versions over time</h3>
-        <Chart testId="resources-timeline" option={timeline} points={timelinePoints} height={Math.min(420, 80 + 24 * snapshots.length)} />
+        <Chart testId="resources-timeline" option={timeline} points={points.size} height={Math.min(420, 80 + 24 * snapshots.length)} />
       </div>
       <div className="grid2">
         <div className="panel">
