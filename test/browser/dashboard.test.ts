@@ -16,6 +16,7 @@ import {
   RolloutMode,
   RolloutStatus,
   SortOrder,
+  TemplateEngine,
 } from "../../src/gen/agl/v1/types_pb.js";
 import { repo } from "../apo/agl-cli.js";
 import { attrs } from "../hooks/hook-helpers.js";
@@ -311,7 +312,7 @@ describe("the dashboard", () => {
       await store.client.updateResources({
         resourcesId,
         createIfMissing: true,
-        resources: { prompt: { kind: { case: "promptTemplate", value: { template: `step ${n}` } } } },
+        resources: { prompt: { kind: { case: "promptTemplate", value: { template: `step ${n}`, engine: TemplateEngine.F_STRING } } } },
       });
     }
     const rows = () => page.locator(id("history-row")).evaluateAll((els) => els.map((el) => Number(el.getAttribute("data-version"))));
