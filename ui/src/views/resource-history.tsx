@@ -61,17 +61,19 @@ export function ResourceHistory({ resourcesId, entries, total, page, size, a, b,
                   ) : entry.changes.length === 0 ? (
                     <span className="muted">nothing</span>
                   ) : (
-                    entry.changes.map((c) => (
-                      <span
-                        key={c.name}
-                        className={`chip ${c.change}`}
-                        data-testid="history-change"
-                        data-name={c.name}
-                        data-change={c.change}
-                      >
-                        {c.name}
-                      </span>
-                    ))
+                    <span className="chips">
+                      {entry.changes.map((c) => (
+                        <span
+                          key={c.name}
+                          className={`chip ${c.change}`}
+                          data-testid="history-change"
+                          data-name={c.name}
+                          data-change={c.change}
+                        >
+                          {c.name}
+                        </span>
+                      ))}
+                    </span>
                   )}
                 </td>
                 <td>
