@@ -5,10 +5,19 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { equals } from "@bufbuild/protobuf";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as sc from "../../src/core/semconv.js";
-import { RolloutMode, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
+import {
+  type Resource,
+  ResourceSchema,
+  type ResourcesUpdate,
+  RolloutMode,
+  RolloutStatus,
+  SortOrder,
+  TemplateEngine,
+} from "../../src/gen/agl/v1/types_pb.js";
 import { repo } from "../apo/agl-cli.js";
 import { attrs } from "../hooks/hook-helpers.js";
 import { launchChromium, newPage, screenshot } from "./browser.js";
@@ -25,6 +34,18 @@ const poll = <T>(value: () => T | Promise<T>, options: { timeout?: number } = {}
   expect.poll(value, { timeout: 10_000, interval: 100, ...options });
 const id = (testId: string) => `[data-testid="${testId}"]`;
 const text = async (testId: string, scope: Page = page) => ((await scope.locator(id(testId)).first().textContent()) ?? "").trim();
+
+/** The names whose resource differs between two versions, as `name:added|removed|changed`, sorted. */
+function changedNames(before: Record<string, Resource>, after: Record<string, Resource>): string[] {
+  const names = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
+  return names.flatMap((name) => {
+    const a = before[name];
+    const b = after[name];
+    if (a === undefined) return [`${name}:added`];
+    if (b === undefined) return [`${name}:removed`];
+    return equals(ResourceSchema, a, b) ? [] : [`${name}:changed`];
+  });
+}
 
 /** Opens a route of the app (hash routing) with the token already given. */
 async function open(route: string): Promise<void> {
@@ -216,6 +237,102 @@ describe("the dashboard", () => {
     const diff = page.locator(`${id("template-diff")}[data-name="booking"]`);
     await poll(async () => (await diff.locator(id("diff-added")).allTextContents()).join("\n")).toContain("fewest seats");
     await screenshot(page, "resources");
+  });
+
+  it("Resources: the version history of the RL run's policy and a diff of two versions of the APO best prompt, as the store has them", async () => {
+    const history = async (resourcesId: string) =>
+      (await store.client.queryResourceVersions({ resourcesId, page: { sortBy: "version", sortOrder: SortOrder.DESC } })).resources;
+    const rows = () => page.locator(id("history-row")).evaluateAll((els) => els.map((el) => Number(el.getAttribute("data-version"))));
+    const changes = (version: number) =>
+      page
+        .locator(`${id("history-row")}[data-version="${version}"] ${id("history-change")}`)
+        .evaluateAll((els) => els.map((el) => `${el.getAttribute("data-name")}:${el.getAttribute("data-change")}`));
+
+    // The policy: a version per step, newest first, each with the resources it changed against the one before.
+    const policy = await history(TRAIN_RESOURCES);
+    expect(policy.length).toBeGreaterThan(1);
+    await open(`/resources?id=${TRAIN_RESOURCES}`);
+    await poll(rows).toEqual(policy.map((v) => v.version));
+    expect(await text("history-page-info")).toMatch(new RegExp(`^1\\D+${policy.length} of ${policy.length}$`));
+    for (const [i, v] of policy.entries())
+      expect(await changes(v.version)).toEqual(changedNames(policy[i + 1]?.resources ?? {}, v.resources));
+    // By default the diff is the first version against the current one.
+    const diff = page.locator(id("resources-diff"));
+    await poll(() => diff.getAttribute("data-b")).toBe(`${TRAIN_RESOURCES}@${policy[0]?.version}`);
+    expect(await diff.getAttribute("data-a")).toBe(`${TRAIN_RESOURCES}@1`);
+
+    // The APO run's best prompt: the seed's at version 1, then each new leader's. Diff, by clicks on the history, the
+    // first version against the first one whose booking prompt differs from the seed's.
+    const best = store.apo.best.resourcesId;
+    const versions = (await history(best)).reverse();
+    const booking = (v: ResourcesUpdate | undefined) => {
+      const kind = v?.resources.booking?.kind;
+      return kind?.case === "promptTemplate" ? kind.value.template : "";
+    };
+    const seed = versions[0];
+    const improved = versions.find((v) => booking(v) !== booking(seed));
+    expect(improved, `a version of ${best} with another booking prompt`).toBeDefined();
+    await open(`/resources?id=${best}`);
+    await poll(rows).toEqual([...versions].reverse().map((v) => v.version));
+    await page.locator(`${id("history-row")}[data-version="1"] ${id("history-pick-a")}`).click();
+    await page.locator(`${id("history-row")}[data-version="${improved?.version}"] ${id("history-pick-b")}`).click();
+    await poll(() => page.url()).toContain(`a=${encodeURIComponent(`${best}@1`)}&b=${encodeURIComponent(`${best}@${improved?.version}`)}`);
+    const shown = async (kind: string) =>
+      (await page.locator(`${id("template-diff")}[data-name="booking"] ${id(kind)}`).allTextContents()).map((line) => line.trim());
+    const lines = (v: ResourcesUpdate | undefined) =>
+      booking(v)
+        .split("\n")
+        .map((line) => line.trim());
+    const added = lines(improved).filter((line) => line !== "" && !lines(seed).includes(line));
+    const removed = lines(seed).filter((line) => line !== "" && !lines(improved).includes(line));
+    expect(added.length + removed.length).toBeGreaterThan(0);
+    await poll(() => shown("diff-added")).toEqual(expect.arrayContaining(added));
+    expect(await shown("diff-removed")).toEqual(expect.arrayContaining(removed));
+    expect(await diff.getAttribute("data-a")).toBe(`${best}@1`);
+    expect(await diff.getAttribute("data-b")).toBe(`${best}@${improved?.version}`);
+    await screenshot(page, "resources-history");
+
+    // The diff is linkable: the same URL in a fresh page shows it again.
+    const fresh = await newPage(browser);
+    try {
+      await fresh.addInitScript((token) => sessionStorage.setItem("agl.token", token), store.token);
+      await fresh.goto(page.url());
+      await poll(async () =>
+        (await fresh.locator(`${id("template-diff")}[data-name="booking"] ${id("diff-added")}`).allTextContents()).map((l) => l.trim()),
+      ).toEqual(expect.arrayContaining(added));
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it("Resources: a long history comes a page at a time from the store", async () => {
+    const resourcesId = "paged-history";
+    const count = 57;
+    for (let n = 1; n <= count; n++) {
+      await store.client.updateResources({
+        resourcesId,
+        createIfMissing: true,
+        resources: { prompt: { kind: { case: "promptTemplate", value: { template: `step ${n}`, engine: TemplateEngine.F_STRING } } } },
+      });
+    }
+    const rows = () => page.locator(id("history-row")).evaluateAll((els) => els.map((el) => Number(el.getAttribute("data-version"))));
+    await open(`/resources?id=${resourcesId}`);
+    await poll(rows).toEqual(Array.from({ length: 50 }, (_, i) => count - i));
+    expect(await text("history-page-info")).toMatch(new RegExp(`^1\\D+50 of ${count}$`));
+    // The page's oldest version still says what it changed (the store sent the one before it too).
+    expect(
+      await page.locator(`${id("history-row")}[data-version="${count - 49}"] ${id("history-change")}`).getAttribute("data-change"),
+    ).toBe("changed");
+    await page.locator(id("history-page-next")).click();
+    await poll(rows).toEqual(Array.from({ length: count - 50 }, (_, i) => count - 50 - i));
+    expect(await text("history-page-info")).toMatch(new RegExp(`^51\\D+${count} of ${count}$`));
+    expect(page.url()).toContain("page=1");
+    expect(await page.locator(`${id("history-row")}[data-version="1"] ${id("history-change")}`).getAttribute("data-change")).toBe("added");
+    // One step's change: a version against the one before it.
+    await page.locator(`${id("history-row")}[data-version="3"] ${id("history-vs-previous")}`).click();
+    const diff = page.locator(`${id("template-diff")}[data-name="prompt"]`);
+    await poll(() => diff.locator(id("diff-added")).allTextContents()).toEqual(["step 3"]);
+    expect(await diff.locator(id("diff-removed")).allTextContents()).toEqual(["step 2"]);
   });
 
   it("Training: reward per step and version of the RL run, validation, tokens per call", async () => {

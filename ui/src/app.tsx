@@ -68,7 +68,7 @@ function View({ route }: { route: Route }) {
       // Keyed: another rollout starts with fresh state (it may still be running when the last one had finished).
       return <RolloutView key={route.rolloutId} rolloutId={route.rolloutId} attemptId={route.attemptId} />;
     case "resources":
-      return <ResourcesView a={route.a} b={route.b} />;
+      return <ResourcesView id={route.id} page={route.page} a={route.a} b={route.b} />;
     case "training":
       return <TrainingView resourcesId={route.resourcesId} />;
     case "apo":

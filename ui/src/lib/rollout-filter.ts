@@ -34,7 +34,10 @@ export function toQueryRolloutsRequest(query: RolloutsQuery): QueryRolloutsInit 
 }
 
 /** The rows a page shows, as `from–to of total` (1-based); `0 of 0` for an empty result. */
-export function pageWindow(query: RolloutsQuery, total: number): { from: number; to: number; total: number; pages: number } {
+export function pageWindow(
+  query: Pick<RolloutsQuery, "page" | "size">,
+  total: number,
+): { from: number; to: number; total: number; pages: number } {
   const pages = Math.max(1, Math.ceil(total / query.size));
   if (total === 0) return { from: 0, to: 0, total, pages };
   const from = Math.min(total, query.page * query.size + 1);

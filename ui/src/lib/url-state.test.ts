@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_ROLLOUTS_QUERY, formatRoute, parseRoute, type Route } from "./url-state.js";
+import { DEFAULT_ROLLOUTS_QUERY, formatRoute, parseRoute, type Route, resourcesVersionRoute } from "./url-state.js";
 
 describe("parseRoute", () => {
   it("reads every view", () => {
@@ -8,6 +8,14 @@ describe("parseRoute", () => {
     expect(parseRoute("#/rollouts")).toEqual({ view: "rollouts", query: DEFAULT_ROLLOUTS_QUERY });
     expect(parseRoute("#/rollouts/ro-1%2Fx?attempt=at-2")).toEqual({ view: "rollout", rolloutId: "ro-1/x", attemptId: "at-2" });
     expect(parseRoute("#/resources?a=r1&b=r2")).toEqual({ view: "resources", a: "r1", b: "r2" });
+    expect(parseRoute("#/resources?id=agl-policy&page=2&a=agl-policy@1&b=agl-policy@9")).toEqual({
+      view: "resources",
+      id: "agl-policy",
+      page: 2,
+      a: "agl-policy@1",
+      b: "agl-policy@9",
+    });
+    expect(parseRoute("#/resources?id=p&page=-1")).toEqual({ view: "resources", id: "p" });
     expect(parseRoute("#/training?resources=main")).toEqual({ view: "training", resourcesId: "main" });
     expect(parseRoute("#/apo")).toEqual({ view: "apo" });
     expect(parseRoute("#/nope")).toEqual({ view: "not-found", path: "/nope" });
@@ -52,9 +60,17 @@ describe("formatRoute", () => {
       },
       { view: "rollout", rolloutId: "a b/c", attemptId: "at" },
       { view: "resources", a: "x", b: "y z" },
+      { view: "resources", id: "p@q", page: 3, a: "p@q@1", b: "p@q@12" },
       { view: "training", resourcesId: "main" },
       { view: "apo", runId: "run-1" },
     ];
     for (const route of routes) expect(parseRoute(formatRoute(route))).toEqual(route);
+  });
+});
+
+describe("resourcesVersionRoute", () => {
+  it("shows a version against the one before it, and version 1 as the id's history", () => {
+    expect(formatRoute(resourcesVersionRoute("agl-policy", 3))).toBe("#/resources?id=agl-policy&a=agl-policy%402&b=agl-policy%403");
+    expect(formatRoute(resourcesVersionRoute("agl-policy", 1))).toBe("#/resources?id=agl-policy");
   });
 });

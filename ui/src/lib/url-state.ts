@@ -1,3 +1,4 @@
+import { versionKey } from "./snapshot-choices.js";
 import { isRolloutModeName, isRolloutStatusName, type RolloutModeName, type RolloutStatusName } from "./names.js";
 
 /** Fields the rollouts table sorts by (the store's sortable rollout fields). */
@@ -40,12 +41,19 @@ export type Route =
   | { view: "overview" }
   | { view: "rollouts"; query: RolloutsQuery }
   | { view: "rollout"; rolloutId: string; attemptId?: string }
-  | { view: "resources"; a?: string; b?: string }
+  /** id: the snapshot whose history is shown, page: its page (0-based); a, b: the diffed pair (snapshot keys). */
+  | { view: "resources"; id?: string; page?: number; a?: string; b?: string }
   | { view: "training"; resourcesId?: string }
   | { view: "apo"; runId?: string }
   | { view: "not-found"; path: string };
 
 export type ViewName = Exclude<Route["view"], "not-found">;
+
+/** The resources view on one version of a snapshot id: its history, and that version against the one before it. */
+export function resourcesVersionRoute(resourcesId: string, version: number): Route {
+  if (version <= 1) return { view: "resources", id: resourcesId };
+  return { view: "resources", id: resourcesId, a: versionKey(resourcesId, version - 1), b: versionKey(resourcesId, version) };
+}
 
 /** Reads a location hash (`#/rollouts?status=failed`); anything unreadable falls back to defaults, never throws. */
 export function parseRoute(hash: string): Route {
@@ -65,7 +73,13 @@ export function parseRoute(hash: string): Route {
     case "rollouts":
       return { view: "rollouts", query: parseRolloutsQuery(params) };
     case "resources":
-      return withDefined({ view: "resources" as const, a: param("a"), b: param("b") });
+      return withDefined({
+        view: "resources" as const,
+        id: param("id"),
+        page: nonNegativeInteger(params.get("page")) || undefined,
+        a: param("a"),
+        b: param("b"),
+      });
     case "training":
       return withDefined({ view: "training" as const, resourcesId: param("resources") });
     case "apo":
@@ -85,7 +99,10 @@ export function formatRoute(route: Route): string {
     case "rollout":
       return withSearch(`#/rollouts/${encodeURIComponent(route.rolloutId)}`, compact({ attempt: route.attemptId }));
     case "resources":
-      return withSearch("#/resources", compact({ a: route.a, b: route.b }));
+      return withSearch(
+        "#/resources",
+        compact({ id: route.id, page: route.page ? String(route.page) : undefined, a: route.a, b: route.b }),
+      );
     case "training":
       return withSearch("#/training", compact({ resources: route.resourcesId }));
     case "apo":

@@ -10,6 +10,7 @@ import { usePoll } from "../components/use-poll.js";
 import { formatAgo, formatCount, formatTime } from "../lib/format.js";
 import { ROLLOUT_MODE_NAMES, ROLLOUT_STATUS_NAMES, statusNameOfStatisticsKey, workerStatusName } from "../lib/names.js";
 import { countsByMode, niceBucketSeconds, seriesByStatus } from "../lib/timeline.js";
+import { formatRoute, resourcesVersionRoute } from "../lib/url-state.js";
 
 const POLL_MS = 2000;
 
@@ -102,7 +103,7 @@ export function OverviewView() {
                 <div className="card-value">none</div>
               ) : (
                 <div className="card-value small">
-                  <a href={`#/resources?b=${encodeURIComponent(latest.resourcesId)}`} data-testid="latest-resources-id">
+                  <a href={formatRoute(resourcesVersionRoute(latest.resourcesId, latest.version))} data-testid="latest-resources-id">
                     {latest.resourcesId}
                   </a>{" "}
                   v<span data-testid="latest-resources-version">{latest.version}</span>

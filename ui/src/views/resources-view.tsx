@@ -9,16 +9,29 @@ import { usePoll } from "../components/use-poll.js";
 import { navigate } from "../components/use-route.js";
 import { formatTime } from "../lib/format.js";
 import { diffResources, resourceKind } from "../lib/resources-diff.js";
-import { snapshotChoices } from "../lib/snapshot-choices.js";
+import { parseSnapshotKey, snapshotChoices, versionKey } from "../lib/snapshot-choices.js";
+import { versionHistory } from "../lib/version-history.js";
 import { ResourceDiffs } from "./diff-view.js";
+import { ResourceHistory } from "./resource-history.js";
 
 const MAX_SNAPSHOTS = 1000;
+const HISTORY_PAGE = 50;
+
+export interface ResourcesViewProps {
+  /** The snapshot id whose history is shown; by default the id of `b`, else the most recently updated one. */
+  id: string | undefined;
+  page: number | undefined;
+  a: string | undefined;
+  b: string | undefined;
+}
 
 /**
- * Resources snapshots over time and a diff of any two. The store keeps each snapshot id's latest version; versions
- * published while the page is open are listed too, from WatchResources.
+ * Resources snapshots over time, the version history of one (QueryResourceVersions, newest first, paged on the
+ * store) and a diff of any two versions of any ids, each read with GetResources{id, version}. With no pair given, the
+ * diff is the shown id's first version against its current one: what the run changed overall; each history row diffs
+ * its version against the one before.
  */
-export function ResourcesView({ a, b }: { a: string | undefined; b: string | undefined }) {
+export function ResourcesView({ id, page = 0, a, b }: ResourcesViewProps) {
   const { clients } = useStore();
   const { latest, seen } = useLiveResources();
   const { data, error } = usePoll(
@@ -28,51 +41,93 @@ export function ResourcesView({ a, b }: { a: string | undefined; b: string | und
     [clients, latest?.resourcesId, latest?.version],
   );
   const snapshots = useMemo(() => data?.resources ?? [], [data]);
-  const choices = useMemo(() => snapshotChoices(snapshots, seen), [snapshots, seen]);
+  const historyId = id ?? (b === undefined ? snapshots[0]?.resourcesId : parseSnapshotKey(b).resourcesId);
+  const current = snapshots.find((s) => s.resourcesId === historyId);
+
+  // One more version than the page shows: the one before the page's oldest, to say what that one changed.
+  const history = usePoll(
+    async (signal) =>
+      historyId === undefined
+        ? undefined
+        : clients.resources.queryResourceVersions(
+            {
+              resourcesId: historyId,
+              page: { sortBy: "version", sortOrder: SortOrder.DESC, limit: HISTORY_PAGE + 1, offset: page * HISTORY_PAGE },
+            },
+            { signal },
+          ),
+    undefined,
+    [clients, historyId, page, current?.version],
+  );
+  const historyData = historyId !== undefined && history.data?.resources[0]?.resourcesId === historyId ? history.data : undefined;
+  const versions = useMemo(() => historyData?.resources ?? [], [historyData]);
+  const entries = useMemo(() => versionHistory(versions).slice(0, HISTORY_PAGE), [versions]);
+
+  const choices = useMemo(() => snapshotChoices(snapshots, [...versions, ...seen]), [snapshots, versions, seen]);
   const keys = [...choices.keys()];
-  // Default pair: the two most recent, older on the left.
-  const right = b ?? keys[0];
-  const left = a ?? keys.find((key) => key !== right);
-  const diffs = useMemo(() => {
-    const sa = left === undefined ? undefined : choices.get(left);
-    const sb = right === undefined ? undefined : choices.get(right);
-    return sa || sb ? diffResources(sa?.resources, sb?.resources) : [];
-  }, [choices, left, right]);
-  const timeline = useMemo<ChartOption>(() => {
-    const ordered = [...new Set(snapshots.map((s) => s.resourcesId))].reverse();
-    const points = [
-      ...snapshots.map((s) => ({ id: s.resourcesId, version: s.version, time: s.updateTime })),
-      ...seen.map((s) => ({ id: s.resourcesId, version: s.version, time: s.updateTime })),
-    ];
-    return {
+  const [left, right] = diffPair(a, b, current, keys);
+  const pair = usePoll(
+    (signal) =>
+      Promise.all(
+        [left, right].map((key) => (key === undefined ? undefined : clients.resources.getResources(parseSnapshotKey(key), { signal }))),
+      ),
+    undefined,
+    [clients, left, right, latest?.resourcesId, latest?.version],
+  );
+  const [before, after] = pair.data ?? [];
+  const diffs = useMemo(() => (before || after ? diffResources(before?.resources, after?.resources) : []), [before, after]);
+
+  const go = (change: Partial<ResourcesViewProps>, replace: boolean) => {
+    const next = { id: historyId, page, a: left, b: right, ...change };
+    navigate(
+      {
+        view: "resources",
+        ...(next.id ? { id: next.id } : {}),
+        ...(next.page ? { page: next.page } : {}),
+        ...(next.a ? { a: next.a } : {}),
+        ...(next.b ? { b: next.b } : {}),
+      },
+      replace,
+    );
+  };
+
+  // Each version once: the ids' current versions, the history page and those seen live overlap.
+  const points = useMemo(
+    () =>
+      new Map(
+        [...snapshots, ...versions, ...seen].map((s) => [
+          versionKey(s.resourcesId, s.version),
+          { id: s.resourcesId, version: s.version, time: s.updateTime },
+        ]),
+      ),
+    [snapshots, versions, seen],
+  );
+  const timeline = useMemo<ChartOption>(
+    () => ({
       tooltip: { renderMode: "richText", trigger: "item" },
       grid: { left: 160, right: 24, top: 8, bottom: 28 },
       xAxis: { type: "time" },
-      yAxis: { type: "category", data: ordered },
+      yAxis: { type: "category", data: [...new Set(snapshots.map((s) => s.resourcesId))].reverse() },
       series: [
         {
           type: "scatter",
           symbolSize: 10,
           label: { show: true, position: "right", formatter: "v{@[2]}" },
-          data: points.map((p) => ({ name: `${p.id} v${p.version}`, value: [p.time * 1000, p.id, p.version] })),
+          data: [...points.values()].map((p) => ({ name: `${p.id} v${p.version}`, value: [p.time * 1000, p.id, p.version] })),
         },
       ],
-    };
-  }, [snapshots, seen]);
+    }),
+    [snapshots, points],
+  );
 
   return (
     <section data-testid="view-resources">
       <h2>Resources</h2>
-      <ErrorBanner error={error} />
+      <ErrorBanner error={error ?? history.error ?? pair.error} />
       {data === undefined && !error ? <Loading /> : null}
       <div className="panel">
         <h3>Versions over time</h3>
-        <Chart
-          testId="resources-timeline"
-          option={timeline}
-          points={snapshots.length + seen.length}
-          height={Math.min(420, 80 + 24 * snapshots.length)}
-        />
+        <Chart testId="resources-timeline" option={timeline} points={points.size} height={Math.min(420, 80 + 24 * snapshots.length)} />
       </div>
       <div className="grid2">
         <div className="panel">
@@ -88,9 +143,15 @@ export function ResourcesView({ a, b }: { a: string | undefined; b: string | und
             </thead>
             <tbody>
               {snapshots.map((s) => (
-                <tr key={s.resourcesId} data-testid="resources-row" data-resources-id={s.resourcesId} data-version={s.version}>
+                <tr
+                  key={s.resourcesId}
+                  data-testid="resources-row"
+                  data-resources-id={s.resourcesId}
+                  data-version={s.version}
+                  aria-selected={s.resourcesId === historyId}
+                >
                   <td>
-                    <a href={`#/resources?a=${encodeURIComponent(right ?? "")}&b=${encodeURIComponent(s.resourcesId)}`}>{s.resourcesId}</a>
+                    <a href={`#/resources?id=${encodeURIComponent(s.resourcesId)}`}>{s.resourcesId}</a>
                   </td>
                   <td>{s.version}</td>
                   <td>{formatTime(s.updateTime)}</td>
@@ -108,35 +169,63 @@ export function ResourcesView({ a, b }: { a: string | undefined; b: string | und
           <h3>Seen on WatchResources since this page opened ({seen.length})</h3>
           <ul className="plain">
             {[...seen].reverse().map((s) => (
-              <li key={`${s.resourcesId}@${s.version}`}>
+              <li key={versionKey(s.resourcesId, s.version)}>
                 {formatTime(s.updateTime)} · {s.resourcesId} v{s.version}
               </li>
             ))}
           </ul>
         </div>
       </div>
+      {historyId === undefined ? null : (
+        <ResourceHistory
+          resourcesId={historyId}
+          entries={entries}
+          total={historyData?.page?.total ?? 0}
+          page={page}
+          size={HISTORY_PAGE}
+          a={left}
+          b={right}
+          onPage={(n) => go({ page: n }, false)}
+          onPick={(ka, kb) => go({ a: ka, b: kb }, false)}
+        />
+      )}
       <div className="panel">
         <h3>Diff</h3>
         <div className="filters">
-          <LabeledSelect
-            label="Before"
-            testId="diff-select-a"
-            value={left ?? ""}
-            options={keys}
-            onChange={(key) => navigate({ view: "resources", a: key, ...(right ? { b: right } : {}) }, true)}
-          />
-          <LabeledSelect
-            label="After"
-            testId="diff-select-b"
-            value={right ?? ""}
-            options={keys}
-            onChange={(key) => navigate({ view: "resources", ...(left ? { a: left } : {}), b: key }, true)}
-          />
+          <LabeledSelect label="Before" testId="diff-select-a" value={left ?? ""} options={keys} onChange={(key) => go({ a: key }, true)} />
+          <LabeledSelect label="After" testId="diff-select-b" value={right ?? ""} options={keys} onChange={(key) => go({ b: key }, true)} />
         </div>
-        <div data-testid="resources-diff">
+        <div
+          data-testid="resources-diff"
+          data-a={before ? versionKey(before.resourcesId, before.version) : undefined}
+          data-b={after ? versionKey(after.resourcesId, after.version) : undefined}
+        >
+          {before && after ? (
+            <p className="muted">
+              {before.resourcesId} v{before.version} ({formatTime(before.updateTime)}) → {after.resourcesId} v{after.version} (
+              {formatTime(after.updateTime)})
+            </p>
+          ) : null}
           <ResourceDiffs diffs={diffs} />
         </div>
       </div>
     </section>
   );
+}
+
+/**
+ * The keys diffed: those given; else, when the shown id has several versions, its first against its current one; else
+ * the two newest keys, older on the left.
+ */
+function diffPair(
+  a: string | undefined,
+  b: string | undefined,
+  chosen: { resourcesId: string; version: number } | undefined,
+  keys: readonly string[],
+): [string | undefined, string | undefined] {
+  if (a === undefined && b === undefined && chosen !== undefined && chosen.version > 1) {
+    return [versionKey(chosen.resourcesId, 1), versionKey(chosen.resourcesId, chosen.version)];
+  }
+  const right = b ?? keys[0];
+  return [a ?? keys.find((key) => key !== right), right];
 }

@@ -14,6 +14,7 @@ import { formatDuration, formatJson, formatLogprob, formatReward, formatSpan, fo
 import { attemptStatusName, rolloutModeName, rolloutStatusName } from "../lib/names.js";
 import { attributeRows, type CallTokens, callTokens, rewardRows } from "../lib/span-view.js";
 import { alignTokens, confidenceClass } from "../lib/token-alignment.js";
+import { formatRoute, resourcesVersionRoute } from "../lib/url-state.js";
 import { layoutWaterfall } from "../lib/waterfall.js";
 
 const POLL_MS = 3000;
@@ -84,7 +85,9 @@ export function RolloutView({ rolloutId, attemptId }: { rolloutId: string; attem
           {rollout.resourcesId === "" ? (
             "—"
           ) : (
-            <a href={`#/resources?b=${encodeURIComponent(rollout.resourcesId)}`}>{`${rollout.resourcesId}@${rollout.resourcesVersion}`}</a>
+            <a
+              href={formatRoute(resourcesVersionRoute(rollout.resourcesId, rollout.resourcesVersion))}
+            >{`${rollout.resourcesId}@${rollout.resourcesVersion}`}</a>
           )}
         </dd>
         <dt>Group</dt>
