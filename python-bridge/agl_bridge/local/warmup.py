@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -17,9 +18,12 @@ FORMAT_PROBABILITY = 0.9
 CHECK_EVERY = 50
 
 
+@dataclass(frozen=True)
 class WarmupResult:
-    def __init__(self, steps: int, loss: float, format_probability: float) -> None:
-        self.steps, self.loss, self.format_probability = steps, loss, format_probability
+    steps: int
+    loss: float
+    # The lowest p(answer's first token) × p(end token) over the distinct warm-up pairs, after the last step.
+    format_probability: float
 
 
 def warmup(
