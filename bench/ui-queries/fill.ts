@@ -44,17 +44,14 @@ const tokenIds = (n: number, seed: number) => Array.from({ length: n }, (_, i) =
 
 function llmSpan(t0: number, rolloutId: string, attemptId: string, seq: number, parentId: string, prompt: number, response: number): Span {
   const ids = tokenIds(response, seq);
-  return create(SpanSchema, {
+  return plainSpan(
+    t0,
     rolloutId,
     attemptId,
-    sequenceId: seq,
-    traceId: "ab".repeat(16),
-    spanId: hex(seq, 16),
+    seq,
     parentId,
-    name: "chat m",
-    startTime: t0 + seq,
-    endTime: t0 + seq + 0.5,
-    attributes: {
+    "chat m",
+    {
       [sc.AGL_LLM_SOURCE]: attr.string("proxy"),
       [sc.GEN_AI_OPERATION_NAME]: attr.string("chat"),
       [sc.GEN_AI_RESPONSE_MODEL]: attr.string("m"),
@@ -64,7 +61,8 @@ function llmSpan(t0: number, rolloutId: string, attemptId: string, seq: number, 
       [sc.AGL_LLM_REQUEST]: attr.json({ model: "m", messages: [{ role: "user", content: `question ${seq}` }] }),
       [sc.AGL_LLM_RESPONSE]: attr.json({ choices: [{ message: { role: "assistant", content: `answer ${seq}` } }] }),
     },
-  });
+    0.5,
+  );
 }
 
 function plainSpan(
@@ -75,7 +73,8 @@ function plainSpan(
   parentId: string,
   name: string,
   attributes: Span["attributes"] = {},
-) {
+  durationSeconds = 0.2,
+): Span {
   return create(SpanSchema, {
     rolloutId,
     attemptId,
@@ -85,7 +84,7 @@ function plainSpan(
     parentId,
     name,
     startTime: t0 + seq,
-    endTime: t0 + seq + 0.2,
+    endTime: t0 + seq + durationSeconds,
     attributes,
   });
 }

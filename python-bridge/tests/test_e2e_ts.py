@@ -52,6 +52,21 @@ def _start(args: list[str], log: Path, ready: str | None) -> tuple[subprocess.Po
     pytest.fail(f"{args[0]} did not start:\n{log.read_text(errors='replace')}")
 
 
+def _start_proxy_and_runner(
+    store_address: str, tmp_path: Path
+) -> tuple[subprocess.Popen[bytes], str, subprocess.Popen[bytes]]:
+    """An agl LLM proxy and a runner pool of the demo agent, both against the store; logs under ``tmp_path``."""
+    proxy, proxy_url = _start(
+        ["proxy", "--store", store_address, "--port", "0"], tmp_path / "proxy.log", "agl proxy listening on"
+    )
+    runner, _ = _start(
+        ["run", str(AGENT), "--store", store_address, "--workers", "1", "--concurrency", "16"],
+        tmp_path / "runner.log",
+        None,
+    )
+    return proxy, proxy_url, runner
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.terminate()
@@ -64,14 +79,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 @pytest.mark.skipif(not AGENT.exists(), reason="examples/rl-kind/agent.ts is missing")
 async def test_ts_runner_proxy_and_local_trainer(store_address, tmp_path):
-    proxy, proxy_url = _start(
-        ["proxy", "--store", store_address, "--port", "0"], tmp_path / "proxy.log", "agl proxy listening on"
-    )
-    runner, _ = _start(
-        ["run", str(AGENT), "--store", store_address, "--workers", "1", "--concurrency", "16"],
-        tmp_path / "runner.log",
-        None,
-    )
+    proxy, proxy_url, runner = _start_proxy_and_runner(store_address, tmp_path)
     policy = tiny_policy()
     server = PolicyServer(policy, "tiny")
     await server.start()
@@ -144,14 +152,7 @@ async def test_ts_runner_proxy_and_asynchronous_local_trainer(store_address, tmp
     weights correct for it."""
     from agl_bridge.rollout_correction import resolve_rollout_correction
 
-    proxy, proxy_url = _start(
-        ["proxy", "--store", store_address, "--port", "0"], tmp_path / "proxy.log", "agl proxy listening on"
-    )
-    runner, _ = _start(
-        ["run", str(AGENT), "--store", store_address, "--workers", "1", "--concurrency", "16"],
-        tmp_path / "runner.log",
-        None,
-    )
+    proxy, proxy_url, runner = _start_proxy_and_runner(store_address, tmp_path)
     policy = tiny_policy()
     policy.grpo.rollout_correction = resolve_rollout_correction(None, max_staleness=1)
     policy.train_on_copy()

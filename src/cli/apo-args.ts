@@ -1,3 +1,4 @@
+import type { OptimizerOptions } from "../algorithm/apo/apo-options.js";
 import { checkUrl, integer, parseFlags, UsageError } from "./flags.js";
 
 /** What `agl apo` was asked to do (files not read yet). */
@@ -19,15 +20,7 @@ export interface ApoArgs {
   budget: { rollouts?: number; optimizerCalls?: number; tokens?: number };
   seed: number;
   runId?: string;
-  optimizer: {
-    baseUrl: string;
-    apiKey?: string;
-    gradientModel?: string;
-    editModel?: string;
-    temperature?: number;
-    maxCompletionTokens?: number;
-    concurrency?: number;
-  };
+  optimizer: OptimizerOptions;
   critiquePrompt?: string;
   editPrompt?: string;
   llm?: { baseUrl: string; model: string };
