@@ -35,6 +35,16 @@ def tiny_policy(seed: int = 0, warm: bool = True, sampling_seed: int | None = No
     return policy
 
 
+def test_warmup_goes_on_until_the_format_is_learnt_within_its_limit():
+    """Ten steps do not teach the format; the warm-up continues in steps of 50 until the answer's first token and end
+    token are right for every prompt, or stops at ``max_steps``."""
+    learnt = warmup(tiny_policy(warm=False), tasks.warmup_pairs(500), 10, batch_size=32, lr=1e-2, max_steps=400)
+    assert learnt.steps > 10 and (learnt.steps - 10) % 50 == 0
+    assert learnt.format_probability >= 0.9
+    capped = warmup(tiny_policy(warm=False), tasks.warmup_pairs(500), 10, batch_size=32, lr=1e-2, max_steps=10)
+    assert capped.steps == 10 and capped.format_probability < 0.9
+
+
 async def test_policy_server_wire_format():
     policy = tiny_policy()
     server = PolicyServer(policy, "tiny")
