@@ -3,7 +3,8 @@ import pg from "pg";
 import { backoffMs, sleep, withRetries } from "../../../core/retry.js";
 import { type ResourcesUpdate, ResourcesUpdateSchema, RolloutStatus } from "../../../gen/agl/v1/types_pb.js";
 import type { StoreEvent } from "../../backend.js";
-import { deliver } from "../../events.js";
+import { createConsoleLogger } from "../../../core/logger.js";
+import { createListeners } from "../../listeners.js";
 
 /**
  * Store events across servers sharing one database, over LISTEN/NOTIFY. A transaction queues its events as
@@ -72,7 +73,7 @@ export interface EventListenerOptions {
 
 /** The dedicated LISTEN connection of one backend; `start` resolves once it listens. */
 export class EventListener {
-  private readonly listeners = new Set<(event: StoreEvent) => void>();
+  private readonly listeners = createListeners(createConsoleLogger());
   private client: pg.Client | undefined;
   /** Deliveries in arrival order (a resources version may need a query first). */
   private chain: Promise<void> = Promise.resolve();
@@ -95,11 +96,7 @@ export class EventListener {
   }
 
   subscribe(listener: (event: StoreEvent) => void): () => void {
-    const entry = (event: StoreEvent) => listener(event);
-    this.listeners.add(entry);
-    return () => {
-      this.listeners.delete(entry);
-    };
+    return this.listeners.subscribe(listener);
   }
 
   /**
@@ -223,7 +220,7 @@ export class EventListener {
   }
 
   private emit(event: StoreEvent): void {
-    if (!this.closed) deliver(this.listeners, event);
+    if (!this.closed) this.listeners.deliver(event);
   }
 
   private async loadVersion(id: string, version: number): Promise<ResourcesUpdate | undefined> {

@@ -1,7 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { createConsoleLogger } from "../../../core/logger.js";
 import Database from "better-sqlite3";
 import type { StorageBackend, StorageTx, StoreEvent } from "../../backend.js";
-import { deliver } from "../../events.js";
+import { createListeners } from "../../listeners.js";
 import { createMutex } from "../../mutex.js";
 import { type Checkpointer, startCheckpointer } from "./sqlite-checkpointer.js";
 import { StatementCache } from "./sqlite-queries.js";
@@ -44,7 +45,7 @@ class SqliteBackend implements StorageBackend {
   private readonly db: Database.Database;
   private readonly statements: Statements;
   private readonly cache: StatementCache;
-  private readonly listeners = new Set<(event: StoreEvent) => void>();
+  private readonly listeners = createListeners(createConsoleLogger());
   /** better-sqlite3 is synchronous but `fn` is async: one call at a time, in call order. */
   private readonly mutex = createMutex();
   /** Calls requested and not run to the end yet. */
@@ -160,7 +161,7 @@ class SqliteBackend implements StorageBackend {
     }
     this.group = undefined;
     if (++this.commits === this.backgroundCheckpointAfter && this.path !== ":memory:") this.startCheckpoints();
-    for (const member of group) for (const event of member.events) deliver(this.listeners, event);
+    for (const member of group) for (const event of member.events) this.listeners.deliver(event);
     for (const member of group) member.resolve();
   }
 
@@ -188,12 +189,7 @@ class SqliteBackend implements StorageBackend {
   }
 
   subscribe(listener: (event: StoreEvent) => void): () => void {
-    // Wrapped so that subscribing one function twice gives two independent subscriptions.
-    const entry = (event: StoreEvent) => listener(event);
-    this.listeners.add(entry);
-    return () => {
-      this.listeners.delete(entry);
-    };
+    return this.listeners.subscribe(listener);
   }
 
   /** Closes the database after the transactions already requested; later ones are refused. Idempotent. */
