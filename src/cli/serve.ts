@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { createConsoleLogger } from "../core/logger.js";
 import { createLlmProxy } from "../proxy/llm-proxy.js";
 import { createOtlpTracesHandler } from "../otlp/otlp-route.js";
 import { type StoreServer, startStoreServer } from "../server/store-server.js";
@@ -15,6 +16,7 @@ import type { ServeArgs } from "./serve-args.js";
  */
 export async function serve(args: ServeArgs): Promise<number> {
   const tls = args.tls && { cert: readFileSync(args.tls.certPath), key: readFileSync(args.tls.keyPath) };
+  const logger = createConsoleLogger({ prefix: "[serve]" });
   const store = await openStore(args.backend);
   const proxy = args.proxy
     ? createLlmProxy({
@@ -43,7 +45,7 @@ export async function serve(args: ServeArgs): Promise<number> {
         store,
         maxBodyBytes: args.maxMessageBytes,
         ...(args.token === undefined ? {} : { token: args.token }),
-        onError: (error) => console.error("agl serve: OTLP ingest failed:", error),
+        onError: (error) => logger.error("OTLP ingest failed:", error),
         // Every other plain-HTTP route goes to the dashboard (GET and HEAD), then to the LLM proxy, when they run.
         ...(dashboard ? { next: dashboard } : {}),
       }),

@@ -31,7 +31,7 @@ export function createListeners(logger: Logger): Listeners {
         try {
           listener(event);
         } catch (error) {
-          logger.error("store: an event listener failed", error);
+          logger.error("an event listener failed", error);
         }
       }
     },

@@ -1,4 +1,4 @@
-import { createConsoleLogger } from "../core/logger.js";
+import type { Logger } from "../core/logger.js";
 import type { StorageBackend, StoreEvent } from "./backend.js";
 import { createListeners } from "./listeners.js";
 
@@ -20,9 +20,10 @@ export interface Waiters {
   close(): void;
 }
 
-export function createWaiters(backend: StorageBackend): Waiters {
+/** Waiters over `backend`'s events; a listener of `listen` that throws is reported to `logger`. */
+export function createWaiters(backend: StorageBackend, logger: Logger): Waiters {
   const pending = new Set<{ matches: (event: StoreEvent) => boolean; wake: () => void }>();
-  const listeners = createListeners(createConsoleLogger());
+  const listeners = createListeners(logger);
   const unsubscribe = backend.subscribe((event) => {
     for (const entry of pending) if (entry.matches(event)) entry.wake();
     listeners.deliver(event);

@@ -9,6 +9,7 @@ import { encodeEvents, EventListener } from "./postgres-events.js";
 import { checkSchemaName, migrate } from "./postgres-schema.js";
 import { StatementPipeline } from "./postgres-pipeline.js";
 import { type Locking, PostgresTx } from "./postgres-tx.js";
+import { createConsoleLogger, type Logger } from "../../../core/logger.js";
 
 export interface PostgresBackendOptions {
   /** `postgres://user:password@host:port/database` (any libpq-style URL `pg` accepts). */
@@ -25,8 +26,11 @@ export interface PostgresBackendOptions {
    * `createPostgresBackend`). For tests and measurements; slower for reads.
    */
   alwaysLock?: boolean;
-  /** Where connection trouble is reported (default: console.error, at most once per 5 seconds per kind). */
-  onError?: (message: string, error: unknown) => void;
+  /**
+   * Where connection trouble (at most once per 5 seconds per kind) and failing event listeners are reported
+   * (default: stderr, `[store]`).
+   */
+  logger?: Logger;
 }
 
 /** Runs of a transaction before a conflict reaches the caller. */
@@ -101,7 +105,8 @@ class PostgresBackend implements StorageBackend {
     private readonly schema: string,
   ) {
     this.alwaysLock = options.alwaysLock ?? false;
-    this.onError = options.onError ?? rateLimitedLog();
+    const logger = options.logger ?? createConsoleLogger({ prefix: "[store]" });
+    this.onError = rateLimitedLog(logger);
     const connection: pg.ClientConfig = {
       connectionString: options.connectionString,
       application_name: "agl-store",
@@ -121,6 +126,7 @@ class PostgresBackend implements StorageBackend {
       schema,
       pool: this.pool,
       onError: this.onError,
+      logger,
     });
   }
 
@@ -293,13 +299,13 @@ const payloadToken = (prefix: string, n: number) => `${prefix}.${n}`;
 
 const asError = (error: unknown) => (error instanceof Error ? error : new Error(String(error)));
 
-function rateLimitedLog(): (message: string, error: unknown) => void {
+function rateLimitedLog(logger: Logger): (message: string, error: unknown) => void {
   const last = new Map<string, number>();
   return (message, error) => {
     const now = Date.now();
     if (now - (last.get(message) ?? 0) < 5_000) return;
     last.set(message, now);
     const reason = error instanceof Error ? error.message : error === undefined ? "" : String(error);
-    console.error(`agl store (postgres): ${message}${reason ? `: ${reason}` : ""}`);
+    logger.warn(`postgres: ${message}${reason ? `: ${reason}` : ""}`);
   };
 }

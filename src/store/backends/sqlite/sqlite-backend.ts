@@ -1,8 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { createConsoleLogger } from "../../../core/logger.js";
+import { createConsoleLogger, type Logger } from "../../../core/logger.js";
 import Database from "better-sqlite3";
 import type { StorageBackend, StorageTx, StoreEvent } from "../../backend.js";
-import { createListeners } from "../../listeners.js";
+import { createListeners, type Listeners } from "../../listeners.js";
 import { createMutex } from "../../mutex.js";
 import { type Checkpointer, startCheckpointer } from "./sqlite-checkpointer.js";
 import { StatementCache } from "./sqlite-queries.js";
@@ -18,6 +18,8 @@ export interface SqliteBackendOptions {
    * one-off script) never starts the thread.
    */
   backgroundCheckpointAfter?: number;
+  /** Where failed rollbacks, checkpoints and event listeners are reported (default: stderr, `[store]`). */
+  logger?: Logger;
 }
 
 /**
@@ -27,7 +29,11 @@ export interface SqliteBackendOptions {
  * Events reach `subscribe` listeners of this process after COMMIT; a rolled-back transaction's events are dropped.
  */
 export function createSqliteBackend(options: SqliteBackendOptions): StorageBackend {
-  return new SqliteBackend(options.path, options.backgroundCheckpointAfter ?? 32);
+  return new SqliteBackend(
+    options.path,
+    options.backgroundCheckpointAfter ?? 32,
+    options.logger ?? createConsoleLogger({ prefix: "[store]" }),
+  );
 }
 
 /** A call that ran to the end inside the open group; its answer waits for the group's COMMIT. */
@@ -45,7 +51,7 @@ class SqliteBackend implements StorageBackend {
   private readonly db: Database.Database;
   private readonly statements: Statements;
   private readonly cache: StatementCache;
-  private readonly listeners = createListeners(createConsoleLogger());
+  private readonly listeners: Listeners;
   /** better-sqlite3 is synchronous but `fn` is async: one call at a time, in call order. */
   private readonly mutex = createMutex();
   /** Calls requested and not run to the end yet. */
@@ -60,7 +66,9 @@ class SqliteBackend implements StorageBackend {
   constructor(
     private readonly path: string,
     private readonly backgroundCheckpointAfter: number,
+    private readonly logger: Logger,
   ) {
+    this.listeners = createListeners(logger);
     this.db = new Database(path);
     try {
       openSchema(this.db);
@@ -129,7 +137,7 @@ class SqliteBackend implements StorageBackend {
         this.statements.release.run();
         return;
       } catch (undoError) {
-        console.error("sqlite store: rolling back a call failed", undoError);
+        this.logger.error("sqlite: rolling back a call failed", undoError);
       }
     }
     // Some errors (SQLITE_FULL, SQLITE_IOERR…) end the transaction by themselves: the other calls' writes are gone.
@@ -171,7 +179,7 @@ class SqliteBackend implements StorageBackend {
       onActive: (active) => {
         if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${active ? 0 : 1000}`);
       },
-      log: (message) => console.error(message),
+      logger: this.logger,
     });
   }
 
@@ -182,7 +190,7 @@ class SqliteBackend implements StorageBackend {
       try {
         this.statements.rollback.run();
       } catch (rollbackError) {
-        console.error("sqlite store: rollback failed", rollbackError);
+        this.logger.error("sqlite: rollback failed", rollbackError);
       }
     }
     for (const member of group) member.reject(error);
