@@ -1,12 +1,12 @@
-import { checkUrl, integer, parseFlags, UsageError } from "./flags.js";
+import { checkUrl, integer, parseFlags, type UsageError } from "./flags.js";
+import { parseStoreConnection, type StoreConnection, storeConnectionFlags } from "./store-flags.js";
 
 /** What `agl proxy` was asked to do. */
 export interface ProxyArgs {
-  store: string;
+  /** The store; its token is also required from the proxy's clients. */
+  store: StoreConnection & { baseUrl: string };
   host: string;
   port: number;
-  /** Bearer token of the store, also required from the proxy's clients. */
-  token?: string;
   /** Fixed engines; empty means the store's latest LLM resource. */
   backends: string[];
   model?: string;
@@ -42,10 +42,9 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     args: [...argv],
     allowPositionals: false,
     options: {
-      store: { type: "string" },
+      ...storeConnectionFlags,
       host: { type: "string" },
       port: { type: "string" },
-      token: { type: "string" },
       backend: { type: "string", multiple: true },
       model: { type: "string" },
       "max-retries": { type: "string" },
@@ -54,16 +53,12 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     },
   });
   const help = values.help === true;
-  if (!help && values.store === undefined) throw new UsageError("--store is required");
-  if (values.store !== undefined) checkUrl(values.store, "--store");
   const backends = values.backend ?? [];
   for (const url of backends) checkUrl(url, "--backend");
-  const token = values.token ?? env.AGL_TOKEN;
   return {
-    store: values.store ?? "",
+    store: help ? { baseUrl: "" } : parseStoreConnection(values, env, "required"),
     host: values.host ?? "127.0.0.1",
     port: integer(values.port ?? "4748", "--port", 0, 65_535),
-    ...(token ? { token } : {}),
     backends,
     ...(values.model ? { model: values.model } : {}),
     maxRetries: integer(values["max-retries"] ?? "3", "--max-retries", 0, 100),

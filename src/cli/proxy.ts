@@ -7,12 +7,12 @@ import type { ProxyArgs } from "./proxy-args.js";
  * `agl proxy listening on URL (store: URL)`, and on a signal refuses new calls, lets calls in flight finish, and exits.
  */
 export async function runProxy(args: ProxyArgs): Promise<number> {
-  const store = createStoreClient({ baseUrl: args.store, ...(args.token ? { token: args.token } : {}) });
+  const store = createStoreClient(args.store);
   const proxy = createLlmProxy({
     store,
     maxRetries: args.maxRetries,
     ...(args.spansFirst ? { spanPromises: false } : {}),
-    ...(args.token ? { token: args.token } : {}),
+    ...(args.store.token ? { token: args.store.token } : {}),
     ...(args.backends.length > 0 ? { backends: args.backends.map((endpoint) => ({ endpoint, model: args.model ?? "" })) } : {}),
   });
   let url: string;
@@ -23,7 +23,7 @@ export async function runProxy(args: ProxyArgs): Promise<number> {
     store.close();
     throw error;
   }
-  process.stdout.write(`agl proxy listening on ${url} (store: ${args.store})\n`);
+  process.stdout.write(`agl proxy listening on ${url} (store: ${args.store.baseUrl})\n`);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGTERM", resolve);
     process.once("SIGINT", resolve);

@@ -1,12 +1,12 @@
 import { RUNNER_HEARTBEAT_SECONDS } from "../store/liveness.js";
 import { parseFlags, UsageError } from "./flags.js";
+import { parseStoreConnection, type StoreConnection, storeConnectionFlags } from "./store-flags.js";
 
 /** What `agl run` was asked to do. */
 export interface RunArgs {
   agentModule: string;
   exportName?: string;
-  store: string;
-  token?: string;
+  store: StoreConnection & { baseUrl: string };
   /** Worker threads; 0 runs agents on the main thread. */
   workers: number;
   concurrency: number;
@@ -67,8 +67,7 @@ export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
     args: [...argv],
     allowPositionals: true,
     options: {
-      store: { type: "string" },
-      token: { type: "string" },
+      ...storeConnectionFlags,
       workers: { type: "string" },
       concurrency: { type: "string" },
       export: { type: "string" },
@@ -85,12 +84,9 @@ export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
   const { values, positionals } = parsed;
   const help = values.help === true;
   if (!help && positionals.length !== 1) throw new UsageError("give exactly one agent module: agl run <agent-module>");
-  const store = values.store ?? env.AGL_STORE_URL ?? "http://127.0.0.1:4747";
-  if (!/^https?:\/\//.test(store)) throw new UsageError(`--store needs an http:// or https:// URL, got "${store}"`);
-  const token = values.token ?? env.AGL_TOKEN;
   const args: RunArgs = {
     agentModule: positionals[0] ?? "",
-    store,
+    store: parseStoreConnection(values, env, "default"),
     workers: integer(values.workers, "--workers", 1, 0),
     concurrency: integer(values.concurrency, "--concurrency", 8, 1),
     pollWaitSeconds: seconds(values["poll-wait"], "--poll-wait", 2),
@@ -102,7 +98,6 @@ export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
   };
   if (args.heartbeatMs < 50) throw new UsageError(`--heartbeat needs at least 0.05 seconds, got "${values.heartbeat}"`);
   if (values.export !== undefined) args.exportName = values.export;
-  if (token) args.token = token;
   if (values["worker-id"] !== undefined) args.workerId = values["worker-id"];
   if (values["max-rollouts"] !== undefined) args.maxRollouts = integer(values["max-rollouts"], "--max-rollouts", 0, 1);
   return args;

@@ -12,7 +12,7 @@ import type { RunArgs } from "./run-args.js";
  * it ends. Resolves to the exit code.
  */
 export async function runAgent(args: RunArgs): Promise<number> {
-  const store = createStoreClient({ baseUrl: args.store, keepaliveMs: args.keepaliveMs, ...(args.token ? { token: args.token } : {}) });
+  const store = createStoreClient({ ...args.store, keepaliveMs: args.keepaliveMs });
   if (args.workers === 0) await registerAgentLoaders(args.agentModule);
   const executor =
     args.workers === 0
@@ -30,13 +30,13 @@ export async function runAgent(args: RunArgs): Promise<number> {
     pollWaitSeconds: args.pollWaitSeconds,
     shutdownGraceMs: args.shutdownGraceMs,
     heartbeatIntervalMs: args.heartbeatMs,
-    ...(args.token ? { proxyApiKey: args.token } : {}),
+    ...(args.store.token ? { proxyApiKey: args.store.token } : {}),
     ...(args.workerId ? { workerId: args.workerId } : {}),
     ...(args.maxRollouts ? { maxRollouts: args.maxRollouts } : {}),
   });
   const where = args.workers === 0 ? "the main thread" : `${args.workers} worker thread(s)`;
   process.stdout.write(
-    `agl runner ${runner.workerId} running ${args.agentModule} on ${where} × ${args.concurrency} against ${args.store}\n`,
+    `agl runner ${runner.workerId} running ${args.agentModule} on ${where} × ${args.concurrency} against ${args.store.baseUrl}\n`,
   );
   const onSignal = () => {
     process.once("SIGTERM", () => process.exit(1));
