@@ -53,10 +53,11 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     },
   });
   const help = values.help === true;
+  const store = help ? { baseUrl: "" } : parseStoreConnection(values, env, "required");
   const backends = values.backend ?? [];
   for (const url of backends) checkUrl(url, "--backend");
   return {
-    store: help ? { baseUrl: "" } : parseStoreConnection(values, env, "required"),
+    store,
     host: values.host ?? "127.0.0.1",
     port: integer(values.port ?? "4748", "--port", 0, 65_535),
     backends,
