@@ -9,7 +9,7 @@ import { ResourceService } from "../gen/agl/v1/resources_pb.js";
 import { LightningStore } from "../gen/agl/v1/store_pb.js";
 import { createGrpcJsTransport } from "./grpc-js-transport.js";
 import { type PlainJsonClient, withTypedValues } from "./plain-json.js";
-import { useNodeTextEncoding } from "../wire/node-text-encoding.js";
+import { useNodeTextEncoding } from "../encoding/node-text-encoding.js";
 
 export interface StoreClientOptions {
   /** `http://host:port` or `https://host:port` (default `http://127.0.0.1:4747`). */

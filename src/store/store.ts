@@ -20,7 +20,7 @@ import { DEFAULT_UNRESPONSIVE_SECONDS, DEFAULT_WORKER_GONE_SECONDS } from "./liv
 import { scanOnce } from "./watchdog.js";
 import { withWellFormedRequests } from "./well-formed-requests.js";
 import { workerMethods } from "./workers.js";
-import { useNodeTextEncoding } from "../wire/node-text-encoding.js";
+import { useNodeTextEncoding } from "../encoding/node-text-encoding.js";
 
 export interface StoreOptions {
   /** Where data lives: `createMemoryBackend()`, `createSqliteBackend({ path })`, … */
