@@ -117,6 +117,8 @@ export function createRunner(options: RunnerOptions): Runner {
       .then((outcome) => finish(entry, outcome))
       .finally(() => {
         active.delete(key);
+        // The work ran out: the store's view of this worker must not keep the stats of when it was busy.
+        if (active.size === 0) heartbeats?.beatWorker();
         wake();
       });
   };
@@ -183,8 +185,8 @@ export function createRunner(options: RunnerOptions): Runner {
       while (active.size > 0) await Promise.all([...active.values()].map((e) => e.finished));
     } finally {
       claimingEnded();
-      heartbeats.stop();
       await shipper.flush();
+      await heartbeats.stop();
     }
     return { ...summary };
   };
