@@ -3,7 +3,8 @@ import { performance } from "node:perf_hooks";
 import { type BackendSet, backendsForModel, routeOrder } from "./backends.js";
 import { traceIdsFor } from "./call-span.js";
 import { type CallPlan, type CallResources, type ForwardPolicy, forwardCall } from "./forward-call.js";
-import { BodyTooLargeError, readRequestBody, sendError } from "./http-io.js";
+import { ApiRequestError, type ClientApi, errorBody, type Json } from "./client-api.js";
+import { BodyTooLargeError, readRequestBody, sendJson } from "./http-io.js";
 import type { PauseGate } from "./pause-gate.js";
 import type { ProxyRoute } from "./proxy-routes.js";
 import type { CallScope, ScopeChecker } from "./scope-check.js";
@@ -22,6 +23,8 @@ export interface CallHandlerDeps {
   onUnattributed(): void;
   /** Rotates unscoped calls over the engines. */
   rotation(): number;
+  /** The APIs served by translation onto chat completions. */
+  apis: Record<ClientApi["name"], ClientApi>;
 }
 
 /**
@@ -35,6 +38,14 @@ export async function handleCall(
   req: http.IncomingMessage,
   res: http.ServerResponse,
 ): Promise<void> {
+  const sendError = (
+    r: http.ServerResponse,
+    status: number,
+    code: string,
+    message: string,
+    headers: http.OutgoingHttpHeaders = {},
+    param?: string,
+  ) => sendJson(r, status, errorBody(route.call, status, code, message, param), headers);
   const startTime = Date.now() / 1000;
   const startedAt = performance.now();
   // The client may leave at any point: waiting in the gate, or mid-answer (then the engine's stream is stopped).
@@ -51,19 +62,31 @@ export async function handleCall(
     throw error;
   }
   const requestText = raw.toString("utf8");
-  let request: unknown;
+  let parsed: unknown;
   try {
-    request = JSON.parse(requestText);
+    parsed = JSON.parse(requestText);
   } catch (error) {
     return sendError(res, 400, "invalid_json", `the request body is not valid JSON: ${(error as Error).message}`);
   }
-  if (typeof request !== "object" || request === null || Array.isArray(request)) {
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
     return sendError(res, 400, "invalid_request", "the request body must be a JSON object");
   }
-  const body = request as Record<string, unknown>;
+  const body = parsed as Json;
   if (route.call === "chat" && !Array.isArray(body.messages))
     return sendError(res, 400, "invalid_request", "`messages` must be an array of chat messages");
   if (route.call === "completions" && body.prompt === undefined) return sendError(res, 400, "invalid_request", "`prompt` is required");
+  let request = body;
+  let client: CallPlan["client"];
+  if (route.call === "responses" || route.call === "messages") {
+    const api = deps.apis[route.call];
+    try {
+      request = api.toChat(body);
+    } catch (error) {
+      if (!(error instanceof ApiRequestError)) throw error;
+      return sendError(res, 400, "invalid_request", error.message, {}, error.param);
+    }
+    client = { api: route.call, shape: api, body, text: requestText };
+  }
   if (route.scope) {
     const refusal = await deps.scopes.check(route.scope);
     if (refusal) return sendError(res, refusal.status, refusal.code, refusal.message);
@@ -75,7 +98,7 @@ export async function handleCall(
     return sendError(res, 503, "no_backend", "no engine is configured yet: publish an LLM resource or pass --backend", {
       "retry-after": "1",
     });
-  const model = typeof body.model === "string" ? body.model : undefined;
+  const model = typeof request.model === "string" ? request.model : undefined;
   const { backends, rewrite } = backendsForModel(set.backends, model);
   if (backends.length === 0) {
     const served = [...new Set(set.backends.map((b) => b.model))].join(", ");
@@ -91,10 +114,11 @@ export async function handleCall(
     return sendError(res, 429, "proxy_paused", message, { "retry-after": String(refused.retryAfterSeconds) });
   }
   const plan: CallPlan = {
-    kind: route.call,
+    kind: route.call === "completions" ? "completions" : "chat",
     scope: route.scope,
-    request: body,
-    requestText,
+    request,
+    requestText: client ? JSON.stringify(request) : requestText,
+    client,
     ids: traceIdsFor(req.headers.traceparent),
     order: routeOrder(backends, route.scope?.rolloutId, deps.rotation()),
     rewrite,

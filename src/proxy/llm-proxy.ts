@@ -10,10 +10,13 @@ import { type BackendSource, staticBackends, storeBackends } from "./backend-sou
 import type { Backend } from "./backends.js";
 import { type CallHandlerDeps, handleCall } from "./call-handler.js";
 import type { ForwardPolicy } from "./forward-call.js";
+import { errorBody } from "./client-api.js";
 import { sendError, sendJson } from "./http-io.js";
+import { createMessagesApi } from "./messages-api.js";
 import { createPauseGate, type PauseOptions, type PauseState } from "./pause-gate.js";
 import { routeRequest } from "./proxy-routes.js";
 import { createResourceVersions } from "./resource-versions.js";
+import { createResponsesApi } from "./responses-api.js";
 import { createScopeChecker } from "./scope-check.js";
 import { createSpanRecorder } from "./span-recorder.js";
 import { createUpstream, type UpstreamOptions } from "./upstream.js";
@@ -95,7 +98,8 @@ export interface LlmProxy {
 }
 
 /**
- * Creates the LLM proxy: OpenAI-compatible routes (plain and attempt-scoped), sticky routing per rollout, token ids
+ * Creates the LLM proxy: OpenAI-compatible routes (chat completions, completions, and the Responses and Anthropic
+ * Messages APIs served on the engine's chat completions; plain and attempt-scoped), sticky routing per rollout, token ids
  * and logprobs requested from engines, streaming passed through chunk by chunk, retries before the first byte,
  * pause/drain, and one span per attributed call in the store.
  */
@@ -180,6 +184,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       }
     },
     rotation: () => rotation++,
+    apis: { responses: createResponsesApi(), messages: createMessagesApi() },
   };
 
   const handle = (req: http.IncomingMessage, res: http.ServerResponse, next?: () => void) => {
@@ -191,7 +196,10 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     });
     if (options.token !== undefined) {
       const problem = bearerTokenProblem(req.headers.authorization, options.token);
-      if (problem) return sendError(res, 401, "unauthenticated", problem);
+      if (problem) {
+        const api = route.kind === "call" ? route.call : "chat";
+        return sendJson(res, 401, errorBody(api, 401, "unauthenticated", problem));
+      }
     }
     let work: Promise<void> | void;
     switch (route.kind) {
