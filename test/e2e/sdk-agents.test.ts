@@ -1,0 +1,110 @@
+/**
+ * Agents written with real SDKs in their default modes (OpenAI Agents JS and the AI SDK's `openai()` on the Responses
+ * API, the AI SDK's Anthropic provider and `@anthropic-ai/sdk` streaming on Messages), run by `agl run` through the
+ * LLM proxy against the loopback engine: every call becomes a triplet with exactly the ids the engine sampled, and the
+ * two turns of each rollout merge into one trajectory.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
+import { type RolloutTriplets, TripletMode } from "../../src/gen/agl/v1/triplets_pb.js";
+import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
+import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
+import { createStore, type Store } from "../../src/store/store.js";
+import { createTripletClient, type TripletClient } from "../../src/triplets/triplet-client.js";
+import { type Answer, type FakeVllm, type PolicyInput, type Reply, startFakeVllm } from "../support/fake-vllm.js";
+import { runCli } from "../support/runner-process.js";
+import { jsonValue } from "../support/store-harness.js";
+
+/** Calls `add` with the numbers of the question, then says the tool's result. */
+function adderPolicy(input: PolicyInput): Reply {
+  const last = input.messages.at(-1);
+  if (last?.role === "tool") return { content: `The sum is ${String(last.content)}.` };
+  const m = /(\d+) \+ (\d+)/.exec(input.promptText);
+  if (!m || input.tools.length === 0) return { content: "I cannot tell." };
+  return { content: "", toolCalls: [{ name: "add", arguments: { a: Number(m[1]), b: Number(m[2]) } }] };
+}
+
+let store: Store;
+let proxy: LlmProxy;
+let server: StoreServer;
+let engine: FakeVllm;
+let client: StoreClient;
+let triplets: TripletClient;
+
+beforeAll(async () => {
+  engine = await startFakeVllm({ policy: adderPolicy });
+  store = createStore({ backend: createMemoryBackend() });
+  proxy = createLlmProxy({ store, pendingWrites: store.pendingWrites, log: () => {} });
+  server = await startStoreServer({ store, port: 0, fallback: (req, res) => proxy.handle(req, res) });
+  client = createStoreClient({ baseUrl: server.url });
+  triplets = createTripletClient({ baseUrl: server.url });
+  await client.addResources({
+    resources: {
+      engine: { kind: { case: "llm", value: { endpoint: engine.url, model: engine.model } } },
+      main_llm: { kind: { case: "proxyLlm", value: { endpoint: `${server.url}/v1`, model: engine.model } } },
+    },
+  });
+});
+
+afterAll(async () => {
+  triplets?.close();
+  client?.close();
+  await server?.close();
+  await proxy?.close();
+  await store?.close();
+  await engine?.close();
+});
+
+async function read(groupId: string, mode: TripletMode): Promise<RolloutTriplets[]> {
+  const out: RolloutTriplets[] = [];
+  for await (const m of triplets.streamTriplets({ groupId, options: { mode } })) if (m.rollout) out.push(m.rollout);
+  return out;
+}
+
+const tasks = [
+  { a: 2, b: 3 },
+  { a: 40, b: 2 },
+];
+
+describe("real SDKs in their default modes, through agl run and the proxy", () => {
+  for (const sdk of ["agentsResponses", "aiSdkOpenai", "aiSdkAnthropic", "anthropicStream"]) {
+    it(`${sdk}: every call a triplet with the engine's exact ids, two turns merged into one trajectory`, async () => {
+      const before = engine.answers.length;
+      await client.enqueueRollouts({ rollouts: tasks.map((t) => ({ input: jsonValue(t), groupId: sdk })) });
+      const run = await runCli([
+        "run",
+        "test/fixtures/sdk-agents.ts",
+        ...["--export", sdk, "--store", server.url, "--max-rollouts", String(tasks.length), "--workers", "0", "--poll-wait", "0.3"],
+      ]);
+      expect(run.code, run.stderr).toBe(0);
+      const answers = engine.answers.slice(before);
+      expect(answers).toHaveLength(2 * tasks.length);
+      const byId = new Map<string, Answer>(answers.map((a) => [a.responseId, a]));
+
+      const transition = await read(sdk, TripletMode.TRANSITION);
+      expect(transition.map((r) => r.finalReward)).toEqual([1, 1]);
+      const all = transition.flatMap((r) => r.triplets);
+      expect(all).toHaveLength(2 * tasks.length);
+      for (const t of all) {
+        const sent = byId.get(t.responseId) as Answer;
+        expect([t.promptTokenIds, t.responseTokenIds, t.logprobs]).toEqual([sent.promptIds, sent.responseIds, sent.logprobs]);
+      }
+      const trajectory = await read(sdk, TripletMode.TRAJECTORY);
+      expect(trajectory.map((r) => r.triplets.map((t) => t.turnCount))).toEqual([[2], [2]]);
+      for (const r of trajectory) {
+        const [first, second] = answers.filter((a) =>
+          transition.find((x) => x.rolloutId === r.rolloutId)?.triplets.some((t) => t.responseId === a.responseId),
+        );
+        const t = r.triplets[0]!;
+        // The merged sample: the first prompt, then both answers and the tool turn between them.
+        expect(t.promptTokenIds).toEqual(first?.promptIds);
+        expect(t.responseTokenIds).toEqual([
+          ...(first?.responseIds ?? []),
+          ...(second?.promptIds.slice((first?.promptIds.length ?? 0) + (first?.responseIds.length ?? 0)) ?? []),
+          ...(second?.responseIds ?? []),
+        ]);
+      }
+    }, 60_000);
+  }
+});
