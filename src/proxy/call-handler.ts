@@ -3,11 +3,13 @@ import { performance } from "node:perf_hooks";
 import { type BackendSet, backendsForModel, routeOrder } from "./backends.js";
 import { traceIdsFor } from "./call-span.js";
 import { type CallPlan, type CallResources, type ForwardPolicy, forwardCall } from "./forward-call.js";
-import { ApiRequestError, type ClientApi, errorBody, type Json } from "./client-api.js";
+import type { Backend } from "./backends.js";
+import { ApiRequestError, type ClientApi, chatShape, errorBody, type Json } from "./client-api.js";
 import { BodyTooLargeError, readRequestBody, sendJson } from "./http-io.js";
 import type { PauseGate } from "./pause-gate.js";
 import type { ProxyRoute } from "./proxy-routes.js";
 import type { CallScope, ScopeChecker } from "./scope-check.js";
+import type { TokenIn } from "./token-in.js";
 
 /** What {@link handleCall} works with; one per proxy. */
 export interface CallHandlerDeps {
@@ -25,6 +27,9 @@ export interface CallHandlerDeps {
   rotation(): number;
   /** The APIs served by translation onto chat completions. */
   apis: Record<ClientApi["name"], ClientApi>;
+  tokenIn: TokenIn;
+  /** Whether a scoped call goes in token-in mode: its rollout's `agl_token_in`, else its engine's, else the proxy's. */
+  tokenInFor(scope: CallScope, backend: Backend): boolean;
 }
 
 /**
@@ -113,14 +118,31 @@ export async function handleCall(
         : "the proxy stayed paused too long; retry later";
     return sendError(res, 429, "proxy_paused", message, { "retry-after": String(refused.retryAfterSeconds) });
   }
+  const order = routeOrder(backends, route.scope?.rolloutId, deps.rotation());
+  const scope = route.scope;
+  const tokenIn = scope && route.call !== "completions" && deps.tokenInFor(scope, order[0] as Backend);
+  let tokenPlan: Awaited<ReturnType<TokenIn["plan"]>> | undefined;
+  if (tokenIn) {
+    try {
+      tokenPlan = await deps.tokenIn.plan(`${scope.rolloutId}/${scope.attemptId}`, request, order[0] as Backend, abort.signal);
+    } catch (error) {
+      deps.gate.leave();
+      throw error;
+    }
+    // The answer is rebuilt from the engine's, in chat shape when the client called chat completions.
+    client ??= { api: "chat", shape: chatShape, body, text: requestText };
+  }
   const plan: CallPlan = {
     kind: route.call === "completions" ? "completions" : "chat",
     scope: route.scope,
     request,
     requestText: client ? JSON.stringify(request) : requestText,
     client,
+    engine: tokenPlan?.engine,
+    onAnswer: tokenPlan?.onAnswer,
+    spanAttributes: tokenPlan?.attributes,
     ids: traceIdsFor(req.headers.traceparent),
-    order: routeOrder(backends, route.scope?.rolloutId, deps.rotation()),
+    order,
     rewrite,
     resources: await deps.resourcesOf(route.scope, set),
     startTime,

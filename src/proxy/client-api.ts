@@ -138,3 +138,13 @@ export function assistantMessage(answer: ChatAnswer): Json {
   }
   return message;
 }
+
+/** Chat answers rebuilt as chat (token-in mode): whole as they are, streamed as chat chunks ending with `[DONE]`. */
+export const chatShape: Pick<ClientApi, "fromChat" | "stream"> = {
+  fromChat: (completion) => completion,
+  stream: () => ({
+    chunk: (chunk) => `data: ${JSON.stringify(chunk)}\n\n`,
+    end: () => "data: [DONE]\n\n",
+    fail: (message) => `data: ${JSON.stringify({ error: { message, type: "upstream_error", code: "engine_broke_off" } })}\n\n`,
+  }),
+};

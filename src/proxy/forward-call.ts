@@ -64,7 +64,9 @@ export interface CallPlan {
   /** Set when the client called another API (Responses, Messages) or the answer is rebuilt (token-in). */
   client?: ClientSide;
   /** Set when the engine is sent something else than `request` (token-in: a token-id prompt). */
-  engine?: { kind: CallKind; body: Json; toChat: ToChat; onAnswer?: (completion: CompletionRecord) => void };
+  engine?: { kind: CallKind; body: Json; toChat: ToChat };
+  /** Called with each complete answer (as a chat completion) before the client gets its end. */
+  onAnswer?: (completion: CompletionRecord, chat: Json) => void;
   /** Attributes the span gets on top (token-in's outcome). */
   spanAttributes?: Record<string, string | number | boolean>;
   ids: { traceId: string; spanId: string; parentId: string };
@@ -149,7 +151,7 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
     request: plan.request,
     requestText: plan.requestText,
     api,
-    clientRequestText: plan.client?.text,
+    clientRequestText: plan.client && plan.client.api !== "chat" ? plan.client.text : undefined,
     extraAttributes: plan.spanAttributes,
     stream,
     startTime: plan.startTime,
@@ -317,7 +319,7 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
 
 /** A complete answer: the client API remembers the conversation (`previous_response_id`), token-in its ids. */
 function answered(plan: CallPlan, body: Json, completion: CompletionRecord): void {
-  plan.engine?.onAnswer?.(completion);
+  plan.onAnswer?.(completion, body);
   if (!plan.client?.shape.remember || !completion.responseId) return;
   const messages = Array.isArray(plan.request.messages) ? (plan.request.messages as Json[]) : [];
   plan.client.shape.remember(completion.responseId, [...messages, assistantMessage(chatAnswer(body))], plan.client.body);

@@ -19,6 +19,7 @@ import { createResourceVersions } from "./resource-versions.js";
 import { createResponsesApi } from "./responses-api.js";
 import { createScopeChecker } from "./scope-check.js";
 import { createSpanRecorder } from "./span-recorder.js";
+import { createTokenIn, type TokenInStats } from "./token-in.js";
 import { createUpstream, type UpstreamOptions } from "./upstream.js";
 
 /** Options of {@link createLlmProxy}. */
@@ -56,6 +57,12 @@ export interface LlmProxyOptions {
   returnTokenIds?: "auto" | "always" | "never";
   /** Ask engines for chosen-token logprobs (default true). */
   requestLogprobs?: boolean;
+  /**
+   * Token-in mode for scoped chat, Responses and Messages calls (default false): each call after a rollout's first
+   * goes to the engine as a token-id prompt that extends the previous call's ids exactly. An `llm` resource's
+   * `sampling_parameters.agl_token_in` overrides it for its engine, a rollout's `metadata.agl_token_in` for the rollout.
+   */
+  tokenIn?: boolean;
   /** Largest request body (default 16 MiB). */
   maxBodyBytes?: number;
   /** Longest a call waits while paused before a 429 (default 300,000 ms). */
@@ -79,6 +86,8 @@ export interface ProxyStatus extends PauseState {
   spanWriteErrors: number;
   /** Answers by HTTP status. */
   responses: Record<string, number>;
+  /** Token-in calls: first of a rollout, extended by ids, and fallen back to text (by reason). */
+  tokenIn: TokenInStats;
 }
 
 /** The LLM proxy: a request handler plus the pause/drain controls. */
@@ -129,6 +138,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     log,
   });
   const upstream = createUpstream(options.upstream);
+  const tokenIn = createTokenIn({ upstream });
   const counters = { requests: 0, retries: 0, unattributedCalls: 0, responses: {} as Record<string, number> };
   const policy: ForwardPolicy = {
     upstream,
@@ -156,6 +166,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       unattributedCalls: counters.unattributedCalls,
       ...recorder.stats(),
       responses: { ...counters.responses },
+      tokenIn: tokenIn.stats(),
     };
   };
 
@@ -185,6 +196,8 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     },
     rotation: () => rotation++,
     apis: { responses: createResponsesApi(), messages: createMessagesApi() },
+    tokenIn,
+    tokenInFor: (scope, backend) => scopes.tokenInOf(scope) ?? backend.tokenIn ?? options.tokenIn ?? false,
   };
 
   const handle = (req: http.IncomingMessage, res: http.ServerResponse, next?: () => void) => {
