@@ -35,7 +35,8 @@ export const completionToChat: ToChat = {
     const choice = firstChoice(body);
     const { content, calls } = parseToolCalls(String(choice.text ?? ""));
     const message: Json = { role: "assistant", content: content === "" && calls.length > 0 ? null : content };
-    if (calls.length > 0) message.tool_calls = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
+    if (calls.length > 0)
+      message.tool_calls = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
     const finish = calls.length > 0 ? "tool_calls" : (choice.finish_reason ?? "stop");
     return {
       id: typeof body.id === "string" ? body.id.replace(/^cmpl-/, "chatcmpl-") : newId("chatcmpl-"),
@@ -61,10 +62,16 @@ export const completionToChat: ToChat = {
     let finish: unknown = null;
     let head: Json = {};
     let usage: unknown;
-    const chunkOf = (choice: Json, extra: Json = {}): Json => ({ ...head, object: "chat.completion.chunk", ...extra, choices: [{ index: 0, ...choice }] });
+    const chunkOf = (choice: Json, extra: Json = {}): Json => ({
+      ...head,
+      object: "chat.completion.chunk",
+      ...extra,
+      choices: [{ index: 0, ...choice }],
+    });
     return {
       push(chunk) {
-        if (!head.id) {
+        const first = !head.id;
+        if (first) {
           const id = typeof chunk.id === "string" ? chunk.id.replace(/^cmpl-/, "chatcmpl-") : newId("chatcmpl-");
           head = { id, created: chunk.created, model: chunk.model };
         }
@@ -79,7 +86,8 @@ export const completionToChat: ToChat = {
         // Content is shown up to a tool call's start, holding back a tail that may yet become `<tool_call>`.
         const open = text.indexOf(OPEN);
         let upTo = open >= 0 ? open : text.length;
-        if (open < 0) for (let k = Math.min(OPEN.length, text.length); k > 0; k--) if (OPEN.startsWith(text.slice(-k))) upTo = text.length - k;
+        if (open < 0)
+          for (let k = Math.min(OPEN.length, text.length); k > 0; k--) if (OPEN.startsWith(text.slice(-k))) upTo = text.length - k;
         if (open >= 0 || upTo < text.length) upTo = text.slice(0, upTo).endsWith("\n") ? upTo - 1 : upTo;
         const delta = upTo > shown ? text.slice(shown, upTo) : "";
         shown = Math.max(shown, upTo);
@@ -87,7 +95,7 @@ export const completionToChat: ToChat = {
         return [
           chunkOf(
             {
-              delta: delta ? { content: delta } : {},
+              delta: { ...(first ? { role: "assistant" } : {}), ...(delta ? { content: delta } : {}) },
               finish_reason: null,
               logprobs: chatLogprobs(isJson(choice.logprobs) ? choice.logprobs.token_logprobs : undefined),
               ...(choice.token_ids ? { token_ids: choice.token_ids } : {}),
@@ -101,9 +109,10 @@ export const completionToChat: ToChat = {
         const out: Json[] = [];
         const rest = calls.length > 0 ? content.slice(shown) : text.slice(shown);
         if (rest) out.push(chunkOf({ delta: { content: rest }, finish_reason: null }));
-        calls.forEach((c, index) =>
-          out.push(chunkOf({ delta: { tool_calls: [{ index, id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }] } })),
-        );
+        for (const [index, c] of calls.entries()) {
+          const call = { index, id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } };
+          out.push(chunkOf({ delta: { tool_calls: [call] } }));
+        }
         out.push(chunkOf({ delta: {}, finish_reason: calls.length > 0 ? "tool_calls" : (finish ?? "stop") }));
         if (usage) out.push({ ...head, object: "chat.completion.chunk", choices: [], usage });
         return out;

@@ -40,11 +40,28 @@ export interface TokenInOptions {
 }
 
 // The sampling fields a completions request takes as the chat request had them; any other field falls back to text.
-const passed = new Set(["model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop", "presence_penalty",
-  "frequency_penalty", "repetition_penalty", "stream", "stream_options", "user", "ignore_eos", "min_tokens"]);
+const passed = new Set([
+  "model",
+  "max_tokens",
+  "temperature",
+  "top_p",
+  "top_k",
+  "min_p",
+  "seed",
+  "stop",
+  "presence_penalty",
+  "frequency_penalty",
+  "repetition_penalty",
+  "stream",
+  "stream_options",
+  "user",
+  "ignore_eos",
+  "min_tokens",
+]);
 const dropped = new Set(["messages", "tools", "parallel_tool_calls", "logprobs", "return_token_ids", "max_completion_tokens"]);
 const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-const startsWith = (ids: readonly number[], prefix: readonly number[]) => prefix.length <= ids.length && prefix.every((x, i) => ids[i] === x);
+const startsWith = (ids: readonly number[], prefix: readonly number[]) =>
+  prefix.length <= ids.length && prefix.every((x, i) => ids[i] === x);
 
 /** An assistant message as it counts for the template: its text and its calls' names and arguments. */
 function assistantKey(m: Json | undefined): string {

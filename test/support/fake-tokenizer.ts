@@ -35,7 +35,8 @@ export function encode(text: string, merges = false): number[] {
 /** Ids → text (special tokens written out, merged tokens as their two characters). */
 export function decode(ids: readonly number[]): string {
   let out = "";
-  for (const id of ids) out += specials.get(id) ?? (id >= MERGED ? ` ${String.fromCodePoint(id - MERGED)}` : String.fromCodePoint(id - OFFSET));
+  for (const id of ids)
+    out += specials.get(id) ?? (id >= MERGED ? ` ${String.fromCodePoint(id - MERGED)}` : String.fromCodePoint(id - OFFSET));
   return out;
 }
 
@@ -98,7 +99,8 @@ const TOOLS_HEADER = "# Tools\n";
 export function renderChat(messages: readonly ChatMessage[], tools: readonly unknown[] = [], options: RenderOptions = {}): number[] {
   const enc = (text: string) => encode(text, options.merges);
   const ids: number[] = [];
-  if (tools.length > 0) ids.push(IM_START, ...enc(`system\n${TOOLS_HEADER}${tools.map((t) => JSON.stringify(t)).join("\n")}`), IM_END, ...enc("\n"));
+  if (tools.length > 0)
+    ids.push(IM_START, ...enc(`system\n${TOOLS_HEADER}${tools.map((t) => JSON.stringify(t)).join("\n")}`), IM_END, ...enc("\n"));
   for (const m of messages) {
     ids.push(IM_START, ...enc(`${m.role}\n`));
     if (m.role === "assistant" && m.tool_calls && m.tool_calls.length > 0) {
@@ -142,12 +144,18 @@ export function parseChat(ids: readonly number[]): { messages: ChatMessage[]; to
     const role = body.slice(0, nl);
     const content = body.slice(nl + 1);
     if (role === "system" && content.startsWith(TOOLS_HEADER)) {
-      tools = content.slice(TOOLS_HEADER.length).split("\n").map((line) => JSON.parse(line) as unknown);
+      tools = content
+        .slice(TOOLS_HEADER.length)
+        .split("\n")
+        .map((line) => JSON.parse(line) as unknown);
     } else if (role === "assistant") {
       const parsed = parseAssistant(content);
       const message: ChatMessage = { role, content: parsed.content };
       if (parsed.toolCalls.length > 0)
-        message.tool_calls = parsed.toolCalls.map((c) => ({ type: "function", function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
+        message.tool_calls = parsed.toolCalls.map((c) => ({
+          type: "function",
+          function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+        }));
       messages.push(message);
     } else messages.push({ role, content });
   }
