@@ -130,6 +130,35 @@ export function chatAnswer(completion: Json): ChatAnswer {
   };
 }
 
+/**
+ * Reads a chat completion chunk into a streamed answer: usage and the finish reason go into `answer`; returns choice
+ * 0's content delta and tool-call deltas.
+ */
+export function readChunk(chunk: Json, answer: ChatAnswer): { content: string; toolCalls: Json[] } {
+  if (isJson(chunk.usage)) {
+    answer.promptTokens = Number(chunk.usage.prompt_tokens ?? 0);
+    answer.completionTokens = Number(chunk.usage.completion_tokens ?? 0);
+  }
+  const choice = (Array.isArray(chunk.choices) ? chunk.choices.filter(isJson) : []).find((c) => (c.index ?? 0) === 0);
+  if (choice?.finish_reason) answer.finishReason = String(choice.finish_reason);
+  const delta = isJson(choice?.delta) ? choice.delta : {};
+  return {
+    content: typeof delta.content === "string" ? delta.content : "",
+    toolCalls: Array.isArray(delta.tool_calls) ? delta.tool_calls.filter(isJson) : [],
+  };
+}
+
+/** An empty answer, filled in chunk by chunk. */
+export const emptyAnswer = (): ChatAnswer => ({
+  id: "",
+  model: "",
+  content: "",
+  toolCalls: [],
+  finishReason: "stop",
+  promptTokens: 0,
+  completionTokens: 0,
+});
+
 /** The assistant message of a chat answer, as the next request would send it back. */
 export function assistantMessage(answer: ChatAnswer): Json {
   const message: Json = { role: "assistant", content: answer.content === "" && answer.toolCalls.length > 0 ? null : answer.content };

@@ -1,4 +1,14 @@
-import { type AnswerIds, type ChatAnswer, isJson, type Json, newId, type StreamWriter, sseEvent } from "./client-api.js";
+import {
+  emptyAnswer,
+  readChunk,
+  type AnswerIds,
+  type ChatAnswer,
+  isJson,
+  type Json,
+  newId,
+  type StreamWriter,
+  sseEvent,
+} from "./client-api.js";
 
 const stopReasons: Record<string, string> = { stop: "end_turn", length: "max_tokens", tool_calls: "tool_use", function_call: "tool_use" };
 
@@ -26,7 +36,7 @@ function messagesEvents(request: Json): StreamWriter {
   let out = "";
   let started = false;
   const emit = (type: string, data: Json) => (out += sseEvent(type, { type, ...data }));
-  const answer: ChatAnswer = { id: "", model: "", content: "", toolCalls: [], finishReason: "stop", promptTokens: 0, completionTokens: 0 };
+  const answer = emptyAnswer();
   let block: { index: number; kind: "text" | "tool"; call?: number } | undefined;
   let blocks = 0;
   const open = (kind: "text" | "tool", content: Json, call?: number) => {
@@ -43,18 +53,13 @@ function messagesEvents(request: Json): StreamWriter {
         answer.model = String(chunk.model ?? request.model ?? "");
         emit("message_start", { message: { ...messageBody(answer, request), stop_reason: null } });
       }
-      if (isJson(chunk.usage)) {
-        answer.promptTokens = Number(chunk.usage.prompt_tokens ?? 0);
-        answer.completionTokens = Number(chunk.usage.completion_tokens ?? 0);
-      }
-      const choice = (Array.isArray(chunk.choices) ? chunk.choices.filter(isJson) : []).find((c) => (c.index ?? 0) === 0);
-      const delta = isJson(choice?.delta) ? choice.delta : {};
-      if (typeof delta.content === "string" && delta.content !== "") {
+      const delta = readChunk(chunk, answer);
+      if (delta.content !== "") {
         if (block?.kind !== "text") open("text", { type: "text", text: "" });
         answer.content += delta.content;
         emit("content_block_delta", { index: block?.index, delta: { type: "text_delta", text: delta.content } });
       }
-      for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls.filter(isJson) : []) {
+      for (const tc of delta.toolCalls) {
         const k = typeof tc.index === "number" ? tc.index : answer.toolCalls.length;
         const fn = isJson(tc.function) ? tc.function : {};
         if (block?.kind !== "tool" || block.call !== k) {
@@ -67,7 +72,6 @@ function messagesEvents(request: Json): StreamWriter {
           emit("content_block_delta", { index: block?.index, delta: { type: "input_json_delta", partial_json: fn.arguments } });
         }
       }
-      if (choice?.finish_reason) answer.finishReason = String(choice.finish_reason);
       return out;
     },
     end(ids: AnswerIds | undefined) {

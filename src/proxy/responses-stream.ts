@@ -1,4 +1,4 @@
-import { type ChatAnswer, isJson, type Json, newId, type StreamWriter, sseEvent } from "./client-api.js";
+import { emptyAnswer, readChunk, type ChatAnswer, isJson, type Json, newId, type StreamWriter, sseEvent } from "./client-api.js";
 import { callItem, messageItem, responseBody } from "./responses-output.js";
 
 /** The Responses event stream: created, output items with their deltas, then completed (or incomplete). */
@@ -16,7 +16,7 @@ function responsesEvents(request: Json): StreamWriter {
   const items: Json[] = [];
   let text: { index: number; id: string; text: string } | undefined;
   const calls = new Map<number, { index: number; call: ChatAnswer["toolCalls"][number] }>();
-  const answer: ChatAnswer = { id: "", model: "", content: "", toolCalls: [], finishReason: "stop", promptTokens: 0, completionTokens: 0 };
+  const answer = emptyAnswer();
   const closeText = () => {
     if (!text) return;
     const item = messageItem(text.id, text.text, "completed");
@@ -47,13 +47,8 @@ function responsesEvents(request: Json): StreamWriter {
         emit("response.created", { response });
         emit("response.in_progress", { response });
       }
-      if (isJson(chunk.usage)) {
-        answer.promptTokens = Number(chunk.usage.prompt_tokens ?? 0);
-        answer.completionTokens = Number(chunk.usage.completion_tokens ?? 0);
-      }
-      const choice = (Array.isArray(chunk.choices) ? chunk.choices.filter(isJson) : []).find((c) => (c.index ?? 0) === 0);
-      const delta = isJson(choice?.delta) ? choice.delta : {};
-      if (typeof delta.content === "string" && delta.content !== "") {
+      const delta = readChunk(chunk, answer);
+      if (delta.content !== "") {
         if (!text) {
           text = { index: items.length, id: newId("msg_"), text: "" };
           items.push(messageItem(text.id, "", "in_progress"));
@@ -71,7 +66,7 @@ function responsesEvents(request: Json): StreamWriter {
           logprobs: [],
         });
       }
-      for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls.filter(isJson) : []) {
+      for (const tc of delta.toolCalls) {
         const k = typeof tc.index === "number" ? tc.index : calls.size;
         const fn = isJson(tc.function) ? tc.function : {};
         let open = calls.get(k);
@@ -89,7 +84,6 @@ function responsesEvents(request: Json): StreamWriter {
           emit("response.function_call_arguments.delta", { item_id: `fc_${open.call.id}`, output_index: open.index, delta: fn.arguments });
         }
       }
-      if (choice?.finish_reason) answer.finishReason = String(choice.finish_reason);
       return out;
     },
     end(ids) {

@@ -162,4 +162,46 @@ describe("/v1/messages", () => {
       error: { type: "invalid_request_error", message: expect.stringContaining("image") },
     });
   });
+
+  it("refuses a missing max_tokens, a bad token and an engine error, each in the Anthropic shape", async () => {
+    h = await startProxyHarness({ proxy: { token: "secret" } });
+    const auth = { authorization: "Bearer secret" };
+    const noMax = await postJson(`${h.url}/v1/messages`, { model: h.engine.model, messages: [{ role: "user", content: "x" }] }, auth);
+    expect([noMax.status, ((await noMax.json()) as { error: { message: string } }).error.message]).toEqual([
+      400,
+      expect.stringContaining("max_tokens"),
+    ]);
+    const client = new Anthropic({ baseURL: h.url, apiKey: "wrong", maxRetries: 0 });
+    const params = { model: h.engine.model, max_tokens: 5, messages: [{ role: "user" as const, content: "x" }] };
+    await expect(client.messages.create(params)).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
+    h.engine.fault({ type: "status", status: 400, body: JSON.stringify({ error: { message: "prompt too long" } }) });
+    const good = new Anthropic({ baseURL: h.url, apiKey: "k", defaultHeaders: auth, maxRetries: 0 });
+    const err = await good.messages.create(params).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((err as InstanceType<typeof Anthropic.BadRequestError>).error).toEqual({
+      type: "error",
+      error: { type: "invalid_request_error", message: expect.stringContaining("prompt too long") },
+    });
+  });
+});
+
+describe("a stream that breaks", () => {
+  for (const api of ["responses", "messages"] as const) {
+    it(`ends the ${api} stream with the API's error event and records the call as failed`, async () => {
+      h = await startProxyHarness({ engine: { tokensPerChunk: 1 } });
+      const { rolloutId, baseUrl } = await h.claim();
+      h.engine.fault({ type: "break", afterChunks: 3 });
+      const body =
+        api === "responses"
+          ? { model: h.engine.model, input: "hello there", stream: true }
+          : { model: h.engine.model, max_tokens: 50, messages: [{ role: "user", content: "hello there" }], stream: true };
+      const res = await postJson(`${baseUrl}/${api}`, body);
+      const events = (await res.text()).split("\n\n").filter((e) => e.trim() !== "");
+      const last = events.at(-1) as string;
+      expect(last).toMatch(/^event: error\n/);
+      expect(events.some((e) => e.startsWith(api === "responses" ? "event: response.completed" : "event: message_stop"))).toBe(false);
+      const [span] = await spansOf(rolloutId);
+      expect(attrString(span!.attributes, sc.ERROR_TYPE)).toBe("upstream_error");
+    });
+  }
 });
