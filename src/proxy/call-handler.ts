@@ -118,37 +118,31 @@ export async function handleCall(
         : "the proxy stayed paused too long; retry later";
     return sendError(res, 429, "proxy_paused", message, { "retry-after": String(refused.retryAfterSeconds) });
   }
-  const order = routeOrder(backends, route.scope?.rolloutId, deps.rotation());
-  const scope = route.scope;
-  const tokenIn = scope && route.call !== "completions" && deps.tokenInFor(scope, order[0] as Backend);
-  let tokenPlan: Awaited<ReturnType<TokenIn["plan"]>> | undefined;
-  if (tokenIn) {
-    try {
-      tokenPlan = await deps.tokenIn.plan(`${scope.rolloutId}/${scope.attemptId}`, request, order[0] as Backend, abort.signal);
-    } catch (error) {
-      deps.gate.leave();
-      throw error;
-    }
-    // The answer is rebuilt from the engine's, in chat shape when the client called chat completions.
-    client ??= { api: "chat", shape: chatShape, body, text: requestText };
-  }
-  const plan: CallPlan = {
-    kind: route.call === "completions" ? "completions" : "chat",
-    scope: route.scope,
-    request,
-    requestText: client ? JSON.stringify(request) : requestText,
-    client,
-    engine: tokenPlan?.engine,
-    onAnswer: tokenPlan?.onAnswer,
-    spanAttributes: tokenPlan?.attributes,
-    ids: traceIdsFor(req.headers.traceparent),
-    order,
-    rewrite,
-    resources: await deps.resourcesOf(route.scope, set),
-    startTime,
-    startedAt,
-  };
   try {
+    const order = routeOrder(backends, route.scope?.rolloutId, deps.rotation());
+    const scope = route.scope;
+    let tokenPlan: Awaited<ReturnType<TokenIn["plan"]>> | undefined;
+    if (scope && route.call !== "completions" && deps.tokenInFor(scope, order[0] as Backend)) {
+      tokenPlan = await deps.tokenIn.plan(`${scope.rolloutId}/${scope.attemptId}`, request, order[0] as Backend, abort.signal);
+      // The answer is rebuilt from the engine's, in chat shape when the client called chat completions.
+      client ??= { api: "chat", shape: chatShape, body, text: requestText };
+    }
+    const plan: CallPlan = {
+      kind: route.call === "completions" ? "completions" : "chat",
+      scope,
+      request,
+      requestText: client && client.api !== "chat" ? JSON.stringify(request) : requestText,
+      client,
+      engine: tokenPlan?.engine,
+      onAnswer: tokenPlan?.onAnswer,
+      spanAttributes: tokenPlan?.attributes,
+      ids: traceIdsFor(req.headers.traceparent),
+      order,
+      rewrite,
+      resources: await deps.resourcesOf(scope, set),
+      startTime,
+      startedAt,
+    };
     await forwardCall(deps.policy, plan, res, abort.signal);
   } finally {
     deps.gate.leave();

@@ -39,7 +39,7 @@ export const completionToChat: ToChat = {
       message.tool_calls = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
     const finish = calls.length > 0 ? "tool_calls" : (choice.finish_reason ?? "stop");
     return {
-      id: typeof body.id === "string" ? body.id.replace(/^cmpl-/, "chatcmpl-") : newId("chatcmpl-"),
+      id: typeof body.id === "string" ? body.id : newId("cmpl-"),
       object: "chat.completion",
       created: body.created,
       model: body.model,
@@ -72,7 +72,7 @@ export const completionToChat: ToChat = {
       push(chunk) {
         const first = !head.id;
         if (first) {
-          const id = typeof chunk.id === "string" ? chunk.id.replace(/^cmpl-/, "chatcmpl-") : newId("chatcmpl-");
+          const id = typeof chunk.id === "string" ? chunk.id : newId("cmpl-");
           head = { id, created: chunk.created, model: chunk.model };
         }
         const choice = firstChoice(chunk);

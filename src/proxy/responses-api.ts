@@ -1,3 +1,4 @@
+import { type BoundedMap, createBoundedMap } from "./bounded-map.js";
 import { outputItems, responseBody } from "./responses-output.js";
 import { responsesStream } from "./responses-stream.js";
 import { ApiRequestError, type ClientApi, chatAnswer, isJson, type Json, refuseUnknown, textOf } from "./client-api.js";
@@ -6,6 +7,8 @@ import { ApiRequestError, type ClientApi, chatAnswer, isJson, type Json, refuseU
 export interface ResponsesApiOptions {
   /** Conversations kept for `previous_response_id` (oldest forgotten first; default 10,000). */
   maxStored?: number;
+  /** Their total size in characters of JSON (default 256 Mi). */
+  maxStoredChars?: number;
 }
 
 const known = new Set([
@@ -41,8 +44,7 @@ const textParts = ["input_text", "output_text", "text"];
  * the conversation of an earlier answer of this proxy.
  */
 export function createResponsesApi(options: ResponsesApiOptions = {}): ClientApi {
-  const maxStored = options.maxStored ?? 10_000;
-  const stored = new Map<string, Json[]>();
+  const stored = createBoundedMap<Json[]>(options.maxStored ?? 10_000, options.maxStoredChars ?? 256 * 1024 * 1024);
   return {
     name: "responses",
     toChat(body) {
@@ -87,13 +89,13 @@ export function createResponsesApi(options: ResponsesApiOptions = {}): ClientApi
       if (request.store === false) return;
       // An earlier call's instructions do not carry over to the next one (as in the Responses API).
       const hasInstructions = request.instructions !== undefined && request.instructions !== null;
-      stored.set(`resp_${answerId}`, hasInstructions ? conversation.slice(1) : conversation);
-      if (stored.size > maxStored) stored.delete(stored.keys().next().value as string);
+      const kept = hasInstructions ? conversation.slice(1) : conversation;
+      stored.set(`resp_${answerId}`, kept, JSON.stringify(kept).length);
     },
   };
 }
 
-function messagesOf(body: Json, stored: Map<string, Json[]>): Json[] {
+function messagesOf(body: Json, stored: BoundedMap<Json[]>): Json[] {
   const messages: Json[] = [];
   if (typeof body.previous_response_id === "string") {
     const earlier = stored.get(body.previous_response_id);

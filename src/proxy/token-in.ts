@@ -1,4 +1,5 @@
 import { AGL_LLM_TOKEN_IN, AGL_LLM_TOKEN_IN_FALLBACK } from "../core/semconv.js";
+import { createBoundedMap } from "./bounded-map.js";
 import { isJson, type Json } from "./client-api.js";
 import type { CompletionRecord } from "./completion-reader.js";
 import { completionToChat } from "./completion-to-chat.js";
@@ -37,6 +38,8 @@ export interface TokenInOptions {
   upstream: Upstream;
   /** Rollouts whose last turn is kept (oldest forgotten first; default 10,000). */
   maxRollouts?: number;
+  /** Their total size, in characters of messages plus 8 per token id (default 256 Mi). */
+  maxChars?: number;
 }
 
 // The sampling fields a completions request takes as the chat request had them; any other field falls back to text.
@@ -85,8 +88,7 @@ function assistantKey(m: Json | undefined): string {
  * reason in its span.
  */
 export function createTokenIn(options: TokenInOptions) {
-  const maxRollouts = options.maxRollouts ?? 10_000;
-  const turns = new Map<string, Turn>();
+  const turns = createBoundedMap<Turn>(options.maxRollouts ?? 10_000, options.maxChars ?? 256 * 1024 * 1024);
   const stats: TokenInStats = { first: 0, extended: 0, fallbacks: 0, reasons: {} };
 
   const tokenize = async (backend: Backend, body: Json, signal: AbortSignal): Promise<number[]> => {
@@ -117,8 +119,8 @@ export function createTokenIn(options: TokenInOptions) {
     let full: number[];
     try {
       [before, full] = await Promise.all([
-        tokenize(backend, { model: chat.model, messages: messages.slice(0, n + 1), add_generation_prompt: false, ...tools }, signal),
-        tokenize(backend, { model: chat.model, messages, add_generation_prompt: true, ...tools }, signal),
+        tokenize(backend, { model: backend.model, messages: messages.slice(0, n + 1), add_generation_prompt: false, ...tools }, signal),
+        tokenize(backend, { model: backend.model, messages, add_generation_prompt: true, ...tools }, signal),
       ]);
     } catch {
       return "tokenize_failed";
@@ -138,16 +140,16 @@ export function createTokenIn(options: TokenInOptions) {
       const prompt = await extend(prev, chat, backend, signal);
       const onAnswer = (completion: CompletionRecord, answer: Json) => {
         if (!completion.promptIds || !completion.responseIds || completion.responseIds.length === 0) return;
-        turns.delete(key);
-        turns.set(key, {
+        const turn: Turn = {
           messages: chat.messages as Json[],
           tools: JSON.stringify(chat.tools ?? []),
           promptIds: completion.promptIds,
           responseIds: completion.responseIds,
           answer: answerMessage(answer),
           finish: completion.finishReasons[0] ?? "",
-        });
-        if (turns.size > maxRollouts) turns.delete(turns.keys().next().value as string);
+        };
+        const weight = JSON.stringify(turn.messages).length + turn.tools.length + 8 * (turn.promptIds.length + turn.responseIds.length);
+        turns.set(key, turn, weight);
       };
       if (typeof prompt === "string") {
         if (prompt === "first") {

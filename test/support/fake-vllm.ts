@@ -116,7 +116,7 @@ export async function startFakeVllm(initial: FakeVllmOptions = {}): Promise<Fake
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as WireJson;
       requests.push({ path, body, headers: req.headers });
       const tokens = Array.isArray(body.messages)
-        ? renderChat(body.messages, body.tools ?? [], { merges: options.merges, addGenerationPrompt: body.add_generation_prompt === true })
+        ? renderChat(body.messages, body.tools ?? [], { merges: options.merges, addGenerationPrompt: body.add_generation_prompt !== false })
         : encode(String(body.prompt ?? ""), options.merges);
       return json(res, 200, { count: tokens.length, max_model_len: 32_768, tokens, token_strs: null });
     }
