@@ -12,6 +12,7 @@ export async function runProxy(args: ProxyArgs): Promise<number> {
     store,
     maxRetries: args.maxRetries,
     ...(args.spansFirst ? { spanPromises: false } : {}),
+    ...(args.tokenIn ? { tokenIn: true } : {}),
     ...(args.token ? { token: args.token } : {}),
     ...(args.backends.length > 0 ? { backends: args.backends.map((endpoint) => ({ endpoint, model: args.model ?? "" })) } : {}),
   });
