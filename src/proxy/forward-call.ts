@@ -287,11 +287,9 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
     }
     let completion: CompletionRecord | undefined;
     if (plan.client) {
-      // The answer is rebuilt: from the engine's completion (token-in) to chat, and to the client's API.
-      let body: Json;
+      let rebuilt: ReturnType<typeof rebuildWhole>;
       try {
-        const parsed = JSON.parse(text.toString("utf8"));
-        body = plan.engine ? plan.engine.toChat.whole(parsed) : parsed;
+        rebuilt = rebuildWhole(plan, plan.client, text);
       } catch (error) {
         const message = `the engine's answer is not JSON: ${(error as Error).message}`;
         return endAndRecord(
@@ -300,9 +298,7 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
           (waiting) => finish(waiting, 502, tries, backend, ttfb, undefined, { type: "upstream_error", message }),
         );
       }
-      completion = readCompletion(body);
-      answered(plan, completion.body, completion);
-      text = Buffer.from(JSON.stringify(plan.client.shape.fromChat(body, plan.client.body, answerIds(completion))));
+      ({ text, completion } = rebuilt);
     } else completion = parseCompletion(text);
     const send = () => {
       if (signal.aborted) return;
@@ -315,6 +311,18 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
     };
     return endAndRecord(answerFirst, send, (waiting) => finish(waiting, status, tries, backend, ttfb, completion));
   }
+}
+
+/**
+ * Rebuilds a whole answer: from the engine's completion (token-in) to chat, and to the client's API. Throws when the
+ * engine's body is not JSON.
+ */
+function rebuildWhole(plan: CallPlan, client: ClientSide, text: Buffer): { text: Buffer; completion: CompletionRecord } {
+  const parsed = JSON.parse(text.toString("utf8"));
+  const body = plan.engine ? plan.engine.toChat.whole(parsed) : parsed;
+  const completion = readCompletion(body);
+  answered(plan, completion.body, completion);
+  return { text: Buffer.from(JSON.stringify(client.shape.fromChat(body, client.body, answerIds(completion)))), completion };
 }
 
 /** A complete answer: the client API remembers the conversation (`previous_response_id`), token-in its ids. */
