@@ -5,15 +5,10 @@
  * two turns of each rollout merge into one trajectory.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
 import { type RolloutTriplets, TripletMode } from "../../src/gen/agl/v1/triplets_pb.js";
-import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
-import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
-import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
-import { createStore, type Store } from "../../src/store/store.js";
-import { createTripletClient, type TripletClient } from "../../src/triplets/triplet-client.js";
-import { type Answer, type FakeVllm, type PolicyInput, type Reply, startFakeVllm } from "../support/fake-vllm.js";
+import type { Answer, PolicyInput, Reply } from "../support/fake-vllm.js";
 import { runCli } from "../support/runner-process.js";
+import { type ServedProxy, startServedProxy } from "../support/served-proxy.js";
 import { jsonValue } from "../support/store-harness.js";
 
 /** Calls `add` with the numbers of the question, then says the tool's result. */
@@ -25,40 +20,15 @@ function adderPolicy(input: PolicyInput): Reply {
   return { content: "", toolCalls: [{ name: "add", arguments: { a: Number(m[1]), b: Number(m[2]) } }] };
 }
 
-let store: Store;
-let proxy: LlmProxy;
-let server: StoreServer;
-let engine: FakeVllm;
-let client: StoreClient;
-let triplets: TripletClient;
-
+let h: ServedProxy;
 beforeAll(async () => {
-  engine = await startFakeVllm({ policy: adderPolicy });
-  store = createStore({ backend: createMemoryBackend() });
-  proxy = createLlmProxy({ store, pendingWrites: store.pendingWrites, log: () => {} });
-  server = await startStoreServer({ store, port: 0, fallback: (req, res) => proxy.handle(req, res) });
-  client = createStoreClient({ baseUrl: server.url });
-  triplets = createTripletClient({ baseUrl: server.url });
-  await client.addResources({
-    resources: {
-      engine: { kind: { case: "llm", value: { endpoint: engine.url, model: engine.model } } },
-      main_llm: { kind: { case: "proxyLlm", value: { endpoint: `${server.url}/v1`, model: engine.model } } },
-    },
-  });
+  h = await startServedProxy({ engine: { policy: adderPolicy } });
 });
-
-afterAll(async () => {
-  triplets?.close();
-  client?.close();
-  await server?.close();
-  await proxy?.close();
-  await store?.close();
-  await engine?.close();
-});
+afterAll(() => h?.close());
 
 async function read(groupId: string, mode: TripletMode): Promise<RolloutTriplets[]> {
   const out: RolloutTriplets[] = [];
-  for await (const m of triplets.streamTriplets({ groupId, options: { mode } })) if (m.rollout) out.push(m.rollout);
+  for await (const m of h.triplets.streamTriplets({ groupId, options: { mode } })) if (m.rollout) out.push(m.rollout);
   return out;
 }
 
@@ -70,15 +40,15 @@ const tasks = [
 describe("real SDKs in their default modes, through agl run and the proxy", () => {
   for (const sdk of ["agentsResponses", "aiSdkOpenai", "aiSdkAnthropic", "anthropicStream"]) {
     it(`${sdk}: every call a triplet with the engine's exact ids, two turns merged into one trajectory`, async () => {
-      const before = engine.answers.length;
-      await client.enqueueRollouts({ rollouts: tasks.map((t) => ({ input: jsonValue(t), groupId: sdk })) });
+      const before = h.engine.answers.length;
+      await h.client.enqueueRollouts({ rollouts: tasks.map((t) => ({ input: jsonValue(t), groupId: sdk })) });
       const run = await runCli([
         "run",
         "test/fixtures/sdk-agents.ts",
-        ...["--export", sdk, "--store", server.url, "--max-rollouts", String(tasks.length), "--workers", "0", "--poll-wait", "0.3"],
+        ...["--export", sdk, "--store", h.server.url, "--max-rollouts", String(tasks.length), "--workers", "0", "--poll-wait", "0.3"],
       ]);
       expect(run.code, run.stderr).toBe(0);
-      const answers = engine.answers.slice(before);
+      const answers = h.engine.answers.slice(before);
       expect(answers).toHaveLength(2 * tasks.length);
       const byId = new Map<string, Answer>(answers.map((a) => [a.responseId, a]));
 
