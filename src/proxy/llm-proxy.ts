@@ -208,7 +208,10 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       counters.responses[res.statusCode] = (counters.responses[res.statusCode] ?? 0) + 1;
     });
     if (options.token !== undefined) {
-      const problem = bearerTokenProblem(req.headers.authorization, options.token);
+      // Anthropic clients send their key as `x-api-key`.
+      const apiKey = req.headers["x-api-key"];
+      const credential = req.headers.authorization ?? (typeof apiKey === "string" ? `Bearer ${apiKey}` : undefined);
+      const problem = bearerTokenProblem(credential, options.token);
       if (problem) {
         const api = route.kind === "call" ? route.call : "chat";
         return sendJson(res, 401, errorBody(api, 401, "unauthenticated", problem));

@@ -175,7 +175,8 @@ describe("/v1/messages", () => {
     const params = { model: h.engine.model, max_tokens: 5, messages: [{ role: "user" as const, content: "x" }] };
     await expect(client.messages.create(params)).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
     h.engine.fault({ type: "status", status: 400, body: JSON.stringify({ error: { message: "prompt too long" } }) });
-    const good = new Anthropic({ baseURL: h.url, apiKey: "k", defaultHeaders: auth, maxRetries: 0 });
+    // The key an Anthropic client sends (`x-api-key`) is the proxy's token.
+    const good = new Anthropic({ baseURL: h.url, apiKey: "secret", maxRetries: 0 });
     const err = await good.messages.create(params).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Anthropic.BadRequestError);
     expect((err as InstanceType<typeof Anthropic.BadRequestError>).error).toEqual({
