@@ -2,10 +2,12 @@
  * Agents written with real SDKs in their default modes (OpenAI Agents JS and the AI SDK's `openai()` on the Responses
  * API, the AI SDK's Anthropic provider and `@anthropic-ai/sdk` streaming on Messages), run by `agl run` through the
  * LLM proxy against the loopback engine: every call becomes a triplet with exactly the ids the engine sampled, and the
- * two turns of each rollout merge into one trajectory.
+ * two turns of each rollout merge into one trajectory, in chat mode and in token-in mode.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AGL_LLM_TOKEN_IN } from "../../src/core/semconv.js";
 import { type RolloutTriplets, TripletMode } from "../../src/gen/agl/v1/triplets_pb.js";
+import { fromAttributeValue } from "../../src/tracer/attributes.js";
 import type { Answer, PolicyInput, Reply } from "../support/fake-vllm.js";
 import { runCli } from "../support/runner-process.js";
 import { type ServedProxy, startServedProxy } from "../support/served-proxy.js";
@@ -38,10 +40,18 @@ const tasks = [
 ];
 
 describe("real SDKs in their default modes, through agl run and the proxy", () => {
-  for (const sdk of ["agentsResponses", "aiSdkOpenai", "aiSdkAnthropic", "anthropicStream"]) {
-    it(`${sdk}: every call a triplet with the engine's exact ids, two turns merged into one trajectory`, async () => {
+  const cases = [
+    ...["agentsResponses", "aiSdkOpenai", "aiSdkAnthropic", "anthropicStream"].map((sdk) => ({ sdk, tokenIn: false })),
+    // The same agents with their rollouts in token-in mode (`metadata.agl_token_in`).
+    ...["agentsResponses", "anthropicStream"].map((sdk) => ({ sdk, tokenIn: true })),
+  ];
+  for (const { sdk, tokenIn } of cases) {
+    const name = tokenIn ? `${sdk}, token-in` : sdk;
+    it(`${name}: every call a triplet with the engine's exact ids, two turns merged into one trajectory`, async () => {
       const before = h.engine.answers.length;
-      await h.client.enqueueRollouts({ rollouts: tasks.map((t) => ({ input: jsonValue(t), groupId: sdk })) });
+      const groupId = name;
+      const metadata: Record<string, boolean> = tokenIn ? { agl_token_in: true } : {};
+      await h.client.enqueueRollouts({ rollouts: tasks.map((t) => ({ input: jsonValue(t), groupId, metadata })) });
       const run = await runCli([
         "run",
         "test/fixtures/sdk-agents.ts",
@@ -52,7 +62,7 @@ describe("real SDKs in their default modes, through agl run and the proxy", () =
       expect(answers).toHaveLength(2 * tasks.length);
       const byId = new Map<string, Answer>(answers.map((a) => [a.responseId, a]));
 
-      const transition = await read(sdk, TripletMode.TRANSITION);
+      const transition = await read(groupId, TripletMode.TRANSITION);
       expect(transition.map((r) => r.finalReward)).toEqual([1, 1]);
       const all = transition.flatMap((r) => r.triplets);
       expect(all).toHaveLength(2 * tasks.length);
@@ -60,13 +70,16 @@ describe("real SDKs in their default modes, through agl run and the proxy", () =
         const sent = byId.get(t.responseId) as Answer;
         expect([t.promptTokenIds, t.responseTokenIds, t.logprobs]).toEqual([sent.promptIds, sent.responseIds, sent.logprobs]);
       }
-      const trajectory = await read(sdk, TripletMode.TRAJECTORY);
+      const trajectory = await read(groupId, TripletMode.TRAJECTORY);
       expect(trajectory.map((r) => r.triplets.map((t) => t.turnCount))).toEqual([[2], [2]]);
       for (const r of trajectory) {
         const [first, second] = answers.filter((a) =>
           transition.find((x) => x.rolloutId === r.rolloutId)?.triplets.some((t) => t.responseId === a.responseId),
         );
         const t = r.triplets[0]!;
+        const { spans } = await h.client.querySpans({ rolloutId: r.rolloutId });
+        const modes = spans.map((s) => s.attributes[AGL_LLM_TOKEN_IN]).filter((v) => v !== undefined);
+        expect(modes.map((v) => fromAttributeValue(v))).toEqual(tokenIn ? ["first", "extended"] : []);
         // The merged sample: the first prompt, then both answers and the tool turn between them.
         expect(t.promptTokenIds).toEqual(first?.promptIds);
         expect(t.responseTokenIds).toEqual([
