@@ -105,6 +105,8 @@ export interface ChatAnswer {
   content: string;
   toolCalls: { id: string; name: string; arguments: string }[];
   finishReason: string;
+  /** The stop string that ended the answer, when the engine says (vLLM's `stop_reason`). */
+  stopSequence?: string;
   promptTokens: number;
   completionTokens: number;
 }
@@ -125,6 +127,7 @@ export function chatAnswer(completion: Json): ChatAnswer {
       return { id: typeof c.id === "string" ? c.id : newId("call_"), name: String(fn.name ?? ""), arguments: String(fn.arguments ?? "") };
     }),
     finishReason: String(choice.finish_reason ?? "stop"),
+    ...(typeof choice.stop_reason === "string" ? { stopSequence: choice.stop_reason } : {}),
     promptTokens: typeof usage.prompt_tokens === "number" ? usage.prompt_tokens : 0,
     completionTokens: typeof usage.completion_tokens === "number" ? usage.completion_tokens : 0,
   };
@@ -141,6 +144,7 @@ export function readChunk(chunk: Json, answer: ChatAnswer): { content: string; t
   }
   const choice = (Array.isArray(chunk.choices) ? chunk.choices.filter(isJson) : []).find((c) => (c.index ?? 0) === 0);
   if (choice?.finish_reason) answer.finishReason = String(choice.finish_reason);
+  if (typeof choice?.stop_reason === "string") answer.stopSequence = choice.stop_reason;
   const delta = isJson(choice?.delta) ? choice.delta : {};
   return {
     content: typeof delta.content === "string" ? delta.content : "",

@@ -20,8 +20,8 @@ export function messageBody(answer: ChatAnswer, request: Json): Json {
     role: "assistant",
     model: answer.model || request.model,
     content: [],
-    stop_reason: stopReasons[answer.finishReason] ?? "end_turn",
-    stop_sequence: null,
+    stop_reason: answer.stopSequence !== undefined ? "stop_sequence" : (stopReasons[answer.finishReason] ?? "end_turn"),
+    stop_sequence: answer.stopSequence ?? null,
     usage: { input_tokens: answer.promptTokens, output_tokens: answer.completionTokens },
   };
 }
@@ -80,7 +80,7 @@ function messagesEvents(request: Json): StreamWriter {
       if (block) emit("content_block_stop", { index: block.index });
       const body = messageBody(answer, request);
       emit("message_delta", {
-        delta: { stop_reason: body.stop_reason, stop_sequence: null },
+        delta: { stop_reason: body.stop_reason, stop_sequence: body.stop_sequence },
         usage: { input_tokens: answer.promptTokens, output_tokens: answer.completionTokens },
         ...(ids ? { agl: ids } : {}),
       });

@@ -149,6 +149,26 @@ describe("/v1/messages", () => {
     });
   }
 
+  for (const stream of [false, true]) {
+    it(`maps a matched stop sequence to stop_reason stop_sequence (${stream ? "streamed" : "whole"})`, async () => {
+      h = await startProxyHarness({ engine: { policy: () => ({ content: "one, two, STOP, three" }) } });
+      const client = new Anthropic({ baseURL: h.url, apiKey: "k" });
+      const params = {
+        model: h.engine.model,
+        max_tokens: 50,
+        stop_sequences: ["STOP"],
+        messages: [{ role: "user" as const, content: "count" }],
+      };
+      const message = stream ? await client.messages.stream(params).finalMessage() : await client.messages.create(params);
+      expect([message.stop_reason, message.stop_sequence, message.content]).toEqual([
+        "stop_sequence",
+        "STOP",
+        [expect.objectContaining({ type: "text", text: "one, two, " })],
+      ]);
+      expect(h.engine.requests[0]?.body.stop).toEqual(["STOP"]);
+    });
+  }
+
   it("answers errors in the Anthropic shape", async () => {
     h = await startProxyHarness();
     const res = await postJson(`${h.url}/v1/messages`, {

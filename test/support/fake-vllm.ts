@@ -172,12 +172,17 @@ export async function startFakeVllm(initial: FakeVllmOptions = {}): Promise<Fake
       index,
     });
     const toolCalls = chatPrompt ? (reply.toolCalls ?? []) : [];
-    const parts = assistantParts(reply.content ?? "", toolCalls);
+    // A stop string cuts the content where it starts; the answer then ends without its end-of-turn token.
+    const stops: string[] = typeof body.stop === "string" ? [body.stop] : Array.isArray(body.stop) ? body.stop : [];
+    let content = reply.content ?? "";
+    const stopHit = toolCalls.length === 0 ? stops.find((st) => content.includes(st)) : undefined;
+    if (stopHit !== undefined) content = content.slice(0, content.indexOf(stopHit));
+    const parts = assistantParts(content, toolCalls);
     const reencoded = options.merges === true && ((index * 2_654_435_761) >>> 0) % 1000 < (options.reencodeShare ?? 0) * 1000;
     const partIds = parts.map((p) => encode(p.text, options.merges && !reencoded));
     const ids = partIds.flat();
     let finish = toolCalls.length > 0 ? "tool_calls" : "stop";
-    let responseIds = [...ids, IM_END];
+    let responseIds = stopHit === undefined ? [...ids, IM_END] : ids;
     const maxTokens = body.max_tokens ?? body.max_completion_tokens;
     if (toolCalls.length === 0 && typeof maxTokens === "number" && maxTokens < responseIds.length) {
       responseIds = responseIds.slice(0, maxTokens);
@@ -186,7 +191,21 @@ export async function startFakeVllm(initial: FakeVllmOptions = {}): Promise<Fake
     const logprobs = responseIds.map((id, i) => fakeLogprob(id, i));
     const responseId = `${kind === "chat" ? "chatcmpl" : "cmpl"}-fake-${index}`;
     const answer: Answer = { responseId, kind, stream: body.stream === true, promptIds, responseIds, logprobs, toolCalls, reencoded };
-    const ctx: Ctx = { body, kind, model, responseId, parts, partIds, toolCalls, finish, responseIds, logprobs, promptIds, options };
+    const ctx: Ctx = {
+      body,
+      kind,
+      model,
+      responseId,
+      parts,
+      partIds,
+      toolCalls,
+      finish,
+      stopHit,
+      responseIds,
+      logprobs,
+      promptIds,
+      options,
+    };
     if (body.stream === true) {
       const completed = await stream(res, ctx, fault?.type === "break" ? fault.afterChunks : undefined);
       if (completed) answers.push(answer);
@@ -226,6 +245,8 @@ interface Ctx {
   partIds: number[][];
   toolCalls: ToolCallText[];
   finish: string;
+  /** The stop string that ended the answer (vLLM's `stop_reason`). */
+  stopHit: string | undefined;
   responseIds: number[];
   logprobs: number[];
   promptIds: number[];
@@ -281,6 +302,7 @@ function whole(ctx: Ctx) {
           index: 0,
           text: shownText,
           finish_reason: ctx.finish,
+          stop_reason: ctx.stopHit ?? null,
           ...(wantLp ? { logprobs: completionLogprobs(ctx.responseIds, ctx.logprobs) } : { logprobs: null }),
           ...(wantIds ? { token_ids: ctx.responseIds, prompt_token_ids: ctx.promptIds } : {}),
         },
@@ -307,6 +329,7 @@ function whole(ctx: Ctx) {
         index: 0,
         message,
         finish_reason: ctx.finish,
+        stop_reason: ctx.stopHit ?? null,
         ...(wantLp ? { logprobs: chatLogprobs(ctx.responseIds, ctx.logprobs) } : { logprobs: null }),
         ...(wantIds ? { token_ids: ctx.responseIds } : {}),
       },
@@ -357,6 +380,7 @@ async function stream(res: http.ServerResponse, ctx: Ctx, breakAfter: number | u
       const lps = ctx.logprobs.slice(offset, offset + piece.ids.length);
       const text = piece.kind === "eos" ? "" : decode(piece.ids);
       const choice: Record<string, unknown> = { index: 0, finish_reason: last ? ctx.finish : null };
+      if (last) choice.stop_reason = ctx.stopHit ?? null;
       if (wantIds) choice.token_ids = piece.ids;
       if (ctx.kind === "completions") {
         choice.text = text;
