@@ -61,7 +61,7 @@ const passed = new Set([
   "ignore_eos",
   "min_tokens",
 ]);
-const dropped = new Set(["messages", "tools", "parallel_tool_calls", "logprobs", "return_token_ids", "max_completion_tokens"]);
+const dropped = new Set(["messages", "tools", "parallel_tool_calls", "logprobs", "return_token_ids", "max_completion_tokens", "n"]);
 const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 const startsWith = (ids: readonly number[], prefix: readonly number[]) =>
   prefix.length <= ids.length && prefix.every((x, i) => ids[i] === x);
@@ -90,11 +90,14 @@ function assistantKey(m: Json | undefined): string {
 export function createTokenIn(options: TokenInOptions) {
   const turns = createBoundedMap<Turn>(options.maxRollouts ?? 10_000, options.maxChars ?? 256 * 1024 * 1024);
   const stats: TokenInStats = { first: 0, extended: 0, fallbacks: 0, reasons: {} };
+  // Engines that answered 404 to /tokenize are not asked again.
+  const noTokenize = new Set<string>();
 
   const tokenize = async (backend: Backend, body: Json, signal: AbortSignal): Promise<number[]> => {
     const url = new URL(`${backend.endpoint.replace(/\/+$/, "").replace(/\/v1$/, "")}/tokenize`);
     const res = await options.upstream.post(url, Buffer.from(JSON.stringify(body)), backend.apiKey, signal);
     const text = await readBody(res);
+    if (res.statusCode === 404) noTokenize.add(backend.endpoint);
     if ((res.statusCode ?? 500) >= 400) throw new Error(`tokenize answered ${res.statusCode}`);
     const tokens = (JSON.parse(text.toString("utf8")) as { tokens?: unknown }).tokens;
     if (!Array.isArray(tokens) || !tokens.every((t) => Number.isInteger(t))) throw new Error("tokenize returned no tokens");
@@ -114,6 +117,7 @@ export function createTokenIn(options: TokenInOptions) {
     if (!sameJson(messages.slice(0, n), prev.messages)) return "history_edited";
     if (assistantKey(messages[n]) !== assistantKey(prev.answer)) return "answer_edited";
     if (messages.length <= n + 1) return "no_new_messages";
+    if (noTokenize.has(backend.endpoint)) return "tokenize_failed";
     const tools = chat.tools ? { tools: chat.tools } : {};
     let before: number[];
     let full: number[];

@@ -167,6 +167,22 @@ describe("token-in mode", () => {
     expect(h.engine.requests.map((r) => r.path)).toEqual(["/v1/chat/completions", "/v1/chat/completions"]);
   });
 
+  it("falls back to text on an engine without /tokenize, and stops asking it", async () => {
+    h = await startProxyHarness({ engine: { ...engine, tokenize: false }, proxy: { tokenIn: true } });
+    const { rolloutId, baseUrl } = await h.claim();
+    expect(await chatAgent(baseUrl, false, h.engine.model)).toBe(answer);
+    const { spans } = await trajectoriesOf(rolloutId);
+    expect(spans.map((s) => attrString(s.attributes, sc.AGL_LLM_TOKEN_IN_FALLBACK))).toEqual([
+      undefined,
+      "tokenize_failed",
+      "tokenize_failed",
+    ]);
+    const chat = "/v1/chat/completions";
+    // One refused pair of /tokenize calls, then none.
+    expect(h.engine.requests.map((r) => r.path)).toEqual([chat, "/tokenize", "/tokenize", chat, chat]);
+    expect(h.proxy.status().tokenIn).toMatchObject({ first: 1, fallbacks: 2, reasons: { tokenize_failed: 2 } });
+  });
+
   it("is switched per rollout (metadata agl_token_in) and per engine (its resource's sampling_parameters)", async () => {
     h = await startProxyHarness({ engine, viaResources: true });
     await h.store.addResources({

@@ -79,6 +79,8 @@ export interface FakeVllmOptions {
    * as BPE models do now and then; rendering such an answer again encodes it differently. Default 0.
    */
   reencodeShare?: number;
+  /** false: no `/tokenize` route (404), like engines other than vLLM (default true). */
+  tokenize?: boolean;
 }
 
 export interface FakeVllm {
@@ -115,6 +117,7 @@ export async function startFakeVllm(initial: FakeVllmOptions = {}): Promise<Fake
     if (req.method === "POST" && (path === "/tokenize" || path === "/v1/tokenize")) {
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as WireJson;
       requests.push({ path, body, headers: req.headers });
+      if (options.tokenize === false) return json(res, 404, { detail: "Not Found" });
       const tokens = Array.isArray(body.messages)
         ? renderChat(body.messages, body.tools ?? [], { merges: options.merges, addGenerationPrompt: body.add_generation_prompt !== false })
         : encode(String(body.prompt ?? ""), options.merges);
