@@ -9,6 +9,7 @@ import { inProcessOrder, promisedOrder, spanFirstOrder } from "./answer-order.js
 import { type BackendSource, staticBackends, storeBackends } from "./backend-source.js";
 import type { Backend } from "./backends.js";
 import { type CallHandlerDeps, handleCall } from "./call-handler.js";
+import { handleCountTokens } from "./count-tokens.js";
 import type { ForwardPolicy } from "./forward-call.js";
 import { errorBody } from "./client-api.js";
 import { sendError, sendJson } from "./http-io.js";
@@ -213,7 +214,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       const credential = req.headers.authorization ?? (typeof apiKey === "string" ? `Bearer ${apiKey}` : undefined);
       const problem = bearerTokenProblem(credential, options.token);
       if (problem) {
-        const api = route.kind === "call" ? route.call : "chat";
+        const api = route.kind === "call" ? route.call : route.kind === "count_tokens" ? "messages" : "chat";
         return sendJson(res, 401, errorBody(api, 401, "unauthenticated", problem));
       }
     }
@@ -227,6 +228,9 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       }
       case "admin":
         work = handleAdmin(proxy, route.action, req, res);
+        break;
+      case "count_tokens":
+        work = handleCountTokens({ ...callDeps, messages: callDeps.apis.messages, upstream }, req, res);
         break;
       case "call":
         work = handleCall(callDeps, route, req, res);

@@ -5,6 +5,7 @@ import type { CallScope } from "./scope-check.js";
 export type ProxyRoute =
   | { kind: "call"; call: ApiName; scope: CallScope | undefined }
   | { kind: "models"; scope: CallScope | undefined }
+  | { kind: "count_tokens"; scope: CallScope | undefined }
   | { kind: "admin"; action: "status" | "pause" | "resume" | "drain" }
   | { kind: "method_not_allowed"; allow: string };
 
@@ -48,6 +49,8 @@ export function routeRequest(method: string, url: string): ProxyRoute | undefine
   const call = calls.get(path);
   if (call) return method === "POST" ? { kind: "call", call, scope } : { kind: "method_not_allowed", allow: "POST" };
   if (path === "/models") return method === "GET" ? { kind: "models", scope } : { kind: "method_not_allowed", allow: "GET" };
+  if (path === "/messages/count_tokens")
+    return method === "POST" ? { kind: "count_tokens", scope } : { kind: "method_not_allowed", allow: "POST" };
   return undefined;
 }
 

@@ -3,9 +3,10 @@ import { createBoundedMap } from "./bounded-map.js";
 import { isJson, type Json } from "./client-api.js";
 import type { CompletionRecord } from "./completion-reader.js";
 import { completionToChat } from "./completion-to-chat.js";
+import { engineTokenize } from "./engine-tokenize.js";
 import type { Backend } from "./backends.js";
 import type { CallPlan } from "./forward-call.js";
-import { readBody, type Upstream } from "./upstream.js";
+import type { Upstream } from "./upstream.js";
 
 /** What a rollout's last call left: the messages it was asked, and the exact ids of its prompt and answer. */
 interface Turn {
@@ -94,14 +95,10 @@ export function createTokenIn(options: TokenInOptions) {
   const noTokenize = new Set<string>();
 
   const tokenize = async (backend: Backend, body: Json, signal: AbortSignal): Promise<number[]> => {
-    const url = new URL(`${backend.endpoint.replace(/\/+$/, "").replace(/\/v1$/, "")}/tokenize`);
-    const res = await options.upstream.post(url, Buffer.from(JSON.stringify(body)), backend.apiKey, signal);
-    const text = await readBody(res);
-    if (res.statusCode === 404) noTokenize.add(backend.endpoint);
-    if ((res.statusCode ?? 500) >= 400) throw new Error(`tokenize answered ${res.statusCode}`);
-    const tokens = (JSON.parse(text.toString("utf8")) as { tokens?: unknown }).tokens;
-    if (!Array.isArray(tokens) || !tokens.every((t) => Number.isInteger(t))) throw new Error("tokenize returned no tokens");
-    return tokens as number[];
+    const { status, tokens } = await engineTokenize(options.upstream, backend, body, signal);
+    if (status === 404) noTokenize.add(backend.endpoint);
+    if (!tokens) throw new Error(`tokenize answered ${status} without tokens`);
+    return tokens;
   };
 
   /** The token-id prompt of a call, or why there is none. */
@@ -123,8 +120,8 @@ export function createTokenIn(options: TokenInOptions) {
     let full: number[];
     try {
       [before, full] = await Promise.all([
-        tokenize(backend, { model: backend.model, messages: messages.slice(0, n + 1), add_generation_prompt: false, ...tools }, signal),
-        tokenize(backend, { model: backend.model, messages, add_generation_prompt: true, ...tools }, signal),
+        tokenize(backend, { messages: messages.slice(0, n + 1), add_generation_prompt: false, ...tools }, signal),
+        tokenize(backend, { messages, add_generation_prompt: true, ...tools }, signal),
       ]);
     } catch {
       return "tokenize_failed";

@@ -4,6 +4,7 @@ import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
 import { attrInts, attrJson, attrString } from "../../src/adapter/attributes.js";
 import * as sc from "../../src/core/semconv.js";
+import { renderChat } from "../support/fake-tokenizer.js";
 import { type ProxyHarness, postJson, startProxyHarness } from "../support/proxy-harness.js";
 
 let h: ProxyHarness;
@@ -168,6 +169,27 @@ describe("/v1/messages", () => {
       expect(h.engine.requests[0]?.body.stop).toEqual(["STOP"]);
     });
   }
+
+  it("counts tokens with the engine's chat template (/v1/messages/count_tokens), 501 without /tokenize", async () => {
+    h = await startProxyHarness();
+    const client = new Anthropic({ baseURL: h.url, apiKey: "k", maxRetries: 0 });
+    const tools: Anthropic.Tool[] = [{ name: "lookup", description: "Weather", input_schema: { type: "object" } }];
+    const params = { model: h.engine.model, system: "Be brief.", messages: [{ role: "user" as const, content: "hi" }], tools };
+    const { input_tokens } = await client.messages.countTokens(params);
+    const chatTools = [{ type: "function", function: { name: "lookup", parameters: { type: "object" }, description: "Weather" } }];
+    const expected = renderChat(
+      [
+        { role: "system", content: "Be brief." },
+        { role: "user", content: "hi" },
+      ],
+      chatTools,
+    );
+    expect(input_tokens).toBe(expected.length);
+    expect(h.engine.answers).toHaveLength(0);
+    h.engine.setOptions({ tokenize: false });
+    const err = await client.messages.countTokens(params).catch((e: unknown) => e);
+    expect((err as { status?: number }).status).toBe(501);
+  });
 
   it("answers errors in the Anthropic shape", async () => {
     h = await startProxyHarness();
