@@ -152,6 +152,7 @@ describe("the translators' small parts", () => {
       scope: { rolloutId: "r", attemptId: "a" },
     });
     expect(routeRequest("GET", "/v1/messages")).toEqual({ kind: "method_not_allowed", allow: "POST" });
+    expect(routeRequest("POST", "/v1/messages/count_tokens")).toEqual({ kind: "count_tokens", scope: undefined });
   });
 
   it("splits Hermes tool calls off generated text, keeping malformed ones as content", () => {
