@@ -119,8 +119,8 @@ function upstreamBody(plan: CallPlan, policy: ForwardPolicy, backend: Backend): 
     if (kind === "chat") extra.logprobs = true;
     else if (typeof request.logprobs !== "number") extra.logprobs = 0;
   }
-  // A rebuilt answer needs the usage of a stream.
-  if (plan.client && request.stream === true)
+  // An answer rebuilt in another API needs the usage of a stream (a chat client gets what it asked for).
+  if (plan.client && plan.client.api !== "chat" && request.stream === true)
     extra.stream_options = { ...(request.stream_options as Json | undefined), include_usage: true };
   const keys = Object.keys(extra);
   // Appending the new fields to the client's own text saves re-serializing a large prompt; only when no key repeats.
