@@ -20,7 +20,7 @@ export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
 endif
 
-.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl bench-async verl-cpu-smoke bench-verl-cpu clean
+.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-token-in bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl bench-async verl-cpu-smoke bench-verl-cpu clean
 
 # One line per target; a new target adds its line here (test/architecture/make-help.test.ts checks that).
 help:
@@ -145,6 +145,9 @@ bench-store: build
 
 bench-proxy: build
 	npx tsx bench/proxy/run.ts --compiled
+
+bench-token-in: deps
+	npx tsx bench/token-in/run.ts
 
 bench-adapter: deps
 	npx tsx bench/adapter/run.ts

@@ -6,8 +6,9 @@
  *   to the store over gRPC).
  * The engine (the fake vLLM) is its own process. Through the proxy the calls are attempt-scoped: checked, and each
  * stores its span (ids, logprobs, bodies) right after its answer, the store holding the attempt's updates until then;
- * unattributed calls store nothing. Prints p50/p90/p99 and the server processes' CPU time per call for each path, and
- * the p50 the proxy adds.
+ * unattributed calls store nothing. The same conversation also goes through the proxy as a Responses and as an
+ * Anthropic Messages call (translated onto the engine's chat completions and back). Prints p50/p90/p99 and the server
+ * processes' CPU time per call for each path, and the p50 the proxy adds per API.
  *
  *   npx tsx bench/proxy/run.ts --requests 2000 [--mode serve|standalone|both] [--spans-first] [--compiled]
  *                              [--backend memory|sqlite] [--profile DIR] [--only REGEX]
@@ -157,10 +158,21 @@ async function measure(mode: "serve" | "standalone"): Promise<{ rows: Row[]; spa
           // The engine gets exactly what the proxy would send it, so both paths cost the engine the same.
           const engineBody = JSON.stringify({ model: "fake-model", messages, stream, return_token_ids: true, logprobs: true });
           const kind = stream ? "streamed" : "whole";
+          const [system, user] = [messages[0]?.content ?? "", messages[1]?.content ?? ""];
+          const responsesBody = JSON.stringify({ model: "fake-model", instructions: system, input: user, stream });
+          const messagesBody = JSON.stringify({
+            model: "fake-model",
+            system,
+            messages: [{ role: "user", content: user }],
+            max_tokens: 1024,
+            stream,
+          });
           return [
             { name: `direct, ${kind}`, url: `${engine.url}/chat/completions`, body: engineBody },
             { name: `proxy, ${kind}`, url: `${scoped}/chat/completions`, body: clientBody },
             { name: `proxy unattributed, ${kind}`, url: `${proxyUrl}/v1/chat/completions`, body: clientBody },
+            { name: `proxy responses, ${kind}`, url: `${scoped}/responses`, body: responsesBody },
+            { name: `proxy messages, ${kind}`, url: `${scoped}/messages`, body: messagesBody },
           ];
         })
         .filter((path) => !args.only || new RegExp(args.only).test(path.name));
@@ -207,12 +219,14 @@ for (const [mode, { rows, spans }] of results) {
   }
   for (const kind of ["whole", "streamed"]) {
     const direct = rows.find(([n]) => n === `direct, ${kind}`)?.[1].sorted;
-    const proxied = rows.find(([n]) => n === `proxy, ${kind}`)?.[1].sorted;
-    if (!direct || !proxied) continue;
-    console.log(
-      `added by the proxy (${kind}): p50 ${(pct(proxied, 50) - pct(direct, 50)).toFixed(3)} ms, p99 ` +
-        `${(pct(proxied, 99) - pct(direct, 99)).toFixed(3)} ms`,
-    );
+    for (const api of ["chat", "responses", "messages"]) {
+      const proxied = rows.find(([n]) => n === (api === "chat" ? `proxy, ${kind}` : `proxy ${api}, ${kind}`))?.[1].sorted;
+      if (!direct || !proxied) continue;
+      console.log(
+        `added by the proxy (${api}, ${kind}): p50 ${(pct(proxied, 50) - pct(direct, 50)).toFixed(3)} ms, p99 ` +
+          `${(pct(proxied, 99) - pct(direct, 99)).toFixed(3)} ms`,
+      );
+    }
   }
   console.log(`spans stored for the scoped calls: ${spans}`);
 }

@@ -13,13 +13,15 @@ export interface ProxyArgs {
   maxRetries: number;
   /** Store each span before its answer ends instead of promising it to the store (`--spans-first`). */
   spansFirst: boolean;
+  /** Token-in mode (`--token-in`). */
+  tokenIn: boolean;
   help: boolean;
 }
 
 export const PROXY_USAGE = `Usage: agl proxy --store <url> [options]
 
-Serves the LLM proxy on its own port: OpenAI-compatible /v1/chat/completions, /v1/completions and /v1/models, the
-same under /rollout/{rollout_id}/attempt/{attempt_id}/v1/..., and the admin routes /proxy/status, /proxy/pause,
+Serves the LLM proxy on its own port: /v1/chat/completions, /v1/completions, /v1/responses (OpenAI Responses),
+/v1/messages (Anthropic Messages) and /v1/models, the same under /rollout/{rollout_id}/attempt/{attempt_id}/v1/..., and the admin routes /proxy/status, /proxy/pause,
 /proxy/drain and /proxy/resume. Every attributed call is stored as a span with the engine's token ids.
 
 Options:
@@ -33,6 +35,8 @@ Options:
   --spans-first          store each call's span before its answer ends, rather than answer first and promise the
                          span to the store (needed when several store servers share one SQLite file; PostgreSQL
                          stores refuse promises by themselves)
+  --token-in             token-in mode: a rollout's next calls go to the engine as token ids that extend its
+                         previous call's (an llm resource's or a rollout's agl_token_in overrides it)
   -h, --help             show this help
 `;
 
@@ -49,6 +53,7 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       model: { type: "string" },
       "max-retries": { type: "string" },
       "spans-first": { type: "boolean" },
+      "token-in": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -64,6 +69,7 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     ...(values.model ? { model: values.model } : {}),
     maxRetries: integer(values["max-retries"] ?? "3", "--max-retries", 0, 100),
     spansFirst: values["spans-first"] === true,
+    tokenIn: values["token-in"] === true,
     help,
   };
 }

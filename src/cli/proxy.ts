@@ -12,6 +12,7 @@ export async function runProxy(args: ProxyArgs): Promise<number> {
     store,
     maxRetries: args.maxRetries,
     ...(args.spansFirst ? { spanPromises: false } : {}),
+    ...(args.tokenIn ? { tokenIn: true } : {}),
     ...(args.store.token ? { token: args.store.token } : {}),
     ...(args.backends.length > 0 ? { backends: args.backends.map((endpoint) => ({ endpoint, model: args.model ?? "" })) } : {}),
   });

@@ -12,7 +12,7 @@ export interface ServeArgs {
   /** The watchdog's limits, in `createStore`'s terms (0 turns one off). */
   liveness: { defaultUnresponsiveSeconds: number; workerGoneSeconds: number };
   /** Serve the LLM proxy on the same port; `backends` are fixed engines (none: follow the store's LLM resource). */
-  proxy?: { backends: string[]; model?: string };
+  proxy?: { backends: string[]; model?: string; tokenIn?: boolean };
   /** Serve the dashboard at `/` (absent with --no-ui); `dir` overrides where its built files are. */
   ui?: { dir?: string };
   help: boolean;
@@ -43,6 +43,8 @@ Options:
                               on this port; engines come from the latest LLM resource in the store
   --proxy-backend <url>       a fixed engine for the proxy instead (OpenAI base URL; repeatable; implies --proxy)
   --proxy-model <name>        the model the fixed engines serve
+  --proxy-token-in            the proxy's token-in mode: a rollout's next calls go to the engine as token ids that
+                              extend its previous call's (implies --proxy)
   --no-ui                     do not serve the dashboard (by default: GET / on this port, from dist/ui/ of the
                               package, built by 'make build'; it reads the store through the RPCs, with the token)
   --ui-dir <dir>              serve the dashboard built in this directory instead
@@ -68,6 +70,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       proxy: { type: "boolean" },
       "proxy-backend": { type: "string", multiple: true },
       "proxy-model": { type: "string" },
+      "proxy-token-in": { type: "boolean" },
       "no-ui": { type: "boolean" },
       "ui-dir": { type: "string" },
       help: { type: "boolean", short: "h" },
@@ -89,9 +92,10 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   const proxyBackends = values["proxy-backend"] ?? [];
   for (const url of proxyBackends) checkUrl(url, "--proxy-backend");
   const proxyModel = values["proxy-model"];
+  const tokenIn = values["proxy-token-in"] === true;
   const proxy =
-    values.proxy === true || proxyBackends.length > 0
-      ? { backends: proxyBackends, ...(proxyModel ? { model: proxyModel } : {}) }
+    values.proxy === true || proxyBackends.length > 0 || tokenIn
+      ? { backends: proxyBackends, ...(proxyModel ? { model: proxyModel } : {}), ...(tokenIn ? { tokenIn } : {}) }
       : undefined;
   return {
     host: values.host ?? "127.0.0.1",

@@ -25,6 +25,7 @@ export async function serve(args: ServeArgs): Promise<number> {
         // before the updates that finish attempts; with PostgreSQL another server may take those updates.
         ...(args.backend.kind === "postgres" ? {} : { pendingWrites: store.pendingWrites }),
         ...(args.token === undefined ? {} : { token: args.token }),
+        ...(args.proxy.tokenIn ? { tokenIn: true } : {}),
         ...(args.proxy.backends.length > 0
           ? { backends: args.proxy.backends.map((endpoint) => ({ endpoint, model: args.proxy?.model ?? "" })) }
           : {}),

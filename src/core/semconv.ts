@@ -55,7 +55,10 @@ export const AGL_LLM_PROMPT_TOKEN_IDS = "agl.llm.prompt_token_ids";
 export const AGL_LLM_RESPONSE_TOKEN_IDS = "agl.llm.response_token_ids";
 /** double_array: the logprob of each sampled token of choice 0, aligned with the response ids. */
 export const AGL_LLM_LOGPROBS = "agl.llm.logprobs";
-/** JSON: the request body the client sent (before the proxy added `return_token_ids`/`logprobs`). */
+/**
+ * JSON: the chat completions or completions request body the client sent (before the proxy added `return_token_ids`/
+ * `logprobs`); for a Responses or Messages call the proxy served, the chat completions request it stands for.
+ */
 export const AGL_LLM_REQUEST = "agl.llm.request";
 /** JSON: the response body (for a stream, the completion assembled from its chunks). */
 export const AGL_LLM_RESPONSE = "agl.llm.response";
@@ -75,6 +78,15 @@ export const AGL_LLM_TTFT_MS = "agl.llm.time_to_first_byte_ms";
 export const AGL_LLM_UPSTREAM_TRIES = "agl.llm.upstream_tries";
 /** int: HTTP status the client received. */
 export const AGL_LLM_HTTP_STATUS = "agl.llm.http_status";
+
+/** The API the client called (`chat`, `completions`, `responses`, `messages`); the proxy records it. */
+export const AGL_LLM_API = "agl.llm.api";
+/** JSON: the client's own body when it called another API than the engine's (`agl.llm.request` is then its translation). */
+export const AGL_LLM_CLIENT_REQUEST = "agl.llm.client_request";
+/** Token-in mode: `first` (rendered by the engine), `extended` (a token-id prompt) or `fallback` (sent as text). */
+export const AGL_LLM_TOKEN_IN = "agl.llm.token_in";
+/** Why a token-in call fell back to text. */
+export const AGL_LLM_TOKEN_IN_FALLBACK = "agl.llm.token_in.fallback_reason";
 
 /** Values of {@link AGL_LLM_SOURCE}. */
 export const LlmSource = {

@@ -37,7 +37,14 @@ export function backendsOf(update: ResourcesUpdate, names?: readonly string[]): 
     const kind = update.resources[name]?.kind;
     if (kind?.case !== "llm") continue;
     const llm = kind.value;
-    backends.push({ endpoint: llm.endpoint, model: llm.model, name, ...(llm.apiKey ? { apiKey: llm.apiKey } : {}) });
+    const tokenIn = llm.samplingParameters?.agl_token_in;
+    backends.push({
+      endpoint: llm.endpoint,
+      model: llm.model,
+      name,
+      ...(llm.apiKey ? { apiKey: llm.apiKey } : {}),
+      ...(typeof tokenIn === "boolean" ? { tokenIn } : {}),
+    });
   }
   return backends;
 }

@@ -8,6 +8,8 @@ export interface Backend {
   apiKey?: string;
   /** A name for logs and spans (the resource name when it came from the store). */
   name?: string;
+  /** Token-in mode for this engine's calls (its resource's `sampling_parameters.agl_token_in`); unset: the proxy's. */
+  tokenIn?: boolean;
 }
 
 /** The backends in force, and which resources version they came from. */

@@ -3,10 +3,13 @@ import { performance } from "node:perf_hooks";
 import { type BackendSet, backendsForModel, routeOrder } from "./backends.js";
 import { traceIdsFor } from "./call-span.js";
 import { type CallPlan, type CallResources, type ForwardPolicy, forwardCall } from "./forward-call.js";
-import { BodyTooLargeError, readRequestBody, sendError } from "./http-io.js";
+import type { Backend } from "./backends.js";
+import { ApiRequestError, type ClientApi, chatShape, errorBody, type Json } from "./client-api.js";
+import { BodyTooLargeError, readRequestBody, sendJson } from "./http-io.js";
 import type { PauseGate } from "./pause-gate.js";
 import type { ProxyRoute } from "./proxy-routes.js";
 import type { CallScope, ScopeChecker } from "./scope-check.js";
+import type { TokenIn } from "./token-in.js";
 
 /** What {@link handleCall} works with; one per proxy. */
 export interface CallHandlerDeps {
@@ -22,6 +25,11 @@ export interface CallHandlerDeps {
   onUnattributed(): void;
   /** Rotates unscoped calls over the engines. */
   rotation(): number;
+  /** The APIs served by translation onto chat completions. */
+  apis: Record<ClientApi["name"], ClientApi>;
+  tokenIn: TokenIn;
+  /** Whether a scoped call goes in token-in mode: its rollout's `agl_token_in`, else its engine's, else the proxy's. */
+  tokenInFor(scope: CallScope, backend: Backend): boolean;
 }
 
 /**
@@ -35,6 +43,14 @@ export async function handleCall(
   req: http.IncomingMessage,
   res: http.ServerResponse,
 ): Promise<void> {
+  const sendError = (
+    r: http.ServerResponse,
+    status: number,
+    code: string,
+    message: string,
+    headers: http.OutgoingHttpHeaders = {},
+    param?: string,
+  ) => sendJson(r, status, errorBody(route.call, status, code, message, param), headers);
   const startTime = Date.now() / 1000;
   const startedAt = performance.now();
   // The client may leave at any point: waiting in the gate, or mid-answer (then the engine's stream is stopped).
@@ -51,19 +67,31 @@ export async function handleCall(
     throw error;
   }
   const requestText = raw.toString("utf8");
-  let request: unknown;
+  let parsed: unknown;
   try {
-    request = JSON.parse(requestText);
+    parsed = JSON.parse(requestText);
   } catch (error) {
     return sendError(res, 400, "invalid_json", `the request body is not valid JSON: ${(error as Error).message}`);
   }
-  if (typeof request !== "object" || request === null || Array.isArray(request)) {
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
     return sendError(res, 400, "invalid_request", "the request body must be a JSON object");
   }
-  const body = request as Record<string, unknown>;
+  const body = parsed as Json;
   if (route.call === "chat" && !Array.isArray(body.messages))
     return sendError(res, 400, "invalid_request", "`messages` must be an array of chat messages");
   if (route.call === "completions" && body.prompt === undefined) return sendError(res, 400, "invalid_request", "`prompt` is required");
+  let request = body;
+  let client: CallPlan["client"];
+  if (route.call === "responses" || route.call === "messages") {
+    const api = deps.apis[route.call];
+    try {
+      request = api.toChat(body);
+    } catch (error) {
+      if (!(error instanceof ApiRequestError)) throw error;
+      return sendError(res, 400, "invalid_request", error.message, {}, error.param);
+    }
+    client = { api: route.call, shape: api, body, text: requestText };
+  }
   if (route.scope) {
     const refusal = await deps.scopes.check(route.scope);
     if (refusal) return sendError(res, refusal.status, refusal.code, refusal.message);
@@ -75,7 +103,7 @@ export async function handleCall(
     return sendError(res, 503, "no_backend", "no engine is configured yet: publish an LLM resource or pass --backend", {
       "retry-after": "1",
     });
-  const model = typeof body.model === "string" ? body.model : undefined;
+  const model = typeof request.model === "string" ? request.model : undefined;
   const { backends, rewrite } = backendsForModel(set.backends, model);
   if (backends.length === 0) {
     const served = [...new Set(set.backends.map((b) => b.model))].join(", ");
@@ -90,19 +118,31 @@ export async function handleCall(
         : "the proxy stayed paused too long; retry later";
     return sendError(res, 429, "proxy_paused", message, { "retry-after": String(refused.retryAfterSeconds) });
   }
-  const plan: CallPlan = {
-    kind: route.call,
-    scope: route.scope,
-    request: body,
-    requestText,
-    ids: traceIdsFor(req.headers.traceparent),
-    order: routeOrder(backends, route.scope?.rolloutId, deps.rotation()),
-    rewrite,
-    resources: await deps.resourcesOf(route.scope, set),
-    startTime,
-    startedAt,
-  };
   try {
+    const order = routeOrder(backends, route.scope?.rolloutId, deps.rotation());
+    const scope = route.scope;
+    let tokenPlan: Awaited<ReturnType<TokenIn["plan"]>> | undefined;
+    if (scope && route.call !== "completions" && deps.tokenInFor(scope, order[0] as Backend)) {
+      tokenPlan = await deps.tokenIn.plan(`${scope.rolloutId}/${scope.attemptId}`, request, order[0] as Backend, abort.signal);
+      // The answer is rebuilt from the engine's, in chat shape when the client called chat completions.
+      client ??= { api: "chat", shape: chatShape, body, text: requestText };
+    }
+    const plan: CallPlan = {
+      kind: route.call === "completions" ? "completions" : "chat",
+      scope,
+      request,
+      requestText: client && client.api !== "chat" ? JSON.stringify(request) : requestText,
+      client,
+      engine: tokenPlan?.engine,
+      onAnswer: tokenPlan?.onAnswer,
+      spanAttributes: tokenPlan?.attributes,
+      ids: traceIdsFor(req.headers.traceparent),
+      order,
+      rewrite,
+      resources: await deps.resourcesOf(scope, set),
+      startTime,
+      startedAt,
+    };
     await forwardCall(deps.policy, plan, res, abort.signal);
   } finally {
     deps.gate.leave();

@@ -2,6 +2,7 @@ import { type AttributeValue, type Span, StatusCode } from "../gen/agl/v1/types_
 import { attr } from "../adapter/attributes.js";
 import { randomHex } from "../store/ids.js";
 import * as sc from "../core/semconv.js";
+import type { ApiName } from "./client-api.js";
 import type { CallKind, CompletionRecord } from "./completion-reader.js";
 import type { CallScope } from "./scope-check.js";
 
@@ -17,6 +18,11 @@ export interface CallRecord {
   /** The body the client sent, parsed and as text. */
   request: Record<string, unknown>;
   requestText: string;
+  /** The API the client called, and its own body when that is not `request`. */
+  api: ApiName;
+  clientRequestText: string | undefined;
+  /** More attributes (token-in's outcome). */
+  extraAttributes: Record<string, string | number | boolean> | undefined;
   stream: boolean;
   /** Epoch seconds. */
   startTime: number;
@@ -58,6 +64,11 @@ export function callSpan(call: CallRecord): Span {
     [sc.AGL_LLM_UPSTREAM_TRIES]: attr.int(call.tries),
     [sc.AGL_LLM_HTTP_STATUS]: attr.int(call.httpStatus),
   };
+  a[sc.AGL_LLM_API] = attr.string(call.api);
+  if (call.clientRequestText !== undefined) a[sc.AGL_LLM_CLIENT_REQUEST] = attr.string(call.clientRequestText);
+  for (const [key, value] of Object.entries(call.extraAttributes ?? {})) {
+    a[key] = typeof value === "string" ? attr.string(value) : typeof value === "boolean" ? attr.bool(value) : attr.int(value);
+  }
   if (typeof call.request.model === "string") a[sc.GEN_AI_REQUEST_MODEL] = attr.string(call.request.model);
   for (const [field, key] of [
     ["temperature", sc.GEN_AI_REQUEST_TEMPERATURE],

@@ -5,10 +5,11 @@ import type { AnswerOrder } from "./answer-order.js";
 import type { Backend } from "./backends.js";
 import { upstreamUrl } from "./backends.js";
 import type { CallRecord } from "./call-span.js";
+import { type ApiName, assistantMessage, type ClientApi, chatAnswer, errorBody, type Json } from "./client-api.js";
 import { type CallKind, type CompletionRecord, readCompletion } from "./completion-reader.js";
-import { sendError } from "./http-io.js";
+import { sendJson } from "./http-io.js";
 import type { CallScope } from "./scope-check.js";
-import { streamThrough } from "./stream-through.js";
+import { answerIds, streamThrough } from "./stream-through.js";
 import { isRetryableStatus, readBody, type Upstream, type UpstreamError } from "./upstream.js";
 
 /** How calls are forwarded; shared by every call of a proxy. */
@@ -36,13 +37,38 @@ export interface CallResources {
   resourcesVersion: number;
 }
 
+/** How an engine's completions answers become chat completions (token-in mode sends token-id prompts). */
+export interface ToChat {
+  whole(body: Json): Json;
+  stream(): { push(chunk: Json): Json[]; end(): Json[] };
+}
+
+/** A call whose client API is not what the engine is sent: how to answer the client in its own API. */
+export interface ClientSide {
+  api: ApiName;
+  shape: Pick<ClientApi, "fromChat" | "stream" | "remember">;
+  /** The client's body, parsed and as sent. */
+  body: Json;
+  text: string;
+}
+
 /** One call, routed and ready to go. */
 export interface CallPlan {
+  /** The engine API of `request`. */
   kind: CallKind;
   scope: CallScope | undefined;
+  /** The chat completions or completions request the call stands for (the client's body, or its translation). */
   request: Record<string, unknown>;
-  /** The body exactly as the client sent it. */
+  /** `request` as text: the client's body exactly as sent, when not translated. */
   requestText: string;
+  /** Set when the client called another API (Responses, Messages) or the answer is rebuilt (token-in). */
+  client?: ClientSide;
+  /** Set when the engine is sent something else than `request` (token-in: a token-id prompt). */
+  engine?: { kind: CallKind; body: Json; toChat: ToChat };
+  /** Called with each complete answer (as a chat completion) before the client gets its end. */
+  onAnswer?: (completion: CompletionRecord, chat: Json) => void;
+  /** Attributes the span gets on top (token-in's outcome). */
+  spanAttributes?: Record<string, string | number | boolean>;
   ids: { traceId: string; spanId: string; parentId: string };
   /** Backends in the order to try them. */
   order: Backend[];
@@ -84,21 +110,26 @@ const parseCompletion = (text: Buffer): CompletionRecord | undefined => {
 
 function upstreamBody(plan: CallPlan, policy: ForwardPolicy, backend: Backend): { body: Buffer; askedIds: boolean } {
   const askedIds = policy.returnTokenIds === "always" || (policy.returnTokenIds === "auto" && !policy.noTokenIds.has(backend.endpoint));
+  const request = plan.engine?.body ?? plan.request;
+  const kind = plan.engine?.kind ?? plan.kind;
   const extra: Record<string, unknown> = {};
   if (plan.rewrite !== undefined) extra.model = plan.rewrite;
   if (askedIds) extra.return_token_ids = true;
   if (policy.requestLogprobs) {
-    if (plan.kind === "chat") extra.logprobs = true;
-    else if (typeof plan.request.logprobs !== "number") extra.logprobs = 0;
+    if (kind === "chat") extra.logprobs = true;
+    else if (typeof request.logprobs !== "number") extra.logprobs = 0;
   }
+  // An answer rebuilt in another API needs the usage of a stream (a chat client gets what it asked for).
+  if (plan.client && plan.client.api !== "chat" && request.stream === true)
+    extra.stream_options = { ...(request.stream_options as Json | undefined), include_usage: true };
   const keys = Object.keys(extra);
   // Appending the new fields to the client's own text saves re-serializing a large prompt; only when no key repeats.
-  const text = plan.requestText.trimEnd();
-  if (text.endsWith("}") && Object.keys(plan.request).length > 0 && keys.every((k) => !(k in plan.request))) {
+  const text = plan.engine ? "" : plan.requestText.trimEnd();
+  if (text.endsWith("}") && Object.keys(request).length > 0 && keys.every((k) => !(k in request))) {
     const tail = keys.map((k) => `,${JSON.stringify(k)}:${JSON.stringify(extra[k])}`).join("");
     return { body: Buffer.from(`${text.slice(0, -1)}${tail}}`), askedIds };
   }
-  return { body: Buffer.from(JSON.stringify({ ...plan.request, ...extra })), askedIds };
+  return { body: Buffer.from(JSON.stringify({ ...request, ...extra })), askedIds };
 }
 
 /**
@@ -108,6 +139,9 @@ function upstreamBody(plan: CallPlan, policy: ForwardPolicy, backend: Backend): 
  */
 export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: http.ServerResponse, signal: AbortSignal): Promise<void> {
   const stream = plan.request.stream === true;
+  const api = plan.client?.api ?? plan.kind;
+  const sendError = (r: http.ServerResponse, status: number, code: string, message: string) =>
+    sendJson(r, status, errorBody(api, status, code, message));
   // Calls without scope are not stored.
   const answerFirst = plan.scope && policy.order.begin(plan.scope, plan.ids.spanId);
   const base: Omit<CallRecord, "endTime" | "httpStatus" | "completion" | "error" | "tries" | "backendEndpoint" | "timeToFirstByteMs"> = {
@@ -116,6 +150,9 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
     ...plan.ids,
     request: plan.request,
     requestText: plan.requestText,
+    api,
+    clientRequestText: plan.client && plan.client.api !== "chat" ? plan.client.text : undefined,
+    extraAttributes: plan.spanAttributes,
     stream,
     startTime: plan.startTime,
     ...plan.resources,
@@ -149,7 +186,7 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
     const backend = plan.order[tries % plan.order.length] as Backend;
     tries++;
     const { body, askedIds } = upstreamBody(plan, policy, backend);
-    const url = upstreamUrl(backend.endpoint, plan.kind === "chat" ? "/chat/completions" : "/completions");
+    const url = upstreamUrl(backend.endpoint, (plan.engine?.kind ?? plan.kind) === "chat" ? "/chat/completions" : "/completions");
     let upstream: http.IncomingMessage;
     try {
       upstream = await policy.upstream.post(url, body, backend.apiKey, signal);
@@ -199,6 +236,7 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       const message = `the engine answered ${status}: ${text.toString("utf8").slice(0, 500)}`;
       const send = () => {
         if (res.headersSent || signal.aborted) return void res.end();
+        if (plan.client?.api === "messages") return sendJson(res, status, errorBody("messages", status, "engine_error", message));
         const headers: http.OutgoingHttpHeaders = {
           "content-type": upstream.headers["content-type"] ?? "application/json",
           "content-length": text.length,
@@ -216,9 +254,16 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       const outcome = await streamThrough(
         upstream,
         res,
-        { kind: plan.kind, spanId: plan.ids.spanId, assemble: plan.scope !== undefined },
+        {
+          kind: plan.engine?.kind ?? plan.kind,
+          spanId: plan.ids.spanId,
+          assemble: plan.scope !== undefined || plan.client !== undefined,
+          toChat: plan.engine?.toChat.stream(),
+          writer: plan.client?.shape.stream(plan.client.body),
+        },
         signal,
       );
+      if (!outcome.error) answered(plan, outcome.completion.body, outcome.completion);
       const finalStatus = outcome.error ? (outcome.error.type === "client_disconnected" ? 499 : 502) : status;
       return endAndRecord(answerFirst, outcome.release, (waiting) =>
         finish(waiting, finalStatus, tries, backend, ttfb, outcome.completion, outcome.error),
@@ -240,15 +285,50 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
           }),
       );
     }
+    let completion: CompletionRecord | undefined;
+    if (plan.client) {
+      let rebuilt: ReturnType<typeof rebuildWhole>;
+      try {
+        rebuilt = rebuildWhole(plan, plan.client, text);
+      } catch (error) {
+        const message = `the engine's answer is not JSON: ${(error as Error).message}`;
+        return endAndRecord(
+          answerFirst,
+          () => sendError(res, 502, "engine_broke_off", message),
+          (waiting) => finish(waiting, 502, tries, backend, ttfb, undefined, { type: "upstream_error", message }),
+        );
+      }
+      ({ text, completion } = rebuilt);
+    } else completion = parseCompletion(text);
     const send = () => {
       if (signal.aborted) return;
       res.writeHead(status, {
-        "content-type": upstream.headers["content-type"] ?? "application/json",
+        "content-type": plan.client ? "application/json" : (upstream.headers["content-type"] ?? "application/json"),
         "content-length": text.length,
         "x-agl-span-id": plan.ids.spanId,
       });
       res.end(text);
     };
-    return endAndRecord(answerFirst, send, (waiting) => finish(waiting, status, tries, backend, ttfb, parseCompletion(text)));
+    return endAndRecord(answerFirst, send, (waiting) => finish(waiting, status, tries, backend, ttfb, completion));
   }
+}
+
+/**
+ * Rebuilds a whole answer: from the engine's completion (token-in) to chat, and to the client's API. Throws when the
+ * engine's body is not JSON.
+ */
+function rebuildWhole(plan: CallPlan, client: ClientSide, text: Buffer): { text: Buffer; completion: CompletionRecord } {
+  const parsed = JSON.parse(text.toString("utf8"));
+  const body = plan.engine ? plan.engine.toChat.whole(parsed) : parsed;
+  const completion = readCompletion(body);
+  answered(plan, completion.body, completion);
+  return { text: Buffer.from(JSON.stringify(client.shape.fromChat(body, client.body, answerIds(completion)))), completion };
+}
+
+/** A complete answer: the client API remembers the conversation (`previous_response_id`), token-in its ids. */
+function answered(plan: CallPlan, body: Json, completion: CompletionRecord): void {
+  plan.onAnswer?.(completion, body);
+  if (!plan.client?.shape.remember || !completion.responseId) return;
+  const messages = Array.isArray(plan.request.messages) ? (plan.request.messages as Json[]) : [];
+  plan.client.shape.remember(completion.responseId, [...messages, assistantMessage(chatAnswer(body))], plan.client.body);
 }

@@ -9,13 +9,18 @@ import { inProcessOrder, promisedOrder, spanFirstOrder } from "./answer-order.js
 import { type BackendSource, staticBackends, storeBackends } from "./backend-source.js";
 import type { Backend } from "./backends.js";
 import { type CallHandlerDeps, handleCall } from "./call-handler.js";
+import { handleCountTokens } from "./count-tokens.js";
 import type { ForwardPolicy } from "./forward-call.js";
+import { errorBody } from "./client-api.js";
 import { sendError, sendJson } from "./http-io.js";
+import { createMessagesApi } from "./messages-api.js";
 import { createPauseGate, type PauseOptions, type PauseState } from "./pause-gate.js";
 import { routeRequest } from "./proxy-routes.js";
 import { createResourceVersions } from "./resource-versions.js";
+import { createResponsesApi } from "./responses-api.js";
 import { createScopeChecker } from "./scope-check.js";
 import { createSpanRecorder } from "./span-recorder.js";
+import { createTokenIn, type TokenInStats } from "./token-in.js";
 import { createUpstream, type UpstreamOptions } from "./upstream.js";
 import { createConsoleLogger, type Logger } from "../core/logger.js";
 
@@ -54,6 +59,12 @@ export interface LlmProxyOptions {
   returnTokenIds?: "auto" | "always" | "never";
   /** Ask engines for chosen-token logprobs (default true). */
   requestLogprobs?: boolean;
+  /**
+   * Token-in mode for scoped chat, Responses and Messages calls (default false): each call after a rollout's first
+   * goes to the engine as a token-id prompt that extends the previous call's ids exactly. An `llm` resource's
+   * `sampling_parameters.agl_token_in` overrides it for its engine, a rollout's `metadata.agl_token_in` for the rollout.
+   */
+  tokenIn?: boolean;
   /** Largest request body (default 16 MiB). */
   maxBodyBytes?: number;
   /** Longest a call waits while paused before a 429 (default 300,000 ms). */
@@ -77,6 +88,8 @@ export interface ProxyStatus extends PauseState {
   spanWriteErrors: number;
   /** Answers by HTTP status. */
   responses: Record<string, number>;
+  /** Token-in calls: first of a rollout, extended by ids, and fallen back to text (by reason). */
+  tokenIn: TokenInStats;
 }
 
 /** The LLM proxy: a request handler plus the pause/drain controls. */
@@ -96,7 +109,8 @@ export interface LlmProxy {
 }
 
 /**
- * Creates the LLM proxy: OpenAI-compatible routes (plain and attempt-scoped), sticky routing per rollout, token ids
+ * Creates the LLM proxy: OpenAI-compatible routes (chat completions, completions, and the Responses and Anthropic
+ * Messages APIs served on the engine's chat completions; plain and attempt-scoped), sticky routing per rollout, token ids
  * and logprobs requested from engines, streaming passed through chunk by chunk, retries before the first byte,
  * pause/drain, and one span per attributed call in the store.
  */
@@ -126,6 +140,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     logger,
   });
   const upstream = createUpstream(options.upstream);
+  const tokenIn = createTokenIn({ upstream });
   const counters = { requests: 0, retries: 0, unattributedCalls: 0, responses: {} as Record<string, number> };
   const policy: ForwardPolicy = {
     upstream,
@@ -153,6 +168,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       unattributedCalls: counters.unattributedCalls,
       ...recorder.stats(),
       responses: { ...counters.responses },
+      tokenIn: tokenIn.stats(),
     };
   };
 
@@ -181,6 +197,9 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       }
     },
     rotation: () => rotation++,
+    apis: { responses: createResponsesApi(), messages: createMessagesApi() },
+    tokenIn,
+    tokenInFor: (scope, backend) => scopes.tokenInOf(scope) ?? backend.tokenIn ?? options.tokenIn ?? false,
   };
 
   const handle = (req: http.IncomingMessage, res: http.ServerResponse, next?: () => void) => {
@@ -191,8 +210,14 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       counters.responses[res.statusCode] = (counters.responses[res.statusCode] ?? 0) + 1;
     });
     if (options.token !== undefined) {
-      const problem = bearerTokenProblem(req.headers.authorization, options.token);
-      if (problem) return sendError(res, 401, "unauthenticated", problem);
+      // Anthropic clients send their key as `x-api-key`.
+      const apiKey = req.headers["x-api-key"];
+      const credential = req.headers.authorization ?? (typeof apiKey === "string" ? `Bearer ${apiKey}` : undefined);
+      const problem = bearerTokenProblem(credential, options.token);
+      if (problem) {
+        const api = route.kind === "call" ? route.call : route.kind === "count_tokens" ? "messages" : "chat";
+        return sendJson(res, 401, errorBody(api, 401, "unauthenticated", problem));
+      }
     }
     let work: Promise<void> | void;
     switch (route.kind) {
@@ -204,6 +229,9 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       }
       case "admin":
         work = handleAdmin(proxy, route.action, req, res);
+        break;
+      case "count_tokens":
+        work = handleCountTokens({ ...callDeps, messages: callDeps.apis.messages, upstream }, req, res);
         break;
       case "call":
         work = handleCall(callDeps, route, req, res);

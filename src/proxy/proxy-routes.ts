@@ -1,10 +1,11 @@
-import type { CallKind } from "./completion-reader.js";
+import type { ApiName } from "./client-api.js";
 import type { CallScope } from "./scope-check.js";
 
 /** A request the proxy serves. */
 export type ProxyRoute =
-  | { kind: "call"; call: CallKind; scope: CallScope | undefined }
+  | { kind: "call"; call: ApiName; scope: CallScope | undefined }
   | { kind: "models"; scope: CallScope | undefined }
+  | { kind: "count_tokens"; scope: CallScope | undefined }
   | { kind: "admin"; action: "status" | "pause" | "resume" | "drain" }
   | { kind: "method_not_allowed"; allow: string };
 
@@ -15,10 +16,17 @@ const admin = new Map<string, { action: "status" | "pause" | "resume" | "drain";
   ["/proxy/resume", { action: "resume", method: "POST" }],
   ["/proxy/drain", { action: "drain", method: "POST" }],
 ] as const);
+/** The LLM call paths (after `/v1`), by the API they speak; a new API is one more entry. */
+const calls = new Map<string, ApiName>([
+  ["/chat/completions", "chat"],
+  ["/completions", "completions"],
+  ["/responses", "responses"],
+  ["/messages", "messages"],
+]);
 
 /**
- * Routes a request: the OpenAI API paths (`/v1/chat/completions`, `/v1/completions`, `/v1/models`, also without
- * `/v1`), the same under `/rollout/{rollout_id}/attempt/{attempt_id}`, and the admin paths under `/proxy/`.
+ * Routes a request: the LLM API paths (`/v1/chat/completions`, `/v1/completions`, `/v1/responses`, `/v1/messages`,
+ * `/v1/models`, also without `/v1`), the same under `/rollout/{rollout_id}/attempt/{attempt_id}`, and the admin paths under `/proxy/`.
  * Undefined for anything else.
  */
 export function routeRequest(method: string, url: string): ProxyRoute | undefined {
@@ -38,9 +46,11 @@ export function routeRequest(method: string, url: string): ProxyRoute | undefine
   }
   if (path.startsWith("/v1/")) path = path.slice(3);
   path = path.replace(/\/+$/, "");
-  const call: CallKind | undefined = path === "/chat/completions" ? "chat" : path === "/completions" ? "completions" : undefined;
+  const call = calls.get(path);
   if (call) return method === "POST" ? { kind: "call", call, scope } : { kind: "method_not_allowed", allow: "POST" };
   if (path === "/models") return method === "GET" ? { kind: "models", scope } : { kind: "method_not_allowed", allow: "GET" };
+  if (path === "/messages/count_tokens")
+    return method === "POST" ? { kind: "count_tokens", scope } : { kind: "method_not_allowed", allow: "POST" };
   return undefined;
 }
 

@@ -19,12 +19,15 @@ export interface ScopeChecker {
   check(scope: CallScope): Promise<ScopeRefusal | undefined>;
   /** The resources id of a checked scope's rollout ("" when it has none, or the scope was not checked). */
   resourcesIdOf(scope: CallScope): string;
+  /** A checked scope's rollout's `metadata.agl_token_in`, when it is a boolean. */
+  tokenInOf(scope: CallScope): boolean | undefined;
   /** The store said the attempt was cancelled: later calls of it are refused with 409. */
   markCancelled(scope: CallScope): void;
 }
 
 const keyOf = (s: CallScope) => `${s.rolloutId}/${s.attemptId}`;
-type Known = { state: "ok"; resourcesId: string } | { state: "cancelled" };
+type Known = { state: "ok"; resourcesId: string; tokenIn: boolean | undefined } | { state: "cancelled" };
+type Found = { resourcesId: string; tokenIn: boolean | undefined };
 
 /**
  * Creates a {@link ScopeChecker}. The first call of an attempt costs a store read (two when it is not the rollout's
@@ -37,13 +40,14 @@ export function createScopeChecker(store: StoreApi, maxEntries = 100_000): Scope
     known.set(key, value);
     if (known.size > maxEntries) known.delete(known.keys().next().value as string);
   };
-  const exists = async (scope: CallScope): Promise<{ resourcesId: string } | ScopeRefusal> => {
+  const exists = async (scope: CallScope): Promise<Found | ScopeRefusal> => {
     try {
       const rollout = await store.getRollout({ rolloutId: scope.rolloutId });
-      const { resourcesId } = rollout;
-      if (rollout.latestAttempt?.attemptId === scope.attemptId) return { resourcesId };
+      const flag = rollout.metadata?.agl_token_in;
+      const found = { resourcesId: rollout.resourcesId, tokenIn: typeof flag === "boolean" ? flag : undefined };
+      if (rollout.latestAttempt?.attemptId === scope.attemptId) return found;
       const { attempts } = await store.queryAttempts({ rolloutId: scope.rolloutId });
-      if (attempts.some((a) => a.attemptId === scope.attemptId)) return { resourcesId };
+      if (attempts.some((a) => a.attemptId === scope.attemptId)) return found;
     } catch (error) {
       const e = ConnectError.from(error);
       if (e.code === Code.NotFound || e.code === Code.InvalidArgument) {
@@ -75,12 +79,16 @@ export function createScopeChecker(store: StoreApi, maxEntries = 100_000): Scope
       }
       const found = await exists(scope);
       if ("status" in found) return found;
-      remember(key, { state: "ok", resourcesId: found.resourcesId });
+      remember(key, { state: "ok", ...found });
       return undefined;
     },
     resourcesIdOf(scope) {
       const seen = known.get(keyOf(scope));
       return seen?.state === "ok" ? seen.resourcesId : "";
+    },
+    tokenInOf(scope) {
+      const seen = known.get(keyOf(scope));
+      return seen?.state === "ok" ? seen.tokenIn : undefined;
     },
     markCancelled(scope) {
       remember(keyOf(scope), { state: "cancelled" });

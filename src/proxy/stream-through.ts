@@ -1,4 +1,5 @@
 import type * as http from "node:http";
+import type { AnswerIds, StreamWriter } from "./client-api.js";
 import { type CallKind, type CompletionRecord, createStreamAssembler } from "./completion-reader.js";
 import { createSseSplitter } from "./sse-splitter.js";
 
@@ -8,6 +9,10 @@ export interface StreamedCall {
   spanId: string;
   /** False for a call that is not recorded: its events are passed through, not read. */
   assemble: boolean;
+  /** Turns each engine chunk into the chat chunks it stands for (token-in mode: completions chunks); default as is. */
+  toChat?: { push(chunk: Record<string, unknown>): Record<string, unknown>[]; end(): Record<string, unknown>[] };
+  /** Writes the client's stream in its own API from the chat chunks; without it the engine's events pass through. */
+  writer?: StreamWriter;
 }
 
 /** How a streamed answer ended. */
@@ -31,11 +36,12 @@ export function streamThrough(
   signal: AbortSignal,
 ): Promise<StreamOutcome> {
   const splitter = createSseSplitter();
-  const assembler = createStreamAssembler(call.kind);
+  const assembler = createStreamAssembler(call.toChat ? "chat" : call.kind);
+  const { writer } = call;
   let held = "";
   let engineError: string | undefined;
   res.writeHead(upstream.statusCode ?? 200, {
-    "content-type": upstream.headers["content-type"] ?? "text/event-stream",
+    "content-type": writer ? "text/event-stream" : (upstream.headers["content-type"] ?? "text/event-stream"),
     "cache-control": "no-cache",
     "x-accel-buffering": "no",
     "x-agl-span-id": call.spanId,
@@ -46,20 +52,28 @@ export function streamThrough(
     if (!wrote && !res.writableEnded && !res.destroyed) res.flushHeaders();
   });
 
+  const take = (chunks: Record<string, unknown>[]) => {
+    let out = "";
+    for (const chunk of chunks) {
+      assembler.add(chunk);
+      if (writer) out += writer.chunk(chunk);
+    }
+    return out;
+  };
   const forward = (events: ReturnType<typeof splitter.push>) => {
     let out = "";
     for (const event of events) {
       if (event.data === "[DONE]") {
-        held += event.raw;
+        if (!writer) held += event.raw;
         continue;
       }
-      out += event.raw;
-      if (!call.assemble || event.data === "") continue;
+      if (!writer) out += event.raw;
+      if ((!call.assemble && !writer) || event.data === "") continue;
       try {
         const chunk = JSON.parse(event.data);
         if (chunk && typeof chunk === "object") {
           if (chunk.error) engineError ??= typeof chunk.error.message === "string" ? chunk.error.message : JSON.stringify(chunk.error);
-          else assembler.add(chunk);
+          else out += take(call.toChat ? call.toChat.push(chunk) : [chunk]);
         }
       } catch {
         // Not JSON: passed through untouched, nothing to assemble.
@@ -82,12 +96,18 @@ export function streamThrough(
       const rest = splitter.end();
       if (rest && !error) forward([rest]);
       if (!error && engineError) error = { type: "engine_error", message: engineError };
+      if (call.toChat && !error) {
+        const tail = take(call.toChat.end());
+        if (tail) res.write(tail);
+      }
+      const completion = assembler.result();
+      if (writer) held = error ? writer.fail(error.message) : writer.end(answerIds(completion));
       resolve({
-        completion: assembler.result(),
+        completion,
         error,
         release: () => {
           if (signal.aborted || res.writableEnded) return;
-          if (error && error.type === "upstream_error") {
+          if (error && error.type === "upstream_error" && !writer) {
             res.write(
               `data: ${JSON.stringify({ error: { message: error.message, type: "upstream_error", code: "engine_broke_off" } })}\n\n`,
             );
@@ -109,4 +129,14 @@ export function streamThrough(
     });
     if (signal.aborted) onAbort();
   });
+}
+
+/** The ids a translated answer hands the client under `agl`, when the engine returned them. */
+export function answerIds(c: CompletionRecord): AnswerIds | undefined {
+  if (!c.promptIds && !c.responseIds) return undefined;
+  return {
+    ...(c.promptIds ? { prompt_token_ids: c.promptIds } : {}),
+    ...(c.responseIds ? { token_ids: c.responseIds } : {}),
+    ...(c.logprobs ? { logprobs: c.logprobs } : {}),
+  };
 }

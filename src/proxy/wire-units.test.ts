@@ -3,6 +3,8 @@ import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { ResourceSchema } from "../gen/agl/v1/types_pb.js";
 import { bindResource, proxyBaseUrl } from "./binding.js";
+import { createBoundedMap } from "./bounded-map.js";
+import { parseToolCalls } from "./completion-to-chat.js";
 import { createStreamAssembler, readCompletion } from "./completion-reader.js";
 import { routeRequest } from "./proxy-routes.js";
 import { createSseSplitter } from "./sse-splitter.js";
@@ -121,5 +123,38 @@ describe("routes and binding", () => {
     const json = create(ResourceSchema, { kind: { case: "json", value: { kind: { case: "stringValue", value: "x" } } } });
     expect(bindResource(json, "ro-1", "at-2")).toBe(json);
     expect(() => proxyBaseUrl("http://h", "", "at")).toThrow();
+  });
+});
+
+describe("the translators' small parts", () => {
+  it("routes the Responses and Messages paths, plain and attempt-scoped", () => {
+    expect(routeRequest("POST", "/v1/responses")).toEqual({ kind: "call", call: "responses", scope: undefined });
+    expect(routeRequest("POST", "/rollout/r/attempt/a/v1/messages")).toEqual({
+      kind: "call",
+      call: "messages",
+      scope: { rolloutId: "r", attemptId: "a" },
+    });
+    expect(routeRequest("GET", "/v1/messages")).toEqual({ kind: "method_not_allowed", allow: "POST" });
+    expect(routeRequest("POST", "/v1/messages/count_tokens")).toEqual({ kind: "count_tokens", scope: undefined });
+  });
+
+  it("splits Hermes tool calls off generated text, keeping malformed ones as content", () => {
+    const text = 'Let me add.\n<tool_call>\n{"name": "add", "arguments": {"a": 2}}\n</tool_call>';
+    const { content, calls } = parseToolCalls(text);
+    expect(content).toBe("Let me add.");
+    expect(calls.map((c) => [c.name, c.arguments])).toEqual([["add", '{"a":2}']]);
+    expect(parseToolCalls("<tool_call>\nnot json\n</tool_call>")).toEqual({ content: "<tool_call>\nnot json\n</tool_call>", calls: [] });
+  });
+
+  it("a bounded map forgets its oldest entries past its count or its weight", () => {
+    const map = createBoundedMap<number>(2, 10);
+    map.set("a", 1, 4);
+    map.set("b", 2, 4);
+    map.set("c", 3, 4);
+    expect([map.get("a"), map.get("b"), map.get("c"), map.size]).toEqual([undefined, 2, 3, 2]);
+    map.set("d", 4, 9);
+    expect([map.get("b"), map.get("c"), map.get("d")]).toEqual([undefined, undefined, 4]);
+    map.set("huge", 5, 11);
+    expect(map.get("huge")).toBeUndefined();
   });
 });

@@ -3,26 +3,20 @@
  * minimal loop: the runner resolves the `proxy_llm` resource to the attempt's proxy URL, the agent calls the model
  * through it, the runner reports the reward and the outcome, and the triplets carry exactly the engine's ids.
  */
-import { silentLogger } from "../../src/core/logger.js";
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rollout } from "../../src/agent/agent.js";
-import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
+import type { StoreClient } from "../../src/client/store-client.js";
 import { type RolloutTriplets, TripletMode } from "../../src/gen/agl/v1/triplets_pb.js";
-import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
 import { createInProcessExecutor } from "../../src/runner/in-process-executor.js";
 import { createRunner } from "../../src/runner/runner.js";
-import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
-import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
-import { createStore, type Store } from "../../src/store/store.js";
-import { createTripletClient, type TripletClient } from "../../src/triplets/triplet-client.js";
-import { type Answer, type FakeVllm, startFakeVllm } from "../support/fake-vllm.js";
+import type { TripletClient } from "../../src/triplets/triplet-client.js";
+import type { Answer, FakeVllm } from "../support/fake-vllm.js";
+import { type ServedProxy, startServedProxy } from "../support/served-proxy.js";
 import { addingAgent, addingPolicy, type AgentTask } from "../support/mini-agent.js";
 
-let store: Store;
-let proxy: LlmProxy;
-let server: StoreServer;
+let h: ServedProxy;
 let engine: FakeVllm;
 let client: StoreClient;
 let triplets: TripletClient;
@@ -34,19 +28,8 @@ const tasks: AgentTask[] = [
 ];
 
 beforeAll(async () => {
-  engine = await startFakeVllm({ policy: addingPolicy });
-  store = createStore({ backend: createMemoryBackend() });
-  // As `agl serve --proxy` runs it: answers first, the store orders each span before the attempt's finishing update.
-  proxy = createLlmProxy({ store, pendingWrites: store.pendingWrites, logger: silentLogger });
-  server = await startStoreServer({ store, port: 0, fallback: (req, res) => proxy.handle(req, res) });
-  client = createStoreClient({ baseUrl: server.url });
-  triplets = createTripletClient({ baseUrl: server.url });
-  await client.addResources({
-    resources: {
-      engine: { kind: { case: "llm", value: { endpoint: engine.url, model: engine.model } } },
-      main_llm: { kind: { case: "proxyLlm", value: { endpoint: `${server.url}/v1`, model: engine.model } } },
-    },
-  });
+  h = await startServedProxy({ engine: { policy: addingPolicy } });
+  ({ engine, client, triplets } = h);
   await client.enqueueRollouts({ rollouts: tasks.map((t) => ({ input: fromJson(ValueSchema, t as unknown as JsonValue) })) });
   const agent = rollout<AgentTask>(async (task, resources) => {
     const llm = resources.llm("main_llm");
@@ -61,14 +44,7 @@ beforeAll(async () => {
   await runner.run();
 }, 60_000);
 
-afterAll(async () => {
-  triplets?.close();
-  client?.close();
-  await server?.close();
-  await proxy?.close();
-  await store?.close();
-  await engine?.close();
-});
+afterAll(() => h?.close());
 
 async function read(mode: TripletMode): Promise<Map<string, RolloutTriplets>> {
   const out = new Map<string, RolloutTriplets>();

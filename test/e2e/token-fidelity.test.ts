@@ -3,23 +3,17 @@
  * `agl serve --proxy` runs them): every id in every triplet equals what the engine sent, streamed or not, with tool
  * calls; a 3-turn tool-using rollout merges into one trajectory with the right masks; a broken prefix does not.
  */
-import { silentLogger } from "../../src/core/logger.js";
 import { fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
+import type { StoreClient } from "../../src/client/store-client.js";
 import { type RolloutTriplets, TripletMode } from "../../src/gen/agl/v1/triplets_pb.js";
-import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
-import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
-import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
-import { createStore, type Store } from "../../src/store/store.js";
-import { createTripletClient, type TripletClient } from "../../src/triplets/triplet-client.js";
-import { type Answer, type FakeVllm, startFakeVllm } from "../support/fake-vllm.js";
+import type { TripletClient } from "../../src/triplets/triplet-client.js";
+import type { Answer, FakeVllm } from "../support/fake-vllm.js";
+import { type ServedProxy, startServedProxy } from "../support/served-proxy.js";
 import { addingPolicy, type AgentTask, runAgents } from "../support/mini-agent.js";
 
-let store: Store;
-let proxy: LlmProxy;
-let server: StoreServer;
+let h: ServedProxy;
 let engine: FakeVllm;
 let client: StoreClient;
 let triplets: TripletClient;
@@ -41,19 +35,8 @@ async function collect(mode: TripletMode): Promise<RolloutTriplets[]> {
 }
 
 beforeAll(async () => {
-  engine = await startFakeVllm({ policy: addingPolicy, tokensPerChunk: 4 });
-  store = createStore({ backend: createMemoryBackend() });
-  proxy = createLlmProxy({ store, pendingWrites: store.pendingWrites, logger: silentLogger });
-  server = await startStoreServer({ store, port: 0, triplets: { pollIntervalMs: 50 }, fallback: (req, res) => proxy.handle(req, res) });
-  client = createStoreClient({ baseUrl: server.url });
-  triplets = createTripletClient({ baseUrl: server.url });
-  // What a trainer publishes: the engine, and the proxy the agents must use.
-  await client.addResources({
-    resources: {
-      engine: { kind: { case: "llm", value: { endpoint: engine.url, model: engine.model } } },
-      main_llm: { kind: { case: "proxyLlm", value: { endpoint: `${server.url}/v1`, model: engine.model } } },
-    },
-  });
+  h = await startServedProxy({ engine: { policy: addingPolicy, tokensPerChunk: 4 }, tripletPollMs: 50 });
+  ({ engine, client, triplets } = h);
   // The trainer streams (following) while the agents run.
   const transition = collect(TripletMode.TRANSITION);
   await client.enqueueRollouts({ rollouts: tasks.map((t) => ({ input: fromJson(ValueSchema, t as unknown as JsonValue) })) });
@@ -72,14 +55,7 @@ beforeAll(async () => {
   }
 }, 60_000);
 
-afterAll(async () => {
-  triplets?.close();
-  client?.close();
-  await server?.close();
-  await proxy?.close();
-  await store?.close();
-  await engine?.close();
-});
+afterAll(() => h?.close());
 
 describe("token fidelity, end to end", () => {
   it("every call of every rollout became a triplet whose ids and logprobs equal exactly what the engine sent", () => {

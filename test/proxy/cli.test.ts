@@ -105,6 +105,36 @@ describe("agl CLI with the proxy", () => {
   });
 
   it.each([
+    ["agl serve --proxy-token-in", "serve"],
+    ["agl proxy --token-in", "proxy"],
+  ] as const)("%s sends a rollout's second call as token ids extending its first", async (_name, mode) => {
+    engine = await startFakeVllm();
+    cleanup.push(() => engine.close());
+    const fixed = ["--backend", engine.url, "--model", engine.model];
+    const server = await startAgl([
+      "serve",
+      "--memory",
+      "--port",
+      "0",
+      ...(mode === "serve" ? ["--proxy-token-in", "--proxy-backend", engine.url] : []),
+    ]);
+    const proxyUrl =
+      mode === "proxy" ? (await startAgl(["proxy", "--store", server.url, "--port", "0", "--token-in", ...fixed])).url : server.url;
+    const store = createStoreClient({ baseUrl: server.url });
+    cleanup.push(() => store.close());
+    const { rolloutId, attemptId } = await claim(store);
+    const url = `${proxyUrl}/rollout/${rolloutId}/attempt/${attemptId}/v1/chat/completions`;
+    const messages: { role: string; content: string }[] = [{ role: "user", content: "hi" }];
+    const first = (await (await postJson(url, { model: engine.model, messages })).json()) as {
+      choices: { message: { content: string } }[];
+    };
+    messages.push({ role: "assistant", content: first.choices[0]!.message.content }, { role: "user", content: "again" });
+    expect((await postJson(url, { model: engine.model, messages })).status).toBe(200);
+    expect(engine.requests.map((r) => r.path)).toEqual(["/v1/chat/completions", "/tokenize", "/tokenize", "/v1/completions"]);
+    expect((await (await fetch(`${proxyUrl}/proxy/status`)).json()).tokenIn).toEqual({ first: 1, extended: 1, fallbacks: 0, reasons: {} });
+  });
+
+  it.each([
     ["agl serve --proxy-backend", "serve-fixed"],
     ["agl serve --proxy", "serve-resources"],
     ["agl proxy --backend", "standalone"],

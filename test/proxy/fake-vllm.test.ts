@@ -61,7 +61,7 @@ describe("fake vLLM", () => {
     const events = await readSse(res);
     expect(events.at(-1)).toBe("[DONE]");
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
-    expect(chunks[0].prompt_token_ids).toEqual(renderChat(messages));
+    expect(chunks[0].prompt_token_ids).toEqual(renderChat(messages, tools));
     const ids = chunks.flatMap((c) => c.choices[0]?.token_ids ?? []);
     expect(ids).toEqual(engine.answers[0]?.responseIds);
     const args = chunks

@@ -1,7 +1,9 @@
 /**
  * The deterministic tokenizer and chat template of the fake vLLM engine: one token per Unicode code point (id =
- * code point + 100) plus two special tokens, and a Qwen-style ChatML template. Decoding is exact, so tests can check
- * every id the engine sent against the text it stands for.
+ * code point + 100) plus two special tokens, and a Qwen-style ChatML template (tools in a system block, Hermes tool
+ * calls). Decoding is exact, so tests can check every id the engine sent against the text it stands for. With
+ * `merges`, a space and the letter or digit after it are one token, as BPE merges them, while a model may still
+ * sample them as two (`encodeUnmerged`): the same text then has two encodings, and re-rendering it splits.
  */
 
 export const IM_START = 1;
@@ -12,17 +14,29 @@ const specials = new Map([
   [IM_END, "<|im_end|>"],
 ]);
 
-/** Text → ids (no special tokens). */
-export function encode(text: string): number[] {
+const MERGED = 2_000_000;
+const mergeable = /[A-Za-z0-9]/;
+
+/** Text → ids (no special tokens); with `merges`, each space before a letter or digit merges with it. */
+export function encode(text: string, merges = false): number[] {
   const ids: number[] = [];
-  for (const ch of text) ids.push((ch.codePointAt(0) as number) + OFFSET);
+  const chars = [...text];
+  for (let i = 0; i < chars.length; i++) {
+    const ch = chars[i] as string;
+    const next = chars[i + 1];
+    if (merges && ch === " " && next !== undefined && mergeable.test(next)) {
+      ids.push(MERGED + (next.codePointAt(0) as number));
+      i++;
+    } else ids.push((ch.codePointAt(0) as number) + OFFSET);
+  }
   return ids;
 }
 
-/** Ids → text (special tokens written out). */
+/** Ids → text (special tokens written out, merged tokens as their two characters). */
 export function decode(ids: readonly number[]): string {
   let out = "";
-  for (const id of ids) out += specials.get(id) ?? String.fromCodePoint(id - OFFSET);
+  for (const id of ids)
+    out += specials.get(id) ?? (id >= MERGED ? ` ${String.fromCodePoint(id - MERGED)}` : String.fromCodePoint(id - OFFSET));
   return out;
 }
 
@@ -71,22 +85,79 @@ function contentText(content: ChatMessage["content"]): string {
   return "";
 }
 
-/** ChatML prompt ids, with the generation prompt `<|im_start|>assistant\n` at the end. */
-export function renderChat(messages: readonly ChatMessage[]): number[] {
+/** How {@link renderChat} renders. */
+export interface RenderOptions {
+  /** End with the generation prompt `<|im_start|>assistant\n` (default true). */
+  addGenerationPrompt?: boolean;
+  /** The tokenizer's merges (see {@link encode}). */
+  merges?: boolean;
+}
+
+const TOOLS_HEADER = "# Tools\n";
+
+/** ChatML prompt ids: the tools (when any) in a system block first, then each message, then the generation prompt. */
+export function renderChat(messages: readonly ChatMessage[], tools: readonly unknown[] = [], options: RenderOptions = {}): number[] {
+  const enc = (text: string) => encode(text, options.merges);
   const ids: number[] = [];
+  if (tools.length > 0)
+    ids.push(IM_START, ...enc(`system\n${TOOLS_HEADER}${tools.map((t) => JSON.stringify(t)).join("\n")}`), IM_END, ...enc("\n"));
   for (const m of messages) {
-    ids.push(IM_START, ...encode(`${m.role}\n`));
+    ids.push(IM_START, ...enc(`${m.role}\n`));
     if (m.role === "assistant" && m.tool_calls && m.tool_calls.length > 0) {
       const calls = m.tool_calls.map((tc) => ({
         name: tc.function.name,
         arguments: JSON.parse(tc.function.arguments) as Record<string, unknown>,
       }));
-      for (const part of assistantParts(contentText(m.content), calls)) ids.push(...encode(part.text));
+      for (const part of assistantParts(contentText(m.content), calls)) ids.push(...enc(part.text));
     } else {
-      ids.push(...encode(contentText(m.content)));
+      ids.push(...enc(contentText(m.content)));
     }
-    ids.push(IM_END, ...encode("\n"));
+    ids.push(IM_END, ...enc("\n"));
   }
-  ids.push(IM_START, ...encode("assistant\n"));
+  if (options.addGenerationPrompt !== false) ids.push(IM_START, ...enc("assistant\n"));
   return ids;
+}
+
+const toolCallBlock = /\n?<tool_call>\n(\{[\s\S]*?\})\n<\/tool_call>/g;
+
+/** Splits a generated assistant text into its content and Hermes tool calls. */
+export function parseAssistant(text: string): { content: string; toolCalls: ToolCallText[] } {
+  const toolCalls: ToolCallText[] = [];
+  for (const m of text.matchAll(toolCallBlock)) toolCalls.push(JSON.parse(m[1] as string) as ToolCallText);
+  return { content: text.replace(toolCallBlock, ""), toolCalls };
+}
+
+/**
+ * Reads a rendered prompt back into its tools and messages (what the engine's policy sees of a token-id prompt);
+ * `generating` when it ends with the generation prompt.
+ */
+export function parseChat(ids: readonly number[]): { messages: ChatMessage[]; tools: unknown[]; generating: boolean } {
+  const text = decode(ids);
+  const messages: ChatMessage[] = [];
+  let tools: unknown[] = [];
+  const blocks = text.split("<|im_start|>").slice(1);
+  const last = blocks.at(-1);
+  const generating = last === "assistant\n";
+  for (const block of generating ? blocks.slice(0, -1) : blocks) {
+    const body = block.replace(/<\|im_end\|>\n?$/, "");
+    const nl = body.indexOf("\n");
+    const role = body.slice(0, nl);
+    const content = body.slice(nl + 1);
+    if (role === "system" && content.startsWith(TOOLS_HEADER)) {
+      tools = content
+        .slice(TOOLS_HEADER.length)
+        .split("\n")
+        .map((line) => JSON.parse(line) as unknown);
+    } else if (role === "assistant") {
+      const parsed = parseAssistant(content);
+      const message: ChatMessage = { role, content: parsed.content };
+      if (parsed.toolCalls.length > 0)
+        message.tool_calls = parsed.toolCalls.map((c) => ({
+          type: "function",
+          function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+        }));
+      messages.push(message);
+    } else messages.push({ role, content });
+  }
+  return { messages, tools, generating };
 }

@@ -1,6 +1,8 @@
 /**
  * A loopback stand-in for vLLM's OpenAI-compatible server (≥ 0.10.2 wire format): `/v1/chat/completions`,
- * `/v1/completions` (text or token-id prompts) and `/v1/models`; `return_token_ids` adds `prompt_token_ids` (chat: top
+ * `/v1/completions` (text or token-id prompts; a token-id prompt in the chat template is read back into messages, so
+ * the policy answers it as it would the chat call, tool calls as Hermes text), `/tokenize` (messages through the chat
+ * template, or a text prompt) and `/v1/models`; `return_token_ids` adds `prompt_token_ids` (chat: top
  * level; completions: per choice; streams: first chunk) and per-choice `token_ids` (streams: the new ids of each
  * chunk); `logprobs` adds chosen-token logprobs; streams are real SSE with several tokens per chunk; tool calls are
  * generated Hermes-style and parsed into `tool_calls`. Faults can be queued: an HTTP status, a stall, a dropped
@@ -8,7 +10,17 @@
  */
 import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { assistantParts, type ChatMessage, decode, encode, fakeLogprob, IM_END, renderChat, type ToolCallText } from "./fake-tokenizer.js";
+import {
+  assistantParts,
+  type ChatMessage,
+  decode,
+  encode,
+  fakeLogprob,
+  IM_END,
+  parseChat,
+  renderChat,
+  type ToolCallText,
+} from "./fake-tokenizer.js";
 import type { WireJson } from "./wire-json.js";
 
 /** What the policy sees of a request. */
@@ -45,6 +57,8 @@ export interface Answer {
   responseIds: number[];
   logprobs: number[];
   toolCalls: ToolCallText[];
+  /** Sampled unmerged (see `reencodeShare`): its text encodes to other ids. */
+  reencoded: boolean;
 }
 
 export interface FakeVllmOptions {
@@ -58,6 +72,15 @@ export interface FakeVllmOptions {
   latencyMs?: number;
   /** false: reject `return_token_ids` with 400 like engines that do not know it (default true). */
   supportsTokenIds?: boolean;
+  /** The tokenizer merges a space with the letter or digit after it (see `encode`); default false. */
+  merges?: boolean;
+  /**
+   * With `merges`: the share of answers (0–1, chosen by a hash of the answer's index) the model samples unmerged,
+   * as BPE models do now and then; rendering such an answer again encodes it differently. Default 0.
+   */
+  reencodeShare?: number;
+  /** false: no `/tokenize` route (404), like engines other than vLLM (default true). */
+  tokenize?: boolean;
 }
 
 export interface FakeVllm {
@@ -91,6 +114,15 @@ export async function startFakeVllm(initial: FakeVllmOptions = {}): Promise<Fake
     if (req.method === "GET" && (path === "/v1/models" || path === "/models")) {
       return json(res, 200, { object: "list", data: [{ id: model, object: "model", owned_by: "fake" }] });
     }
+    if (req.method === "POST" && (path === "/tokenize" || path === "/v1/tokenize")) {
+      const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as WireJson;
+      requests.push({ path, body, headers: req.headers });
+      if (options.tokenize === false) return json(res, 404, { detail: "Not Found" });
+      const tokens = Array.isArray(body.messages)
+        ? renderChat(body.messages, body.tools ?? [], { merges: options.merges, addGenerationPrompt: body.add_generation_prompt !== false })
+        : encode(String(body.prompt ?? ""), options.merges);
+      return json(res, 200, { count: tokens.length, max_model_len: 32_768, tokens, token_strs: null });
+    }
     const kind: "chat" | "completions" | undefined = path.endsWith("/chat/completions")
       ? "chat"
       : path.endsWith("/completions")
@@ -122,25 +154,38 @@ export async function startFakeVllm(initial: FakeVllmOptions = {}): Promise<Fake
       return json(res, 404, { error: { message: `The model \`${body.model}\` does not exist.`, type: "NotFoundError" } });
     if (options.latencyMs) await sleep(options.latencyMs);
     const index = counter++;
-    const messages: ChatMessage[] = kind === "chat" ? body.messages : [];
+    let messages: ChatMessage[] = kind === "chat" ? body.messages : [];
+    let tools: unknown[] = body.tools ?? [];
     let promptIds: number[];
-    if (kind === "chat") promptIds = renderChat(messages);
-    else if (Array.isArray(body.prompt) && body.prompt.every((x: unknown) => Number.isInteger(x))) promptIds = body.prompt;
-    else promptIds = encode(String(body.prompt));
+    // A token-id prompt rendered by the chat template is answered as the chat call it stands for (tool calls as text).
+    let chatPrompt = kind === "chat";
+    if (kind === "chat") promptIds = renderChat(messages, tools, { merges: options.merges });
+    else if (Array.isArray(body.prompt) && body.prompt.every((x: unknown) => Number.isInteger(x))) {
+      promptIds = body.prompt;
+      const parsed = parseChat(promptIds);
+      if (parsed.generating) ({ messages, tools, generating: chatPrompt } = parsed);
+    } else promptIds = encode(String(body.prompt), options.merges);
     const reply = (options.policy ?? defaultPolicy)({
       kind,
       messages,
       promptIds,
       promptText: decode(promptIds),
-      tools: body.tools ?? [],
+      tools,
       request: body,
       index,
     });
-    const toolCalls = kind === "chat" ? (reply.toolCalls ?? []) : [];
-    const parts = assistantParts(reply.content ?? "", toolCalls);
-    const ids = parts.flatMap((p) => encode(p.text));
+    const toolCalls = chatPrompt ? (reply.toolCalls ?? []) : [];
+    // A stop string cuts the content where it starts; the answer then ends without its end-of-turn token.
+    const stops: string[] = typeof body.stop === "string" ? [body.stop] : Array.isArray(body.stop) ? body.stop : [];
+    let content = reply.content ?? "";
+    const stopHit = toolCalls.length === 0 ? stops.find((st) => content.includes(st)) : undefined;
+    if (stopHit !== undefined) content = content.slice(0, content.indexOf(stopHit));
+    const parts = assistantParts(content, toolCalls);
+    const reencoded = options.merges === true && ((index * 2_654_435_761) >>> 0) % 1000 < (options.reencodeShare ?? 0) * 1000;
+    const partIds = parts.map((p) => encode(p.text, options.merges && !reencoded));
+    const ids = partIds.flat();
     let finish = toolCalls.length > 0 ? "tool_calls" : "stop";
-    let responseIds = [...ids, IM_END];
+    let responseIds = stopHit === undefined ? [...ids, IM_END] : ids;
     const maxTokens = body.max_tokens ?? body.max_completion_tokens;
     if (toolCalls.length === 0 && typeof maxTokens === "number" && maxTokens < responseIds.length) {
       responseIds = responseIds.slice(0, maxTokens);
@@ -148,8 +193,22 @@ export async function startFakeVllm(initial: FakeVllmOptions = {}): Promise<Fake
     }
     const logprobs = responseIds.map((id, i) => fakeLogprob(id, i));
     const responseId = `${kind === "chat" ? "chatcmpl" : "cmpl"}-fake-${index}`;
-    const answer: Answer = { responseId, kind, stream: body.stream === true, promptIds, responseIds, logprobs, toolCalls };
-    const ctx: Ctx = { body, kind, model, responseId, parts, toolCalls, finish, responseIds, logprobs, promptIds, options };
+    const answer: Answer = { responseId, kind, stream: body.stream === true, promptIds, responseIds, logprobs, toolCalls, reencoded };
+    const ctx: Ctx = {
+      body,
+      kind,
+      model,
+      responseId,
+      parts,
+      partIds,
+      toolCalls,
+      finish,
+      stopHit,
+      responseIds,
+      logprobs,
+      promptIds,
+      options,
+    };
     if (body.stream === true) {
       const completed = await stream(res, ctx, fault?.type === "break" ? fault.afterChunks : undefined);
       if (completed) answers.push(answer);
@@ -185,8 +244,12 @@ interface Ctx {
   model: string;
   responseId: string;
   parts: ReturnType<typeof assistantParts>;
+  /** The sampled ids of each part. */
+  partIds: number[][];
   toolCalls: ToolCallText[];
   finish: string;
+  /** The stop string that ended the answer (vLLM's `stop_reason`). */
+  stopHit: string | undefined;
   responseIds: number[];
   logprobs: number[];
   promptIds: number[];
@@ -223,7 +286,9 @@ function whole(ctx: Ctx) {
     .filter((p) => p.kind === "content")
     .map((p) => p.text)
     .join("");
-  const shownText = ctx.toolCalls.length > 0 ? text : decode(ctx.responseIds.filter((id) => id !== IM_END));
+  // Completions show what was generated, tool calls included; chat shows the content beside parsed tool calls.
+  const generated = decode(ctx.responseIds.filter((id) => id !== IM_END));
+  const shownText = ctx.kind === "chat" && ctx.toolCalls.length > 0 ? text : generated;
   const usage = {
     prompt_tokens: ctx.promptIds.length,
     completion_tokens: ctx.responseIds.length,
@@ -240,6 +305,7 @@ function whole(ctx: Ctx) {
           index: 0,
           text: shownText,
           finish_reason: ctx.finish,
+          stop_reason: ctx.stopHit ?? null,
           ...(wantLp ? { logprobs: completionLogprobs(ctx.responseIds, ctx.logprobs) } : { logprobs: null }),
           ...(wantIds ? { token_ids: ctx.responseIds, prompt_token_ids: ctx.promptIds } : {}),
         },
@@ -266,6 +332,7 @@ function whole(ctx: Ctx) {
         index: 0,
         message,
         finish_reason: ctx.finish,
+        stop_reason: ctx.stopHit ?? null,
         ...(wantLp ? { logprobs: chatLogprobs(ctx.responseIds, ctx.logprobs) } : { logprobs: null }),
         ...(wantIds ? { token_ids: ctx.responseIds } : {}),
       },
@@ -296,8 +363,8 @@ async function stream(res: http.ServerResponse, ctx: Ctx, breakAfter: number | u
   // Token pieces, each tagged with what its text means to a streaming parser.
   const pieces: { ids: number[]; kind: string; call?: number; first: boolean }[] = [];
   let taken = 0;
-  for (const part of ctx.parts) {
-    const ids = encode(part.text).slice(0, Math.max(0, ctx.responseIds.length - taken));
+  for (const [n, part] of ctx.parts.entries()) {
+    const ids = (ctx.partIds[n] as number[]).slice(0, Math.max(0, ctx.responseIds.length - taken));
     for (let i = 0; i < ids.length; i += per) pieces.push({ ids: ids.slice(i, i + per), kind: part.kind, call: part.call, first: i === 0 });
     taken += ids.length;
   }
@@ -316,6 +383,7 @@ async function stream(res: http.ServerResponse, ctx: Ctx, breakAfter: number | u
       const lps = ctx.logprobs.slice(offset, offset + piece.ids.length);
       const text = piece.kind === "eos" ? "" : decode(piece.ids);
       const choice: Record<string, unknown> = { index: 0, finish_reason: last ? ctx.finish : null };
+      if (last) choice.stop_reason = ctx.stopHit ?? null;
       if (wantIds) choice.token_ids = piece.ids;
       if (ctx.kind === "completions") {
         choice.text = text;

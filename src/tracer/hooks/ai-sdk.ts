@@ -19,6 +19,7 @@ import {
   GEN_AI_USAGE_OUTPUT_TOKENS,
   LlmSource,
 } from "../../core/semconv.js";
+import { agentRequestAttributes, agentResponseAttributes } from "./agent-api-wire.js";
 import { type AttributeMap, attr, toJsonText } from "../attributes.js";
 import type { AttemptScope } from "../attempt-scope.js";
 import { currentAttempt } from "../attempt-scope.js";
@@ -58,10 +59,15 @@ function stepAttributes(step: Json): AttributeMap {
   const out: AttributeMap = {};
   const body = typeof step.response?.body === "string" ? safeParse(step.response.body) : step.response?.body;
   if (body && typeof body === "object" && Array.isArray((body as Json).choices)) Object.assign(out, responseAttributes(body, "chat"));
+  // The Responses API (`openai()`) and Anthropic Messages read as the chat calls they map to.
+  const api = body?.object === "response" ? "responses" : body?.type === "message" ? "messages" : undefined;
+  if (api) Object.assign(out, agentResponseAttributes(body, api));
   if (step.response?.body !== undefined)
     out[AGL_LLM_RESPONSE] = attr.str(typeof step.response.body === "string" ? step.response.body : toJsonText(step.response.body));
-  if (step.request?.body !== undefined)
-    out[AGL_LLM_REQUEST] = attr.str(typeof step.request.body === "string" ? step.request.body : toJsonText(step.request.body));
+  const requestText = typeof step.request?.body === "string" ? step.request.body : toJsonText(step.request?.body);
+  const request = typeof step.request?.body === "string" ? safeParse(step.request.body) : step.request?.body;
+  if (api && request && typeof request === "object") Object.assign(out, agentRequestAttributes(request as Json, requestText, api));
+  else if (step.request?.body !== undefined) out[AGL_LLM_REQUEST] = attr.str(requestText);
   if (step.response?.id) out[GEN_AI_RESPONSE_ID] = attr.str(step.response.id);
   if (step.response?.modelId) out[GEN_AI_RESPONSE_MODEL] = attr.str(step.response.modelId);
   if (step.finishReason) out[GEN_AI_RESPONSE_FINISH_REASONS] = attr.strs([String(step.rawFinishReason ?? step.finishReason)]);

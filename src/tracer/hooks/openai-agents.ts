@@ -15,6 +15,7 @@ import {
 } from "../../core/semconv.js";
 import { type AttributeMap, attr } from "../attributes.js";
 import { setTypedAttributes } from "../provider.js";
+import { agentResponseAttributes } from "./agent-api-wire.js";
 import { enrichFromFetchCapture, type HookSpan, startHookSpan } from "./hook-spans.js";
 import { responseAttributes } from "./openai-wire.js";
 
@@ -65,11 +66,13 @@ function describeEnd(data: SpanData, hook: HookSpan): AttributeMap {
     const responseId = response?.id && response.id !== FAKE_ID ? String(response.id) : undefined;
     enrichFromFetchCapture(hook, { ...(responseId ? { responseId } : {}), ...(data.model ? { model: data.model } : {}) }, out);
   } else if (data.type === "response") {
+    // The Responses API (the SDK's default): the response object, its input items, and the fetch capture's ids.
+    if (data._response) Object.assign(out, agentResponseAttributes(data._response, "responses"));
     if (data.response_id) out["gen_ai.response.id"] = attr.str(data.response_id);
-    const usage = data._response?.usage;
-    if (typeof usage?.input_tokens === "number") out[GEN_AI_USAGE_INPUT_TOKENS] = attr.int(usage.input_tokens);
-    if (typeof usage?.output_tokens === "number") out[GEN_AI_USAGE_OUTPUT_TOKENS] = attr.int(usage.output_tokens);
-    if (data._response?.model) out[GEN_AI_REQUEST_MODEL] = attr.str(data._response.model);
+    if (data._input) out[GEN_AI_INPUT_MESSAGES] = attr.json(data._input);
+    const model = typeof data._response?.model === "string" ? data._response.model : undefined;
+    if (model) out[GEN_AI_REQUEST_MODEL] = attr.str(model);
+    enrichFromFetchCapture(hook, { ...(data.response_id ? { responseId: data.response_id } : {}), ...(model ? { model } : {}) }, out);
   } else if (data.type === "handoff") {
     if (data.from_agent) out["openai.agents.handoff.from"] = attr.str(data.from_agent);
     if (data.to_agent) out["openai.agents.handoff.to"] = attr.str(data.to_agent);
@@ -116,6 +119,7 @@ export function createAgentsTraceProcessor(): TracingProcessor {
       const attributes = describeEnd(data, hook);
       setTypedAttributes(hook.span, attributes);
       if (data.type === "generation" && data.model) hook.span.updateName(`chat ${data.model}`);
+      if (data.type === "response" && typeof data._response?.model === "string") hook.span.updateName(`chat ${data._response.model}`);
       if (span.error) hook.span.setStatus({ code: SpanStatusCode.ERROR, message: span.error.message });
       hook.span.end(when(span.endedAt));
     },

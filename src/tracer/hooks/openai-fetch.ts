@@ -15,6 +15,7 @@ import {
 import { type AttributeMap, attr } from "../attributes.js";
 import { currentAttempt } from "../attempt-scope.js";
 import { aglTracer, parentContext, setTypedAttributes } from "../provider.js";
+import { type AgentApi, agentRequestAttributes, agentResponseAttributes, createAgentStreamAssembler } from "./agent-api-wire.js";
 import { createStreamAssembler, type OpenAiKind, requestAttributes, responseAttributes } from "./openai-wire.js";
 import { createSseParser } from "./sse-parser.js";
 
@@ -26,16 +27,20 @@ export interface TracingFetchOptions {
   maxBodyChars?: number;
 }
 
-const kindOf = (url: string): OpenAiKind | undefined => {
-  const path = new URL(url).pathname;
+const kindOf = (url: string): OpenAiKind | AgentApi | undefined => {
+  const path = new URL(url).pathname.replace(/\/+$/, "");
   if (path.endsWith("/chat/completions")) return "chat";
   if (path.endsWith("/completions")) return "completions";
+  if (path.endsWith("/responses")) return "responses";
+  if (path.endsWith("/messages")) return "messages";
   return undefined;
 };
+const isAgentApi = (kind: OpenAiKind | AgentApi): kind is AgentApi => kind === "responses" || kind === "messages";
 
 /**
- * A `fetch` for the openai client (and anything that speaks the OpenAI wire format) that records every chat
- * completions and completions call made inside a rollout as a `chat {model}` span: the exact request, the raw response
+ * A `fetch` for the openai client (and anything that speaks the OpenAI wire format, or the Anthropic client) that
+ * records every chat completions, completions, Responses and Messages call made inside a rollout as a `chat {model}`
+ * span: the exact request (for Responses and Messages also the chat request it maps to), the raw response
  * (for a stream, the completion assembled from its chunks, which pass through untouched), usage, and the token ids and
  * logprobs that vLLM-style engines return (`prompt_token_ids`, `token_ids`). Outside a rollout it just fetches.
  *
@@ -61,7 +66,8 @@ export function createTracingFetch(options: TracingFetchOptions = {}): typeof fe
       if (requestText) request = JSON.parse(requestText);
     } catch {}
     const model = typeof request.model === "string" ? request.model : "unknown";
-    const operation = kind === "chat" ? "chat" : "text_completion";
+    const operation = kind === "completions" ? "text_completion" : "chat";
+    const provider = kind === "messages" ? "anthropic" : "openai";
     const stream = request.stream === true;
     const startedAtMs = performance.timeOrigin + performance.now();
     const span = aglTracer().startSpan(`${operation} ${model}`, { kind: SpanKind.CLIENT }, parentContext(scope));
@@ -69,15 +75,21 @@ export function createTracingFetch(options: TracingFetchOptions = {}): typeof fe
     set({
       [AGL_LLM_SOURCE]: attr.str(LlmSource.openaiFetch),
       [GEN_AI_OPERATION_NAME]: attr.str(operation),
-      [GEN_AI_PROVIDER_NAME]: attr.str("openai"),
-      [GEN_AI_SYSTEM]: attr.str("openai"),
+      [GEN_AI_PROVIDER_NAME]: attr.str(provider),
+      [GEN_AI_SYSTEM]: attr.str(provider),
       [AGL_LLM_STREAM]: attr.bool(stream),
-      ...(requestText ? { [AGL_LLM_REQUEST]: attr.str(cut(requestText)) } : {}),
-      ...requestAttributes(request, kind),
+      ...(isAgentApi(kind)
+        ? agentRequestAttributes(request, requestText && cut(requestText), kind)
+        : { ...(requestText ? { [AGL_LLM_REQUEST]: attr.str(cut(requestText)) } : {}), ...requestAttributes(request, kind) }),
     });
     const elapsed = () => performance.timeOrigin + performance.now() - startedAtMs;
     const finish = (body: unknown, rawText: string | undefined, error?: string) => {
-      const attributes = body === undefined ? {} : responseAttributes(body, kind);
+      const attributes =
+        body === undefined
+          ? {}
+          : isAgentApi(kind)
+            ? agentResponseAttributes(body as Record<string, unknown>, kind)
+            : responseAttributes(body, kind);
       set({
         ...attributes,
         [AGL_LLM_LATENCY_MS]: attr.double(elapsed()),
@@ -116,7 +128,8 @@ export function createTracingFetch(options: TracingFetchOptions = {}): typeof fe
     }
 
     // A stream passes through chunk by chunk; the span ends when it does.
-    const assembler = createStreamAssembler(kind);
+    const agentStream = isAgentApi(kind) ? createAgentStreamAssembler(kind) : undefined;
+    const assembler = agentStream ?? createStreamAssembler(kind as OpenAiKind);
     let sawDone = false;
     const parser = createSseParser((data) => {
       if (data === "[DONE]") {
@@ -127,6 +140,8 @@ export function createTracingFetch(options: TracingFetchOptions = {}): typeof fe
         assembler.add(JSON.parse(data));
       } catch {}
     });
+    // Responses and Messages streams have no [DONE]: their last event says the answer is whole.
+    const whole = () => sawDone || agentStream?.complete() === true;
     const decoder = new TextDecoder();
     let ended = false;
     const end = (error?: string) => {
@@ -158,7 +173,7 @@ export function createTracingFetch(options: TracingFetchOptions = {}): typeof fe
       },
       cancel(reason) {
         // The openai client cancels the body once it has read `[DONE]`: by then it has the whole answer.
-        end(sawDone ? undefined : "the client stopped reading the stream");
+        end(whole() ? undefined : "the client stopped reading the stream");
         return reader.cancel(reason);
       },
     });
