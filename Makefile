@@ -50,6 +50,7 @@ help:
 	@echo "  make bench-store       store calls per second on memory, SQLite, PostgreSQL, and two servers"
 	@echo "  make bench-runner      the runner pool: framework overhead per rollout, rollouts per second, memory"
 	@echo "  make bench-proxy       the latency and CPU the LLM proxy adds to a call"
+	@echo "  make bench-token-in    the share of multi-turn rollouts that split: chat mode against token-in"
 	@echo "  make bench-adapter     the adapter's throughput, spans to triplets"
 	@echo "  make bench-triplets    StreamTriplets into a Python process, triplets and token ids per second"
 	@echo "  make bench-apo         APO's own overhead per round against a gRPC store and the runner pool"
