@@ -9,9 +9,9 @@ change state are never retried automatically, since a retry could apply them twi
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from types import EllipsisType, TracebackType
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 import grpc
@@ -29,7 +29,7 @@ from agl_bridge.gen.agl.v1 import (
     types_pb2,
 )
 from agl_bridge.retry import retry as retry_call
-from agl_bridge.store.convert import _enum_number, to_struct, to_value
+from agl_bridge.store.convert import enum_value, to_struct, to_value
 
 __all__ = ["StoreClient", "new_group_id", "parse_address"]
 
@@ -72,17 +72,21 @@ def new_group_id() -> str:
 
 
 def _rollout_status(value: RolloutStatusLike) -> types_pb2.RolloutStatus:
-    return cast(types_pb2.RolloutStatus, _enum_number(types_pb2.RolloutStatus, "ROLLOUT_STATUS_", value))
+    return enum_value(types_pb2.RolloutStatus, "ROLLOUT_STATUS_", value)
 
 
 def _attempt_status(value: AttemptStatusLike) -> types_pb2.AttemptStatus:
-    return cast(types_pb2.AttemptStatus, _enum_number(types_pb2.AttemptStatus, "ATTEMPT_STATUS_", value))
+    return enum_value(types_pb2.AttemptStatus, "ATTEMPT_STATUS_", value)
+
+
+def _rollout_mode(value: int | str | None) -> types_pb2.RolloutMode:
+    return enum_value(types_pb2.RolloutMode, "ROLLOUT_MODE_", 0 if value is None else value)
 
 
 def _page(limit: int | None, offset: int, sort_by: str, sort_order: int | str) -> types_pb2.Page:
     page = types_pb2.Page(
         sort_by=sort_by,
-        sort_order=_enum_number(types_pb2.SortOrder, "SORT_ORDER_", sort_order),  # type: ignore[arg-type]
+        sort_order=enum_value(types_pb2.SortOrder, "SORT_ORDER_", sort_order),
         offset=offset,
     )
     if limit is not None:
@@ -93,7 +97,7 @@ def _page(limit: int | None, offset: int, sort_by: str, sort_order: int | str) -
 def _rollout_config(config: types_pb2.RolloutConfig | Mapping[str, Any] | None) -> types_pb2.RolloutConfig | None:
     if config is None or isinstance(config, types_pb2.RolloutConfig):
         return config
-    return cast(types_pb2.RolloutConfig, json_format.ParseDict(dict(config), types_pb2.RolloutConfig()))
+    return json_format.ParseDict(dict(config), types_pb2.RolloutConfig())
 
 
 class StoreClient:
@@ -228,13 +232,13 @@ class StoreClient:
         an empty ``resources_id`` means the latest resources. Not retried."""
         if isinstance(inputs, str | bytes | Mapping):
             raise TypeError("inputs is a sequence of task inputs, one per rollout (wrap a single input in a list)")
-        mode_number = 0 if mode is None else _enum_number(types_pb2.RolloutMode, "ROLLOUT_MODE_", mode)
+        mode_number = _rollout_mode(mode)
         rollout_config = _rollout_config(config)
         specs = []
         for task_input in inputs:
             spec = types_pb2.RolloutSpec(
                 input=to_value(task_input),
-                mode=mode_number,  # type: ignore[arg-type]
+                mode=mode_number,
                 group_id=group_id,
                 resources_id=resources_id,
             )
@@ -285,7 +289,7 @@ class StoreClient:
         Returns one list of ``n`` rollouts per input, in order. Not retried."""
         if n < 1:
             raise ConfigError(f"a group needs at least one rollout, got n={n}")
-        mode_number = 0 if mode is None else _enum_number(types_pb2.RolloutMode, "ROLLOUT_MODE_", mode)
+        mode_number = _rollout_mode(mode)
         rollout_config = _rollout_config(config)
         specs = []
         for task_input in inputs:
@@ -296,7 +300,7 @@ class StoreClient:
                     input=value,
                     mode=mode_number,
                     group_id=group_id,
-                    resources_id=resources_id,  # type: ignore[arg-type]
+                    resources_id=resources_id,
                 )
                 if rollout_config is not None:
                     spec.config.CopyFrom(rollout_config)
@@ -344,7 +348,7 @@ class StoreClient:
             rollout_id_in=list(rollout_id_in),
             rollout_id_contains=rollout_id_contains,
             group_id=group_id,
-            filter_logic=_enum_number(types_pb2.FilterLogic, "FILTER_LOGIC_", filter_logic),  # type: ignore[arg-type]
+            filter_logic=enum_value(types_pb2.FilterLogic, "FILTER_LOGIC_", filter_logic),
             page=_page(limit, offset, sort_by, sort_order),
         )
         return await self._call(self.store.QueryRollouts, request, retry=True)
@@ -368,7 +372,7 @@ class StoreClient:
         if input is not ...:
             request.input.CopyFrom(to_value(input))
         if mode is not None:
-            request.mode = _enum_number(types_pb2.RolloutMode, "ROLLOUT_MODE_", mode)  # type: ignore[assignment]
+            request.mode = _rollout_mode(mode)
         if resources_id is not None:
             request.resources_id = resources_id
         rollout_config = _rollout_config(config)
@@ -492,7 +496,7 @@ class StoreClient:
         )
         return response.resources if response.HasField("resources") else None
 
-    async def watch_resources(self, include_latest: bool = False) -> AsyncIterator[types_pb2.ResourcesUpdate]:
+    async def watch_resources(self, include_latest: bool = False) -> AsyncGenerator[types_pb2.ResourcesUpdate, None]:
         """Yields every snapshot as it is published, in order, until the caller stops iterating (the stream has no
         deadline). With ``include_latest`` the current latest snapshot, if any, comes first — receiving it also
         tells the caller the subscription is live. Close it with ``contextlib.aclosing`` or by breaking out."""
@@ -522,7 +526,7 @@ class StoreClient:
         status_in: Iterable[RolloutStatusLike] = (),
         options: triplets_pb2.TripletOptions | Mapping[str, Any] | None = None,
         timeout: float | None = None,
-    ) -> AsyncIterator[triplets_pb2.StreamTripletsResponse]:
+    ) -> AsyncGenerator[triplets_pb2.StreamTripletsResponse, None]:
         """Yields ``StreamTripletsResponse`` messages (one finished rollout each, or a ``caught_up`` marker) after
         ``cursor``. Keep the last ``response.cursor`` you handled and pass it back to resume with nothing lost or
         repeated (a cursor belongs to the ``rollout_ids``/``group_id`` filters it was issued for). With ``follow`` the
@@ -530,7 +534,7 @@ class StoreClient:
         request = triplets_pb2.StreamTripletsRequest(
             rollout_ids=list(rollout_ids),
             group_id=group_id,
-            rollout_mode=0 if mode is None else _enum_number(types_pb2.RolloutMode, "ROLLOUT_MODE_", mode),  # type: ignore[arg-type]
+            rollout_mode=_rollout_mode(mode),
             resources_id=resources_id,
             resources_version=resources_version,
             status_in=[_rollout_status(status) for status in status_in],

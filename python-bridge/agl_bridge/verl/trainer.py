@@ -105,7 +105,7 @@ class AglTaskRunner(main_ppo.TaskRunner):
     def run(self, config: Any) -> None:
         # The Ray process VERL runs this in: the bridge's log lines need their format here too.
         configure_logging()
-        main_ppo.RayPPOTrainer = AglRayPPOTrainer  # type: ignore[misc] - TaskRunner.run builds the trainer by name
+        main_ppo.RayPPOTrainer = AglRayPPOTrainer  # TaskRunner.run builds the trainer by this name
         super().run(config)
 
     def add_actor_rollout_worker(self, config: Any) -> Any:
