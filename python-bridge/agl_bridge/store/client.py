@@ -12,11 +12,7 @@ import secrets
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-import grpc
-import grpc.aio
-from google.protobuf import json_format
-
-from agl_bridge.errors import ConfigError, StoreError
+from agl_bridge.errors import ConfigError
 from agl_bridge.gen.agl.v1 import (
     resources_pb2,
     store_pb2,
@@ -337,16 +333,9 @@ class StoreClient(StoreConnection):
         """Yields every snapshot as it is published, in order, until the caller stops iterating (the stream has no
         deadline). With ``include_latest`` the current latest snapshot, if any, comes first — receiving it also
         tells the caller the subscription is live. Close it with ``contextlib.aclosing`` or by breaking out."""
-        call = self.resources.WatchResources(
-            resources_pb2.WatchResourcesRequest(include_latest=include_latest), metadata=self._metadata
-        )
-        try:
-            async for update in call:
-                yield update
-        except grpc.aio.AioRpcError as error:
-            raise StoreError.from_rpc(error, target=self._target) from error
-        finally:
-            call.cancel()
+        request = resources_pb2.WatchResourcesRequest(include_latest=include_latest)
+        async for update in self._stream(self.resources.WatchResources(request, metadata=self._metadata)):
+            yield update
 
     # -- triplets ----------------------------------------------------------------------------------------------
 
@@ -378,19 +367,11 @@ class StoreClient(StoreConnection):
             cursor=cursor,
             follow=follow,
         )
-        if options is not None:
-            if isinstance(options, triplets_pb2.TripletOptions):
-                request.options.CopyFrom(options)
-            else:
-                json_format.ParseDict(dict(options), request.options)
-        call = self.triplets.StreamTriplets(request, timeout=timeout, metadata=self._metadata)
-        try:
-            async for response in call:
-                yield response
-        except grpc.aio.AioRpcError as error:
-            raise StoreError.from_rpc(error, target=self._target) from error
-        finally:
-            call.cancel()
+        build.triplet_options(request.options, options)
+        async for response in self._stream(
+            self.triplets.StreamTriplets(request, timeout=timeout, metadata=self._metadata)
+        ):
+            yield response
 
     async def get_rollout_triplets(
         self,
@@ -400,9 +381,5 @@ class StoreClient(StoreConnection):
     ) -> triplets_pb2.RolloutTriplets:
         """The triplets of one rollout (latest attempt unless ``attempt_id`` is given), finished or not."""
         request = triplets_pb2.GetRolloutTripletsRequest(rollout_id=rollout_id, attempt_id=attempt_id)
-        if options is not None:
-            if isinstance(options, triplets_pb2.TripletOptions):
-                request.options.CopyFrom(options)
-            else:
-                json_format.ParseDict(dict(options), request.options)
+        build.triplet_options(request.options, options)
         return await self._call(self.triplets.GetRolloutTriplets, request, retry=True)

@@ -4,7 +4,7 @@ of the calls safe to repeat)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from types import EllipsisType, TracebackType
 from typing import Any, Final, Self, TypeVar
 from urllib.parse import urlsplit
@@ -150,3 +150,14 @@ class StoreConnection:
             attempts=RETRY_ATTEMPTS if retry else 1,
             base_delay=RETRY_BASE_DELAY_S,
         )
+
+    async def _stream(self, call: grpc.aio.UnaryStreamCall[Any, _T]) -> AsyncGenerator[_T, None]:
+        """The messages of a server stream, with ``StoreError`` for a failed one; the call is cancelled once the
+        caller stops reading."""
+        try:
+            async for message in call:
+                yield message
+        except grpc.aio.AioRpcError as error:
+            raise StoreError.from_rpc(error, target=self._target) from error
+        finally:
+            call.cancel()

@@ -8,7 +8,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from agl_bridge.gen.agl.v1 import types_pb2
+from agl_bridge.gen.agl.v1 import triplets_pb2, types_pb2
 from agl_bridge.store.convert import enum_value
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "rollout_config",
     "rollout_mode",
     "rollout_status",
+    "triplet_options",
 ]
 
 RolloutStatusLike = int | str
@@ -52,3 +53,15 @@ def rollout_config(config: types_pb2.RolloutConfig | Mapping[str, Any] | None) -
     if config is None or isinstance(config, types_pb2.RolloutConfig):
         return config
     return json_format.ParseDict(dict(config), types_pb2.RolloutConfig())
+
+
+def triplet_options(
+    target: triplets_pb2.TripletOptions, options: triplets_pb2.TripletOptions | Mapping[str, Any] | None
+) -> None:
+    """Fills a request's ``options`` from a ``TripletOptions`` or its JSON form; None leaves the store's defaults."""
+    if options is None:
+        return
+    if isinstance(options, triplets_pb2.TripletOptions):
+        target.CopyFrom(options)
+    else:
+        json_format.ParseDict(dict(options), target)
