@@ -27,18 +27,13 @@ from rollouts import rollout, triplet  # noqa: E402
 from verl import DataProto  # noqa: E402
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer  # noqa: E402
 
-from agl_bridge.advantage import compute_rollout_level_advantage  # noqa: E402
-from agl_bridge.dataproto import ConvertOptions, to_dataproto  # noqa: E402
-from agl_bridge.proxy_admin import ProxyAdmin, ProxyAdminError, admin_base_url  # noqa: E402
-from agl_bridge.task_files import load_tasks  # noqa: E402
+from agl_bridge.store.proxy_admin import ProxyAdmin, ProxyAdminError, admin_base_url  # noqa: E402
+from agl_bridge.training.advantage import compute_rollout_level_advantage  # noqa: E402
+from agl_bridge.training.dataproto import ConvertOptions, to_dataproto  # noqa: E402
+from agl_bridge.training.task_files import load_tasks  # noqa: E402
 from agl_bridge.verl import VerlBackend, compose_config  # noqa: E402
-from agl_bridge.verl.trainer import (  # noqa: E402
-    AglRayPPOTrainer,
-    AglTaskRunner,
-    loop_config,
-    rollout_correction,
-    val_sampling,
-)
+from agl_bridge.verl.settings import loop_config, rollout_correction, val_sampling  # noqa: E402
+from agl_bridge.verl.trainer import AglRayPPOTrainer, AglTaskRunner  # noqa: E402
 
 
 def test_config_composes_on_top_of_verl_ppo_trainer():
@@ -56,7 +51,7 @@ def test_config_composes_on_top_of_verl_ppo_trainer():
     assert cfg.actor_rollout_ref.rollout.mode == "async"
     assert cfg.algorithm.adv_estimator == "grpo"
     assert cfg.data.filter_overlong_prompts is False
-    assert cfg.agl.store == "http://store:1" and cfg.agl.llm_name == "main_llm"
+    assert cfg.agl.store == "http://store:1" and loop_config(cfg).llm_name == "main_llm"
     assert cfg.agl.drain_timeout == 60
     loop = loop_config(cfg)
     assert (loop.n, loop.tasks_per_step, loop.total_steps) == (8, 16, 3)
@@ -296,7 +291,7 @@ class FakeAglTrainer(AglRayPPOTrainer):
 async def test_verl_trainer_validates_through_the_store_and_logs_to_tracking(proxied, tmp_path):
     from scripted import ScriptedAgents, all_rollouts
 
-    from agl_bridge.client import StoreClient
+    from agl_bridge.store.client import StoreClient
 
     store_address = proxied.address
     (tmp_path / "train.jsonl").write_text('{"rewards": [1.0, 0.0]}\n' * 4)
@@ -491,7 +486,8 @@ def record_admin(backend: VerlBackend, events: list[str]) -> None:
         events.append("resume")
         return await resume(*args, **kwargs)
 
-    admin.pause, admin.drain, admin.resume = recorded_pause, recorded_drain, recorded_resume
+    # Wrapped on this instance: the real routes still answer.
+    vars(admin).update(pause=recorded_pause, drain=recorded_drain, resume=recorded_resume)
 
 
 class HookedCheckpointManager:
