@@ -9,6 +9,8 @@
  *
  *   npx tsx bench/store/run.ts --backend sqlite --runners 64 --rollouts 5000
  *   npx tsx bench/store/run.ts --backend postgres --servers 2     # two servers on one database, runners split
+ *   npx tsx bench/store/run.ts --profile /tmp/prof                 # V8 CPU profiles of the servers
+ *   npx tsx bench/store/run.ts --agl-root ../base                  # the compiled server of another checkout
  *
  * PostgreSQL: --database URL, else $AGL_TEST_POSTGRES_URL, else the project's private server (scripts/postgres.sh
  * start). Each run uses a fresh schema, dropped afterwards.
@@ -39,6 +41,8 @@ const { values: args } = parseArgs({
     database: { type: "string" },
     servers: { type: "string", default: "1" },
     connections: { type: "string", default: "8" },
+    profile: { type: "string" },
+    "agl-root": { type: "string" },
   },
 });
 const serverCount = Number(args.servers);
@@ -77,7 +81,9 @@ const backendArgs =
       : ["--database", join(dir, "bench.db")];
 // --url measures a server started elsewhere (for example under a profiler); RSS is then not reported.
 const servers: ServerProcess[] = [];
-for (let i = 0; !args.url && i < serverCount; i++) servers.push(await startServerProcess(backendArgs, { compiled: true }));
+// --profile DIR writes each server's V8 CPU profile there when it stops (open it in Chrome DevTools or speedscope).
+const nodeArgs = args.profile ? ["--cpu-prof", "--cpu-prof-interval=200", `--cpu-prof-dir=${args.profile}`] : [];
+for (let i = 0; !args.url && i < serverCount; i++) servers.push(await startServerProcess(backendArgs, { compiled: true, nodeArgs, root: args["agl-root"] }));
 const urls = args.url ? [args.url] : servers.map((s) => s.url);
 // Real runners each hold their own connection; one HTTP/2 connection for all of them would serialise their traffic.
 const connections = Math.max(urls.length, Number(args.connections));
