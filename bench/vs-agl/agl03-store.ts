@@ -46,7 +46,9 @@ export async function freePort(): Promise<number> {
 
 /** User + system CPU seconds of a process so far, and its RSS in bytes (Linux /proc). */
 export function processUsage(pid: number): { cpu: number; rss: number } {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /s, "").split(" ");
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8")
+    .replace(/^.*\) /s, "")
+    .split(" ");
   const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return { cpu: (Number(fields[11]) + Number(fields[12])) / 100, rss: Number(rss?.[1] ?? 0) * 1024 };
 }
@@ -91,7 +93,9 @@ export async function runAgl03Store(options: Agl03StoreOptions): Promise<StoreFi
             const chunks: Buffer[] = [];
             res.on("data", (c: Buffer) => chunks.push(c));
             res.on("end", () =>
-              (res.statusCode ?? 500) < 300 ? resolve(Buffer.concat(chunks)) : reject(new Error(`${path}: ${res.statusCode} ${Buffer.concat(chunks)}`)),
+              (res.statusCode ?? 500) < 300
+                ? resolve(Buffer.concat(chunks))
+                : reject(new Error(`${path}: ${res.statusCode} ${Buffer.concat(chunks)}`)),
             );
           },
         );

@@ -70,7 +70,15 @@ const agl03Rollouts = Number(args["agl03-rollouts"] ?? rollouts);
 const agl03 = (mode: "per-span" | "batch"): Config => ({
   name: `AGL v0.3 memory, ${mode === "batch" ? "one OTLP batch per rollout" : "a POST per span"}`,
   run: () =>
-    runAgl03Store({ venv, mode, runners, rollouts: agl03Rollouts, warmup: Math.min(warmup, agl03Rollouts / 4), spans: 10, spanBytes: 1024 }),
+    runAgl03Store({
+      venv,
+      mode,
+      runners,
+      rollouts: agl03Rollouts,
+      warmup: Math.min(warmup, agl03Rollouts / 4),
+      spans: 10,
+      spanBytes: 1024,
+    }),
 });
 const BEST = agl03("batch").name;
 const configs = [agl03("per-span"), agl03("batch"), ...aglRows("agl", undefined), ...(args.base ? aglRows("main", args.base) : [])].filter(
@@ -106,7 +114,16 @@ console.log("|---|---|---|---|---|");
 for (const [name, list] of results) {
   const ratios = list.map((f, i) => f.rolloutsPerSecond / (best[i]?.rolloutsPerSecond ?? Number.NaN));
   console.log(
-    `| ${name} | ${range(list.map((f) => f.rolloutsPerSecond), 0)} | ${range(list.map((f) => f.cpuMsPerRollout), 2)} ms | ` +
-      `${range(list.map((f) => f.peakRssMiB), 0)} MiB | ${range(ratios, 1)}× |`,
+    `| ${name} | ${range(
+      list.map((f) => f.rolloutsPerSecond),
+      0,
+    )} | ${range(
+      list.map((f) => f.cpuMsPerRollout),
+      2,
+    )} ms | ` +
+      `${range(
+        list.map((f) => f.peakRssMiB),
+        0,
+      )} MiB | ${range(ratios, 1)}× |`,
   );
 }
