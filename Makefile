@@ -22,12 +22,42 @@ endif
 
 .PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl bench-async verl-cpu-smoke bench-verl-cpu clean
 
+# One line per target; a new target adds its line here (test/architecture/make-help.test.ts checks that).
 help:
-	@echo "make test    install what is needed (Node 24 too, when the machine's is not 22, 24 or 26), check generated"
-	@echo "             code, run the whole suite, then a smoke subset on Node 22 and 26"
-	@echo "make proto   regenerate src/gen and $(PY_GEN) from proto/"
-	@echo "make build   compile TypeScript into dist/ and the dashboard into dist/ui/"
-	@echo "make lint    check formatting and lint rules (Biome), writing nothing; make format rewrites the formatting"
+	@echo "Build and check (make with no target: this list)"
+	@echo "  make help              this list"
+	@echo "  make deps              install Node (when needed), the npm packages and the Python venv, idempotently"
+	@echo "  make proto             regenerate src/gen and $(PY_GEN) from proto/"
+	@echo "  make check-proto       fail when the generated code in the tree differs from what proto/ gives"
+	@echo "  make build             compile TypeScript into dist/ and the dashboard into dist/ui/"
+	@echo "  make ui                bundle the dashboard (ui/) into dist/ui/ with Vite"
+	@echo "  make lint              check formatting and lint rules (Biome), writing nothing"
+	@echo "  make format            rewrite the formatting (Biome)"
+	@echo "  make typecheck         tsc --noEmit over the project and over ui/"
+	@echo "  make lint-py           ruff over python-bridge/"
+	@echo "  make clean             remove dist/ and make's stamps"
+	@echo "Tests"
+	@echo "  make test              everything CI runs: generated code, lint, types, both suites, other Node lines"
+	@echo "  make test-ts           the TypeScript suite (vitest) against a real PostgreSQL, browser tests included"
+	@echo "  make test-py           the Python suite (pytest)"
+	@echo "  make test-node-lines   the smoke subset on Node $(NODE_SMOKE_LINES)"
+	@echo "  make chromium          install Debian's Chromium for the browser tests when missing"
+	@echo "Demos (RL end to end on CPU)"
+	@echo "  make demo              store, LLM proxy, TS runners and the local trainer; prints the reward curve"
+	@echo "  make demo-verl         the same task trained by VERL's own trainer on CPU"
+	@echo "  make verl-cpu-smoke    VERL's trainer on CPU end to end, 2 steps"
+	@echo "Benchmarks (print figures)"
+	@echo "  make bench-store       store calls per second on memory, SQLite, PostgreSQL, and two servers"
+	@echo "  make bench-runner      the runner pool: framework overhead per rollout, rollouts per second, memory"
+	@echo "  make bench-proxy       the latency and CPU the LLM proxy adds to a call"
+	@echo "  make bench-adapter     the adapter's throughput, spans to triplets"
+	@echo "  make bench-triplets    StreamTriplets into a Python process, triplets and token ids per second"
+	@echo "  make bench-apo         APO's own overhead per round against a gRPC store and the runner pool"
+	@echo "  make bench-ui          the dashboard's first render in Chromium (100,000 rollouts)"
+	@echo "  make bench-ui-queries  the dashboard's queries on 100,000 rollouts in SQLite"
+	@echo "  make bench-verl-cpu    where a VERL step's time goes on CPU"
+	@echo "  make bench-async       step time, synchronous against asynchronous training (TRAINER=verl|local)"
+	@echo "  make demo-seeds        make demo for seeds 0-4 (DEMO_SEEDS), a line per seed and a summary"
 
 $(STAMPS):
 	@mkdir -p $(STAMPS)

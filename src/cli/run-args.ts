@@ -1,5 +1,5 @@
 import { RUNNER_HEARTBEAT_SECONDS } from "../store/liveness.js";
-import { parseFlags, UsageError } from "./flags.js";
+import { parseFlags, seconds, UsageError } from "./flags.js";
 import { parseStoreConnection, type StoreConnection, storeConnectionFlags } from "./store-flags.js";
 
 /** What `agl run` was asked to do. */
@@ -51,13 +51,6 @@ function integer(value: string | undefined, flag: string, fallback: number, min:
   if (value === undefined) return fallback;
   const n = Number(value);
   if (!Number.isInteger(n) || n < min) throw new UsageError(`${flag} needs an integer ≥ ${min}, got "${value}"`);
-  return n;
-}
-
-function seconds(value: string | undefined, flag: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new UsageError(`${flag} needs a number of seconds ≥ 0, got "${value}"`);
   return n;
 }
 

@@ -1,4 +1,5 @@
-import { checkUrl, integer, parseFlags, UsageError } from "./flags.js";
+import { DEFAULT_UNRESPONSIVE_SECONDS, DEFAULT_WORKER_GONE_SECONDS } from "../store/liveness.js";
+import { checkUrl, integer, parseFlags, seconds, UsageError } from "./flags.js";
 
 /** What `agl serve` was asked to do. */
 export interface ServeArgs {
@@ -8,6 +9,8 @@ export interface ServeArgs {
   tls?: { certPath: string; keyPath: string };
   backend: { kind: "memory" } | { kind: "sqlite"; path: string } | { kind: "postgres"; url: string };
   maxMessageBytes: number;
+  /** The watchdog's limits, in `createStore`'s terms (0 turns one off). */
+  liveness: { defaultUnresponsiveSeconds: number; workerGoneSeconds: number };
   /** Serve the LLM proxy on the same port; `backends` are fixed engines (none: follow the store's LLM resource). */
   proxy?: { backends: string[]; model?: string };
   /** Serve the dashboard at `/` (absent with --no-ui); `dir` overrides where its built files are. */
@@ -32,6 +35,10 @@ Options:
                               which several servers may share (URL parameters: schema=NAME, default agl;
                               pool_size=N connections, default 10)
   --max-message-bytes <n>     largest request or response message (default 16777216)
+  --unresponsive-seconds <s>  an attempt without a span or heartbeat this long is unresponsive, when its rollout's
+                              config sets no unresponsive_seconds (default 30; 0: never)
+  --worker-gone-seconds <s>   a worker without a heartbeat this long is gone: its running attempts are unresponsive
+                              at once (default 30; 0: never)
   --proxy                     also serve the LLM proxy (/v1/..., /rollout/{id}/attempt/{id}/v1/..., /proxy/...)
                               on this port; engines come from the latest LLM resource in the store
   --proxy-backend <url>       a fixed engine for the proxy instead (OpenAI base URL; repeatable; implies --proxy)
@@ -56,6 +63,8 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       memory: { type: "boolean" },
       database: { type: "string" },
       "max-message-bytes": { type: "string" },
+      "unresponsive-seconds": { type: "string" },
+      "worker-gone-seconds": { type: "string" },
       proxy: { type: "boolean" },
       "proxy-backend": { type: "string", multiple: true },
       "proxy-model": { type: "string" },
@@ -91,6 +100,10 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     ...(certPath === undefined || keyPath === undefined ? {} : { tls: { certPath, keyPath } }),
     backend: values.memory === true ? { kind: "memory" } : databaseBackend(values.database ?? "./agl.db"),
     maxMessageBytes: integer(maxBytes ?? String(DEFAULT_MAX_MESSAGE_BYTES), "--max-message-bytes", 1, 2 ** 31 - 1),
+    liveness: {
+      defaultUnresponsiveSeconds: seconds(values["unresponsive-seconds"], "--unresponsive-seconds", DEFAULT_UNRESPONSIVE_SECONDS),
+      workerGoneSeconds: seconds(values["worker-gone-seconds"], "--worker-gone-seconds", DEFAULT_WORKER_GONE_SECONDS),
+    },
     ...(proxy ? { proxy } : {}),
     ...(values["no-ui"] === true ? {} : { ui: values["ui-dir"] === undefined ? {} : { dir: values["ui-dir"] } }),
     help: values.help === true,

@@ -17,7 +17,7 @@ import type { ServeArgs } from "./serve-args.js";
 export async function serve(args: ServeArgs): Promise<number> {
   const tls = args.tls && { cert: readFileSync(args.tls.certPath), key: readFileSync(args.tls.keyPath) };
   const logger = createConsoleLogger({ prefix: "[serve]" });
-  const store = await openStore(args.backend);
+  const store = await openStore(args);
   const proxy = args.proxy
     ? createLlmProxy({
         store,
@@ -73,11 +73,11 @@ export async function serve(args: ServeArgs): Promise<number> {
   return 0;
 }
 
-async function openStore(backend: ServeArgs["backend"]): Promise<Store> {
-  if (backend.kind === "memory") return createStore({ backend: createMemoryBackend() });
+async function openStore({ backend, liveness }: ServeArgs): Promise<Store> {
+  if (backend.kind === "memory") return createStore({ backend: createMemoryBackend(), ...liveness });
   if (backend.kind === "postgres") {
     const { createPostgresBackend } = await import("../store/backends/postgres/postgres-backend.js");
-    return createStore({ backend: await createPostgresBackend({ connectionString: backend.url }) });
+    return createStore({ backend: await createPostgresBackend({ connectionString: backend.url }), ...liveness });
   }
   let sqlite: typeof import("../store/backends/sqlite/sqlite-backend.js");
   try {
@@ -87,5 +87,5 @@ async function openStore(backend: ServeArgs["backend"]): Promise<Store> {
     const reason = error instanceof Error ? error.message : String(error);
     throw new Error(`cannot load the SQLite backend (${reason}); use --memory`);
   }
-  return createStore({ backend: sqlite.createSqliteBackend({ path: backend.path }) });
+  return createStore({ backend: sqlite.createSqliteBackend({ path: backend.path }), ...liveness });
 }
