@@ -20,6 +20,10 @@
  *
  * `--profile DIR` writes V8 CPU profiles of the server processes there (open them in Chrome DevTools or speedscope);
  * `--only REGEX` runs only the rows whose name matches (say `^proxy, whole` to profile that path alone).
+ * `--engine URL` uses an engine already running (its OpenAI base URL, ending in /v1) rather than starting one;
+ * `--agl-root DIR` runs the compiled CLI of another checkout (say the previous main), for side-by-side comparisons.
+ * The rows are measured in turns of `--block` calls each (default 50), so that drift on a shared machine hits every
+ * row alike.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -42,6 +46,9 @@ const { values: args } = parseArgs({
     mode: { type: "string", default: "both" },
     "spans-first": { type: "boolean", default: false },
     "engine-ms": { type: "string", default: "0" },
+    engine: { type: "string" },
+    "agl-root": { type: "string" },
+    block: { type: "string", default: "50" },
   },
 });
 const requests = Number(args.requests);
@@ -100,26 +107,45 @@ function cpuMs(pid: number): { user: number; system: number } {
   }
 }
 
-/** Latencies, sorted, and the server processes' CPU time per call (steadier than latency on a shared machine). */
-async function series(pids: number[], url: string, body: string): Promise<{ sorted: number[]; user: number; system: number }> {
-  const out: number[] = [];
-  const cpu = () => pids.map(cpuMs).reduce((a, b) => ({ user: a.user + b.user, system: a.system + b.system }), { user: 0, system: 0 });
-  const before = cpu();
-  for (let i = 0; i < requests; i++) out.push(await timedPost(url, body));
-  const after = cpu();
-  return {
-    sorted: out.sort((a, b) => a - b),
-    user: (after.user - before.user) / requests,
-    system: (after.system - before.system) / requests,
-  };
+interface Series {
+  sorted: number[];
+  user: number;
+  system: number;
 }
 
-type Row = [string, Awaited<ReturnType<typeof series>>];
+/**
+ * Latencies, sorted, and the server processes' CPU time per call (steadier than latency on a shared machine) of each
+ * path, measured in turns of `block` calls per path.
+ */
+async function measureAll(pids: number[], paths: { url: string; body: string }[]): Promise<Series[]> {
+  const cpu = () => pids.map(cpuMs).reduce((a, b) => ({ user: a.user + b.user, system: a.system + b.system }), { user: 0, system: 0 });
+  const out = paths.map(() => ({ sorted: [] as number[], user: 0, system: 0 }));
+  const block = Number(args.block);
+  for (let done = 0; done < requests; done += block) {
+    for (const [i, path] of paths.entries()) {
+      const series = out[i] as Series;
+      const before = cpu();
+      for (let k = 0; k < Math.min(block, requests - done); k++) series.sorted.push(await timedPost(path.url, path.body));
+      const after = cpu();
+      series.user += after.user - before.user;
+      series.system += after.system - before.system;
+    }
+  }
+  for (const series of out) {
+    series.sorted.sort((a, b) => a - b);
+    series.user /= requests;
+    series.system /= requests;
+  }
+  return out;
+}
 
-const engine = await startEngine();
+type Row = [string, Series];
+
+const engine = args.engine ? { url: args.engine, child: undefined } : await startEngine();
 const dir = mkdtempSync(join(tmpdir(), "agl-bench-proxy-"));
 const processOptions = (name: string) => ({
   compiled: args.compiled,
+  root: args["agl-root"],
   nodeArgs: args.profile ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${join(args.profile, name)}`] : [],
 });
 
@@ -180,8 +206,8 @@ async function measure(mode: "serve" | "standalone"): Promise<{ rows: Row[]; spa
       // server's code and growing its heap (measured: about 0.1 ms of server CPU per call, and the latency with it).
       for (const path of paths) for (let i = 0; i < warmup; i++) await timedPost(path.url, path.body);
       const pids = processes.map((p) => p.pid);
-      const rows: Row[] = [];
-      for (const path of paths) rows.push([path.name, await series(pids, path.url, path.body)]);
+      const measured = await measureAll(pids, paths);
+      const rows = paths.map((path, i): Row => [path.name, measured[i] as Series]);
       const spans = (await store.querySpans({ rolloutId: rollout?.rolloutId as string, page: { limit: 0 } })).page?.total;
       return { rows, spans };
     } finally {
@@ -197,7 +223,7 @@ const results: [string, Awaited<ReturnType<typeof measure>>][] = [];
 try {
   for (const mode of modes) results.push([mode, await measure(mode)]);
 } finally {
-  engine.child.kill("SIGTERM");
+  engine.child?.kill("SIGTERM");
   agent.destroy();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -9,6 +9,9 @@
  *
  *   npx tsx bench/store/run.ts --backend sqlite --runners 64 --rollouts 5000
  *   npx tsx bench/store/run.ts --backend postgres --servers 2     # two servers on one database, runners split
+ *   npx tsx bench/store/run.ts --profile /tmp/prof                 # V8 CPU profiles of the servers
+ *   npx tsx bench/store/run.ts --agl-root ../base                  # the compiled server of another checkout
+ *   npx tsx bench/store/run.ts --runners 128 --hold-ms 2000         # the demo's shape: rollouts that last a while
  *
  * PostgreSQL: --database URL, else $AGL_TEST_POSTGRES_URL, else the project's private server (scripts/postgres.sh
  * start). Each run uses a fresh schema, dropped afterwards.
@@ -39,6 +42,9 @@ const { values: args } = parseArgs({
     database: { type: "string" },
     servers: { type: "string", default: "1" },
     connections: { type: "string", default: "8" },
+    profile: { type: "string" },
+    "agl-root": { type: "string" },
+    "hold-ms": { type: "string", default: "0" },
   },
 });
 const serverCount = Number(args.servers);
@@ -77,7 +83,10 @@ const backendArgs =
       : ["--database", join(dir, "bench.db")];
 // --url measures a server started elsewhere (for example under a profiler); RSS is then not reported.
 const servers: ServerProcess[] = [];
-for (let i = 0; !args.url && i < serverCount; i++) servers.push(await startServerProcess(backendArgs, { compiled: true }));
+// --profile DIR writes each server's V8 CPU profile there when it stops (open it in Chrome DevTools or speedscope).
+const nodeArgs = args.profile ? ["--cpu-prof", "--cpu-prof-interval=200", `--cpu-prof-dir=${args.profile}`] : [];
+for (let i = 0; !args.url && i < serverCount; i++)
+  servers.push(await startServerProcess(backendArgs, { compiled: true, nodeArgs, root: args["agl-root"] }));
 const urls = args.url ? [args.url] : servers.map((s) => s.url);
 // Real runners each hold their own connection; one HTTP/2 connection for all of them would serialise their traffic.
 const connections = Math.max(urls.length, Number(args.connections));
@@ -136,7 +145,11 @@ function makeSpans(rolloutId: string, attemptId: string, count: number) {
   }));
 }
 
+const holdMs = Number(args["hold-ms"]);
+
 async function runOne(client: (typeof clients)[number], rolloutId: string, attemptId: string) {
+  // The agent at work: the rollout stays active meanwhile, as the watchdog sees it.
+  if (holdMs > 0) await new Promise((r) => setTimeout(r, holdMs));
   let sent = 0;
   while (spansPerRollout - sent > spanBatch) {
     const { acks } = await timed("AddSpans", () => client.addSpans({ spans: makeSpans(rolloutId, attemptId, spanBatch) }));

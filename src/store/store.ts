@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { StatisticsSchema } from "../gen/agl/v1/store_pb.js";
-import { RolloutStatus } from "../gen/agl/v1/types_pb.js";
+import { type Attempt, type Rollout, RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import { aggregateMethods } from "./aggregates.js";
 import { attemptMethods } from "./attempts.js";
 import { createConsoleLogger, type Logger } from "../core/logger.js";
@@ -17,7 +17,8 @@ import { defaultLimits, type StoreLimits } from "./validate.js";
 import { createWaiters } from "./waiters.js";
 import { withTxCache } from "./tx-cache.js";
 import { DEFAULT_UNRESPONSIVE_SECONDS, DEFAULT_WORKER_GONE_SECONDS } from "./liveness.js";
-import { scanOnce } from "./watchdog.js";
+import { createDeadlines } from "./deadlines.js";
+import { deadlineOf, scanDue, scanOnce } from "./watchdog.js";
 import { withWellFormedRequests } from "./well-formed-requests.js";
 import { workerMethods } from "./workers.js";
 import { useNodeTextEncoding } from "../encoding/node-text-encoding.js";
@@ -31,6 +32,12 @@ export interface StoreOptions {
   scanDebounceSeconds?: number;
   /** Period of the background watchdog in seconds (default 1; 0 disables the timer). */
   watchdogIntervalSeconds?: number;
+  /**
+   * Seconds between the background watchdog's full passes over every active rollout (default 10). Between them it
+   * looks only at the rollouts due: those whose attempts this process wrote, at their deadlines. The full passes find
+   * what it could not have scheduled: attempts started by another server on the same database, or before a restart.
+   */
+  watchdogFullScanSeconds?: number;
   /** Request bounds; each missing one keeps its default. */
   limits?: Partial<StoreLimits>;
   /**
@@ -76,26 +83,57 @@ export function createStore(options: StoreOptions): Store {
     workerGoneSeconds: options.workerGoneSeconds ?? DEFAULT_WORKER_GONE_SECONDS,
   };
   let lastScan: number | undefined;
-  let scanning: Promise<number> | undefined;
+  const interval = options.watchdogIntervalSeconds ?? 1;
+  const fullScanSeconds = options.watchdogFullScanSeconds ?? 10;
+  // When each rollout this process knows of is next due; filled as attempts are written and by full passes.
+  const deadlines = interval > 0 ? createDeadlines() : undefined;
+  let lastFullScan = Number.NEGATIVE_INFINITY;
+  let scanning: { full: boolean; promise: Promise<number> } | undefined;
 
-  const runWatchdog = () => {
-    // One scan at a time; concurrent callers share the one in flight.
-    scanning ??= scanOnce(ctx.transaction, now, watchdogDefaults).finally(() => {
-      scanning = undefined;
+  /** One pass at a time; a caller shares the one in flight unless it asks for a full pass and that one is not. */
+  const pass = (full: boolean): Promise<number> => {
+    if (scanning && (scanning.full || !full)) return scanning.promise;
+    const before = scanning?.promise.catch(() => 0);
+    const run = () =>
+      full ? scanOnce(ctx.transaction, now, watchdogDefaults, deadlines) : scanDue(ctx.transaction, now, watchdogDefaults, deadlines!);
+    const promise = (before ? before.then(run) : run()).finally(() => {
+      if (scanning?.promise === promise) scanning = undefined;
     });
-    return scanning;
+    scanning = { full, promise };
+    if (full) lastFullScan = now();
+    return promise;
+  };
+  const runWatchdog = () => pass(true);
+  const tick = () => pass(!deadlines || now() - lastFullScan >= fullScanSeconds);
+  /** After a commit: schedules the rollouts whose attempts it wrote (the latest written of each). */
+  const track = (written: Map<string, { attempt: Attempt; rollout: Rollout | undefined }>) => {
+    for (const [rolloutId, { attempt, rollout }] of written) {
+      // Without its rollout at hand (config unknown), look at it on the next pass, which schedules it exactly.
+      const at = rollout ? deadlineOf(rollout, attempt, watchdogDefaults) : now();
+      if (at === undefined) deadlines?.forget(rolloutId);
+      else deadlines?.schedule(rolloutId, at);
+    }
   };
 
   const closing = new AbortController();
   const ctx: StoreContext = {
     backend,
-    transaction: (fn, transactionOptions) =>
-      backend.transaction(async (raw) => {
-        const tx = withTxCache(raw);
-        const result = await fn(tx);
+    async transaction(fn, transactionOptions) {
+      const written = new Map<string, { attempt: Attempt; rollout: Rollout | undefined }>();
+      const observe = (attempt: Attempt, rollout: Rollout | undefined) => {
+        const seen = written.get(attempt.rolloutId);
+        if (!seen || attempt.sequenceId >= seen.attempt.sequenceId) written.set(attempt.rolloutId, { attempt, rollout });
+      };
+      const result = await backend.transaction(async (raw) => {
+        written.clear(); // a retried transaction starts over
+        const tx = withTxCache(raw, deadlines && observe);
+        const value = await fn(tx);
         await tx.flush();
-        return result;
-      }, transactionOptions),
+        return value;
+      }, transactionOptions);
+      if (written.size > 0) track(written);
+      return result;
+    },
     read: (fn) => ctx.transaction(fn, { readOnly: true }),
     write: (fn) => ctx.transaction(fn, { readOnly: false }),
     closing: closing.signal,
@@ -110,8 +148,7 @@ export function createStore(options: StoreOptions): Store {
     },
   };
 
-  const interval = options.watchdogIntervalSeconds ?? 1;
-  const timer = interval > 0 ? setInterval(() => runWatchdog().catch(onError), interval * 1000).unref() : undefined;
+  const timer = interval > 0 ? setInterval(() => tick().catch(onError), interval * 1000).unref() : undefined;
 
   const pendingWrites = createPendingWrites();
   const rollouts = rolloutMethods(ctx);
@@ -152,7 +189,7 @@ export function createStore(options: StoreOptions): Store {
       if (timer) clearInterval(timer);
       closing.abort();
       ctx.waiters.close();
-      await scanning?.catch(() => undefined);
+      await scanning?.promise.catch(() => undefined);
       await backend.close();
     },
   };

@@ -8,13 +8,16 @@ export interface CachedTx extends StorageTx {
 
 const attemptKey = (rolloutId: string, attemptId: string) => `${rolloutId}\0${attemptId}`;
 
+/** Told of each attempt a transaction writes, with its rollout when the transaction holds it (the watchdog's deadlines). */
+export type AttemptObserver = (attempt: Attempt, rollout: Rollout | undefined) => void;
+
 /**
  * Wraps a transaction with an identity map of rollouts, attempts and workers. A store call reads and rewrites the
  * same few rows several times (a span batch's heartbeat, then the attempt update, then the worker); with the map each
  * row is read once and written once per transaction, whatever the backend. Any other operation first flushes pending
  * writes, so queries always see them.
  */
-export function withTxCache(tx: StorageTx): CachedTx {
+export function withTxCache(tx: StorageTx, onAttempt?: AttemptObserver): CachedTx {
   const rollouts = new Map<string, Rollout | undefined>();
   const attempts = new Map<string, Attempt>();
   const latest = new Map<string, Attempt | undefined>();
@@ -59,6 +62,7 @@ export function withTxCache(tx: StorageTx): CachedTx {
       const copy = structuredClone(attempt);
       latest.set(attempt.rolloutId, copy);
       rememberAttempt(copy);
+      onAttempt?.(copy, rollouts.get(attempt.rolloutId));
     },
     async getAttempt(rolloutId, attemptId) {
       const key = attemptKey(rolloutId, attemptId);
@@ -91,6 +95,7 @@ export function withTxCache(tx: StorageTx): CachedTx {
     async putAttempt(attempt) {
       rememberAttempt(attempt);
       dirtyAttempts.set(attemptKey(attempt.rolloutId, attempt.attemptId), attempt);
+      onAttempt?.(attempt, rollouts.get(attempt.rolloutId));
     },
     async getWorker(id) {
       if (!workers.has(id)) workers.set(id, await tx.getWorker(id));

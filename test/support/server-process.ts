@@ -25,13 +25,15 @@ export interface ServerProcessOptions {
   nodeArgs?: string[];
   /** The `agl` command to run (default `serve`; `proxy` prints its "listening on" line too). */
   command?: "serve" | "proxy";
+  /** The checkout whose CLI runs (default this one; benchmarks compare another, say the previous main). */
+  root?: string;
 }
 
 /** Starts `agl serve <args> --port 0` (or another command) and resolves once it prints the address it listens on. */
 export async function startServerProcess(args: string[], options: ServerProcessOptions = {}): Promise<ServerProcess> {
   const entry = options.compiled ? "dist/cli/main.js" : "bin/agl.js";
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), entry, options.command ?? "serve", "--port", "0", ...args], {
-    cwd: repoRoot,
+    cwd: options.root ?? repoRoot,
     env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
