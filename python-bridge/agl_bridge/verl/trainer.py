@@ -1,5 +1,5 @@
-"""``AglRayPPOTrainer``: VERL's ``RayPPOTrainer`` whose ``fit`` runs the agl training loop (validation included), and
-the ``TaskRunner`` that builds it inside VERL's Ray driver."""
+"""``AglRayPPOTrainer``: VERL 0.9's V1 PPO trainer (``verl.trainer.ppo.v1``) whose ``fit`` runs the agl training loop
+(validation included), and the task runner that builds it inside VERL's Ray driver."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from omegaconf import OmegaConf
-from verl.trainer import main_ppo
-from verl.trainer.ppo.ray_trainer import RayPPOTrainer
+from omegaconf import OmegaConf, open_dict
+from verl.trainer.ppo.utils import Role
+from verl.trainer.ppo.v1 import PPOTrainerSync
 
 from agl_bridge.client import StoreClient
 from agl_bridge.loop import LoopConfig, TrainingLoop
@@ -20,8 +20,17 @@ from agl_bridge.rollout_correction import resolve_rollout_correction
 from agl_bridge.task_files import load_tasks
 from agl_bridge.verl import cpu
 from agl_bridge.verl.backend import VerlBackend
+from agl_bridge.verl.tq_batch import StepBatches, TransferQueueBatches
 
-__all__ = ["AglRayPPOTrainer", "AglTaskRunner", "agl_token", "loop_config", "rollout_correction", "val_sampling"]
+__all__ = [
+    "AglRayPPOTrainer",
+    "AglTaskRunner",
+    "agl_token",
+    "loop_config",
+    "max_staleness",
+    "rollout_correction",
+    "val_sampling",
+]
 
 
 def val_sampling(config: Any) -> dict[str, Any] | None:
@@ -70,8 +79,58 @@ def loop_config(config: Any) -> LoopConfig:
         # fit would: trainer.save_freq > 0 and a multiple of it, or the last step; -1 (VERL's default): never.
         save_freq=int(config.trainer.get("save_freq", -1)),
         resume=str(config.trainer.get("resume_mode", "auto")) != "disable",
-        max_staleness=int(agl.get("max_staleness", 0)),
+        max_staleness=max_staleness(config),
     )
+
+
+def max_staleness(config: Any) -> int:
+    """The staleness bound of agl's asynchronous loop — the one setting, taken from agl's key or VERL's.
+
+    ``agl.max_staleness`` k, when set, decides (0: synchronous). Left null, VERL's V1 keys decide: its
+    ``trainer.v1.trainer_mode`` ``sync`` is k = 0, and an asynchronous mode takes VERL's staleness cap
+    ``trainer.v1.sampler.max_off_policy_threshold`` t, the number of weight versions a group may span: k = t - 1
+    (a group trained by the weights it was enqueued under spans 1). ``AglTaskRunner`` writes VERL's keys back to match
+    (``apply_staleness``), so VERL's recorded config says what runs."""
+    v1 = config.trainer.get("v1") or {}
+    mode = str(v1.get("trainer_mode", "sync"))
+    if mode == "separate_async":
+        raise ValueError(
+            "trainer.v1.trainer_mode=separate_async (standalone rollout replicas, VERL's own agent loop) is not "
+            "supported by the agl loop: its rollouts are agl runners behind the store. Use agl.max_staleness=k "
+            "(colocated replicas; the runners keep generating while the actor updates)"
+        )
+    if mode not in ("sync", "colocate_async"):
+        raise ValueError(f"unknown trainer.v1.trainer_mode {mode!r}: sync, colocate_async or separate_async")
+    configured = config.agl.get("max_staleness")
+    if configured is not None:
+        k = int(configured)
+        if k < 0:
+            raise ValueError(f"agl.max_staleness must be >= 0, got {k}")
+        if k == 0 and mode != "sync":
+            raise ValueError(
+                f"trainer.v1.trainer_mode={mode} asks for asynchronous training but agl.max_staleness=0: set "
+                "agl.max_staleness to k > 0, or leave it null to take trainer.v1.sampler.max_off_policy_threshold - 1"
+            )
+        return k
+    if mode == "sync":
+        return 0
+    threshold = (v1.get("sampler") or {}).get("max_off_policy_threshold")
+    if threshold is None or int(threshold) < 2:
+        raise ValueError(
+            f"trainer.v1.trainer_mode={mode} needs a staleness bound for the agl loop: "
+            "trainer.v1.sampler.max_off_policy_threshold >= 2, or agl.max_staleness=k"
+        )
+    return int(threshold) - 1
+
+
+def apply_staleness(config: Any) -> None:
+    """Writes ``max_staleness`` into both settings: ``agl.max_staleness`` k, VERL's ``trainer.v1.trainer_mode``
+    (``sync`` for k = 0, else ``colocate_async``) and ``trainer.v1.sampler.max_off_policy_threshold`` k + 1."""
+    k = max_staleness(config)
+    with open_dict(config):
+        config.agl.max_staleness = k
+        config.trainer.v1.trainer_mode = "sync" if k == 0 else "colocate_async"
+        config.trainer.v1.sampler.max_off_policy_threshold = k + 1
 
 
 def rollout_correction(config: Any) -> dict[str, Any] | None:
@@ -82,7 +141,7 @@ def rollout_correction(config: Any) -> dict[str, Any] | None:
     enabled = config.agl.get("rollout_correction")
     return resolve_rollout_correction(
         settings,  # type: ignore[arg-type]
-        int(config.agl.get("max_staleness", 0)),
+        max_staleness(config),
         None if enabled is None else bool(enabled),
     )
 
@@ -99,13 +158,48 @@ def write_summary(path: str, loop: TrainingLoop) -> None:
     Path(path).write_text(json.dumps(loop.summary()))
 
 
-class AglRayPPOTrainer(RayPPOTrainer):
-    """Keeps VERL's workers, replicas, weight sync and checkpoints; replaces ``fit`` (and with it VERL's agent-loop
-    rollout) by the agl loop: rollouts run by agl runners against the published replicas, triplets from the store.
-    Validation (``_validate``) runs the ``agl.val_dataset`` tasks as ``val`` rollouts through the same store and
-    runners; its metrics go, with each step's, to VERL's ``Tracking`` (``trainer.logger``)."""
+class AglRayPPOTrainer(PPOTrainerSync):
+    """VERL 0.9's V1 trainer (its ``sync`` hooks) with VERL's workers, replicas, weight sync and checkpoints; ``fit``
+    is the agl loop instead of VERL's agent loop and replay buffer: rollouts run by agl runners against the published
+    replicas, triplets from the store, each step's rows through VERL's V1 phases (``VerlBackend``). Validation
+    (``_validate``) runs the ``agl.val_dataset`` tasks as ``val`` rollouts through the same store and runners; its
+    metrics go, with each step's, to VERL's ``Tracking`` (``trainer.logger``).
 
-    def fit(self) -> None:  # noqa: D102 - documented on the class
+    On CPU (``agl_bridge.verl.cpu.is_cpu``) its resource pools are CPU bundles and its actor worker starts a gloo
+    process group; everything else is VERL's own."""
+
+    # Where VerlBackend puts each step's rows for VERL's V1 phases.
+    step_batches: StepBatches = TransferQueueBatches()
+
+    def init(self) -> None:
+        """VERL's ``_setup`` (workers, replicas, checkpoint engine) without its own resume or first weight push: the
+        agl loop resumes from the VERL checkpoint paired with its own (``VerlBackend.load``), then pushes the weights
+        (``VerlBackend.start``)."""
+        self._agl_in_setup = True
+        try:
+            self._setup()
+        finally:
+            self._agl_in_setup = False
+
+    def _load_checkpoint(self) -> None:
+        if getattr(self, "_agl_in_setup", False):
+            self.global_steps = 0
+            return
+        super()._load_checkpoint()
+
+    def _init_resource_pool_mgr(self) -> None:
+        super()._init_resource_pool_mgr()
+        if not cpu.is_cpu(self.config):
+            return
+        cpu.install()
+        worker = ray.remote(cpu.cpu_actor_rollout_worker())
+        for role in list(self.role_worker_mapping):
+            if role != Role.Critic:
+                self.role_worker_mapping[role] = worker
+        manager = self.resource_pool_manager
+        self.resource_pool_manager = cpu.cpu_resource_pool_manager(manager.resource_pool_spec, manager.mapping)
+
+    def fit(self, agent_loop_manager: Any = None) -> None:  # noqa: D102 - documented on the class
         asyncio.run(self._fit())
 
     def _tracking(self) -> Any:
@@ -141,16 +235,16 @@ class AglRayPPOTrainer(RayPPOTrainer):
         agl = self.config.agl
         train, val = self._datasets()
         self.global_steps = 0
-        logger = self._tracking()
+        self.logger = self._tracking()
         async with StoreClient(str(agl.store), agl_token(self.config)) as client:
             loop = TrainingLoop(
-                client, self._backend(), train, loop_config(self.config), val_dataset=val, metrics_sink=logger.log
+                client, self._backend(), train, loop_config(self.config), val_dataset=val, metrics_sink=self.logger.log
             )
             await loop.run()
         if agl.get("summary"):
             write_summary(str(agl.summary), loop)
 
-    def _validate(self, merged: bool = False) -> dict[str, float]:
+    def _validate(self) -> dict[str, float]:
         """VERL's validation hook, through the agl store: publishes the replicas, runs ``agl.val_dataset`` as
         ``val`` rollouts and returns the metrics (nothing is trained). ``fit`` validates by itself; this is for
         callers outside it (it runs its own event loop)."""
@@ -168,29 +262,24 @@ class AglRayPPOTrainer(RayPPOTrainer):
             return (await loop.validate()).metrics
 
 
-class AglTaskRunner(main_ppo.TaskRunner):
-    """VERL's ``TaskRunner`` (worker roles, resource pools, tokenizer, datasets) building ``AglRayPPOTrainer``.
-
-    On CPU (``agl_bridge.verl.cpu.is_cpu``) it swaps in the CPU subclasses of VERL's pieces: the actor worker with a
-    gloo process group and resource pools of CPU bundles; everything else is VERL's own."""
+class AglTaskRunner:
+    """VERL 0.9's V1 task runner (``verl.trainer.main_ppo.TaskRunnerV1``) for the agl loop: it starts TransferQueue,
+    builds ``AglRayPPOTrainer`` (which builds VERL's workers, resource pools, replicas and checkpoint engine) and runs
+    its ``fit`` — without VERL's agent-loop manager, whose place agl's runners and store take."""
 
     def run(self, config: Any) -> None:
-        main_ppo.RayPPOTrainer = AglRayPPOTrainer  # type: ignore[misc] - TaskRunner.run builds the trainer by name
-        super().run(config)
+        import transfer_queue as tq
+        from verl.utils.logging_utils import configure_verl_logging
 
-    def add_actor_rollout_worker(self, config: Any) -> Any:
-        actor_rollout_cls, worker_group_cls = super().add_actor_rollout_worker(config)
-        if not cpu.is_cpu(config):
-            return actor_rollout_cls, worker_group_cls
-        cpu.install()
-        worker = cpu.cpu_actor_rollout_worker()
-        for role in list(self.role_worker_mapping):
-            if str(role).startswith("actor"):
-                self.role_worker_mapping[role] = ray.remote(worker)
-        return worker, worker_group_cls
-
-    def init_resource_pool_mgr(self, config: Any) -> Any:
-        manager = super().init_resource_pool_mgr(config)
-        if not cpu.is_cpu(config):
-            return manager
-        return cpu.cpu_resource_pool_manager(manager.resource_pool_spec, manager.mapping)
+        configure_verl_logging()
+        apply_staleness(config)
+        with open_dict(config):
+            config.transfer_queue.enable = True
+        OmegaConf.resolve(config)
+        tq.init(config.transfer_queue)
+        try:
+            trainer = AglRayPPOTrainer(config=config)
+            trainer.init()
+            trainer.fit()
+        finally:
+            tq.close()
