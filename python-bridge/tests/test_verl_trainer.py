@@ -29,11 +29,12 @@ from tensordict import TensorDict  # noqa: E402
 from transfer_queue import KVBatchMeta  # noqa: E402
 from verl.trainer.ppo.v1 import PPOTrainer  # noqa: E402
 
-from agl_bridge.advantage import compute_rollout_level_advantage  # noqa: E402
-from agl_bridge.dataproto import ConvertOptions, to_dataproto  # noqa: E402
-from agl_bridge.proxy_admin import ProxyAdmin, ProxyAdminError, admin_base_url  # noqa: E402
-from agl_bridge.task_files import load_tasks  # noqa: E402
+from agl_bridge.store.proxy_admin import ProxyAdmin, ProxyAdminError, admin_base_url  # noqa: E402
+from agl_bridge.training.advantage import compute_rollout_level_advantage  # noqa: E402
+from agl_bridge.training.dataproto import ConvertOptions, to_dataproto  # noqa: E402
+from agl_bridge.training.task_files import load_tasks  # noqa: E402
 from agl_bridge.verl import VerlBackend, compose_config  # noqa: E402
+from agl_bridge.verl.tq_batch import PARTITION, TransferQueueBatches  # noqa: E402
 from agl_bridge.verl.trainer import (  # noqa: E402
     AglRayPPOTrainer,
     AglTaskRunner,
@@ -43,7 +44,6 @@ from agl_bridge.verl.trainer import (  # noqa: E402
     rollout_correction,
     val_sampling,
 )
-from agl_bridge.verl.tq_batch import PARTITION, TransferQueueBatches, to_samples  # noqa: E402
 
 
 def test_config_composes_on_top_of_verl_ppo_trainer():
@@ -98,7 +98,8 @@ class MemoryKV:
                 row[name] = value.unbind()[i] if isinstance(value, torch.Tensor) and value.is_nested else value[i]
             if tags is not None:
                 self.tags[(partition_id, key)] = dict(tags[i])
-        return KVBatchMeta(keys=list(keys), tags=[self.tags[(partition_id, k)] for k in keys], partition_id=partition_id)
+        tags = [self.tags[(partition_id, k)] for k in keys]
+        return KVBatchMeta(keys=list(keys), tags=tags, partition_id=partition_id)
 
     def kv_batch_get(self, keys, partition_id, select_fields):
         rows = [self.rows[(partition_id, k)] for k in keys]
@@ -186,7 +187,8 @@ def test_verl_backend_step_order_shaping_and_resources():
     # rows are cleared afterwards.
     updated = workers.updated
     assert [len(r) for r in updated["input_ids"].unbind()] == [4] * 6
-    assert sorted(round(float(a[0]), 3) for a in updated["advantages"].unbind()) == [-1.155, -0.577, -0.577, 0.577, 0.577, 1.155]
+    advantages = sorted(round(float(a[0]), 3) for a in updated["advantages"].unbind())
+    assert advantages == [-1.155, -0.577, -0.577, 0.577, 0.577, 1.155]
     assert workers.kv.rows == {}
     resources = backend.resources()
     assert resources["main_llm"].WhichOneof("kind") == "proxy_llm"
@@ -229,6 +231,32 @@ def test_async_settings_and_rollout_correction_come_from_agl_and_verl_keys():
     metrics = VerlBackend(Recording(cfg), rollout_correction=rollout_correction(cfg)).update_sync(data)
     assert all(torch.allclose(w, torch.full_like(w, 2.0)) for w in seen["weights"].unbind())
     assert metrics["rollout_corr/rollout_is_max"] == pytest.approx(2.0)
+
+
+def test_one_staleness_setting_for_agl_and_verl():
+    # agl.max_staleness decides and VERL's V1 keys are written to match (a group trained by the weights it was
+    # enqueued under spans 1 version: VERL's threshold is k + 1).
+    cfg = compose_config(["agl.max_staleness=2"])
+    apply_staleness(cfg)
+    assert (cfg.agl.max_staleness, cfg.trainer.v1.trainer_mode, cfg.trainer.v1.sampler.max_off_policy_threshold) == (
+        2,
+        "colocate_async",
+        3,
+    )
+    sync = compose_config()
+    apply_staleness(sync)
+    assert (sync.agl.max_staleness, sync.trainer.v1.trainer_mode) == (0, "sync")
+    # Left null, VERL's own keys decide: its asynchronous mode with its staleness cap t is k = t - 1.
+    verl_keys = ["trainer.v1.trainer_mode=colocate_async", "trainer.v1.sampler.max_off_policy_threshold=2"]
+    assert max_staleness(compose_config(verl_keys)) == 1 == loop_config(compose_config(verl_keys)).max_staleness
+    assert rollout_correction(compose_config(verl_keys)) is not None  # asynchronous: the correction is on
+    # Settings that fight, or a mode the agl loop cannot run, are errors naming the keys to change.
+    with pytest.raises(ValueError, match="agl.max_staleness=0"):
+        max_staleness(compose_config(["trainer.v1.trainer_mode=colocate_async", "agl.max_staleness=0"]))
+    with pytest.raises(ValueError, match="separate_async"):
+        max_staleness(compose_config(["trainer.v1.trainer_mode=separate_async"]))
+    with pytest.raises(ValueError, match="max_off_policy_threshold >= 2"):
+        max_staleness(compose_config([verl_keys[0], "trainer.v1.sampler.max_off_policy_threshold=null"]))
 
 
 def test_verl_backend_skips_a_step_with_too_few_rows():
@@ -346,7 +374,7 @@ class FakeAglTrainer(AglRayPPOTrainer):
 async def test_verl_trainer_validates_through_the_store_and_logs_to_tracking(proxied, tmp_path):
     from scripted import ScriptedAgents, all_rollouts
 
-    from agl_bridge.client import StoreClient
+    from agl_bridge.store.client import StoreClient
 
     store_address = proxied.address
     (tmp_path / "train.jsonl").write_text('{"rewards": [1.0, 0.0]}\n' * 4)

@@ -2,7 +2,7 @@
 
 VERL keeps its workers (FSDP actor/ref, rollout replicas, weight sync); the step — enqueue ``rollout.n`` rollouts per
 task as a group, wait, read triplets, build ``DataProto``, rollout-level advantages — is the same loop the local
-trainer runs (``agl_bridge.loop``), with ``VerlBackend`` in place of the local policy.
+trainer runs (``agl_bridge.training.loop``), with ``VerlBackend`` in place of the local policy.
 
 The names below are imported on first use: ``agl_bridge.verl.cpu`` is VERL's plugin, imported while ``verl`` itself
 initializes, and must register agl's CPU platform before any VERL module asks for its device.
