@@ -18,7 +18,7 @@ from agl_bridge.training.dataproto import ConvertOptions, to_dataproto
 from agl_bridge.training.loop import LoopConfig, TrainingLoop
 from agl_bridge.training.validation import collect_rollouts
 from agl_bridge.verl import compose_config
-from agl_bridge.verl.trainer import loop_config
+from agl_bridge.verl.settings import loop_config
 
 TIMEOUT_S = 10.0
 

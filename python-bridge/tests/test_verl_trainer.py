@@ -29,21 +29,21 @@ from tensordict import TensorDict  # noqa: E402
 from transfer_queue import KVBatchMeta  # noqa: E402
 from verl.trainer.ppo.v1 import PPOTrainer  # noqa: E402
 
+from agl_bridge.errors import ConfigError  # noqa: E402
 from agl_bridge.store.proxy_admin import ProxyAdmin, ProxyAdminError, admin_base_url  # noqa: E402
 from agl_bridge.training.advantage import compute_rollout_level_advantage  # noqa: E402
 from agl_bridge.training.dataproto import ConvertOptions, to_dataproto  # noqa: E402
 from agl_bridge.training.task_files import load_tasks  # noqa: E402
 from agl_bridge.verl import VerlBackend, compose_config  # noqa: E402
-from agl_bridge.verl.tq_batch import PARTITION, TransferQueueBatches  # noqa: E402
-from agl_bridge.verl.trainer import (  # noqa: E402
-    AglRayPPOTrainer,
-    AglTaskRunner,
+from agl_bridge.verl.settings import (  # noqa: E402
     apply_staleness,
     loop_config,
     max_staleness,
     rollout_correction,
     val_sampling,
 )
+from agl_bridge.verl.tq_batch import PARTITION, TransferQueueBatches  # noqa: E402
+from agl_bridge.verl.trainer import AglRayPPOTrainer, AglTaskRunner  # noqa: E402
 
 
 def test_config_composes_on_top_of_verl_ppo_trainer():
@@ -61,7 +61,7 @@ def test_config_composes_on_top_of_verl_ppo_trainer():
     assert cfg.actor_rollout_ref.rollout.mode == "async"
     assert cfg.algorithm.adv_estimator == "grpo"
     assert cfg.data.filter_overlong_prompts is False
-    assert cfg.agl.store == "http://store:1" and cfg.agl.llm_name == "main_llm"
+    assert cfg.agl.store == "http://store:1" and loop_config(cfg).llm_name == "main_llm"
     assert cfg.agl.drain_timeout == 60
     loop = loop_config(cfg)
     assert (loop.n, loop.tasks_per_step, loop.total_steps) == (8, 16, 3)
@@ -251,11 +251,11 @@ def test_one_staleness_setting_for_agl_and_verl():
     assert max_staleness(compose_config(verl_keys)) == 1 == loop_config(compose_config(verl_keys)).max_staleness
     assert rollout_correction(compose_config(verl_keys)) is not None  # asynchronous: the correction is on
     # Settings that fight, or a mode the agl loop cannot run, are errors naming the keys to change.
-    with pytest.raises(ValueError, match="agl.max_staleness=0"):
+    with pytest.raises(ConfigError, match="agl.max_staleness=0"):
         max_staleness(compose_config(["trainer.v1.trainer_mode=colocate_async", "agl.max_staleness=0"]))
-    with pytest.raises(ValueError, match="separate_async"):
+    with pytest.raises(ConfigError, match="separate_async"):
         max_staleness(compose_config(["trainer.v1.trainer_mode=separate_async"]))
-    with pytest.raises(ValueError, match="max_off_policy_threshold >= 2"):
+    with pytest.raises(ConfigError, match="max_off_policy_threshold >= 2"):
         max_staleness(compose_config([verl_keys[0], "trainer.v1.sampler.max_off_policy_threshold=null"]))
 
 

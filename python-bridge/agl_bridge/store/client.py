@@ -1,13 +1,13 @@
 """An asyncio client of the agl store (``agl.v1.LightningStore`` and ``agl.v1.ResourceService``) over ``grpc.aio``.
 
-Errors are ``grpc.aio.AioRpcError`` with the store's gRPC codes (``NOT_FOUND``, ``INVALID_ARGUMENT``,
-``UNAUTHENTICATED``...). Reads and ``AddSpans`` (idempotent by span id) are retried on ``UNAVAILABLE``; calls that
+Errors are ``agl_bridge.errors.StoreError`` with the store's gRPC code (``error.code``: ``NOT_FOUND``,
+``INVALID_ARGUMENT``, ``UNAUTHENTICATED``...) and message (``error.details``); bad arguments are ``ConfigError``s,
+raised before any call. Reads and ``AddSpans`` (idempotent by span id) are retried on ``UNAVAILABLE``; calls that
 change state are never retried automatically, since a retry could apply them twice.
 """
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from types import EllipsisType, TracebackType
@@ -18,6 +18,7 @@ import grpc
 import grpc.aio
 from google.protobuf import json_format
 
+from agl_bridge.errors import ConfigError, StoreError
 from agl_bridge.gen.agl.v1 import (
     resources_pb2,
     resources_pb2_grpc,
@@ -27,6 +28,7 @@ from agl_bridge.gen.agl.v1 import (
     triplets_pb2_grpc,
     types_pb2,
 )
+from agl_bridge.retry import retry as retry_call
 from agl_bridge.store.convert import _enum_number, to_struct, to_value
 
 __all__ = ["StoreClient", "new_group_id", "parse_address"]
@@ -49,15 +51,15 @@ def parse_address(address: str) -> tuple[str, bool]:
     channel uses TLS (only ``https``). Other gRPC targets (``unix:/path``, ``dns:///host:port``) pass through."""
     address = address.strip()
     if not address:
-        raise ValueError("empty store address")
+        raise ConfigError("empty store address: give http://HOST:PORT")
     lowered = address.lower()
     if not lowered.startswith(("http://", "https://")):
         return address, False
     parts = urlsplit(address)
     if not parts.hostname:
-        raise ValueError(f"no host in store address {address!r}")
+        raise ConfigError(f"no host in store address {address!r}")
     if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise ValueError(f"store address {address!r} must not have a path")
+        raise ConfigError(f"store address {address!r} must not have a path")
     secure = parts.scheme.lower() == "https"
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     port = parts.port if parts.port is not None else (443 if secure else 80)
@@ -194,17 +196,19 @@ class StoreClient:
     ) -> _T:
         """One unary call with the client's metadata and deadline; ``retry`` retries UNAVAILABLE with backoff."""
         deadline = self._timeout if isinstance(timeout, EllipsisType) else timeout
-        tries = RETRY_ATTEMPTS if retry else 1
-        delay = RETRY_BASE_DELAY_S
-        for attempt in range(1, tries + 1):
+
+        async def call() -> _T:
             try:
                 return await method(request, timeout=deadline, metadata=self._metadata)
             except grpc.aio.AioRpcError as error:
-                if attempt == tries or error.code() != grpc.StatusCode.UNAVAILABLE:
-                    raise
-            await asyncio.sleep(delay)
-            delay *= 2
-        raise AssertionError("unreachable")
+                raise StoreError.from_rpc(error, target=self._target) from error
+
+        return await retry_call(
+            call,
+            retryable=lambda error: isinstance(error, StoreError) and error.code == grpc.StatusCode.UNAVAILABLE,
+            attempts=RETRY_ATTEMPTS if retry else 1,
+            base_delay=RETRY_BASE_DELAY_S,
+        )
 
     # -- rollouts ----------------------------------------------------------------------------------------------
 
@@ -257,7 +261,7 @@ class StoreClient:
         """Enqueues ``n`` rollouts of the same task input sharing one group id (fresh unless given), as GRPO samples
         a group per task. Returns them in order; ``rollouts[0].group_id`` is the group id. Not retried."""
         if n < 1:
-            raise ValueError(f"a group needs at least one rollout, got n={n}")
+            raise ConfigError(f"a group needs at least one rollout, got n={n}")
         return await self.enqueue_rollouts(
             [input] * n,
             mode=mode,
@@ -280,7 +284,7 @@ class StoreClient:
         """Enqueues ``n`` rollouts of each task input, each task's under a fresh group id, in one atomic call.
         Returns one list of ``n`` rollouts per input, in order. Not retried."""
         if n < 1:
-            raise ValueError(f"a group needs at least one rollout, got n={n}")
+            raise ConfigError(f"a group needs at least one rollout, got n={n}")
         mode_number = 0 if mode is None else _enum_number(types_pb2.RolloutMode, "ROLLOUT_MODE_", mode)
         rollout_config = _rollout_config(config)
         specs = []
@@ -498,6 +502,8 @@ class StoreClient:
         try:
             async for update in call:
                 yield update
+        except grpc.aio.AioRpcError as error:
+            raise StoreError.from_rpc(error, target=self._target) from error
         finally:
             call.cancel()
 
@@ -540,6 +546,8 @@ class StoreClient:
         try:
             async for response in call:
                 yield response
+        except grpc.aio.AioRpcError as error:
+            raise StoreError.from_rpc(error, target=self._target) from error
         finally:
             call.cancel()
 

@@ -15,6 +15,7 @@ from typing import Any
 from google.protobuf import struct_pb2
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 
+from agl_bridge.errors import ConfigError, DataError
 from agl_bridge.gen.agl.v1 import types_pb2
 
 __all__ = [
@@ -45,7 +46,8 @@ def to_value(obj: Any) -> struct_pb2.Value:
     """Converts a JSON-compatible Python value (None, bool, int, float, str, list/tuple, str-keyed mapping) to a
     ``google.protobuf.Value``. A ``Value`` is returned as is.
 
-    Raises ``ValueError`` for NaN/infinity and for integers beyond +-2**53 (a Value stores numbers as doubles; pass
+    Raises ``DataError`` (a ``ValueError``) for NaN/infinity and for integers beyond +-2**53 (a Value stores numbers as
+    doubles; pass
     such numbers as strings), ``TypeError`` for anything else that is not JSON.
     """
     if isinstance(obj, struct_pb2.Value):
@@ -97,11 +99,11 @@ def _fill_value(value: struct_pb2.Value, obj: Any) -> None:
         value.bool_value = obj
     elif isinstance(obj, int):
         if abs(obj) > _MAX_SAFE_INT:
-            raise ValueError(f"integer {obj} is beyond +-2**53, which a protobuf Value cannot hold exactly")
+            raise DataError(f"integer {obj} is beyond +-2**53, which a protobuf Value cannot hold exactly")
         value.number_value = float(obj)
     elif isinstance(obj, float):
         if not math.isfinite(obj):
-            raise ValueError(f"{obj} is not a JSON number")
+            raise DataError(f"{obj} is not a JSON number")
         value.number_value = obj
     elif isinstance(obj, str):
         value.string_value = obj
@@ -171,7 +173,7 @@ def from_attribute_value(value: types_pb2.AttributeValue) -> Any:
 
 def _check_int64(number: int) -> int:
     if not _INT64_MIN <= number <= _INT64_MAX:
-        raise ValueError(f"integer attribute {number} does not fit in 64 bits")
+        raise DataError(f"integer attribute {number} does not fit in 64 bits")
     return number
 
 
@@ -181,9 +183,16 @@ def _enum_number(enum: EnumTypeWrapper, prefix: str, value: int | str) -> int:
         name = value.upper()
         if not name.startswith(prefix):
             name = prefix + name
+        if name not in enum.keys():
+            raise ConfigError(f"unknown {enum.DESCRIPTOR.name} {value!r}: one of {_names(enum, prefix)}")
         return int(enum.Value(name))
-    enum.Name(value)  # raises ValueError for an unknown number
+    if value not in enum.values():
+        raise ConfigError(f"unknown {enum.DESCRIPTOR.name} number {value}: one of {_names(enum, prefix)}")
     return int(value)
+
+
+def _names(enum: EnumTypeWrapper, prefix: str) -> str:
+    return ", ".join(name.removeprefix(prefix).lower() for name in enum.keys())
 
 
 # ---------------------------------------------------------------------------------------------------------------
