@@ -234,13 +234,13 @@ def test_async_settings_and_rollout_correction_come_from_agl_and_verl_keys():
 
 
 def test_one_staleness_setting_for_agl_and_verl():
-    # agl.max_staleness decides and VERL's V1 keys are written to match (a group trained by the weights it was
-    # enqueued under spans 1 version: VERL's threshold is k + 1).
+    # agl.max_staleness decides and VERL's staleness cap is written to match (a group trained by the weights it was
+    # enqueued under spans 1 version: VERL's threshold is k + 1); VERL's side stays on its synchronous path.
     cfg = compose_config(["agl.max_staleness=2"])
     apply_staleness(cfg)
     assert (cfg.agl.max_staleness, cfg.trainer.v1.trainer_mode, cfg.trainer.v1.sampler.max_off_policy_threshold) == (
         2,
-        "colocate_async",
+        "sync",
         3,
     )
     sync = compose_config()
@@ -250,6 +250,9 @@ def test_one_staleness_setting_for_agl_and_verl():
     verl_keys = ["trainer.v1.trainer_mode=colocate_async", "trainer.v1.sampler.max_off_policy_threshold=2"]
     assert max_staleness(compose_config(verl_keys)) == 1 == loop_config(compose_config(verl_keys)).max_staleness
     assert rollout_correction(compose_config(verl_keys)) is not None  # asynchronous: the correction is on
+    written = compose_config(verl_keys)
+    apply_staleness(written)
+    assert (written.agl.max_staleness, written.trainer.v1.trainer_mode) == (1, "sync") and max_staleness(written) == 1
     # Settings that fight, or a mode the agl loop cannot run, are errors naming the keys to change.
     with pytest.raises(ConfigError, match="agl.max_staleness=0"):
         max_staleness(compose_config(["trainer.v1.trainer_mode=colocate_async", "agl.max_staleness=0"]))

@@ -96,8 +96,8 @@ def max_staleness(config: Any) -> int:
     ``agl.max_staleness`` k, when set, decides (0: synchronous). Left null, VERL's V1 keys decide: its
     ``trainer.v1.trainer_mode`` ``sync`` is k = 0, and an asynchronous mode takes VERL's staleness cap
     ``trainer.v1.sampler.max_off_policy_threshold`` t, the number of weight versions a group may span: k = t - 1
-    (a group trained by the weights it was enqueued under spans 1). ``AglTaskRunner`` writes VERL's keys back to match
-    (``apply_staleness``), so VERL's recorded config says what runs."""
+    (a group trained by the weights it was enqueued under spans 1). ``AglTaskRunner`` writes the result back into both
+    (``apply_staleness``)."""
     v1 = config.trainer.get("v1") or {}
     mode = str(v1.get("trainer_mode", "sync"))
     if mode == "separate_async":
@@ -131,12 +131,14 @@ def max_staleness(config: Any) -> int:
 
 
 def apply_staleness(config: Any) -> None:
-    """Writes ``max_staleness`` into both settings: ``agl.max_staleness`` k, VERL's ``trainer.v1.trainer_mode``
-    (``sync`` for k = 0, else ``colocate_async``) and ``trainer.v1.sampler.max_off_policy_threshold`` k + 1."""
+    """Writes ``max_staleness`` k into both settings before the trainer starts: ``agl.max_staleness`` k and VERL's
+    ``trainer.v1.sampler.max_off_policy_threshold`` k + 1, with ``trainer.v1.trainer_mode`` ``sync`` whatever k: the
+    overlap of generation and update is agl's loop, and VERL's side runs its synchronous path (its asynchronous modes'
+    replay buffer, prefetch and TransferQueue checkpoints drive VERL's own agent loop, which agl does not run)."""
     k = max_staleness(config)
     with open_dict(config):
         config.agl.max_staleness = k
-        config.trainer.v1.trainer_mode = "sync" if k == 0 else "colocate_async"
+        config.trainer.v1.trainer_mode = "sync"
         config.trainer.v1.sampler.max_off_policy_threshold = k + 1
 
 
