@@ -222,7 +222,7 @@ async def test_killed_mid_step_and_restarted_trains_every_finished_group_once(st
         first = _loop(store_address, VersionRecordingBackend(fail_at=2), dataset, 5, 1, ckpt)
         with pytest.raises(RuntimeError, match="killed"):
             await first.run()
-        lost_step = {r for r, _, _ in first.backend.rows[2]}  # type: ignore[attr-defined]
+        lost_step = {r for r, _, _ in first.backend.rows[2]}
         enqueued = set(first.scheduler.ledger.rollout_ids()) | lost_step
         await first.client.wait_for_rollouts(sorted(enqueued), 30)  # they finish while the trainer is down
         await first.client.close()

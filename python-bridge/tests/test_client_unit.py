@@ -60,7 +60,7 @@ class FlakyStore(store_pb2_grpc.LightningStoreServicer):
     def __init__(self, failures: int) -> None:
         self.failures = failures
         self.calls: dict[str, int] = {}
-        self.authorization: list[str | None] = []
+        self.authorization: list[str | bytes | None] = []
 
     async def _count(self, name: str, context: grpc.aio.ServicerContext) -> None:
         self.calls[name] = self.calls.get(name, 0) + 1

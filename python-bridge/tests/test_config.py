@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -33,17 +33,17 @@ OWN_FLAGS = {"total_steps": 3, "n": 2, "tasks_per_step": 5}
 
 def _other_value(f: dataclasses.Field[Any]) -> Any:
     """A value of field ``f`` that is not its default."""
-    kind = str(f.type).split(" ")[0]
+    kind, default = str(f.type).split(" ")[0], cast(Any, f.default)
     if f.name == "triplet_options":
         return {"mode": "TRIPLET_MODE_TRAJECTORY"}
     if f.name == "val_sampling":
         return {"temperature": 0.5}
     if kind == "bool":
-        return not f.default
+        return not default
     if kind == "int":
-        return (f.default or 0) + 3
+        return (default or 0) + 3
     if kind == "float":
-        return (f.default or 0.0) + 1.5
+        return (default or 0.0) + 1.5
     if kind == "str":
         return f"x-{f.name}"
     raise AssertionError(f"no test value for {f.name}: {f.type}")

@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -294,7 +295,7 @@ def test_a_sampling_seed_makes_each_prompts_samples_independent_of_request_order
 def test_build_policy_is_determined_by_the_seed():
     from agl_bridge.local.run import LocalTrainerOptions, build_policy
 
-    def weights(seed: int) -> list[torch.Tensor]:
+    def weights(seed: int) -> list[Any]:
         options = LocalTrainerOptions(store="", seed=seed, warmup_steps=3, hidden=32, layers=1)
         return [p.detach().clone() for p in build_policy(options).model.parameters()]
 

@@ -572,7 +572,8 @@ def record_admin(backend: VerlBackend, events: list[str]) -> None:
         events.append("resume")
         return await resume(*args, **kwargs)
 
-    admin.pause, admin.drain, admin.resume = recorded_pause, recorded_drain, recorded_resume
+    # Wrapped on this instance: the real routes still answer.
+    vars(admin).update(pause=recorded_pause, drain=recorded_drain, resume=recorded_resume)
 
 
 class HookedCheckpointManager:

@@ -95,7 +95,7 @@ def _has_checkpoint(options: LocalTrainerOptions) -> bool:
 def build_policy(options: LocalTrainerOptions) -> Policy:
     """The policy from ``--model``, or a new tiny model for the built-in task (warmed up unless resuming)."""
     torch.manual_seed(options.seed)
-    configured = {"rollout_is_threshold": options.rollout_is_threshold}
+    configured: dict[str, Any] = {"rollout_is_threshold": options.rollout_is_threshold}
     if options.rollout_is not in (None, "off"):
         configured["rollout_is"] = options.rollout_is
     correction = resolve_rollout_correction(

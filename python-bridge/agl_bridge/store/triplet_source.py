@@ -8,7 +8,7 @@ store that does not serve ``TripletService`` gets ``TripletServiceMissing``, not
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, Protocol
 
 import grpc
@@ -38,7 +38,9 @@ class TripletSource(Protocol):
     def load_state(self, state: dict[str, Any]) -> None: ...
 
 
-async def read_triplets(client: StoreClient, **request: Any) -> AsyncIterator[triplets_pb2.StreamTripletsResponse]:
+async def read_triplets(
+    client: StoreClient, **request: Any
+) -> AsyncGenerator[triplets_pb2.StreamTripletsResponse, None]:
     """``client.stream_triplets(**request)``, with ``TripletServiceMissing`` instead of a bare ``UNIMPLEMENTED``."""
     stream = client.stream_triplets(**request)
     try:

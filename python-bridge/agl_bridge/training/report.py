@@ -11,15 +11,12 @@ from typing import Any
 
 from agl_bridge.log import get_logger
 from agl_bridge.training.interfaces import StepResult
-from agl_bridge.training.plot import reward_plot, reward_png
+from agl_bridge.training.plot import FINAL_WINDOW, reward_plot, reward_png
 from agl_bridge.training.validation import ValidationResult
 
-__all__ = ["FINAL_WINDOW", "format_progress", "format_validation", "run_summary", "write_summary"]
+__all__ = ["format_progress", "format_validation", "run_summary", "write_summary"]
 
 log = get_logger("training")
-
-# The final reward is the mean of the last FINAL_WINDOW steps' rewards.
-FINAL_WINDOW = 5
 
 
 def format_progress(r: StepResult, total_steps: int, asynchronous: bool) -> str:
@@ -106,7 +103,6 @@ def write_summary(path: str | Path, summary: dict[str, Any], *, title: str, targ
         summary["rewards"],
         title=title,
         target=target,
-        window=FINAL_WINDOW,
         validation=[(v["step"], v["reward_mean"]) for v in summary["validation"]],
     )
     log.info("reward curve: %s", png)

@@ -107,9 +107,9 @@ def _register_platform() -> None:
 
     @platform_manager.PlatformRegistry.register(platform=CPU_PLATFORM)
     class CpuPlatform(PlatformBase):
-        device_module = _cpu_device_module()  # type: ignore[assignment]
-        device_name = "cpu"  # type: ignore[assignment]
-        vendor_name = "cpu"  # type: ignore[assignment]
+        device_module = _cpu_device_module()
+        device_name = "cpu"
+        vendor_name = "cpu"
 
         def is_available(self) -> bool:
             return True
@@ -117,7 +117,7 @@ def _register_platform() -> None:
         def current_device(self) -> int:
             # VERL places tensors with .to(get_device_id()); an int there means an accelerator. torch.cpu's own
             # current_device() is the string "cpu", which VERL 0.8 used as it is.
-            return torch.cpu.current_device()  # type: ignore[return-value]
+            return torch.cpu.current_device()
 
         def device_count(self) -> int:
             return 1
@@ -150,7 +150,7 @@ def _register_platform() -> None:
             return "CUDA_VISIBLE_DEVICES"
 
         @contextmanager
-        def nvtx_range(self, msg: str):  # type: ignore[no-untyped-def]
+        def nvtx_range(self, msg: str) -> Any:
             yield
 
         def profiler_start(self) -> None:
@@ -209,7 +209,7 @@ def _patch_unpinned_offload() -> None:
         return
 
     @dataclasses.dataclass
-    class UnpinnedCPUOffloadPolicy(base):  # type: ignore[misc, valid-type]
+    class UnpinnedCPUOffloadPolicy(base):  # type: ignore[misc, valid-type]  # base is found at run time
         _agl_unpinned = True
 
         def __post_init__(self) -> None:

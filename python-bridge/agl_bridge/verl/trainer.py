@@ -37,6 +37,8 @@ class AglRayPPOTrainer(PPOTrainerSync):
 
     # Where VerlBackend puts each step's rows for VERL's V1 phases.
     step_batches: StepBatches = TransferQueueBatches()
+    # Set by VERL's _init_resource_pool_mgr (replaced on CPU).
+    resource_pool_manager: Any
 
     def init(self) -> None:
         """VERL's ``_setup`` (workers, replicas, checkpoint engine) without its own resume or first weight push: the
