@@ -1,3 +1,5 @@
+import type { ScopedToken } from "../core/credentials.js";
+import { acceptedTokens } from "./access-flags.js";
 import { checkUrl, integer, parseFlags, UsageError } from "./flags.js";
 
 /** What `agl proxy` was asked to do. */
@@ -5,8 +7,10 @@ export interface ProxyArgs {
   store: string;
   host: string;
   port: number;
-  /** Bearer token of the store, also required from the proxy's clients. */
+  /** Bearer token of the store, also required from the proxy's clients unless `accepted` is given. */
   token?: string;
+  /** The tokens the proxy's clients may send, with their scopes (`--token-file`). */
+  accepted?: ScopedToken[];
   /** Fixed engines; empty means the store's latest LLM resource. */
   backends: string[];
   model?: string;
@@ -26,7 +30,10 @@ Options:
   --store <url>          the store server (required)
   --host <host>          address to listen on (default 127.0.0.1)
   --port <port>          port to listen on; 0 picks a free one (default 4748)
-  --token <token>        the store's token, also required from proxy clients (default: $AGL_TOKEN, else none)
+  --token <token>        the store's token (a trainer's), also required from proxy clients unless --token-file is
+                         given (default: $AGL_TOKEN, else none)
+  --token-file <file>    the tokens proxy clients may send, one 'scope:token' a line: LLM calls need scope runner
+                         or trainer, /proxy/* trainer (admin may do both)
   --backend <url>        a fixed engine (OpenAI base URL, repeatable); default: the store's latest LLM resource
   --model <name>         the model the fixed engines serve
   --max-retries <n>      retries of 429/5xx/timeouts before the first byte (default 3)
@@ -46,6 +53,7 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       host: { type: "string" },
       port: { type: "string" },
       token: { type: "string" },
+      "token-file": { type: "string" },
       backend: { type: "string", multiple: true },
       model: { type: "string" },
       "max-retries": { type: "string" },
@@ -59,11 +67,13 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   const backends = values.backend ?? [];
   for (const url of backends) checkUrl(url, "--backend");
   const token = values.token ?? env.AGL_TOKEN;
+  const accepted = values["token-file"] === undefined ? undefined : acceptedTokens({ "token-file": values["token-file"] }, {});
   return {
     store: values.store ?? "",
     host: values.host ?? "127.0.0.1",
     port: integer(values.port ?? "4748", "--port", 0, 65_535),
     ...(token ? { token } : {}),
+    ...(accepted ? { accepted } : {}),
     backends,
     ...(values.model ? { model: values.model } : {}),
     maxRetries: integer(values["max-retries"] ?? "3", "--max-retries", 0, 100),

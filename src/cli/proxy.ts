@@ -1,3 +1,4 @@
+import { createCredentials } from "../core/credentials.js";
 import { createStoreClient } from "../client/store-client.js";
 import { createLlmProxy } from "../proxy/llm-proxy.js";
 import type { ProxyArgs } from "./proxy-args.js";
@@ -12,7 +13,7 @@ export async function runProxy(args: ProxyArgs): Promise<number> {
     store,
     maxRetries: args.maxRetries,
     ...(args.spansFirst ? { spanPromises: false } : {}),
-    ...(args.token ? { token: args.token } : {}),
+    ...(args.accepted ? { credentials: createCredentials(args.accepted) } : args.token ? { token: args.token } : {}),
     ...(args.backends.length > 0 ? { backends: args.backends.map((endpoint) => ({ endpoint, model: args.model ?? "" })) } : {}),
   });
   let url: string;

@@ -1,10 +1,13 @@
+import type { ScopedToken } from "../core/credentials.js";
+import { acceptedTokens, TOKEN_FLAGS, TOKEN_USAGE } from "./access-flags.js";
 import { checkUrl, integer, parseFlags, UsageError } from "./flags.js";
 
 /** What `agl serve` was asked to do. */
 export interface ServeArgs {
   host: string;
   port: number;
-  token?: string;
+  /** The tokens calls need, with their scopes; absent: none. */
+  tokens?: ScopedToken[];
   tls?: { certPath: string; keyPath: string };
   backend: { kind: "memory" } | { kind: "sqlite"; path: string } | { kind: "postgres"; url: string };
   maxMessageBytes: number;
@@ -24,8 +27,7 @@ Serves the store on one port: gRPC, Connect, gRPC-Web and JSON over HTTP.
 Options:
   --host <host>               address to listen on (default 127.0.0.1)
   --port <port>               port to listen on; 0 picks a free one (default 4747)
-  --token <token>             require 'authorization: Bearer <token>' (default: $AGL_TOKEN, else none)
-  --tls-cert <file>           PEM certificate chain; serve TLS (needs --tls-key)
+${TOKEN_USAGE}  --tls-cert <file>           PEM certificate chain; serve TLS (needs --tls-key)
   --tls-key <file>            PEM private key
   --memory                    keep data in memory only
   --database <path|url>       SQLite database file (default ./agl.db), or a postgres://… URL: PostgreSQL,
@@ -50,7 +52,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     options: {
       host: { type: "string" },
       port: { type: "string" },
-      token: { type: "string" },
+      ...TOKEN_FLAGS,
       "tls-cert": { type: "string" },
       "tls-key": { type: "string" },
       memory: { type: "boolean" },
@@ -73,7 +75,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   if ((values["tls-cert"] === undefined) !== (values["tls-key"] === undefined)) {
     throw new UsageError("--tls-cert and --tls-key go together");
   }
-  const token = values.token ?? env.AGL_TOKEN;
+  const tokens = acceptedTokens(values, env);
   const certPath = values["tls-cert"];
   const keyPath = values["tls-key"];
   const maxBytes = values["max-message-bytes"];
@@ -87,7 +89,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   return {
     host: values.host ?? "127.0.0.1",
     port: integer(values.port ?? "4747", "--port", 0, 65_535),
-    ...(token === undefined || token === "" ? {} : { token }),
+    ...(tokens === undefined ? {} : { tokens }),
     ...(certPath === undefined || keyPath === undefined ? {} : { tls: { certPath, keyPath } }),
     backend: values.memory === true ? { kind: "memory" } : databaseBackend(values.database ?? "./agl.db"),
     maxMessageBytes: integer(maxBytes ?? String(DEFAULT_MAX_MESSAGE_BYTES), "--max-message-bytes", 1, 2 ** 31 - 1),

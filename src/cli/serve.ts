@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { createCredentials } from "../core/credentials.js";
 import { createLlmProxy } from "../proxy/llm-proxy.js";
 import { createOtlpTracesHandler } from "../otlp/otlp-route.js";
 import { type StoreServer, startStoreServer } from "../server/store-server.js";
@@ -15,6 +16,7 @@ import type { ServeArgs } from "./serve-args.js";
  */
 export async function serve(args: ServeArgs): Promise<number> {
   const tls = args.tls && { cert: readFileSync(args.tls.certPath), key: readFileSync(args.tls.keyPath) };
+  const credentials = args.tokens && createCredentials(args.tokens);
   const store = await openStore(args.backend);
   const proxy = args.proxy
     ? createLlmProxy({
@@ -22,7 +24,7 @@ export async function serve(args: ServeArgs): Promise<number> {
         // This process is the only server of a memory or SQLite store, so the store can order the proxy's span writes
         // before the updates that finish attempts; with PostgreSQL another server may take those updates.
         ...(args.backend.kind === "postgres" ? {} : { pendingWrites: store.pendingWrites }),
-        ...(args.token === undefined ? {} : { token: args.token }),
+        ...(credentials === undefined ? {} : { credentials }),
         ...(args.proxy.backends.length > 0
           ? { backends: args.proxy.backends.map((endpoint) => ({ endpoint, model: args.proxy?.model ?? "" })) }
           : {}),
@@ -37,12 +39,12 @@ export async function serve(args: ServeArgs): Promise<number> {
       host: args.host,
       port: args.port,
       maxMessageBytes: args.maxMessageBytes,
-      ...(args.token === undefined ? {} : { token: args.token }),
+      ...(credentials === undefined ? {} : { credentials }),
       // OTLP/HTTP trace ingest (POST /v1/traces): spans from agents using a standard OpenTelemetry exporter.
       fallback: createOtlpTracesHandler({
         store,
         maxBodyBytes: args.maxMessageBytes,
-        ...(args.token === undefined ? {} : { token: args.token }),
+        ...(credentials === undefined ? {} : { credentials }),
         onError: (error) => console.error("agl serve: OTLP ingest failed:", error),
         // Every other plain-HTTP route goes to the dashboard (GET and HEAD), then to the LLM proxy, when they run.
         ...(dashboard ? { next: dashboard } : {}),

@@ -1,6 +1,7 @@
 import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { bearerTokenProblem } from "../core/auth.js";
+import { bearerTokenProblem, credentialsOf } from "../core/auth.js";
+import { type Credentials, SCOPES } from "../core/credentials.js";
 import { sleep } from "../core/retry.js";
 import type { PendingWrites } from "../store/pending-writes.js";
 import type { StoreApi } from "../store/store-api.js";
@@ -13,6 +14,7 @@ import type { ForwardPolicy } from "./forward-call.js";
 import { sendError, sendJson } from "./http-io.js";
 import { createPauseGate, type PauseOptions, type PauseState } from "./pause-gate.js";
 import { routeRequest } from "./proxy-routes.js";
+import { PROXY_ROUTE_SCOPES } from "./route-scopes.js";
 import { createResourceVersions } from "./resource-versions.js";
 import { createScopeChecker } from "./scope-check.js";
 import { createSpanRecorder } from "./span-recorder.js";
@@ -42,6 +44,8 @@ export interface LlmProxyOptions {
   resourceNames?: readonly string[];
   /** When set, every proxy route (LLM and admin) needs `authorization: Bearer <token>`. */
   token?: string;
+  /** Scoped tokens instead of `token` (a single token is `admin`): each route needs the scope `PROXY_ROUTE_SCOPES` gives. */
+  credentials?: Credentials;
   /** Retries of 429, 5xx, refused connections and timeouts, before any byte reached the client (default 3). */
   maxRetries?: number;
   /** Backoff before the first retry (default 200 ms; doubles, with jitter), and its cap (default 10,000 ms). */
@@ -112,6 +116,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
         onUpdate: versions.observe,
       });
   const gate = createPauseGate({ maxWaitMs: options.pauseMaxWaitMs });
+  const credentials = credentialsOf(options);
   const scopes = createScopeChecker(options.store);
   const promising = !options.pendingWrites && options.spanPromises !== false;
   const order = options.pendingWrites ? inProcessOrder : promising ? promisedOrder(options.store, log) : spanFirstOrder;
@@ -189,9 +194,12 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     res.on("finish", () => {
       counters.responses[res.statusCode] = (counters.responses[res.statusCode] ?? 0) + 1;
     });
-    if (options.token !== undefined) {
-      const problem = bearerTokenProblem(req.headers.authorization, options.token);
-      if (problem) return sendError(res, 401, "unauthenticated", problem);
+    if (credentials !== undefined) {
+      const what = `${req.method} ${(req.url ?? "/").split("?")[0]}`;
+      // A wrong method is told to any known token.
+      const allowed = route.kind === "method_not_allowed" ? SCOPES : PROXY_ROUTE_SCOPES[route.kind];
+      const problem = bearerTokenProblem(req.headers.authorization, credentials, allowed, what);
+      if (problem) return sendError(res, problem.status, problem.code, problem.message);
     }
     let work: Promise<void> | void;
     switch (route.kind) {

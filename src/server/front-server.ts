@@ -9,11 +9,18 @@ export interface ConnectionTargets {
   http1(socket: net.Socket): void;
 }
 
+/** A server's TLS: PEM certificate chain and key; with `ca`, clients must present a certificate that CA signed. */
+export interface ServerTls {
+  cert: string | Buffer;
+  key: string | Buffer;
+  ca?: string | Buffer;
+}
+
 /** Options of {@link createFrontServer}. */
 export interface FrontServerOptions {
   targets: ConnectionTargets;
-  /** PEM certificate chain and key: serve TLS (with ALPN) instead of plaintext. */
-  tls?: { cert: string | Buffer; key: string | Buffer };
+  /** PEM certificate chain and key: serve TLS (with ALPN) instead of plaintext; with `ca`, mutual TLS. */
+  tls?: ServerTls;
   /** A connection that has not said which protocol it speaks within this time is closed. Default: 10 s. */
   peekTimeoutMs?: number;
 }
@@ -54,6 +61,7 @@ export function createFrontServer(options: FrontServerOptions): FrontServer {
     server = tls.createServer({
       cert: options.tls.cert,
       key: options.tls.key,
+      ...(options.tls.ca === undefined ? {} : { ca: options.tls.ca, requestCert: true, rejectUnauthorized: true }),
       ALPNCallback: ({ protocols }) => ["http/1.1", "h2"].find((protocol) => protocols.includes(protocol)),
     });
     server.on("connection", track);

@@ -8,7 +8,7 @@ export { createStoreServices, callOptionsOf } from "./store-services.js";
 export { addConnectService, type GrpcServiceAdapterOptions } from "./grpc-adapter.js";
 export { createHealthService, ServingStatus, type HealthService, type HealthServiceOptions } from "./health-service.js";
 export { createReflectionServices, type ReflectionServiceOptions } from "./reflection-service.js";
-export { bearerTokenProblem, createBearerAuthInterceptor, checkBearerToken, OPEN_SERVICES, type BearerAuthOptions } from "../core/auth.js";
+export { bearerTokenProblem, createBearerAuthInterceptor, credentialsOf, OPEN_SERVICES, type BearerAuthOptions } from "../core/auth.js";
 export { createErrorLoggingInterceptor, sanitizeError, consoleLogger, type ServerLogger } from "./error-logging.js";
 export {
   createFrontServer,
