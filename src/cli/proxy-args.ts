@@ -1,5 +1,14 @@
 import type { ScopedToken } from "../core/credentials.js";
-import { acceptedTokens } from "./access-flags.js";
+import type { TlsFiles } from "../core/tls.js";
+import {
+  acceptedTokens,
+  CLIENT_TLS_FLAGS,
+  CLIENT_TLS_USAGE,
+  clientTlsFiles,
+  SERVER_TLS_FLAGS,
+  SERVER_TLS_USAGE,
+  serverTlsFiles,
+} from "./access-flags.js";
 import { checkUrl, integer, parseFlags, UsageError } from "./flags.js";
 
 /** What `agl proxy` was asked to do. */
@@ -11,6 +20,10 @@ export interface ProxyArgs {
   token?: string;
   /** The tokens the proxy's clients may send, with their scopes (`--token-file`). */
   accepted?: ScopedToken[];
+  /** Serve TLS (with `caFile`: mutual TLS). */
+  tls?: TlsFiles;
+  /** How the store and https engines are verified, and the proxy's client certificate. */
+  clientTls?: TlsFiles;
   /** Fixed engines; empty means the store's latest LLM resource. */
   backends: string[];
   model?: string;
@@ -34,7 +47,7 @@ Options:
                          given (default: $AGL_TOKEN, else none)
   --token-file <file>    the tokens proxy clients may send, one 'scope:token' a line: LLM calls need scope runner
                          or trainer, /proxy/* trainer (admin may do both)
-  --backend <url>        a fixed engine (OpenAI base URL, repeatable); default: the store's latest LLM resource
+${SERVER_TLS_USAGE}${CLIENT_TLS_USAGE}  --backend <url>        a fixed engine (OpenAI base URL, repeatable); default: the store's latest LLM resource
   --model <name>         the model the fixed engines serve
   --max-retries <n>      retries of 429/5xx/timeouts before the first byte (default 3)
   --spans-first          store each call's span before its answer ends, rather than answer first and promise the
@@ -54,6 +67,8 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       port: { type: "string" },
       token: { type: "string" },
       "token-file": { type: "string" },
+      ...SERVER_TLS_FLAGS,
+      ...CLIENT_TLS_FLAGS,
       backend: { type: "string", multiple: true },
       model: { type: "string" },
       "max-retries": { type: "string" },
@@ -67,6 +82,8 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   const backends = values.backend ?? [];
   for (const url of backends) checkUrl(url, "--backend");
   const token = values.token ?? env.AGL_TOKEN;
+  const tls = serverTlsFiles(values);
+  const clientTls = clientTlsFiles(values, env);
   const accepted = values["token-file"] === undefined ? undefined : acceptedTokens({ "token-file": values["token-file"] }, {});
   return {
     store: values.store ?? "",
@@ -74,6 +91,8 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     port: integer(values.port ?? "4748", "--port", 0, 65_535),
     ...(token ? { token } : {}),
     ...(accepted ? { accepted } : {}),
+    ...(tls ? { tls } : {}),
+    ...(clientTls ? { clientTls } : {}),
     backends,
     ...(values.model ? { model: values.model } : {}),
     maxRetries: integer(values["max-retries"] ?? "3", "--max-retries", 0, 100),

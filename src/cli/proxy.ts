@@ -1,5 +1,6 @@
 import { createCredentials } from "../core/credentials.js";
 import { createStoreClient } from "../client/store-client.js";
+import { readClientTls, readServerTls } from "../core/tls.js";
 import { createLlmProxy } from "../proxy/llm-proxy.js";
 import type { ProxyArgs } from "./proxy-args.js";
 
@@ -8,17 +9,23 @@ import type { ProxyArgs } from "./proxy-args.js";
  * `agl proxy listening on URL (store: URL)`, and on a signal refuses new calls, lets calls in flight finish, and exits.
  */
 export async function runProxy(args: ProxyArgs): Promise<number> {
-  const store = createStoreClient({ baseUrl: args.store, ...(args.token ? { token: args.token } : {}) });
+  const clientTls = args.clientTls && readClientTls(args.clientTls);
+  const store = createStoreClient({
+    baseUrl: args.store,
+    ...(args.token ? { token: args.token } : {}),
+    ...(clientTls ? { tls: clientTls } : {}),
+  });
   const proxy = createLlmProxy({
     store,
     maxRetries: args.maxRetries,
+    ...(clientTls ? { upstream: { tls: clientTls } } : {}),
     ...(args.spansFirst ? { spanPromises: false } : {}),
     ...(args.accepted ? { credentials: createCredentials(args.accepted) } : args.token ? { token: args.token } : {}),
     ...(args.backends.length > 0 ? { backends: args.backends.map((endpoint) => ({ endpoint, model: args.model ?? "" })) } : {}),
   });
   let url: string;
   try {
-    url = await proxy.listen(args.port, args.host);
+    url = await proxy.listen(args.port, args.host, args.tls && readServerTls(args.tls));
   } catch (error) {
     await proxy.close();
     store.close();

@@ -1,4 +1,6 @@
 import { RUNNER_HEARTBEAT_SECONDS } from "../store/liveness.js";
+import type { TlsFiles } from "../core/tls.js";
+import { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFiles } from "./access-flags.js";
 import { parseFlags, UsageError } from "./flags.js";
 
 /** What `agl run` was asked to do. */
@@ -7,6 +9,8 @@ export interface RunArgs {
   exportName?: string;
   store: string;
   token?: string;
+  /** How https servers (the store, the LLM proxy the agents call) are verified, and the client certificate. */
+  tls?: TlsFiles;
   /** Worker threads; 0 runs agents on the main thread. */
   workers: number;
   concurrency: number;
@@ -30,8 +34,8 @@ object with rollout(). TypeScript modules load through tsx.
 
 Options:
   --store <url>               the store server (default $AGL_STORE_URL, else http://127.0.0.1:4747)
-  --token <token>             bearer token of the store (default $AGL_TOKEN)
-  --workers <n>               worker threads; 0 runs agents on the main thread (default 1)
+  --token <token>             bearer token of the store (default $AGL_TOKEN); a runner's token is enough
+${CLIENT_TLS_USAGE}  --workers <n>               worker threads; 0 runs agents on the main thread (default 1)
   --concurrency <m>           rollouts each worker runs at once (default 8)
   --export <name>             the module's export holding the agent (default: default, else agent)
   --worker-id <id>            how this runner appears among the store's workers (default host-pid)
@@ -69,6 +73,7 @@ export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
     options: {
       store: { type: "string" },
       token: { type: "string" },
+      ...CLIENT_TLS_FLAGS,
       workers: { type: "string" },
       concurrency: { type: "string" },
       export: { type: "string" },
@@ -103,6 +108,8 @@ export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
   if (args.heartbeatMs < 50) throw new UsageError(`--heartbeat needs at least 0.05 seconds, got "${values.heartbeat}"`);
   if (values.export !== undefined) args.exportName = values.export;
   if (token) args.token = token;
+  const tls = clientTlsFiles(values, env);
+  if (tls) args.tls = tls;
   if (values["worker-id"] !== undefined) args.workerId = values["worker-id"];
   if (values["max-rollouts"] !== undefined) args.maxRollouts = integer(values["max-rollouts"], "--max-rollouts", 0, 1);
   return args;

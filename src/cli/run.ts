@@ -1,4 +1,5 @@
 import { createStoreClient } from "../client/store-client.js";
+import { readClientTls, trustCaFileFromEnv } from "../core/tls.js";
 import { loadAgent } from "../agent/load-agent.js";
 import { registerAgentLoaders } from "../agent/module-loaders.js";
 import { createInProcessExecutor } from "../runner/in-process-executor.js";
@@ -12,7 +13,16 @@ import type { RunArgs } from "./run-args.js";
  * it ends. Resolves to the exit code.
  */
 export async function runAgent(args: RunArgs): Promise<number> {
-  const store = createStoreClient({ baseUrl: args.store, keepaliveMs: args.keepaliveMs, ...(args.token ? { token: args.token } : {}) });
+  const tls = args.tls && readClientTls(args.tls);
+  // The agents' own HTTPS calls (to the proxy) trust the CA too, on this thread and on every worker thread.
+  if (args.tls?.caFile) process.env.AGL_CA_FILE = args.tls.caFile;
+  trustCaFileFromEnv();
+  const store = createStoreClient({
+    baseUrl: args.store,
+    keepaliveMs: args.keepaliveMs,
+    ...(args.token ? { token: args.token } : {}),
+    ...(tls ? { tls } : {}),
+  });
   if (args.workers === 0) await registerAgentLoaders(args.agentModule);
   const executor =
     args.workers === 0

@@ -1,5 +1,15 @@
 import type { ScopedToken } from "../core/credentials.js";
-import { acceptedTokens, TOKEN_FLAGS, TOKEN_USAGE } from "./access-flags.js";
+import type { TlsFiles } from "../core/tls.js";
+import {
+  acceptedTokens,
+  CLIENT_TLS_FLAGS,
+  clientTlsFiles,
+  SERVER_TLS_FLAGS,
+  SERVER_TLS_USAGE,
+  serverTlsFiles,
+  TOKEN_FLAGS,
+  TOKEN_USAGE,
+} from "./access-flags.js";
 import { checkUrl, integer, parseFlags, UsageError } from "./flags.js";
 
 /** What `agl serve` was asked to do. */
@@ -8,7 +18,10 @@ export interface ServeArgs {
   port: number;
   /** The tokens calls need, with their scopes; absent: none. */
   tokens?: ScopedToken[];
-  tls?: { certPath: string; keyPath: string };
+  /** Serve TLS (with `caFile`: mutual TLS). */
+  tls?: TlsFiles;
+  /** How the proxy verifies https engines (`--ca-file`, `--client-cert`). */
+  engineTls?: TlsFiles;
   backend: { kind: "memory" } | { kind: "sqlite"; path: string } | { kind: "postgres"; url: string };
   maxMessageBytes: number;
   /** Serve the LLM proxy on the same port; `backends` are fixed engines (none: follow the store's LLM resource). */
@@ -27,9 +40,7 @@ Serves the store on one port: gRPC, Connect, gRPC-Web and JSON over HTTP.
 Options:
   --host <host>               address to listen on (default 127.0.0.1)
   --port <port>               port to listen on; 0 picks a free one (default 4747)
-${TOKEN_USAGE}  --tls-cert <file>           PEM certificate chain; serve TLS (needs --tls-key)
-  --tls-key <file>            PEM private key
-  --memory                    keep data in memory only
+${TOKEN_USAGE}${SERVER_TLS_USAGE}  --memory                    keep data in memory only
   --database <path|url>       SQLite database file (default ./agl.db), or a postgres://… URL: PostgreSQL,
                               which several servers may share (URL parameters: schema=NAME, default agl;
                               pool_size=N connections, default 10)
@@ -38,6 +49,8 @@ ${TOKEN_USAGE}  --tls-cert <file>           PEM certificate chain; serve TLS (ne
                               on this port; engines come from the latest LLM resource in the store
   --proxy-backend <url>       a fixed engine for the proxy instead (OpenAI base URL; repeatable; implies --proxy)
   --proxy-model <name>        the model the fixed engines serve
+  --ca-file, --client-cert, --client-key <file>
+                              how the proxy verifies https engines (default $AGL_CA_FILE), and its certificate
   --no-ui                     do not serve the dashboard (by default: GET / on this port, from dist/ui/ of the
                               package, built by 'make build'; it reads the store through the RPCs, with the token)
   --ui-dir <dir>              serve the dashboard built in this directory instead
@@ -53,8 +66,8 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       host: { type: "string" },
       port: { type: "string" },
       ...TOKEN_FLAGS,
-      "tls-cert": { type: "string" },
-      "tls-key": { type: "string" },
+      ...SERVER_TLS_FLAGS,
+      ...CLIENT_TLS_FLAGS,
       memory: { type: "boolean" },
       database: { type: "string" },
       "max-message-bytes": { type: "string" },
@@ -72,12 +85,9 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   if (values["no-ui"] === true && values["ui-dir"] !== undefined) {
     throw new UsageError("--no-ui and --ui-dir exclude each other");
   }
-  if ((values["tls-cert"] === undefined) !== (values["tls-key"] === undefined)) {
-    throw new UsageError("--tls-cert and --tls-key go together");
-  }
+  const tls = serverTlsFiles(values);
+  const engineTls = clientTlsFiles(values, env);
   const tokens = acceptedTokens(values, env);
-  const certPath = values["tls-cert"];
-  const keyPath = values["tls-key"];
   const maxBytes = values["max-message-bytes"];
   const proxyBackends = values["proxy-backend"] ?? [];
   for (const url of proxyBackends) checkUrl(url, "--proxy-backend");
@@ -90,7 +100,8 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     host: values.host ?? "127.0.0.1",
     port: integer(values.port ?? "4747", "--port", 0, 65_535),
     ...(tokens === undefined ? {} : { tokens }),
-    ...(certPath === undefined || keyPath === undefined ? {} : { tls: { certPath, keyPath } }),
+    ...(tls ? { tls } : {}),
+    ...(engineTls ? { engineTls } : {}),
     backend: values.memory === true ? { kind: "memory" } : databaseBackend(values.database ?? "./agl.db"),
     maxMessageBytes: integer(maxBytes ?? String(DEFAULT_MAX_MESSAGE_BYTES), "--max-message-bytes", 1, 2 ** 31 - 1),
     ...(proxy ? { proxy } : {}),

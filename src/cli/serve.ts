@@ -1,5 +1,5 @@
-import { readFileSync } from "node:fs";
 import { createCredentials } from "../core/credentials.js";
+import { readClientTls, readServerTls } from "../core/tls.js";
 import { createLlmProxy } from "../proxy/llm-proxy.js";
 import { createOtlpTracesHandler } from "../otlp/otlp-route.js";
 import { type StoreServer, startStoreServer } from "../server/store-server.js";
@@ -15,7 +15,8 @@ import type { ServeArgs } from "./serve-args.js";
  * Resolves to the process exit code.
  */
 export async function serve(args: ServeArgs): Promise<number> {
-  const tls = args.tls && { cert: readFileSync(args.tls.certPath), key: readFileSync(args.tls.keyPath) };
+  const tls = args.tls && readServerTls(args.tls);
+  const engineTls = args.engineTls && readClientTls(args.engineTls);
   const credentials = args.tokens && createCredentials(args.tokens);
   const store = await openStore(args.backend);
   const proxy = args.proxy
@@ -25,6 +26,7 @@ export async function serve(args: ServeArgs): Promise<number> {
         // before the updates that finish attempts; with PostgreSQL another server may take those updates.
         ...(args.backend.kind === "postgres" ? {} : { pendingWrites: store.pendingWrites }),
         ...(credentials === undefined ? {} : { credentials }),
+        ...(engineTls ? { upstream: { tls: engineTls } } : {}),
         ...(args.proxy.backends.length > 0
           ? { backends: args.proxy.backends.map((endpoint) => ({ endpoint, model: args.proxy?.model ?? "" })) }
           : {}),

@@ -1,7 +1,9 @@
 import * as http from "node:http";
+import * as https from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import { bearerTokenProblem, credentialsOf } from "../core/auth.js";
 import { type Credentials, SCOPES } from "../core/credentials.js";
+import type { ServerTls } from "../core/tls.js";
 import { sleep } from "../core/retry.js";
 import type { PendingWrites } from "../store/pending-writes.js";
 import type { StoreApi } from "../store/store-api.js";
@@ -86,8 +88,8 @@ export interface ProxyStatus extends PauseState {
 export interface LlmProxy {
   /** Serves a request; with `next`, requests that are not the proxy's go there instead of a 404. */
   handle(req: http.IncomingMessage, res: http.ServerResponse, next?: () => void): void;
-  /** Serves the proxy on its own port; resolves to its URL. `close()` stops it. */
-  listen(port?: number, host?: string): Promise<string>;
+  /** Serves the proxy on its own port (over TLS with `tls`); resolves to its URL. `close()` stops it. */
+  listen(port?: number, host?: string, tls?: ServerTls): Promise<string>;
   pause(options?: PauseOptions): void;
   resume(): void;
   /** Resolves true once no call is in flight (false when `timeoutMs` passes first). */
@@ -230,8 +232,12 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
   const sockets = new Set<Socket>();
   const proxy: LlmProxy = {
     handle,
-    async listen(port = 0, host = "127.0.0.1") {
-      server = http.createServer({ keepAliveTimeout: 65_000, headersTimeout: 30_000, requestTimeout: 0 }, (req, res) => handle(req, res));
+    async listen(port = 0, host = "127.0.0.1", tls?: ServerTls) {
+      const serverOptions = { keepAliveTimeout: 65_000, headersTimeout: 30_000, requestTimeout: 0 };
+      const mutual = tls?.ca === undefined ? {} : { requestCert: true, rejectUnauthorized: true };
+      server = tls
+        ? https.createServer({ ...serverOptions, ...tls, ...mutual }, (req, res) => handle(req, res))
+        : http.createServer(serverOptions, (req, res) => handle(req, res));
       server.on("connection", (socket) => {
         sockets.add(socket);
         socket.on("close", () => sockets.delete(socket));
@@ -241,7 +247,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
         server?.listen(port, host, () => resolve());
       });
       const address = server.address() as AddressInfo;
-      return `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`;
+      return `${tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${address.port}`;
     },
     pause: (opts) => gate.pause(opts),
     resume: () => gate.resume(),

@@ -1,5 +1,6 @@
 import * as net from "node:net";
 import * as tls from "node:tls";
+import type { ServerTls } from "../core/tls.js";
 
 /** Where the front server sends each connection. */
 export interface ConnectionTargets {
@@ -7,13 +8,6 @@ export interface ConnectionTargets {
   http2(socket: net.Socket): void;
   /** Everything else: HTTP/1.1. */
   http1(socket: net.Socket): void;
-}
-
-/** A server's TLS: PEM certificate chain and key; with `ca`, clients must present a certificate that CA signed. */
-export interface ServerTls {
-  cert: string | Buffer;
-  key: string | Buffer;
-  ca?: string | Buffer;
 }
 
 /** Options of {@link createFrontServer}. */
