@@ -20,7 +20,7 @@ from verl.trainer.ppo import core_algos
 from verl.utils.torch_functional import logprobs_from_logits
 from verl.workers.config import ActorConfig
 
-from agl_bridge.rollout_correction import apply_rollout_correction
+from agl_bridge.training.rollout_correction import apply_rollout_correction
 
 __all__ = ["Generation", "GrpoConfig", "Policy"]
 
@@ -39,7 +39,7 @@ class Generation:
 class GrpoConfig:
     """The update: VERL's policy loss ``loss_mode`` with PPO clipping, ``ppo_epochs`` passes over the batch in
     mini-batches of ``mini_batch_size`` rows (all rows when ``None``); ``rollout_correction`` (VERL's
-    ``algorithm.rollout_correction`` keys, ``agl_bridge.rollout_correction``) weights each token's loss by its
+    ``algorithm.rollout_correction`` keys, ``agl_bridge.training.rollout_correction``) weights each token's loss by its
     truncated importance ratio between the weights updated and the ones that sampled it."""
 
     lr: float = 1e-3
