@@ -28,6 +28,7 @@ from agl_bridge.gen.agl.v1 import (
     types_pb2,
 )
 from agl_bridge.store.convert import _enum_number, to_struct, to_value
+from agl_bridge.store.network import ClientTls
 
 __all__ = ["StoreClient", "new_group_id", "parse_address"]
 
@@ -97,7 +98,8 @@ def _rollout_config(config: types_pb2.RolloutConfig | Mapping[str, Any] | None) 
 class StoreClient:
     """An asyncio client of one agl store server.
 
-    ``address`` is ``http://host:port``, ``https://host:port`` (TLS) or ``host:port``; ``token`` is sent as
+    ``address`` is ``http://host:port``, ``https://host:port`` (TLS, verified against ``tls.ca_file``, default
+    ``$AGL_CA_FILE``, with a client certificate for mutual TLS) or ``host:port``; ``token`` is sent as
     ``authorization: Bearer <token>``; ``timeout`` is the deadline in seconds of each call (long-polls get their wait
     plus a margin). The channel opens on the first call, in the running event loop; use the client as an async
     context manager or call ``close()``.
@@ -106,8 +108,11 @@ class StoreClient:
     ``"ATTEMPT_STATUS_SUCCEEDED"``, ``types_pb2.ATTEMPT_STATUS_SUCCEEDED``).
     """
 
-    def __init__(self, address: str, token: str | None = None, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, address: str, token: str | None = None, *, timeout: float = 30.0, tls: ClientTls | None = None
+    ) -> None:
         self._target, self._secure = parse_address(address)
+        self._tls = tls or ClientTls.from_env()
         self._timeout = timeout
         self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
         self._channel: grpc.aio.Channel | None = None
@@ -159,7 +164,7 @@ class StoreClient:
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ]
         if self._secure:
-            self._channel = grpc.aio.secure_channel(self._target, grpc.ssl_channel_credentials(), options=options)
+            self._channel = grpc.aio.secure_channel(self._target, self._tls.grpc_credentials(), options=options)
         else:
             self._channel = grpc.aio.insecure_channel(self._target, options=options)
         self._store_stub = store_pb2_grpc.LightningStoreStub(self._channel)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 from typing import Any
+from urllib.parse import urlsplit
 
 import ray
 import torch
@@ -53,7 +54,14 @@ class CpuPolicyServer:
         self.config, self.replica_rank = config, replica_rank
         model, tokenizer = load_model(copy_to_local(str(model_config.path)))
         self.policy = Policy(model, tokenizer)
-        self.server = PolicyServer(self.policy, str(model_config.path), host="127.0.0.1")
+        # Across machines: listen on $AGL_ENGINE_HOST (default loopback) and report $AGL_ENGINE_ADVERTISE_HOST, the
+        # address the proxy dials, to VERL (which agl publishes). Ray actors inherit the driver's environment.
+        self.server = PolicyServer(
+            self.policy,
+            str(model_config.path),
+            host=os.environ.get("AGL_ENGINE_HOST") or "127.0.0.1",
+            advertise_host=os.environ.get("AGL_ENGINE_ADVERTISE_HOST") or None,
+        )
         # What weights the replica serves (tests, the smoke check): version and digest.
         self.server.app.router.add_get("/agl/weights", self._weights)
         self.global_steps: int | None = None
@@ -61,9 +69,8 @@ class CpuPolicyServer:
 
     async def launch_server(self) -> tuple[str, int]:
         url = await self.server.start()
-        host_port = url.removeprefix("http://").removesuffix("/v1")
-        host, port = host_port.rsplit(":", 1)
-        return host, int(port)
+        parts = urlsplit(url)
+        return parts.hostname or "127.0.0.1", int(parts.port or 80)
 
     async def _weights(self, _: web.Request) -> web.Response:
         return web.json_response(
