@@ -4,16 +4,17 @@ store on another host. Certificates come from the machine's openssl."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import urllib.request
 from pathlib import Path
 
 import grpc
 import pytest
+from conftest import run_store_server
 
 from agl_bridge.store.client import StoreClient
 from agl_bridge.store.network import ClientTls, server_ssl_context, unreachable_warning, with_host
-from conftest import run_store_server
 
 
 def _openssl(*args: str) -> None:
@@ -83,7 +84,6 @@ async def test_policy_server_over_tls_publishes_its_advertised_host(tmp_path: Pa
     try:
         assert url.startswith("https://localhost:") and url.endswith("/v1")
         context = ClientTls(pki["ca"]).ssl_context()
-        import asyncio
 
         body = await asyncio.to_thread(lambda: urllib.request.urlopen(f"{url}/models", context=context).read())
         assert b'"tiny"' in body
