@@ -80,3 +80,21 @@ export function clientTlsFiles(values: Record<string, unknown>, env: NodeJS.Proc
   if (caFile === undefined && certFile === undefined) return undefined;
   return { ...(caFile === undefined ? {} : { caFile }), ...(certFile === undefined ? {} : { certFile, keyFile }) };
 }
+
+export const ADVERTISE_USAGE = `  --advertise <url>           the URL consumers on other hosts reach this server at (printed, for publishing)
+`;
+
+/**
+ * Says where consumers reach a server: the `--advertise` URL on stdout when given; a loud warning on stderr when it
+ * listens on a wildcard address, which other hosts cannot dial as such.
+ */
+export function reportAdvertised(what: string, listening: string, advertise: string | undefined): void {
+  if (advertise !== undefined) return void process.stdout.write(`${what} advertised as ${advertise}\n`);
+  const host = new URL(listening).hostname.replace(/^\[|\]$/g, "");
+  if (host === "0.0.0.0" || host === "::") {
+    process.stderr.write(
+      `${what}: WARNING: listening on the wildcard address ${host}, which consumers cannot dial as such; pass ` +
+        "--advertise <url> with an address of this host they reach, and publish that\n",
+    );
+  }
+}

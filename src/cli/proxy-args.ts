@@ -24,6 +24,8 @@ export interface ProxyArgs {
   tls?: TlsFiles;
   /** How the store and https engines are verified, and the proxy's client certificate. */
   clientTls?: TlsFiles;
+  /** The URL consumers on other hosts reach the proxy at (`--advertise`). */
+  advertise?: string;
   /** Fixed engines; empty means the store's latest LLM resource. */
   backends: string[];
   model?: string;
@@ -43,6 +45,7 @@ Options:
   --store <url>          the store server (required)
   --host <host>          address to listen on (default 127.0.0.1)
   --port <port>          port to listen on; 0 picks a free one (default 4748)
+  --advertise <url>      the URL agents on other hosts reach the proxy at (printed, for the trainer to publish)
   --token <token>        the store's token (a trainer's), also required from proxy clients unless --token-file is
                          given (default: $AGL_TOKEN, else none)
   --token-file <file>    the tokens proxy clients may send, one 'scope:token' a line: LLM calls need scope runner
@@ -65,6 +68,7 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       store: { type: "string" },
       host: { type: "string" },
       port: { type: "string" },
+      advertise: { type: "string" },
       token: { type: "string" },
       "token-file": { type: "string" },
       ...SERVER_TLS_FLAGS,
@@ -83,6 +87,7 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   for (const url of backends) checkUrl(url, "--backend");
   const token = values.token ?? env.AGL_TOKEN;
   const tls = serverTlsFiles(values);
+  if (values.advertise !== undefined) checkUrl(values.advertise, "--advertise");
   const clientTls = clientTlsFiles(values, env);
   const accepted = values["token-file"] === undefined ? undefined : acceptedTokens({ "token-file": values["token-file"] }, {});
   return {
@@ -91,6 +96,7 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     port: integer(values.port ?? "4748", "--port", 0, 65_535),
     ...(token ? { token } : {}),
     ...(accepted ? { accepted } : {}),
+    ...(values.advertise === undefined ? {} : { advertise: values.advertise }),
     ...(tls ? { tls } : {}),
     ...(clientTls ? { clientTls } : {}),
     backends,

@@ -2,6 +2,7 @@ import { createCredentials } from "../core/credentials.js";
 import { createStoreClient } from "../client/store-client.js";
 import { readClientTls, readServerTls } from "../core/tls.js";
 import { createLlmProxy } from "../proxy/llm-proxy.js";
+import { reportAdvertised } from "./access-flags.js";
 import type { ProxyArgs } from "./proxy-args.js";
 
 /**
@@ -32,6 +33,7 @@ export async function runProxy(args: ProxyArgs): Promise<number> {
     throw error;
   }
   process.stdout.write(`agl proxy listening on ${url} (store: ${args.store})\n`);
+  reportAdvertised("agl proxy", url, args.advertise);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGTERM", resolve);
     process.once("SIGINT", resolve);

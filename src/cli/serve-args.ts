@@ -1,6 +1,7 @@
 import type { ScopedToken } from "../core/credentials.js";
 import type { TlsFiles } from "../core/tls.js";
 import {
+  ADVERTISE_USAGE,
   acceptedTokens,
   CLIENT_TLS_FLAGS,
   clientTlsFiles,
@@ -28,6 +29,8 @@ export interface ServeArgs {
   proxy?: { backends: string[]; model?: string };
   /** Serve the dashboard at `/` (absent with --no-ui); `dir` overrides where its built files are. */
   ui?: { dir?: string };
+  /** The URL consumers on other hosts reach the store at (`--advertise`). */
+  advertise?: string;
   help: boolean;
 }
 
@@ -40,7 +43,7 @@ Serves the store on one port: gRPC, Connect, gRPC-Web and JSON over HTTP.
 Options:
   --host <host>               address to listen on (default 127.0.0.1)
   --port <port>               port to listen on; 0 picks a free one (default 4747)
-${TOKEN_USAGE}${SERVER_TLS_USAGE}  --memory                    keep data in memory only
+${ADVERTISE_USAGE}${TOKEN_USAGE}${SERVER_TLS_USAGE}  --memory                    keep data in memory only
   --database <path|url>       SQLite database file (default ./agl.db), or a postgres://… URL: PostgreSQL,
                               which several servers may share (URL parameters: schema=NAME, default agl;
                               pool_size=N connections, default 10)
@@ -65,6 +68,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     options: {
       host: { type: "string" },
       port: { type: "string" },
+      advertise: { type: "string" },
       ...TOKEN_FLAGS,
       ...SERVER_TLS_FLAGS,
       ...CLIENT_TLS_FLAGS,
@@ -86,6 +90,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     throw new UsageError("--no-ui and --ui-dir exclude each other");
   }
   const tls = serverTlsFiles(values);
+  if (values.advertise !== undefined) checkUrl(values.advertise, "--advertise");
   const engineTls = clientTlsFiles(values, env);
   const tokens = acceptedTokens(values, env);
   const maxBytes = values["max-message-bytes"];
@@ -100,6 +105,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     host: values.host ?? "127.0.0.1",
     port: integer(values.port ?? "4747", "--port", 0, 65_535),
     ...(tokens === undefined ? {} : { tokens }),
+    ...(values.advertise === undefined ? {} : { advertise: values.advertise }),
     ...(tls ? { tls } : {}),
     ...(engineTls ? { engineTls } : {}),
     backend: values.memory === true ? { kind: "memory" } : databaseBackend(values.database ?? "./agl.db"),

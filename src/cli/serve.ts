@@ -7,6 +7,7 @@ import type { HttpFallback } from "../server/http-handler.js";
 import { createUiHandler } from "../server/ui-handler.js";
 import { createMemoryBackend } from "../store/backends/memory/memory-backend.js";
 import { createStore, type Store } from "../store/store.js";
+import { reportAdvertised } from "./access-flags.js";
 import type { ServeArgs } from "./serve-args.js";
 
 /**
@@ -61,6 +62,7 @@ export async function serve(args: ServeArgs): Promise<number> {
   process.stdout.write(
     `agl store listening on ${server.url} (backend: ${args.backend.kind}${tls ? ", tls" : ""}${proxy ? ", llm proxy" : ""})\n`,
   );
+  reportAdvertised("agl store", server.url, args.advertise);
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGTERM", resolve);

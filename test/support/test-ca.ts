@@ -28,7 +28,23 @@ export function createTestCa(dir: string): TestCa {
     const ext = join(dir, `${name}.ext`);
     execFileSync("sh", ["-c", `printf '%s\\n' "$1" > "$2"`, "sh", extensions, ext]);
     openssl("req", "-new", ...ecKey, "-subj", `/CN=${name}`, "-keyout", files.key, "-out", csr);
-    openssl("x509", "-req", "-in", csr, "-CA", caFile, "-CAkey", caKey, "-CAcreateserial", "-days", "1", "-extfile", ext, "-out", files.cert);
+    openssl(
+      "x509",
+      "-req",
+      "-in",
+      csr,
+      "-CA",
+      caFile,
+      "-CAkey",
+      caKey,
+      "-CAcreateserial",
+      "-days",
+      "1",
+      "-extfile",
+      ext,
+      "-out",
+      files.cert,
+    );
     return files;
   };
   return {
