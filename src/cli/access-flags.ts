@@ -52,33 +52,12 @@ export const SERVER_TLS_USAGE = `  --tls-cert <file>           PEM certificate c
   --tls-client-ca <file>      mutual TLS: require client certificates signed by this CA
 `;
 
-/** A client's TLS flags: `--ca-file` (default `$AGL_CA_FILE`), `--client-cert` and `--client-key` for mutual TLS. */
-export const CLIENT_TLS_FLAGS = {
-  "ca-file": { type: "string" },
-  "client-cert": { type: "string" },
-  "client-key": { type: "string" },
-} as const;
-
-export const CLIENT_TLS_USAGE = `  --ca-file <file>            verify https servers against this PEM CA (default $AGL_CA_FILE, else the system's)
-  --client-cert <file>        mutual TLS: this PEM certificate (needs --client-key)
-  --client-key <file>         its private key
-`;
-
 /** The server TLS files of {@link SERVER_TLS_FLAGS}; undefined without `--tls-cert`. Throws {@link UsageError}. */
 export function serverTlsFiles(values: Record<string, unknown>): TlsFiles | undefined {
   const [certFile, keyFile, caFile] = ["tls-cert", "tls-key", "tls-client-ca"].map((k) => values[k] as string | undefined);
   if ((certFile === undefined) !== (keyFile === undefined)) throw new UsageError("--tls-cert and --tls-key go together");
   if (caFile !== undefined && certFile === undefined) throw new UsageError("--tls-client-ca needs --tls-cert and --tls-key");
   return certFile === undefined ? undefined : { certFile, keyFile, ...(caFile === undefined ? {} : { caFile }) };
-}
-
-/** The client TLS files of {@link CLIENT_TLS_FLAGS}; undefined when none is given. Throws {@link UsageError}. */
-export function clientTlsFiles(values: Record<string, unknown>, env: NodeJS.ProcessEnv): TlsFiles | undefined {
-  const caFile = (values["ca-file"] as string | undefined) ?? (env.AGL_CA_FILE || undefined);
-  const [certFile, keyFile] = ["client-cert", "client-key"].map((k) => values[k] as string | undefined);
-  if ((certFile === undefined) !== (keyFile === undefined)) throw new UsageError("--client-cert and --client-key go together");
-  if (caFile === undefined && certFile === undefined) return undefined;
-  return { ...(caFile === undefined ? {} : { caFile }), ...(certFile === undefined ? {} : { certFile, keyFile }) };
 }
 
 export const ADVERTISE_USAGE = `  --advertise <url>           the URL consumers on other hosts reach this server at (printed, for publishing)

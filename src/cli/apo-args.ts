@@ -1,5 +1,6 @@
 import type { OptimizerOptions } from "../algorithm/apo/apo-options.js";
 import { checkUrl, integer, parseFlags, UsageError } from "./flags.js";
+import { parseStoreConnection, type StoreConnection, storeConnectionFlags } from "./store-flags.js";
 
 /** What `agl apo` was asked to do (files not read yet). */
 export interface ApoArgs {
@@ -24,7 +25,7 @@ export interface ApoArgs {
   critiquePrompt?: string;
   editPrompt?: string;
   llm?: { baseUrl: string; model: string };
-  store: { kind: "url"; url: string } | { kind: "sqlite"; path: string } | { kind: "memory" };
+  store: { kind: "url"; connection: StoreConnection } | { kind: "sqlite"; path: string } | { kind: "memory" };
   runners: { workers: number; concurrency: number } | undefined;
   unresponsiveSeconds: number;
   rolloutTimeoutSeconds?: number;
@@ -73,6 +74,7 @@ Agent LLM:
   --llm-base-url URL          its endpoint (default $OPENAI_BASE_URL)
 Store and runners:
   --store URL                 use a running store (agl serve); default: one in this process
+  --token TOKEN               bearer token of that store (default $AGL_TOKEN)
   --db FILE                   keep the in-process store in SQLite, so the run survives a restart
   --workers N                 runner worker threads (default 2)
   --concurrency N             rollouts per worker at once (default 8)
@@ -132,7 +134,7 @@ export function parseApoArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
       "edit-prompt": s,
       "llm-model": s,
       "llm-base-url": s,
-      store: s,
+      ...storeConnectionFlags,
       db: s,
       workers: s,
       concurrency: s,
@@ -165,7 +167,7 @@ export function parseApoArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
     throw new UsageError("--no-runners needs --store: with a store in this process, only runners here can serve it");
   const optimizerBaseUrl = v["optimizer-base-url"] ?? env.AGL_OPTIMIZER_BASE_URL ?? env.OPENAI_BASE_URL ?? "https://api.openai.com/v1";
   checkUrl(optimizerBaseUrl, "--optimizer-base-url");
-  if (v.store) checkUrl(v.store, "--store");
+  const connection = parseStoreConnection(v, env, "own");
   const apiKey = v["optimizer-api-key"] ?? env.AGL_OPTIMIZER_API_KEY ?? env.OPENAI_API_KEY;
   let llm: ApoArgs["llm"];
   if (v["llm-model"]) {
@@ -213,7 +215,7 @@ export function parseApoArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
     ...(v["critique-prompt"] ? { critiquePrompt: v["critique-prompt"] } : {}),
     ...(v["edit-prompt"] ? { editPrompt: v["edit-prompt"] } : {}),
     ...(llm ? { llm } : {}),
-    store: v.store ? { kind: "url", url: v.store } : v.db ? { kind: "sqlite", path: v.db } : { kind: "memory" },
+    store: connection.baseUrl ? { kind: "url", connection } : v.db ? { kind: "sqlite", path: v.db } : { kind: "memory" },
     runners: v["no-runners"] ? undefined : { workers: int(v.workers, "--workers", 2), concurrency: int(v.concurrency, "--concurrency", 8) },
     unresponsiveSeconds: number(v["unresponsive-seconds"], "--unresponsive-seconds", 0.1) ?? 60,
     ...(rolloutTimeout === undefined ? {} : { rolloutTimeoutSeconds: rolloutTimeout }),

@@ -17,7 +17,7 @@ import { createApoProgress } from "./apo-progress.js";
 
 async function openStore(spec: ApoArgs["store"]): Promise<{ store: StoreApi; close(): Promise<void> }> {
   if (spec.kind === "url") {
-    const client = createStoreClient({ baseUrl: spec.url });
+    const client = createStoreClient(spec.connection);
     return { store: client, close: async () => client.close() };
   }
   // The native SQLite driver is loaded only when asked for.

@@ -33,3 +33,11 @@ export function integer(text: string, flag: string, min: number, max: number): n
   }
   return value;
 }
+
+/** Parses a flag's number of seconds ≥ 0 (`fallback` when absent); throws {@link UsageError}. */
+export function seconds(value: string | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n) || n < 0) throw new UsageError(`${flag} needs a number of seconds ≥ 0, got "${value}"`);
+  return n;
+}

@@ -1,31 +1,21 @@
 import type { ScopedToken } from "../core/credentials.js";
 import type { TlsFiles } from "../core/tls.js";
-import {
-  acceptedTokens,
-  CLIENT_TLS_FLAGS,
-  CLIENT_TLS_USAGE,
-  clientTlsFiles,
-  SERVER_TLS_FLAGS,
-  SERVER_TLS_USAGE,
-  serverTlsFiles,
-} from "./access-flags.js";
-import { checkUrl, integer, parseFlags, UsageError } from "./flags.js";
+import { acceptedTokens, SERVER_TLS_FLAGS, SERVER_TLS_USAGE, serverTlsFiles } from "./access-flags.js";
+import { checkUrl, integer, parseFlags, type UsageError } from "./flags.js";
+import { parseStoreConnection, STORE_TLS_USAGE, type StoreConnection, storeConnectionFlags } from "./store-flags.js";
 
 /** What `agl proxy` was asked to do. */
 export interface ProxyArgs {
-  store: string;
+  /** The store; its token is also required from the proxy's clients. */
+  store: StoreConnection & { baseUrl: string };
   host: string;
   port: number;
-  /** Bearer token of the store, also required from the proxy's clients unless `accepted` is given. */
-  token?: string;
-  /** The tokens the proxy's clients may send, with their scopes (`--token-file`). */
-  accepted?: ScopedToken[];
-  /** Serve TLS (with `caFile`: mutual TLS). */
-  tls?: TlsFiles;
-  /** How the store and https engines are verified, and the proxy's client certificate. */
-  clientTls?: TlsFiles;
   /** The URL consumers on other hosts reach the proxy at (`--advertise`). */
   advertise?: string;
+  /** The tokens the proxy's clients may send, with their scopes (`--token-file`); else the store's token. */
+  accepted?: ScopedToken[];
+  /** Serve TLS (with `caFile`: mutual TLS). The store's CA and client certificate also verify https engines. */
+  tls?: TlsFiles;
   /** Fixed engines; empty means the store's latest LLM resource. */
   backends: string[];
   model?: string;
@@ -50,7 +40,8 @@ Options:
                          given (default: $AGL_TOKEN, else none)
   --token-file <file>    the tokens proxy clients may send, one 'scope:token' a line: LLM calls need scope runner
                          or trainer, /proxy/* trainer (admin may do both)
-${SERVER_TLS_USAGE}${CLIENT_TLS_USAGE}  --backend <url>        a fixed engine (OpenAI base URL, repeatable); default: the store's latest LLM resource
+${SERVER_TLS_USAGE}${STORE_TLS_USAGE}                              (the CA and the certificate also serve towards https engines)
+  --backend <url>        a fixed engine (OpenAI base URL, repeatable); default: the store's latest LLM resource
   --model <name>         the model the fixed engines serve
   --max-retries <n>      retries of 429/5xx/timeouts before the first byte (default 3)
   --spans-first          store each call's span before its answer ends, rather than answer first and promise the
@@ -65,14 +56,12 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     args: [...argv],
     allowPositionals: false,
     options: {
-      store: { type: "string" },
+      ...storeConnectionFlags,
       host: { type: "string" },
       port: { type: "string" },
       advertise: { type: "string" },
-      token: { type: "string" },
       "token-file": { type: "string" },
       ...SERVER_TLS_FLAGS,
-      ...CLIENT_TLS_FLAGS,
       backend: { type: "string", multiple: true },
       model: { type: "string" },
       "max-retries": { type: "string" },
@@ -81,24 +70,19 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     },
   });
   const help = values.help === true;
-  if (!help && values.store === undefined) throw new UsageError("--store is required");
-  if (values.store !== undefined) checkUrl(values.store, "--store");
+  const store = help ? { baseUrl: "" } : parseStoreConnection(values, env, "required");
   const backends = values.backend ?? [];
   for (const url of backends) checkUrl(url, "--backend");
-  const token = values.token ?? env.AGL_TOKEN;
-  const tls = serverTlsFiles(values);
   if (values.advertise !== undefined) checkUrl(values.advertise, "--advertise");
-  const clientTls = clientTlsFiles(values, env);
+  const tls = serverTlsFiles(values);
   const accepted = values["token-file"] === undefined ? undefined : acceptedTokens({ "token-file": values["token-file"] }, {});
   return {
-    store: values.store ?? "",
+    store,
     host: values.host ?? "127.0.0.1",
     port: integer(values.port ?? "4748", "--port", 0, 65_535),
-    ...(token ? { token } : {}),
-    ...(accepted ? { accepted } : {}),
     ...(values.advertise === undefined ? {} : { advertise: values.advertise }),
+    ...(accepted ? { accepted } : {}),
     ...(tls ? { tls } : {}),
-    ...(clientTls ? { clientTls } : {}),
     backends,
     ...(values.model ? { model: values.model } : {}),
     maxRetries: integer(values["max-retries"] ?? "3", "--max-retries", 0, 100),

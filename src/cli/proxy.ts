@@ -1,5 +1,5 @@
-import { createCredentials } from "../core/credentials.js";
 import { createStoreClient } from "../client/store-client.js";
+import { createCredentials } from "../core/credentials.js";
 import { readClientTls, readServerTls } from "../core/tls.js";
 import { createLlmProxy } from "../proxy/llm-proxy.js";
 import { reportAdvertised } from "./access-flags.js";
@@ -10,18 +10,13 @@ import type { ProxyArgs } from "./proxy-args.js";
  * `agl proxy listening on URL (store: URL)`, and on a signal refuses new calls, lets calls in flight finish, and exits.
  */
 export async function runProxy(args: ProxyArgs): Promise<number> {
-  const clientTls = args.clientTls && readClientTls(args.clientTls);
-  const store = createStoreClient({
-    baseUrl: args.store,
-    ...(args.token ? { token: args.token } : {}),
-    ...(clientTls ? { tls: clientTls } : {}),
-  });
+  const store = createStoreClient(args.store);
   const proxy = createLlmProxy({
     store,
     maxRetries: args.maxRetries,
-    ...(clientTls ? { upstream: { tls: clientTls } } : {}),
     ...(args.spansFirst ? { spanPromises: false } : {}),
-    ...(args.accepted ? { credentials: createCredentials(args.accepted) } : args.token ? { token: args.token } : {}),
+    ...(args.accepted ? { credentials: createCredentials(args.accepted) } : args.store.token ? { token: args.store.token } : {}),
+    ...(args.store.caFile || args.store.certFile ? { upstream: { tls: readClientTls(args.store) ?? {} } } : {}),
     ...(args.backends.length > 0 ? { backends: args.backends.map((endpoint) => ({ endpoint, model: args.model ?? "" })) } : {}),
   });
   let url: string;
@@ -32,7 +27,7 @@ export async function runProxy(args: ProxyArgs): Promise<number> {
     store.close();
     throw error;
   }
-  process.stdout.write(`agl proxy listening on ${url} (store: ${args.store})\n`);
+  process.stdout.write(`agl proxy listening on ${url} (store: ${args.store.baseUrl})\n`);
   reportAdvertised("agl proxy", url, args.advertise);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGTERM", resolve);

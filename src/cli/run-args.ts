@@ -1,16 +1,12 @@
 import { RUNNER_HEARTBEAT_SECONDS } from "../store/liveness.js";
-import type { TlsFiles } from "../core/tls.js";
-import { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFiles } from "./access-flags.js";
-import { parseFlags, UsageError } from "./flags.js";
+import { parseFlags, seconds, UsageError } from "./flags.js";
+import { parseStoreConnection, STORE_TLS_USAGE, type StoreConnection, storeConnectionFlags } from "./store-flags.js";
 
 /** What `agl run` was asked to do. */
 export interface RunArgs {
   agentModule: string;
   exportName?: string;
-  store: string;
-  token?: string;
-  /** How https servers (the store, the LLM proxy the agents call) are verified, and the client certificate. */
-  tls?: TlsFiles;
+  store: StoreConnection & { baseUrl: string };
   /** Worker threads; 0 runs agents on the main thread. */
   workers: number;
   concurrency: number;
@@ -35,7 +31,7 @@ object with rollout(). TypeScript modules load through tsx.
 Options:
   --store <url>               the store server (default $AGL_STORE_URL, else http://127.0.0.1:4747)
   --token <token>             bearer token of the store (default $AGL_TOKEN); a runner's token is enough
-${CLIENT_TLS_USAGE}  --workers <n>               worker threads; 0 runs agents on the main thread (default 1)
+${STORE_TLS_USAGE}  --workers <n>               worker threads; 0 runs agents on the main thread (default 1)
   --concurrency <m>           rollouts each worker runs at once (default 8)
   --export <name>             the module's export holding the agent (default: default, else agent)
   --worker-id <id>            how this runner appears among the store's workers (default host-pid)
@@ -58,22 +54,13 @@ function integer(value: string | undefined, flag: string, fallback: number, min:
   return n;
 }
 
-function seconds(value: string | undefined, flag: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new UsageError(`${flag} needs a number of seconds ≥ 0, got "${value}"`);
-  return n;
-}
-
 /** Parses the arguments after `run`. Throws {@link UsageError}. */
 export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): RunArgs {
   const parsed = parseFlags({
     args: [...argv],
     allowPositionals: true,
     options: {
-      store: { type: "string" },
-      token: { type: "string" },
-      ...CLIENT_TLS_FLAGS,
+      ...storeConnectionFlags,
       workers: { type: "string" },
       concurrency: { type: "string" },
       export: { type: "string" },
@@ -90,12 +77,9 @@ export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
   const { values, positionals } = parsed;
   const help = values.help === true;
   if (!help && positionals.length !== 1) throw new UsageError("give exactly one agent module: agl run <agent-module>");
-  const store = values.store ?? env.AGL_STORE_URL ?? "http://127.0.0.1:4747";
-  if (!/^https?:\/\//.test(store)) throw new UsageError(`--store needs an http:// or https:// URL, got "${store}"`);
-  const token = values.token ?? env.AGL_TOKEN;
   const args: RunArgs = {
     agentModule: positionals[0] ?? "",
-    store,
+    store: parseStoreConnection(values, env, "default"),
     workers: integer(values.workers, "--workers", 1, 0),
     concurrency: integer(values.concurrency, "--concurrency", 8, 1),
     pollWaitSeconds: seconds(values["poll-wait"], "--poll-wait", 2),
@@ -107,9 +91,6 @@ export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
   };
   if (args.heartbeatMs < 50) throw new UsageError(`--heartbeat needs at least 0.05 seconds, got "${values.heartbeat}"`);
   if (values.export !== undefined) args.exportName = values.export;
-  if (token) args.token = token;
-  const tls = clientTlsFiles(values, env);
-  if (tls) args.tls = tls;
   if (values["worker-id"] !== undefined) args.workerId = values["worker-id"];
   if (values["max-rollouts"] !== undefined) args.maxRollouts = integer(values["max-rollouts"], "--max-rollouts", 0, 1);
   return args;

@@ -1,5 +1,5 @@
 import { createStoreClient } from "../client/store-client.js";
-import { readClientTls, trustCaFileFromEnv } from "../core/tls.js";
+import { trustCaFileFromEnv } from "../core/tls.js";
 import { loadAgent } from "../agent/load-agent.js";
 import { registerAgentLoaders } from "../agent/module-loaders.js";
 import { createInProcessExecutor } from "../runner/in-process-executor.js";
@@ -13,16 +13,10 @@ import type { RunArgs } from "./run-args.js";
  * it ends. Resolves to the exit code.
  */
 export async function runAgent(args: RunArgs): Promise<number> {
-  const tls = args.tls && readClientTls(args.tls);
   // The agents' own HTTPS calls (to the proxy) trust the CA too, on this thread and on every worker thread.
-  if (args.tls?.caFile) process.env.AGL_CA_FILE = args.tls.caFile;
+  if (args.store.caFile) process.env.AGL_CA_FILE = args.store.caFile;
   trustCaFileFromEnv();
-  const store = createStoreClient({
-    baseUrl: args.store,
-    keepaliveMs: args.keepaliveMs,
-    ...(args.token ? { token: args.token } : {}),
-    ...(tls ? { tls } : {}),
-  });
+  const store = createStoreClient({ ...args.store, keepaliveMs: args.keepaliveMs });
   if (args.workers === 0) await registerAgentLoaders(args.agentModule);
   const executor =
     args.workers === 0
@@ -40,13 +34,13 @@ export async function runAgent(args: RunArgs): Promise<number> {
     pollWaitSeconds: args.pollWaitSeconds,
     shutdownGraceMs: args.shutdownGraceMs,
     heartbeatIntervalMs: args.heartbeatMs,
-    ...(args.token ? { proxyApiKey: args.token } : {}),
+    ...(args.store.token ? { proxyApiKey: args.store.token } : {}),
     ...(args.workerId ? { workerId: args.workerId } : {}),
     ...(args.maxRollouts ? { maxRollouts: args.maxRollouts } : {}),
   });
   const where = args.workers === 0 ? "the main thread" : `${args.workers} worker thread(s)`;
   process.stdout.write(
-    `agl runner ${runner.workerId} running ${args.agentModule} on ${where} × ${args.concurrency} against ${args.store}\n`,
+    `agl runner ${runner.workerId} running ${args.agentModule} on ${where} × ${args.concurrency} against ${args.store.baseUrl}\n`,
   );
   const onSignal = () => {
     process.once("SIGTERM", () => process.exit(1));

@@ -1,36 +1,37 @@
+import { DEFAULT_UNRESPONSIVE_SECONDS, DEFAULT_WORKER_GONE_SECONDS } from "../store/liveness.js";
 import type { ScopedToken } from "../core/credentials.js";
 import type { TlsFiles } from "../core/tls.js";
 import {
   ADVERTISE_USAGE,
   acceptedTokens,
-  CLIENT_TLS_FLAGS,
-  clientTlsFiles,
   SERVER_TLS_FLAGS,
   SERVER_TLS_USAGE,
   serverTlsFiles,
   TOKEN_FLAGS,
   TOKEN_USAGE,
 } from "./access-flags.js";
-import { checkUrl, integer, parseFlags, UsageError } from "./flags.js";
+import { checkUrl, integer, parseFlags, seconds, UsageError } from "./flags.js";
 
 /** What `agl serve` was asked to do. */
 export interface ServeArgs {
   host: string;
   port: number;
+  /** The URL consumers on other hosts reach the store at (`--advertise`). */
+  advertise?: string;
   /** The tokens calls need, with their scopes; absent: none. */
   tokens?: ScopedToken[];
   /** Serve TLS (with `caFile`: mutual TLS). */
   tls?: TlsFiles;
-  /** How the proxy verifies https engines (`--ca-file`, `--client-cert`). */
-  engineTls?: TlsFiles;
+  /** How the proxy verifies https engines (`--proxy-ca-file`). */
+  engineCaFile?: string;
   backend: { kind: "memory" } | { kind: "sqlite"; path: string } | { kind: "postgres"; url: string };
   maxMessageBytes: number;
+  /** The watchdog's limits, in `createStore`'s terms (0 turns one off). */
+  liveness: { defaultUnresponsiveSeconds: number; workerGoneSeconds: number };
   /** Serve the LLM proxy on the same port; `backends` are fixed engines (none: follow the store's LLM resource). */
   proxy?: { backends: string[]; model?: string };
   /** Serve the dashboard at `/` (absent with --no-ui); `dir` overrides where its built files are. */
   ui?: { dir?: string };
-  /** The URL consumers on other hosts reach the store at (`--advertise`). */
-  advertise?: string;
   help: boolean;
 }
 
@@ -48,12 +49,15 @@ ${ADVERTISE_USAGE}${TOKEN_USAGE}${SERVER_TLS_USAGE}  --memory                   
                               which several servers may share (URL parameters: schema=NAME, default agl;
                               pool_size=N connections, default 10)
   --max-message-bytes <n>     largest request or response message (default 16777216)
+  --unresponsive-seconds <s>  an attempt without a span or heartbeat this long is unresponsive, when its rollout's
+                              config sets no unresponsive_seconds (default 30; 0: never)
+  --worker-gone-seconds <s>   a worker without a heartbeat this long is gone: its running attempts are unresponsive
+                              at once (default 30; 0: never)
   --proxy                     also serve the LLM proxy (/v1/..., /rollout/{id}/attempt/{id}/v1/..., /proxy/...)
                               on this port; engines come from the latest LLM resource in the store
   --proxy-backend <url>       a fixed engine for the proxy instead (OpenAI base URL; repeatable; implies --proxy)
   --proxy-model <name>        the model the fixed engines serve
-  --ca-file, --client-cert, --client-key <file>
-                              how the proxy verifies https engines (default $AGL_CA_FILE), and its certificate
+  --proxy-ca-file <file>      verify https engines against this PEM CA (default $AGL_CA_FILE, else the system's)
   --no-ui                     do not serve the dashboard (by default: GET / on this port, from dist/ui/ of the
                               package, built by 'make build'; it reads the store through the RPCs, with the token)
   --ui-dir <dir>              serve the dashboard built in this directory instead
@@ -71,10 +75,12 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       advertise: { type: "string" },
       ...TOKEN_FLAGS,
       ...SERVER_TLS_FLAGS,
-      ...CLIENT_TLS_FLAGS,
+      "proxy-ca-file": { type: "string" },
       memory: { type: "boolean" },
       database: { type: "string" },
       "max-message-bytes": { type: "string" },
+      "unresponsive-seconds": { type: "string" },
+      "worker-gone-seconds": { type: "string" },
       proxy: { type: "boolean" },
       "proxy-backend": { type: "string", multiple: true },
       "proxy-model": { type: "string" },
@@ -91,7 +97,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   }
   const tls = serverTlsFiles(values);
   if (values.advertise !== undefined) checkUrl(values.advertise, "--advertise");
-  const engineTls = clientTlsFiles(values, env);
+  const engineCaFile = values["proxy-ca-file"] ?? (env.AGL_CA_FILE || undefined);
   const tokens = acceptedTokens(values, env);
   const maxBytes = values["max-message-bytes"];
   const proxyBackends = values["proxy-backend"] ?? [];
@@ -104,12 +110,16 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   return {
     host: values.host ?? "127.0.0.1",
     port: integer(values.port ?? "4747", "--port", 0, 65_535),
-    ...(tokens === undefined ? {} : { tokens }),
     ...(values.advertise === undefined ? {} : { advertise: values.advertise }),
+    ...(tokens === undefined ? {} : { tokens }),
     ...(tls ? { tls } : {}),
-    ...(engineTls ? { engineTls } : {}),
+    ...(engineCaFile ? { engineCaFile } : {}),
     backend: values.memory === true ? { kind: "memory" } : databaseBackend(values.database ?? "./agl.db"),
     maxMessageBytes: integer(maxBytes ?? String(DEFAULT_MAX_MESSAGE_BYTES), "--max-message-bytes", 1, 2 ** 31 - 1),
+    liveness: {
+      defaultUnresponsiveSeconds: seconds(values["unresponsive-seconds"], "--unresponsive-seconds", DEFAULT_UNRESPONSIVE_SECONDS),
+      workerGoneSeconds: seconds(values["worker-gone-seconds"], "--worker-gone-seconds", DEFAULT_WORKER_GONE_SECONDS),
+    },
     ...(proxy ? { proxy } : {}),
     ...(values["no-ui"] === true ? {} : { ui: values["ui-dir"] === undefined ? {} : { dir: values["ui-dir"] } }),
     help: values.help === true,

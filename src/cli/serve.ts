@@ -1,5 +1,6 @@
 import { createCredentials } from "../core/credentials.js";
 import { readClientTls, readServerTls } from "../core/tls.js";
+import { createConsoleLogger } from "../core/logger.js";
 import { createLlmProxy } from "../proxy/llm-proxy.js";
 import { createOtlpTracesHandler } from "../otlp/otlp-route.js";
 import { type StoreServer, startStoreServer } from "../server/store-server.js";
@@ -17,9 +18,9 @@ import type { ServeArgs } from "./serve-args.js";
  */
 export async function serve(args: ServeArgs): Promise<number> {
   const tls = args.tls && readServerTls(args.tls);
-  const engineTls = args.engineTls && readClientTls(args.engineTls);
   const credentials = args.tokens && createCredentials(args.tokens);
-  const store = await openStore(args.backend);
+  const logger = createConsoleLogger({ prefix: "[serve]" });
+  const store = await openStore(args);
   const proxy = args.proxy
     ? createLlmProxy({
         store,
@@ -27,7 +28,7 @@ export async function serve(args: ServeArgs): Promise<number> {
         // before the updates that finish attempts; with PostgreSQL another server may take those updates.
         ...(args.backend.kind === "postgres" ? {} : { pendingWrites: store.pendingWrites }),
         ...(credentials === undefined ? {} : { credentials }),
-        ...(engineTls ? { upstream: { tls: engineTls } } : {}),
+        ...(args.engineCaFile ? { upstream: { tls: readClientTls({ caFile: args.engineCaFile }) ?? {} } } : {}),
         ...(args.proxy.backends.length > 0
           ? { backends: args.proxy.backends.map((endpoint) => ({ endpoint, model: args.proxy?.model ?? "" })) }
           : {}),
@@ -48,7 +49,7 @@ export async function serve(args: ServeArgs): Promise<number> {
         store,
         maxBodyBytes: args.maxMessageBytes,
         ...(credentials === undefined ? {} : { credentials }),
-        onError: (error) => console.error("agl serve: OTLP ingest failed:", error),
+        onError: (error) => logger.error("OTLP ingest failed:", error),
         // Every other plain-HTTP route goes to the dashboard (GET and HEAD), then to the LLM proxy, when they run.
         ...(dashboard ? { next: dashboard } : {}),
       }),
@@ -77,11 +78,11 @@ export async function serve(args: ServeArgs): Promise<number> {
   return 0;
 }
 
-async function openStore(backend: ServeArgs["backend"]): Promise<Store> {
-  if (backend.kind === "memory") return createStore({ backend: createMemoryBackend() });
+async function openStore({ backend, liveness }: ServeArgs): Promise<Store> {
+  if (backend.kind === "memory") return createStore({ backend: createMemoryBackend(), ...liveness });
   if (backend.kind === "postgres") {
     const { createPostgresBackend } = await import("../store/backends/postgres/postgres-backend.js");
-    return createStore({ backend: await createPostgresBackend({ connectionString: backend.url }) });
+    return createStore({ backend: await createPostgresBackend({ connectionString: backend.url }), ...liveness });
   }
   let sqlite: typeof import("../store/backends/sqlite/sqlite-backend.js");
   try {
@@ -91,5 +92,5 @@ async function openStore(backend: ServeArgs["backend"]): Promise<Store> {
     const reason = error instanceof Error ? error.message : String(error);
     throw new Error(`cannot load the SQLite backend (${reason}); use --memory`);
   }
-  return createStore({ backend: sqlite.createSqliteBackend({ path: backend.path }) });
+  return createStore({ backend: sqlite.createSqliteBackend({ path: backend.path }), ...liveness });
 }

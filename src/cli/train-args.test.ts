@@ -15,7 +15,7 @@ describe("parseTrainArgs", () => {
       python: "py",
       trainerArgs: ["--lr", "0.01"],
     });
-    expect(args.store).toBeUndefined();
+    expect(args.store.baseUrl).toBeUndefined();
   });
 
   it("takes a validation dataset", () => {
@@ -25,7 +25,7 @@ describe("parseTrainArgs", () => {
 
   it("takes the token and python from the environment", () => {
     const args = parseTrainArgs(["a.ts"], { AGL_TOKEN: "t", AGL_PYTHON: "/venv/python" });
-    expect(args.token).toBe("t");
+    expect(args.store.token).toBe("t");
     expect(args.python).toBe("/venv/python");
   });
 

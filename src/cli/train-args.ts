@@ -1,4 +1,5 @@
 import { parseFlags, UsageError } from "./flags.js";
+import { parseStoreConnection, type StoreConnection, storeConnectionFlags } from "./store-flags.js";
 
 /** What `agl train` was asked to do. */
 export interface TrainArgs {
@@ -8,10 +9,9 @@ export interface TrainArgs {
   dataset?: string;
   /** JSONL validation tasks, run as rollouts of mode val (never trained on). */
   valDataset?: string;
-  /** An existing store; none starts one on SQLite at `database`. */
-  store?: string;
+  /** An existing store (`baseUrl`); none starts one on SQLite at `database`, with the same token. */
+  store: StoreConnection;
   database: string;
-  token?: string;
   steps?: number;
   n?: number;
   tasksPerStep?: number;
@@ -72,9 +72,8 @@ export function parseTrainArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       trainer: { type: "string" },
       dataset: { type: "string" },
       "val-dataset": { type: "string" },
-      store: { type: "string" },
+      ...storeConnectionFlags,
       database: { type: "string" },
-      token: { type: "string" },
       steps: { type: "string" },
       n: { type: "string" },
       "tasks-per-step": { type: "string" },
@@ -92,15 +91,13 @@ export function parseTrainArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   const trainer = values.trainer ?? "local";
   if (trainer !== "local" && trainer !== "verl") throw new UsageError(`--trainer is local or verl, got "${trainer}"`);
   if (!help && trainer === "verl" && values.dataset === undefined) throw new UsageError("--trainer verl needs --dataset");
-  const token = values.token ?? env.AGL_TOKEN;
   return {
     agentModule: positionals[0] ?? "",
     trainer,
     ...(values.dataset !== undefined ? { dataset: values.dataset } : {}),
     ...(values["val-dataset"] !== undefined ? { valDataset: values["val-dataset"] } : {}),
-    ...(values.store !== undefined ? { store: values.store } : {}),
+    store: parseStoreConnection(values, env, "own"),
     database: values.database ?? "./agl-train.db",
-    ...(token ? { token } : {}),
     ...(values.steps !== undefined ? { steps: positive(values.steps, "--steps") } : {}),
     ...(values.n !== undefined ? { n: positive(values.n, "--n") } : {}),
     ...(values["tasks-per-step"] !== undefined ? { tasksPerStep: positive(values["tasks-per-step"], "--tasks-per-step") } : {}),

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { TrainArgs } from "./train-args.js";
+import { storeConnectionArgv } from "./store-flags.js";
 
 const CLI = fileURLToPath(new URL("../../bin/agl.js", import.meta.url));
 
@@ -76,26 +77,27 @@ function trainerCommand(args: TrainArgs, store: string, proxy: string): string[]
  */
 export async function train(args: TrainArgs): Promise<number> {
   const children: ChildProcess[] = [];
-  const token = args.token ? ["--token", args.token] : [];
-  const env = { ...process.env, ...(args.token ? { AGL_TOKEN: args.token } : {}) };
+  const { token } = args.store;
+  const env = { ...process.env, ...(token ? { AGL_TOKEN: token } : {}) };
   const stopAll = () => {
     for (const child of children.reverse()) if (child.exitCode === null) child.kill("SIGTERM");
   };
   try {
     const store =
-      args.store ??
+      args.store.baseUrl ??
       (await startService(
         "store",
         process.execPath,
-        [CLI, "serve", "--database", args.database, "--port", "0", ...token],
+        [CLI, "serve", "--database", args.database, "--port", "0", ...(token ? ["--token", token] : [])],
         /agl store listening on/,
         children,
       ));
     process.stderr.write(`agl train: store ${store}\n`);
+    const connection = { ...args.store, baseUrl: store };
     const proxy = await startService(
       "proxy",
       process.execPath,
-      [CLI, "proxy", "--store", store, "--port", "0", ...token],
+      [CLI, "proxy", ...storeConnectionArgv(connection), "--port", "0"],
       /agl proxy listening on/,
       children,
     );
@@ -106,13 +108,11 @@ export async function train(args: TrainArgs): Promise<number> {
         CLI,
         "run",
         args.agentModule,
-        "--store",
-        store,
+        ...storeConnectionArgv(connection),
         "--workers",
         String(args.workers),
         "--concurrency",
         String(args.concurrency),
-        ...token,
       ],
       { stdio: ["ignore", "ignore", "pipe"], env },
     );

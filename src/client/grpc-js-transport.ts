@@ -2,7 +2,7 @@ import { create, type DescMessage, type DescMethod, fromBinary, toBinary } from 
 import { Code, ConnectError, type Transport } from "@connectrpc/connect";
 import type { ClientTls } from "../core/tls.js";
 import { type ChannelCredentials, type ChannelOptions, Client, credentials, Metadata, type ServiceError } from "@grpc/grpc-js";
-import { headersToMetadata, metadataToHeaders } from "../wire/grpc-headers.js";
+import { headersToMetadata, metadataToHeaders } from "../encoding/grpc-headers.js";
 
 export interface GrpcJsTransportOptions {
   /** `host:port`. */

@@ -9,7 +9,7 @@ import { ResourceService } from "../gen/agl/v1/resources_pb.js";
 import { LightningStore } from "../gen/agl/v1/store_pb.js";
 import { createGrpcJsTransport, grpcChannelCredentials } from "./grpc-js-transport.js";
 import { type PlainJsonClient, withTypedValues } from "./plain-json.js";
-import { useNodeTextEncoding } from "../wire/node-text-encoding.js";
+import { useNodeTextEncoding } from "../encoding/node-text-encoding.js";
 
 export interface StoreClientOptions {
   /** `http://host:port` or `https://host:port` (default `http://127.0.0.1:4747`). */
@@ -24,7 +24,10 @@ export interface StoreClientOptions {
   maxTries?: number;
   /** PEM file of the certificate authority to trust for https (default: the system's). */
   caFile?: string;
-  /** For https: the CA (instead of `caFile`) and a client certificate and key for mutual TLS. */
+  /** Mutual TLS: PEM files of this client's certificate chain and key. */
+  certFile?: string;
+  keyFile?: string;
+  /** For https: the CA (instead of `caFile`) and a client certificate and key for mutual TLS, as PEM. */
   tls?: ClientTls;
   /**
    * `grpc` only: while calls are in progress the connection is pinged this often, and one whose ping goes unanswered
@@ -92,7 +95,12 @@ export function createStoreClient(options: StoreClientOptions = {}): StoreClient
   useNodeTextEncoding();
   const url = new URL(options.baseUrl ?? "http://127.0.0.1:4747");
   const protocol = options.protocol ?? "grpc";
-  const tls: ClientTls | undefined = options.caFile ? { ...options.tls, ca: readFileSync(options.caFile) } : options.tls;
+  const tls: ClientTls | undefined = {
+    ...options.tls,
+    ...(options.caFile ? { ca: readFileSync(options.caFile) } : {}),
+    ...(options.certFile ? { cert: readFileSync(options.certFile) } : {}),
+    ...(options.keyFile ? { key: readFileSync(options.keyFile) } : {}),
+  };
   let inner: Transport;
   let close = () => {};
   if (protocol === "grpc") {

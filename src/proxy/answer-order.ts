@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { StoreApi } from "../store/store-api.js";
 import type { CallScope } from "./scope-check.js";
+import type { Logger } from "../core/logger.js";
 
 /**
  * Whether a call's answer may end before its span is stored. Either way an attempt cannot finish before its spans
@@ -37,7 +38,7 @@ const promiseTtlMs = 10_000;
  * stored right after. A store that cannot hold promises (PostgreSQL, or a server without the method) is asked once:
  * from then on spans are stored first. Any other failure makes that call store its span first.
  */
-export function promisedOrder(store: StoreApi, log: (message: string) => void): AnswerOrder {
+export function promisedOrder(store: StoreApi, logger: Logger): AnswerOrder {
   let refused = false;
   const promise = async (scope: CallScope, spanId: string): Promise<boolean> => {
     try {
@@ -47,7 +48,7 @@ export function promisedOrder(store: StoreApi, log: (message: string) => void): 
       const e = ConnectError.from(error);
       if ((e.code === Code.FailedPrecondition || e.code === Code.Unimplemented) && !refused) {
         refused = true;
-        log(`agl proxy: the store does not hold span promises (${e.rawMessage}); each span is stored before its answer ends`);
+        logger.info(`the store does not hold span promises (${e.rawMessage}); each span is stored before its answer ends`);
       }
       return false;
     }

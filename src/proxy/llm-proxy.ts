@@ -21,6 +21,7 @@ import { createResourceVersions } from "./resource-versions.js";
 import { createScopeChecker } from "./scope-check.js";
 import { createSpanRecorder } from "./span-recorder.js";
 import { createUpstream, type UpstreamOptions } from "./upstream.js";
+import { createConsoleLogger, type Logger } from "../core/logger.js";
 
 /** Options of {@link createLlmProxy}. */
 export interface LlmProxyOptions {
@@ -65,8 +66,8 @@ export interface LlmProxyOptions {
   pauseMaxWaitMs?: number;
   /** Longest a call waits for the first backends to be known before a 503 (default 2,000 ms). */
   noBackendWaitMs?: number;
-  /** Where problems are reported (default: stderr). */
-  log?: (message: string) => void;
+  /** Where problems are reported (default: stderr, `[proxy]`). */
+  logger?: Logger;
 }
 
 /** What `GET /proxy/status` reports. */
@@ -106,22 +107,22 @@ export interface LlmProxy {
  * pause/drain, and one span per attributed call in the store.
  */
 export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
-  const log = options.log ?? ((message: string) => process.stderr.write(`${message}\n`));
+  const logger = options.logger ?? createConsoleLogger({ prefix: "[proxy]" });
   // With store backends, their watch of resources feeds the versions too: one WatchResources stream, not two.
-  const versions = createResourceVersions(options.store, log, { follow: options.backends !== undefined });
+  const versions = createResourceVersions(options.store, logger, { follow: options.backends !== undefined });
   const source: BackendSource = options.backends
     ? staticBackends(options.backends)
     : storeBackends({
         store: options.store,
         resourceNames: options.resourceNames,
-        onError: (e) => log(`agl proxy: watching resources failed: ${String(e)}`),
+        onError: (e) => logger.warn(`watching resources failed: ${String(e)}`),
         onUpdate: versions.observe,
       });
   const gate = createPauseGate({ maxWaitMs: options.pauseMaxWaitMs });
   const credentials = credentialsOf(options);
   const scopes = createScopeChecker(options.store);
   const promising = !options.pendingWrites && options.spanPromises !== false;
-  const order = options.pendingWrites ? inProcessOrder : promising ? promisedOrder(options.store, log) : spanFirstOrder;
+  const order = options.pendingWrites ? inProcessOrder : promising ? promisedOrder(options.store, logger) : spanFirstOrder;
   const recorder = createSpanRecorder({
     store: options.store,
     scopes,
@@ -129,7 +130,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     onLost: order.lost,
     // Promised spans no answer waits for travel together: one AddSpans for the calls that end close together.
     batchLingerMs: promising ? (options.spanBatchMs ?? 5) : 0,
-    log,
+    logger,
   });
   const upstream = createUpstream(options.upstream);
   const counters = { requests: 0, retries: 0, unattributedCalls: 0, responses: {} as Record<string, number> };
@@ -183,7 +184,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     },
     onUnattributed() {
       if (counters.unattributedCalls++ === 0) {
-        log("agl proxy: serving calls without /rollout/{rollout_id}/attempt/{attempt_id}; they are counted, not stored");
+        logger.warn("serving calls without /rollout/{rollout_id}/attempt/{attempt_id}; they are counted, not stored");
       }
     },
     rotation: () => rotation++,
@@ -219,9 +220,8 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
         break;
     }
     work.catch((error: unknown) => {
-      log(
-        `agl proxy: unexpected error on ${req.method} ${req.url}: ` +
-          `${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+      logger.error(
+        `unexpected error on ${req.method} ${req.url}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
       );
       if (!res.headersSent) sendError(res, 500, "internal_error", "the proxy failed unexpectedly; see its log");
       else res.destroy();

@@ -1,6 +1,7 @@
 import type { ResourcesUpdate } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
 import { followResources } from "./backend-source.js";
+import type { Logger } from "../core/logger.js";
 
 /** The current version of each resources id, for stamping calls with the resources of the rollout they serve. */
 export interface ResourceVersions {
@@ -16,11 +17,7 @@ export interface ResourceVersions {
  * feeds {@link ResourceVersions.observe}) so a new version of an id is known as soon as it is published, and reads an
  * id it has not seen yet with `GetResources`. The watch is re-established when it fails.
  */
-export function createResourceVersions(
-  store: StoreApi,
-  log: (message: string) => void,
-  options: { follow?: boolean } = {},
-): ResourceVersions {
+export function createResourceVersions(store: StoreApi, logger: Logger, options: { follow?: boolean } = {}): ResourceVersions {
   const versions = new Map<string, number>();
   const reading = new Map<string, Promise<number>>();
   const closed = new AbortController();
@@ -29,14 +26,14 @@ export function createResourceVersions(
   };
   if (options.follow !== false) {
     followResources(store, { includeLatest: false }, closed.signal, observe, (error) =>
-      log(`agl proxy: watching resource versions failed: ${String(error)}`),
+      logger.warn(`watching resource versions failed: ${String(error)}`),
     );
   }
   const read = async (resourcesId: string) => {
     try {
       observe(await store.getResources({ resourcesId }));
     } catch (error) {
-      log(`agl proxy: cannot read the version of resources ${resourcesId}: ${String(error)}`);
+      logger.warn(`cannot read the version of resources ${resourcesId}: ${String(error)}`);
     } finally {
       reading.delete(resourcesId);
     }

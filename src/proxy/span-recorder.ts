@@ -4,6 +4,7 @@ import type { PendingWrites } from "../store/pending-writes.js";
 import type { StoreApi } from "../store/store-api.js";
 import { type CallRecord, callSpan } from "./call-span.js";
 import type { CallScope, ScopeChecker } from "./scope-check.js";
+import type { Logger } from "../core/logger.js";
 
 /** Counters of what the recorder did. */
 export interface RecorderStats {
@@ -40,7 +41,7 @@ export interface SpanRecorderOptions {
   maxBatch?: number;
   /** Longest wait for the store per write (default 5,000 ms). */
   timeoutMs?: number;
-  log: (message: string) => void;
+  logger: Logger;
 }
 
 type Scoped = CallRecord & { scope: CallScope };
@@ -63,8 +64,8 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
       stats.spanWriteErrors += spans.length;
       const lost = spans.flatMap((span) => bySpan.get(span.spanId) ?? []);
       const rollouts = [...new Set(lost.map((c) => c.scope.rolloutId))].join(", ");
-      options.log(
-        `agl proxy: could not store the span of ${lost.length === 1 ? "a call" : `${lost.length} calls`} of rollout ${rollouts}: ` +
+      options.logger.error(
+        `could not store the span of ${lost.length === 1 ? "a call" : `${lost.length} calls`} of rollout ${rollouts}: ` +
           `${error.message}`,
       );
       for (const call of lost) options.onLost?.(call.scope, call.spanId);

@@ -24,8 +24,9 @@ export interface PoolExecutorOptions {
   logger?: Logger;
 }
 
-// From the sources, threads start at a bootstrap that registers tsx (Node 20 gives threads no loader hooks).
-const workerFile = new URL(import.meta.url.endsWith(".ts") ? "./pool-bootstrap.mjs" : "./pool-worker.js", import.meta.url);
+// From the sources, threads start at a bootstrap that registers tsx (Node 20 gives threads no loader hooks); built,
+// at pool-entry.js. Both load pool-worker through import(), never require() (see pool-entry.ts).
+const workerFile = new URL(import.meta.url.endsWith(".ts") ? "./pool-bootstrap.mjs" : "./pool-entry.js", import.meta.url);
 
 /**
  * Runs attempts on a piscina pool: `workers` threads, each running up to `concurrency` rollouts on its own event loop.

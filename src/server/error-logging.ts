@@ -2,11 +2,10 @@ import type { Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { undecodableRequestError } from "./undecodable-request.js";
 import { wellFormed } from "../store/well-formed-text.js";
+import type { Logger } from "../core/logger.js";
 
-/** Where the server reports what clients must not see. */
-export interface ServerLogger {
-  error(message: string, error?: unknown): void;
-}
+/** Where the server reports what clients must not see: the part of the {@link Logger} it uses, so any Logger fits. */
+export type ServerLogger = Pick<Logger, "error">;
 
 /** Writes to stderr with an ISO timestamp. */
 export const consoleLogger: ServerLogger = {

@@ -2,7 +2,7 @@ import { toBinary, type DescMessage, type DescMethod, type Message } from "@bufb
 import { Code, ConnectError, createServiceImplSpec, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import type * as grpc from "@grpc/grpc-js";
 import { createCallContext, first, type CallContext, once, parseRequest, readRequests } from "./grpc-call.js";
-import { headersToMetadata } from "../wire/grpc-headers.js";
+import { headersToMetadata } from "../encoding/grpc-headers.js";
 import { abortError, hasHeaders, toGrpcStatus } from "./grpc-metadata.js";
 import { writeStream } from "./grpc-stream-writer.js";
 import { invokeImplementation } from "./invoke-implementation.js";

@@ -2,7 +2,7 @@ import { fromBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues, type HandlerContext, type MethodImplSpec } from "@connectrpc/connect";
 import type * as grpc from "@grpc/grpc-js";
 import type { Readable } from "node:stream";
-import { metadataToHeaders } from "../wire/grpc-headers.js";
+import { metadataToHeaders } from "../encoding/grpc-headers.js";
 import { abortError } from "./grpc-metadata.js";
 
 /** Any grpc-js server call, seen as raw bytes in and out. */

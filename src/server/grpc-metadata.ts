@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { status as GrpcStatus, type StatusObject } from "@grpc/grpc-js";
-import { headersToMetadata } from "../wire/grpc-headers.js";
+import { headersToMetadata } from "../encoding/grpc-headers.js";
 import { wellFormed } from "../store/well-formed-text.js";
 
 /** True when `headers` has at least one entry. */

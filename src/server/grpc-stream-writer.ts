@@ -1,7 +1,7 @@
 import type { Message } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import type * as grpc from "@grpc/grpc-js";
-import { headersToMetadata } from "../wire/grpc-headers.js";
+import { headersToMetadata } from "../encoding/grpc-headers.js";
 import { abortError, hasHeaders } from "./grpc-metadata.js";
 
 /** The write side of a grpc-js server-streaming or bidi call. */

@@ -16,7 +16,7 @@ import { createStoreServices } from "./store-services.js";
 import { createTripletService } from "./triplet-service.js";
 import type { StreamTripletsOptions } from "../triplets/stream-triplets.js";
 import { trackHttpConnections } from "./http-connections.js";
-import { useNodeTextEncoding } from "../wire/node-text-encoding.js";
+import { useNodeTextEncoding } from "../encoding/node-text-encoding.js";
 import { rememberReceivedSpans } from "../store/span-wire.js";
 
 /** Options of {@link startStoreServer}. */

@@ -2,6 +2,7 @@ import type * as http from "node:http";
 import { readFile } from "node:fs/promises";
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
+import { consoleLogger, type ServerLogger } from "./error-logging.js";
 import type { HttpFallback } from "./http-handler.js";
 import { compressible, contentTypeOf, defaultUiDir, findUiFile, relativeUiPath, type UiFile, uiBuilt } from "./ui-files.js";
 
@@ -11,6 +12,8 @@ export interface UiHandlerOptions {
   dir?: string;
   /** Requests that are not the dashboard's (other methods, the LLM proxy's and OTLP paths). Default: 404. */
   next?: HttpFallback;
+  /** Where a failure to serve a file is reported (default: stderr). */
+  logger?: ServerLogger;
 }
 
 /**
@@ -105,7 +108,7 @@ export function createUiHandler(options: UiHandlerOptions = {}): HttpFallback {
     const urlPath = (req.url ?? "/").split("?", 1)[0] as string;
     if ((req.method !== "GET" && req.method !== "HEAD") || reserved.test(urlPath)) return next(req, res);
     serve(req, res, urlPath).catch((error: unknown) => {
-      console.error("agl serve: serving the dashboard failed:", error);
+      (options.logger ?? consoleLogger).error("serving the dashboard failed:", error);
       if (res.headersSent) res.destroy();
       else page(res, 500, "Internal error", "The dashboard could not be served; the server's log says why.");
     });

@@ -20,7 +20,10 @@ export interface StorageBackend {
    * Events passed to `tx.notify` are delivered to subscribers (of every process sharing the storage) after commit.
    */
   transaction<T>(fn: (tx: StorageTx) => Promise<T>, options?: TransactionOptions): Promise<T>;
-  /** Subscribes to committed events; returns the unsubscribe function. */
+  /**
+   * Subscribes to committed events; returns the unsubscribe function. Every call is a subscription of its own (see
+   * `createListeners`): a function subscribed twice hears each event twice until both are ended.
+   */
   subscribe(listener: (event: StoreEvent) => void): () => void;
   close(): Promise<void>;
 }

@@ -1,7 +1,7 @@
 import { type DescField, type DescMessage, type Message, toBinary } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
 import { type Span, SpanSchema } from "../gen/agl/v1/types_pb.js";
-import { scanStrictBinary } from "../wire/strict-binary.js";
+import { scanStrictBinary } from "../encoding/strict-binary.js";
 
 /**
  * Spans keep the bytes they arrived in, so the SQL backends store those instead of encoding each span again: in

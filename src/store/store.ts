@@ -4,6 +4,7 @@ import { StatisticsSchema } from "../gen/agl/v1/store_pb.js";
 import { RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import { aggregateMethods } from "./aggregates.js";
 import { attemptMethods } from "./attempts.js";
+import { createConsoleLogger, type Logger } from "../core/logger.js";
 import type { StorageBackend } from "./backend.js";
 import type { StoreContext } from "./context.js";
 import { afterPendingWrites, createPendingWrites, type PendingWrites } from "./pending-writes.js";
@@ -19,7 +20,7 @@ import { DEFAULT_UNRESPONSIVE_SECONDS, DEFAULT_WORKER_GONE_SECONDS } from "./liv
 import { scanOnce } from "./watchdog.js";
 import { withWellFormedRequests } from "./well-formed-requests.js";
 import { workerMethods } from "./workers.js";
-import { useNodeTextEncoding } from "../wire/node-text-encoding.js";
+import { useNodeTextEncoding } from "../encoding/node-text-encoding.js";
 
 export interface StoreOptions {
   /** Where data lives: `createMemoryBackend()`, `createSqliteBackend({ path })`, … */
@@ -42,8 +43,8 @@ export interface StoreOptions {
    * unresponsive (default {@link DEFAULT_WORKER_GONE_SECONDS}; 0: never).
    */
   workerGoneSeconds?: number;
-  /** Where the watchdog reports failures (default: console.error). */
-  onError?: (error: unknown) => void;
+  /** Where the store reports the watchdog's failures and failing event listeners (default: stderr, `[store]`). */
+  logger?: Logger;
 }
 
 /** The store: the state machine of docs/store-semantics.md over a storage backend. */
@@ -67,7 +68,8 @@ export function createStore(options: StoreOptions): Store {
   const { backend } = options;
   const now = options.now ?? (() => Date.now() / 1000);
   const debounce = options.scanDebounceSeconds ?? 10;
-  const onError = options.onError ?? logWatchdogError();
+  const logger = options.logger ?? createConsoleLogger({ prefix: "[store]" });
+  const onError = logWatchdogError(logger);
   const startedAt = now();
   const watchdogDefaults = {
     unresponsiveSeconds: options.defaultUnresponsiveSeconds ?? DEFAULT_UNRESPONSIVE_SECONDS,
@@ -98,7 +100,7 @@ export function createStore(options: StoreOptions): Store {
     write: (fn) => ctx.transaction(fn, { readOnly: false }),
     closing: closing.signal,
     limits: { ...defaultLimits, ...options.limits },
-    waiters: createWaiters(backend),
+    waiters: createWaiters(backend, logger),
     now,
     async maybeScan() {
       const t = now();
@@ -160,15 +162,15 @@ export function createStore(options: StoreOptions): Store {
  * The default watchdog error log. While the database is unreachable every scan fails the same way: say so once per
  * minute, briefly, rather than a stack trace every second.
  */
-function logWatchdogError(): (error: unknown) => void {
+function logWatchdogError(logger: Logger): (error: unknown) => void {
   let lastUnavailable = Number.NEGATIVE_INFINITY;
   return (error) => {
     if (error instanceof ConnectError && error.code === Code.Unavailable) {
       if (Date.now() - lastUnavailable < 60_000) return;
       lastUnavailable = Date.now();
-      console.error(`agl store: watchdog paused, storage unavailable: ${error.rawMessage}`);
+      logger.warn(`watchdog paused, storage unavailable: ${error.rawMessage}`);
       return;
     }
-    console.error("agl store: watchdog failed", error);
+    logger.error("watchdog failed", error);
   };
 }

@@ -1,4 +1,6 @@
+import type { Logger } from "../core/logger.js";
 import type { StorageBackend, StoreEvent } from "./backend.js";
+import { createListeners } from "./listeners.js";
 
 /** A pending wait for a matching event; `cancel` releases it when the caller stops waiting. */
 export interface PendingWait {
@@ -13,17 +15,18 @@ export interface Waiters {
    * promise only if the check found nothing: no event can slip between the check and the wait.
    */
   arm(matches: (event: StoreEvent) => boolean, timeoutSeconds: number, signal?: AbortSignal): PendingWait;
-  /** Every event, as it is committed (for streams such as WatchResources). */
+  /** Every event, as it is committed (for streams such as WatchResources); subscribed as `StorageBackend.subscribe`. */
   listen(listener: (event: StoreEvent) => void): () => void;
   close(): void;
 }
 
-export function createWaiters(backend: StorageBackend): Waiters {
+/** Waiters over `backend`'s events; a listener of `listen` that throws is reported to `logger`. */
+export function createWaiters(backend: StorageBackend, logger: Logger): Waiters {
   const pending = new Set<{ matches: (event: StoreEvent) => boolean; wake: () => void }>();
-  const listeners = new Set<(event: StoreEvent) => void>();
+  const listeners = createListeners(logger);
   const unsubscribe = backend.subscribe((event) => {
     for (const entry of pending) if (entry.matches(event)) entry.wake();
-    for (const listener of listeners) listener(event);
+    listeners.deliver(event);
   });
   return {
     arm(matches, timeoutSeconds, signal) {
@@ -45,8 +48,7 @@ export function createWaiters(backend: StorageBackend): Waiters {
       return { promise, cancel: () => cancel() };
     },
     listen(listener) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
+      return listeners.subscribe(listener);
     },
     close() {
       unsubscribe();

@@ -3,6 +3,7 @@
  * minimal loop: the runner resolves the `proxy_llm` resource to the attempt's proxy URL, the agent calls the model
  * through it, the runner reports the reward and the outcome, and the triplets carry exactly the engine's ids.
  */
+import { silentLogger } from "../../src/core/logger.js";
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -36,7 +37,7 @@ beforeAll(async () => {
   engine = await startFakeVllm({ policy: addingPolicy });
   store = createStore({ backend: createMemoryBackend() });
   // As `agl serve --proxy` runs it: answers first, the store orders each span before the attempt's finishing update.
-  proxy = createLlmProxy({ store, pendingWrites: store.pendingWrites, log: () => {} });
+  proxy = createLlmProxy({ store, pendingWrites: store.pendingWrites, logger: silentLogger });
   server = await startStoreServer({ store, port: 0, fallback: (req, res) => proxy.handle(req, res) });
   client = createStoreClient({ baseUrl: server.url });
   triplets = createTripletClient({ baseUrl: server.url });

@@ -3,6 +3,7 @@
  * `agl serve --proxy` runs them): every id in every triplet equals what the engine sent, streamed or not, with tool
  * calls; a 3-turn tool-using rollout merges into one trajectory with the right masks; a broken prefix does not.
  */
+import { silentLogger } from "../../src/core/logger.js";
 import { fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -42,7 +43,7 @@ async function collect(mode: TripletMode): Promise<RolloutTriplets[]> {
 beforeAll(async () => {
   engine = await startFakeVllm({ policy: addingPolicy, tokensPerChunk: 4 });
   store = createStore({ backend: createMemoryBackend() });
-  proxy = createLlmProxy({ store, pendingWrites: store.pendingWrites, log: () => {} });
+  proxy = createLlmProxy({ store, pendingWrites: store.pendingWrites, logger: silentLogger });
   server = await startStoreServer({ store, port: 0, triplets: { pollIntervalMs: 50 }, fallback: (req, res) => proxy.handle(req, res) });
   client = createStoreClient({ baseUrl: server.url });
   triplets = createTripletClient({ baseUrl: server.url });

@@ -51,7 +51,7 @@ describe("examples/streaming", () => {
   // A store (Trainer.dev closes it when done) and the proxy that records into it, for each run.
   beforeEach(async () => {
     store = createStore({ backend: createMemoryBackend() });
-    proxy = createLlmProxy({ store, pendingWrites: store.pendingWrites, log: () => {} });
+    proxy = createLlmProxy({ store, pendingWrites: store.pendingWrites, logger: silentLogger });
     proxyUrl = await proxy.listen(0);
   });
   afterEach(async () => {

@@ -281,7 +281,7 @@ async function install(tarball: string): Promise<void> {
 
 /** The consumer project: the fixture, plus a file per entry point that imports every pinned name; compiled to out/. */
 async function writeConsumer(): Promise<void> {
-  for (const file of ["main.ts", "agent.ts"])
+  for (const file of ["main.ts", "agent.ts", "dev-driver.ts", "dev-agent.ts"])
     await cp(fileURLToPath(new URL(`../fixtures/pack-consumer/${file}`, import.meta.url)), join(consumer, file));
   for (const [index, [entry, { values, types }]] of Object.entries(api).entries()) {
     const imports = [
@@ -356,6 +356,18 @@ describe("the packed package", () => {
     expect(cli.code, cli.stderr).toBe(0);
     expect(cli.stdout).toContain("Usage: agl serve");
   });
+
+  it("runs Trainer.dev on a .ts agent that emits its reward, from a driver run by the tsx CLI", async () => {
+    const tsx = join(consumer, "node_modules", "tsx", "dist", "cli.mjs");
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, AGL_LOG_LEVEL: "error" };
+    const stdout = await runOk(process.execPath, [tsx, "dev-driver.ts"], { cwd: consumer, env });
+    const report = JSON.parse(stdout) as { rollouts: { status: string; reward?: number }[]; meanReward: { train?: number } };
+    expect(report.rollouts.map((r) => [r.status, r.reward])).toEqual([
+      ["succeeded", 1],
+      ["succeeded", 0.5],
+    ]);
+    expect(report.meanReward.train).toBe(0.75);
+  }, 60_000);
 
   it("runs the consumer: every backend, a served store with the proxy, runners on worker threads, triplets back", async () => {
     // A clean environment: what the consumer sees comes back as JSON on stdout.

@@ -110,6 +110,6 @@ describe("PostgreSQL restarted under load", () => {
     client.close();
     await server.stop();
     // It said what happened, without crashing.
-    expect(server.stderr()).toMatch(/agl store \(postgres\): .*(terminating connection|ECONNREFUSED)/);
+    expect(server.stderr()).toMatch(/\[store\] postgres: .*(terminating connection|ECONNREFUSED)/);
   }, 60_000);
 });

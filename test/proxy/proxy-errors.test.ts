@@ -1,4 +1,5 @@
 /** Bad input, engine failures, retries and timeouts: clear errors, nothing crashes, the next call works. */
+import { silentLogger } from "../../src/core/logger.js";
 import * as net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { attrInts, attrNumber, attrString } from "../../src/adapter/attributes.js";
@@ -140,7 +141,7 @@ describe("LLM proxy: engine failures", () => {
       backends: [{ endpoint: `http://127.0.0.1:${await deadPort()}/v1`, model: "fake-model" }],
       maxRetries: 2,
       backoffBaseMs: 5,
-      log: () => {},
+      logger: silentLogger,
     });
     const downUrl = await down.listen(0);
     try {

@@ -1,4 +1,5 @@
 /** Pause/drain for weight swaps, over the TS API and the admin routes; sticky routing over several engines. */
+import { silentLogger } from "../../src/core/logger.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
@@ -84,7 +85,7 @@ describe("LLM proxy: routing", () => {
   async function fleet(n: number): Promise<{ store: Store; engines: FakeVllm[]; proxy: LlmProxy; url: string }> {
     const store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: 0 });
     const engines = await Promise.all(Array.from({ length: n }, () => startFakeVllm()));
-    const proxy = createLlmProxy({ store, backends: engines.map((e) => ({ endpoint: e.url, model: e.model })), log: () => {} });
+    const proxy = createLlmProxy({ store, backends: engines.map((e) => ({ endpoint: e.url, model: e.model })), logger: silentLogger });
     const url = await proxy.listen(0);
     extra.push(proxy, ...engines, store);
     return { store, engines, proxy, url };
@@ -123,7 +124,7 @@ describe("LLM proxy: routing", () => {
     const store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: 0 });
     const a = await startFakeVllm({ model: "alpha" });
     const b = await startFakeVllm({ model: "beta" });
-    const proxy = createLlmProxy({ store, backends: [a, b].map((e) => ({ endpoint: e.url, model: e.model })), log: () => {} });
+    const proxy = createLlmProxy({ store, backends: [a, b].map((e) => ({ endpoint: e.url, model: e.model })), logger: silentLogger });
     const url = await proxy.listen(0);
     extra.push(proxy, a, b, store);
     expect((await postJson(`${url}/v1/chat/completions`, { ...chat, model: "beta" })).status).toBe(200);

@@ -2,6 +2,7 @@
  * When a call's span lands relative to the end of its answer. The guarantee either way: once an agent got its answer,
  * its runner cannot finish the attempt (nor anyone read the attempt's spans) without that call's span.
  */
+import { silentLogger } from "../../src/core/logger.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
 import { createStoreClient, type StoreClient } from "../../src/client/store-client.js";
@@ -71,7 +72,7 @@ async function start(where: "in process" | "elsewhere" | "elsewhere, span first"
     ...(where === "in process" ? { pendingWrites: store.pendingWrites } : {}),
     ...(where === "elsewhere, span first" ? { spanPromises: false } : {}),
     backends: [{ endpoint: engine.url, model: engine.model }],
-    log: () => {},
+    logger: silentLogger,
   });
   const url = await proxy.listen(0);
   await store.enqueueRollouts({ rollouts: [{}] });

@@ -31,7 +31,7 @@ let running: Promise<unknown>;
 beforeAll(async () => {
   engine = await startFakeVllm();
   store = createStore({ backend: createMemoryBackend() });
-  proxy = createLlmProxy({ store, pendingWrites: store.pendingWrites, log: () => {} });
+  proxy = createLlmProxy({ store, pendingWrites: store.pendingWrites, logger: silentLogger });
   server = await startStoreServer({ store, port: 0, fallback: (req, res) => proxy.handle(req, res) });
   client = createStoreClient({ baseUrl: server.url });
   executor = createPoolExecutor({

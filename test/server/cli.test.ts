@@ -81,6 +81,22 @@ describe("agl serve", () => {
     store.close();
   });
 
+  it("--unresponsive-seconds and --worker-gone-seconds set the watchdog's limits", async () => {
+    const cli = await startCli("serve", "--memory", "--port", "0", "--unresponsive-seconds", "1", "--worker-gone-seconds", "1.5");
+    const store = grpcClient("agl.v1.LightningStore", `127.0.0.1:${cli.port}`);
+    // An attempt of no worker that never heartbeats, and a worker that heartbeats once and goes silent.
+    const silent = await unary(store, "startRollout", { rollout: {} });
+    await unary(store, "updateWorker", { workerId: "w-gone" });
+    await new Promise((r) => setTimeout(r, 3_000)); // 30 s by default: neither would be noticed yet
+    const attempts = await unary(store, "queryAttempts", { rolloutId: silent.rolloutId });
+    expect(attempts.attempts[0].status).toBe("ATTEMPT_STATUS_UNRESPONSIVE");
+    expect((await unary(store, "getWorker", { workerId: "w-gone" })).status).toBe("WORKER_STATUS_UNKNOWN");
+    store.close();
+
+    const bad = await runCli("serve", "--memory", "--worker-gone-seconds", "soon");
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('--worker-gone-seconds needs a number of seconds ≥ 0, got "soon"')]);
+  });
+
   it("keeps data in a SQLite file across restarts", async () => {
     const db = join(dir, "agl.db");
     const first = await startCli("serve", "--database", db, "--port", "0");

@@ -6,7 +6,7 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { startStoreServer, type StoreServer, type StoreServerOptions } from "../../src/server/index.js";
+import { startStoreServer, type StoreServer, type StoreServerOptions } from "../../src/server/store-server.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import type { WireJson } from "../support/wire-json.js";

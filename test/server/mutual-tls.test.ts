@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStoreClient } from "../../src/client/store-client.js";
+import { silentLogger } from "../../src/core/logger.js";
 import { createLlmProxy } from "../../src/proxy/llm-proxy.js";
 import { createTripletClient } from "../../src/triplets/triplet-client.js";
 import { createTestCa, type TestCa } from "../support/test-ca.js";
@@ -109,7 +110,7 @@ describe("LLM proxy over TLS, towards an https engine", () => {
         backends: [{ endpoint, model: "m" }],
         maxRetries: 0,
         upstream: { tls: { ca: readFileSync(ca.caFile) } },
-        log: () => {},
+        logger: silentLogger,
       });
     const proxy = makeProxy(good.url);
     const rogueProxy = makeProxy(rogue.url);

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AddSpansResponseSchema, UpdateAttemptRequestSchema } from "../../src/gen/agl/v1/store_pb.js";
 import { AttemptStatus, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
-import { startStoreServer, type StoreServer } from "../../src/server/index.js";
+import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
 import { handWrittenSpan } from "../support/hand-written-span.js";
 import { createSqliteBackend } from "../../src/store/backends/sqlite/sqlite-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";

@@ -1,4 +1,5 @@
 /** A memory store, a fake vLLM engine and an LLM proxy in front of it, for the proxy and end-to-end suites. */
+import { silentLogger } from "../../src/core/logger.js";
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { createLlmProxy, type LlmProxy, type LlmProxyOptions } from "../../src/proxy/llm-proxy.js";
@@ -36,7 +37,7 @@ export async function startProxyHarness(options: ProxyHarnessOptions = {}): Prom
     pendingWrites: store.pendingWrites,
     ...(options.viaResources ? {} : { backends: [{ endpoint: engine.url, model: engine.model }] }),
     backoffBaseMs: 5,
-    log: () => {},
+    logger: silentLogger,
     ...options.proxy,
   });
   const url = await proxy.listen(0);

@@ -4,13 +4,19 @@ import { RolloutStatus } from "../../../gen/agl/v1/types_pb.js";
 import { spanKey, type StorageBackend, type StorageCounts, type StorageTx, type StoreEvent } from "../../backend.js";
 import { combine, deepCopy, fieldValue, frozenCopy, matchString, sortAndPage } from "./memory-query.js";
 import { finalReward, inScope, rewardGroups, rolloutTimeline } from "./memory-aggregates.js";
-import { deliver } from "../../events.js";
+import { createConsoleLogger, type Logger } from "../../../core/logger.js";
+import { createListeners } from "../../listeners.js";
 import { createMutex } from "../../mutex.js";
 
 const isActive = (status: RolloutStatus) => status === RolloutStatus.PREPARING || status === RolloutStatus.RUNNING;
 
 /** Storage in this process's memory: the fastest backend, for tests and `agl serve --memory`. */
-export function createMemoryBackend(): StorageBackend {
+export interface MemoryBackendOptions {
+  /** Where a failing event listener is reported (default: stderr, `[store]`). */
+  logger?: Logger;
+}
+
+export function createMemoryBackend(options: MemoryBackendOptions = {}): StorageBackend {
   const rollouts = new Map<string, Rollout>();
   const active = new Set<string>();
   const attempts = new Map<string, Attempt[]>();
@@ -24,7 +30,7 @@ export function createMemoryBackend(): StorageBackend {
   let latestResourcesId: string | undefined;
   const resourceVersions = new Map<string, ResourcesUpdate[]>();
   const workers = new Map<string, Worker>();
-  const listeners = new Set<(event: StoreEvent) => void>();
+  const listeners = createListeners(options.logger ?? createConsoleLogger({ prefix: "[store]" }));
   const mutex = createMutex();
   let closed = false;
 
@@ -323,7 +329,7 @@ export function createMemoryBackend(): StorageBackend {
           const result = await fn(tx);
           const committed = events;
           events = [];
-          for (const event of committed) deliver(listeners, event);
+          for (const event of committed) listeners.deliver(event);
           return result;
         } catch (error) {
           for (let i = undo.length - 1; i >= 0; i--) undo[i]?.();
@@ -335,8 +341,7 @@ export function createMemoryBackend(): StorageBackend {
       });
     },
     subscribe(listener) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
+      return listeners.subscribe(listener);
     },
     async close() {
       await mutex.run(async () => {

@@ -7,7 +7,9 @@ import { invalidArgument } from "../../errors.js";
 import { classify, unavailable } from "./postgres-errors.js";
 import { encodeEvents, EventListener } from "./postgres-events.js";
 import { checkSchemaName, migrate } from "./postgres-schema.js";
+import { StatementPipeline } from "./postgres-pipeline.js";
 import { type Locking, PostgresTx } from "./postgres-tx.js";
+import { createConsoleLogger, type Logger } from "../../../core/logger.js";
 
 export interface PostgresBackendOptions {
   /** `postgres://user:password@host:port/database` (any libpq-style URL `pg` accepts). */
@@ -24,8 +26,11 @@ export interface PostgresBackendOptions {
    * `createPostgresBackend`). For tests and measurements; slower for reads.
    */
   alwaysLock?: boolean;
-  /** Where connection trouble is reported (default: console.error, at most once per 5 seconds per kind). */
-  onError?: (message: string, error: unknown) => void;
+  /**
+   * Where connection trouble (at most once per 5 seconds per kind) and failing event listeners are reported
+   * (default: stderr, `[store]`).
+   */
+  logger?: Logger;
 }
 
 /** Runs of a transaction before a conflict reaches the caller. */
@@ -100,7 +105,8 @@ class PostgresBackend implements StorageBackend {
     private readonly schema: string,
   ) {
     this.alwaysLock = options.alwaysLock ?? false;
-    this.onError = options.onError ?? rateLimitedLog();
+    const logger = options.logger ?? createConsoleLogger({ prefix: "[store]" });
+    this.onError = rateLimitedLog(logger);
     const connection: pg.ClientConfig = {
       connectionString: options.connectionString,
       application_name: "agl-store",
@@ -110,7 +116,7 @@ class PostgresBackend implements StorageBackend {
       // A server that stalls inside a transaction must not hold row locks forever.
       idle_in_transaction_session_timeout: 60_000,
     };
-    // Pipelined: a transaction sends its writes without waiting for each (see PostgresTx.send).
+    // Pipelined: a transaction sends its writes without waiting for each (see StatementPipeline.send).
     this.pool = new pg.Pool({ ...connection, pipeline: true, max: options.poolSize ?? 10, idleTimeoutMillis: 30_000 });
     // Idle connections die when PostgreSQL restarts: the pool drops them; without a handler the process would crash.
     this.pool.on("error", (error) => this.onError("an idle database connection failed", error));
@@ -120,6 +126,7 @@ class PostgresBackend implements StorageBackend {
       schema,
       pool: this.pool,
       onError: this.onError,
+      logger,
     });
   }
 
@@ -166,20 +173,21 @@ class PostgresBackend implements StorageBackend {
         broken ??= error;
       };
       client.on("error", onError);
-      const tx = new PostgresTx(client, this.schema, locking, `agl.watchdog.${this.schema}`);
+      const pipeline = new StatementPipeline(client);
+      const tx = new PostgresTx(pipeline, this.schema, locking, `agl.watchdog.${this.schema}`);
       let committing = false;
       /** COMMIT was sent: it ends the transaction, committed or (after a failed statement) rolled back. */
       let ended = false;
       try {
         // Statements are pipelined: BEGIN travels with the first read, writes with whatever follows them.
-        tx.send(readOnly === true ? beginReadOnly : locking === "snapshot" ? beginSnapshot : beginLocking);
+        pipeline.send(readOnly === true ? beginReadOnly : locking === "snapshot" ? beginSnapshot : beginLocking);
         const result = await fn(tx);
         tx.open = false;
         const token = payloadToken(this.tokenPrefix, ++this.transactions);
-        if (tx.events.some((event) => event.kind === "resources")) await tx.settle(); // their version seqs
+        if (tx.events.some((event) => event.kind === "resources")) await pipeline.settle(); // their version seqs
         const payloads = encodeEvents(tx.events, (update) => tx.versionSeq(update), token);
         if (payloads.length > 0) {
-          tx.send("SELECT pg_notify($1, payload) FROM unnest($2::text[]) WITH ORDINALITY AS p(payload, n) ORDER BY n", [
+          pipeline.send("SELECT pg_notify($1, payload) FROM unnest($2::text[]) WITH ORDINALITY AS p(payload, n) ORDER BY n", [
             `agl.${this.schema}`,
             payloads,
           ]);
@@ -194,7 +202,7 @@ class PostgresBackend implements StorageBackend {
         );
         let failure: unknown;
         try {
-          await tx.settle();
+          await pipeline.settle();
         } catch (error) {
           // A statement sent before COMMIT failed: the transaction was aborted and COMMIT rolled it back.
           failure = error;
@@ -211,12 +219,12 @@ class PostgresBackend implements StorageBackend {
         return result;
       } catch (caught) {
         tx.open = false;
-        const error = broken ?? tx.failure ?? caught;
+        const error = broken ?? pipeline.failure ?? caught;
         const kind = classify(error);
         if (!ended && kind !== "connection" && broken === undefined) {
           try {
             const rollback = client.query("ROLLBACK");
-            await tx.settle().catch(() => undefined);
+            await pipeline.settle().catch(() => undefined);
             await rollback;
           } catch {
             broken = error;
@@ -291,13 +299,13 @@ const payloadToken = (prefix: string, n: number) => `${prefix}.${n}`;
 
 const asError = (error: unknown) => (error instanceof Error ? error : new Error(String(error)));
 
-function rateLimitedLog(): (message: string, error: unknown) => void {
+function rateLimitedLog(logger: Logger): (message: string, error: unknown) => void {
   const last = new Map<string, number>();
   return (message, error) => {
     const now = Date.now();
     if (now - (last.get(message) ?? 0) < 5_000) return;
     last.set(message, now);
     const reason = error instanceof Error ? error.message : error === undefined ? "" : String(error);
-    console.error(`agl store (postgres): ${message}${reason ? `: ${reason}` : ""}`);
+    logger.warn(`postgres: ${message}${reason ? `: ${reason}` : ""}`);
   };
 }

@@ -3,7 +3,8 @@ import pg from "pg";
 import { backoffMs, sleep, withRetries } from "../../../core/retry.js";
 import { type ResourcesUpdate, ResourcesUpdateSchema, RolloutStatus } from "../../../gen/agl/v1/types_pb.js";
 import type { StoreEvent } from "../../backend.js";
-import { deliver } from "../../events.js";
+import type { Logger } from "../../../core/logger.js";
+import { createListeners, type Listeners } from "../../listeners.js";
 
 /**
  * Store events across servers sharing one database, over LISTEN/NOTIFY. A transaction queues its events as
@@ -68,11 +69,13 @@ export interface EventListenerOptions {
   pool: pg.Pool;
   /** Reports connection trouble (rate limited by the caller's logger). */
   onError: (message: string, error: unknown) => void;
+  /** Where a failing event listener is reported. */
+  logger: Logger;
 }
 
 /** The dedicated LISTEN connection of one backend; `start` resolves once it listens. */
 export class EventListener {
-  private readonly listeners = new Set<(event: StoreEvent) => void>();
+  private readonly listeners: Listeners;
   private client: pg.Client | undefined;
   /** Deliveries in arrival order (a resources version may need a query first). */
   private chain: Promise<void> = Promise.resolve();
@@ -84,7 +87,9 @@ export class EventListener {
   /** Transactions of this backend waiting for their events to be delivered here, by token. */
   private readonly pending = new Map<string, () => void>();
 
-  constructor(private readonly options: EventListenerOptions) {}
+  constructor(private readonly options: EventListenerOptions) {
+    this.listeners = createListeners(options.logger);
+  }
 
   async start(): Promise<void> {
     const { rows } = await this.options.pool.query<{ seq: number | null }>(
@@ -95,11 +100,7 @@ export class EventListener {
   }
 
   subscribe(listener: (event: StoreEvent) => void): () => void {
-    const entry = (event: StoreEvent) => listener(event);
-    this.listeners.add(entry);
-    return () => {
-      this.listeners.delete(entry);
-    };
+    return this.listeners.subscribe(listener);
   }
 
   /**
@@ -223,7 +224,7 @@ export class EventListener {
   }
 
   private emit(event: StoreEvent): void {
-    if (!this.closed) deliver(this.listeners, event);
+    if (!this.closed) this.listeners.deliver(event);
   }
 
   private async loadVersion(id: string, version: number): Promise<ResourcesUpdate | undefined> {

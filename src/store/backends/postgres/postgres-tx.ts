@@ -1,6 +1,4 @@
 import { toBinary } from "@bufbuild/protobuf";
-import type { Writable } from "node:stream";
-import type pg from "pg";
 import {
   type Attempt,
   type ResourcesUpdate,
@@ -38,11 +36,10 @@ import {
 } from "./postgres-queries.js";
 import { bucketCount, finalRewards, rewardGroups } from "../sql/aggregate-rows.js";
 import { spanFacts } from "../../span-facts.js";
-import { attemptRow, resourcesRow, statementName, versionKey } from "./postgres-rows.js";
+import type { StatementPipeline } from "./postgres-pipeline.js";
+import { attemptRow, resourcesRow, versionKey } from "./postgres-rows.js";
 import { encodeSpan } from "../../span-wire.js";
 import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "../sql/stored-messages.js";
-
-/** One transaction of the PostgreSQL backend, on one pooled connection. */
 
 /**
  * How a run of a transaction protects what it reads and writes back (see postgres-backend.ts): "snapshot" reads
@@ -51,6 +48,7 @@ import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker
  */
 export type Locking = "snapshot" | "rows";
 
+/** One transaction of the PostgreSQL backend, on one pooled connection (its statements pipelined). */
 export class PostgresTx implements StorageTx {
   /** Cleared when the transaction ends: a leaked tx must not write outside its transaction. */
   open = true;
@@ -60,7 +58,8 @@ export class PostgresTx implements StorageTx {
   private readonly forUpdate: string;
 
   constructor(
-    private readonly client: pg.ClientBase,
+    /** Where the statements go; the backend sends BEGIN and the notifications through it too. */
+    private readonly pipeline: StatementPipeline,
     private readonly schema: string,
     locking: Locking,
     private readonly watchdogLockKey: string,
@@ -68,64 +67,14 @@ export class PostgresTx implements StorageTx {
     this.forUpdate = locking === "rows" ? " FOR UPDATE" : "";
   }
 
-  /**
-   * The first failure of a statement sent without waiting (see `send`). It aborted the transaction, so every later
-   * statement fails too, with a less telling error: this one is the cause.
-   */
-  failure: unknown;
-  /** Statements sent and not yet answered. */
-  private readonly sent: Array<Promise<unknown>> = [];
   /** The latest attempt of each rollout read by `getRollout` (null: none), kept current by this transaction's writes. */
   private readonly latestKnown = new Map<string, { attemptId: string; sequenceId: number; data: Uint8Array } | null>();
-  private corked = false;
 
-  /** Runs a prepared statement and returns its rows. */
+  /** Runs a statement and returns its rows. */
   private readonly run = async (text: string, values: unknown[] = []): Promise<Array<Record<string, unknown>>> => {
     this.check();
-    this.cork();
-    try {
-      const result = await this.client.query({ name: statementName(text), text, values });
-      return result.rows as Array<Record<string, unknown>>;
-    } catch (error) {
-      throw this.failure ?? error;
-    }
+    return this.pipeline.query(text, values);
   };
-
-  /**
-   * Sends a statement whose result nobody needs without waiting for it: the connection pipelines it with the
-   * statements that follow, saving a round trip per write. Its failure is kept in `failure` and reported by the next
-   * statement, by `settle`, or at COMMIT (which then rolls back).
-   */
-  send(text: string, values: unknown[] = []): void {
-    this.cork();
-    this.sent.push(
-      this.client.query(values.length > 0 ? { name: statementName(text), text, values } : text).catch((error: unknown) => {
-        this.failure ??= error;
-      }),
-    );
-  }
-
-  /** Waits for every statement sent; throws the first failure. */
-  async settle(): Promise<void> {
-    while (this.sent.length > 0) await Promise.all(this.sent.splice(0));
-    if (this.failure !== undefined) throw this.failure;
-  }
-
-  /**
-   * Holds the socket's writes until the end of this tick, so that the statements issued together (a transaction's
-   * writes and COMMIT, say) leave in one system call rather than one each.
-   */
-  private cork(): void {
-    if (this.corked) return;
-    const stream = (this.client as unknown as { connection?: { stream?: Partial<Writable> } }).connection?.stream;
-    if (!stream?.cork || !stream.uncork) return;
-    this.corked = true;
-    stream.cork();
-    process.nextTick(() => {
-      this.corked = false;
-      stream.uncork?.();
-    });
-  }
 
   private check(): void {
     if (!this.open) throw new Error("postgres store: transaction already ended");
@@ -133,7 +82,7 @@ export class PostgresTx implements StorageTx {
 
   private write(text: string, values: unknown[]): Promise<void> {
     this.check();
-    this.send(text, values);
+    this.pipeline.send(text, values);
     return Promise.resolve();
   }
 

@@ -1,52 +1,14 @@
-import { toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { createConsoleLogger, type Logger } from "../../../core/logger.js";
 import Database from "better-sqlite3";
-import {
-  type Attempt,
-  type ResourcesUpdate,
-  type Rollout,
-  type RolloutStatus,
-  type Span,
-  type Worker,
-  WorkerSchema,
-} from "../../../gen/agl/v1/types_pb.js";
-import {
-  type PageResult,
-  type PageSpec,
-  type ResourcesFilter,
-  type RewardGroup,
-  type RolloutFilter,
-  type RolloutScope,
-  type SpanFilter,
-  type StorageBackend,
-  type StorageCounts,
-  type StorageTx,
-  type StoreEvent,
-  type Timeline,
-  type TimelineQuery,
-  type WorkerFilter,
-  spanKey,
-} from "../../backend.js";
-import {
-  aggregates,
-  attemptWhere,
-  queryPage,
-  resourcesWhere,
-  resourceVersionsWhere,
-  rolloutWhere,
-  spanWhere,
-  StatementCache,
-  workerWhere,
-} from "./sqlite-queries.js";
-import { bucketCount, finalRewards, rewardGroups, type SqlRow } from "../sql/aggregate-rows.js";
-import { spanFacts } from "../../span-facts.js";
-import { deliver } from "../../events.js";
+import type { StorageBackend, StorageTx, StoreEvent } from "../../backend.js";
+import { createListeners, type Listeners } from "../../listeners.js";
 import { createMutex } from "../../mutex.js";
 import { type Checkpointer, startCheckpointer } from "./sqlite-checkpointer.js";
+import { StatementCache } from "./sqlite-queries.js";
 import { openSchema } from "./sqlite-schema.js";
-import { attemptRow, prepareStatements, resourcesRow, type Statements } from "./sqlite-statements.js";
-import { encodeSpan } from "../../span-wire.js";
-import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "../sql/stored-messages.js";
+import { prepareStatements, type Statements } from "./sqlite-statements.js";
+import { SqliteTx } from "./sqlite-tx.js";
 
 export interface SqliteBackendOptions {
   /** Database file; ":memory:" for a private in-memory database. */
@@ -56,6 +18,8 @@ export interface SqliteBackendOptions {
    * one-off script) never starts the thread.
    */
   backgroundCheckpointAfter?: number;
+  /** Where failed rollbacks, checkpoints and event listeners are reported (default: stderr, `[store]`). */
+  logger?: Logger;
 }
 
 /**
@@ -65,276 +29,11 @@ export interface SqliteBackendOptions {
  * Events reach `subscribe` listeners of this process after COMMIT; a rolled-back transaction's events are dropped.
  */
 export function createSqliteBackend(options: SqliteBackendOptions): StorageBackend {
-  return new SqliteBackend(options.path, options.backgroundCheckpointAfter ?? 32);
-}
-
-class SqliteTx implements StorageTx {
-  /** Cleared when the transaction ends: a leaked tx must not write outside its transaction. */
-  open = true;
-  readonly events: StoreEvent[] = [];
-
-  constructor(
-    private readonly s: Statements,
-    private readonly cache: StatementCache,
-  ) {}
-
-  private check(): void {
-    if (!this.open) throw new Error("sqlite store: transaction already ended");
-  }
-
-  async insertRollouts(rollouts: Rollout[]): Promise<void> {
-    this.check();
-    for (const rollout of rollouts) this.s.insertRollout.run(rolloutRow(rollout));
-  }
-
-  async getRollout(rolloutId: string): Promise<Rollout | undefined> {
-    this.check();
-    const data = this.s.getRollout.get(rolloutId) as Uint8Array | undefined;
-    return data && decodeRollout(data);
-  }
-
-  async putRollout(rollout: Rollout): Promise<void> {
-    this.check();
-    this.s.putRollout.run(rolloutRow(rollout));
-  }
-
-  async queryRollouts(filter: RolloutFilter, page: PageSpec): Promise<PageResult<Rollout>> {
-    this.check();
-    return queryPage(this.cache, "rollouts", rolloutWhere(filter), page, decodeRollout);
-  }
-
-  async activeRollouts(): Promise<Rollout[]> {
-    this.check();
-    return (this.s.activeRollouts.all() as Uint8Array[]).map(decodeRollout);
-  }
-
-  async insertAttempt(attempt: Attempt): Promise<void> {
-    this.check();
-    this.s.insertAttempt.run(attemptRow(attempt));
-  }
-
-  async getAttempt(rolloutId: string, attemptId: string): Promise<Attempt | undefined> {
-    this.check();
-    const data = this.s.getAttempt.get(rolloutId, attemptId) as Uint8Array | undefined;
-    return data && decodeAttempt(data);
-  }
-
-  async latestAttempts(rolloutIds: string[]): Promise<Map<string, Attempt>> {
-    this.check();
-    const result = new Map<string, Attempt>();
-    for (const rolloutId of rolloutIds) {
-      if (result.has(rolloutId)) continue;
-      const data = this.s.latestAttempt.get(rolloutId) as Uint8Array | undefined;
-      if (data) result.set(rolloutId, decodeAttempt(data));
-    }
-    return result;
-  }
-
-  async putAttempt(attempt: Attempt): Promise<void> {
-    this.check();
-    this.s.putAttempt.run(attemptRow(attempt));
-  }
-
-  async queryAttempts(rolloutId: string, page: PageSpec): Promise<PageResult<Attempt>> {
-    this.check();
-    return queryPage(this.cache, "attempts", attemptWhere(rolloutId), page, decodeAttempt);
-  }
-
-  async enqueue(rolloutIds: string[]): Promise<void> {
-    this.check();
-    for (const rolloutId of rolloutIds) this.s.enqueue.run(rolloutId);
-  }
-
-  async dequeue(limit: number): Promise<string[]> {
-    this.check();
-    if (!(limit > 0)) return [];
-    const rows = this.s.queueHead.all(limit) as Array<[number, string]>;
-    if (rows.length === 0) return [];
-    // The rows are the queue's head, so everything up to the last one's seq is exactly them.
-    this.s.dequeueThrough.run(rows[rows.length - 1]![0]);
-    return rows.map((row) => row[1]);
-  }
-
-  async insertSpans(spans: Span[]): Promise<Array<{ sequenceId: number; duplicate: boolean }>> {
-    this.check();
-    const result: Array<{ sequenceId: number; duplicate: boolean }> = [];
-    for (const span of spans) {
-      const facts = spanFacts(span);
-      const inserted = this.s.insertSpan.run(
-        span.rolloutId,
-        span.attemptId,
-        span.spanId,
-        span.sequenceId,
-        span.traceId,
-        span.parentId,
-        span.name,
-        time(span.startTime),
-        time(span.endTime),
-        facts.reward,
-        facts.promptTokens,
-        facts.responseTokens,
-        encodeSpan(span),
-      );
-      if (inserted.changes > 0) {
-        result.push({ sequenceId: span.sequenceId, duplicate: false });
-      } else {
-        // Stored already (by an earlier batch or earlier in this one): report the stored span's id, leave it alone.
-        const stored = this.s.spanSequenceId.get(span.rolloutId, span.attemptId, span.spanId) as number;
-        result.push({ sequenceId: stored, duplicate: true });
-      }
-    }
-    return result;
-  }
-
-  async existingSpans(keys: Array<[string, string, string]>): Promise<Map<string, number>> {
-    this.check();
-    const result = new Map<string, number>();
-    for (const [rolloutId, attemptId, spanId] of keys) {
-      const stored = this.s.spanSequenceId.get(rolloutId, attemptId, spanId) as number | undefined;
-      if (stored !== undefined) result.set(spanKey(rolloutId, attemptId, spanId), stored);
-    }
-    return result;
-  }
-
-  async querySpans(filter: SpanFilter, page: PageSpec): Promise<PageResult<Span>> {
-    this.check();
-    return queryPage(this.cache, "spans", spanWhere(filter), page, decodeSpan);
-  }
-
-  async nextSequenceId(rolloutId: string, count: number): Promise<number> {
-    this.check();
-    return this.s.nextSequenceId.get(rolloutId, count) as number;
-  }
-
-  async raiseSequenceId(rolloutId: string, value: number): Promise<void> {
-    this.check();
-    this.s.raiseSequenceId.run(rolloutId, value);
-  }
-
-  async insertResources(update: ResourcesUpdate): Promise<void> {
-    this.check();
-    const row = resourcesRow(update);
-    this.s.insertResources.run(row);
-    this.published(update, row.data);
-  }
-
-  async putResources(update: ResourcesUpdate): Promise<void> {
-    this.check();
-    const row = resourcesRow(update);
-    this.s.putResources.run(row);
-    this.published(update, row.data);
-  }
-
-  /** Keeps the version in the history and makes it the latest snapshot. */
-  private published(update: ResourcesUpdate, data: Uint8Array): void {
-    this.s.putResourceVersion.run(update.resourcesId, update.version, data);
-    this.s.setLatestResources.run(update.resourcesId);
-  }
-
-  async getResourcesVersion(resourcesId: string, version: number): Promise<ResourcesUpdate | undefined> {
-    this.check();
-    const data = this.s.getResourceVersion.get(resourcesId, version) as Uint8Array | undefined;
-    return data && decodeResources(data);
-  }
-
-  async queryResourceVersions(resourcesId: string, page: PageSpec): Promise<PageResult<ResourcesUpdate>> {
-    this.check();
-    return queryPage(this.cache, "resource_versions", resourceVersionsWhere(resourcesId), page, decodeResources);
-  }
-
-  async getResources(resourcesId: string): Promise<ResourcesUpdate | undefined> {
-    this.check();
-    const data = this.s.getResources.get(resourcesId) as Uint8Array | undefined;
-    return data && decodeResources(data);
-  }
-
-  async latestResources(): Promise<ResourcesUpdate | undefined> {
-    this.check();
-    const data = this.s.latestResources.get() as Uint8Array | undefined;
-    return data && decodeResources(data);
-  }
-
-  async queryResources(filter: ResourcesFilter, page: PageSpec): Promise<PageResult<ResourcesUpdate>> {
-    this.check();
-    return queryPage(this.cache, "resources", resourcesWhere(filter), page, decodeResources);
-  }
-
-  async getWorker(workerId: string): Promise<Worker | undefined> {
-    this.check();
-    const data = this.s.getWorker.get(workerId) as Uint8Array | undefined;
-    return data && decodeWorker(data);
-  }
-
-  async putWorker(worker: Worker): Promise<void> {
-    this.check();
-    this.s.putWorker.run(
-      worker.workerId,
-      worker.status,
-      time(worker.lastHeartbeatTime),
-      time(worker.lastDequeueTime),
-      time(worker.lastBusyTime),
-      time(worker.lastIdleTime),
-      toBinary(WorkerSchema, worker),
-    );
-  }
-
-  async queryWorkers(filter: WorkerFilter, page: PageSpec): Promise<PageResult<Worker>> {
-    this.check();
-    return queryPage(this.cache, "workers", workerWhere(filter), page, decodeWorker);
-  }
-
-  async counts(): Promise<StorageCounts> {
-    this.check();
-    const [rollouts, attempts, spans, resources, workers, queueLength] = this.s.counts.get() as number[];
-    const rolloutsByStatus = new Map<RolloutStatus, number>();
-    for (const [status, count] of this.s.rolloutsByStatus.all() as Array<[RolloutStatus, number]>) {
-      rolloutsByStatus.set(status, count);
-    }
-    return {
-      rollouts: rollouts!,
-      attempts: attempts!,
-      spans: spans!,
-      resources: resources!,
-      workers: workers!,
-      queueLength: queueLength!,
-      rolloutsByStatus,
-    };
-  }
-
-  async firstRolloutStartTime(): Promise<number | undefined> {
-    this.check();
-    return (this.s.firstRolloutStart.get() as number | null) ?? undefined;
-  }
-
-  async rolloutTimeline(query: TimelineQuery): Promise<Timeline> {
-    this.check();
-    const counts = (column: "start_time" | "end_time") => {
-      const { text, values } = aggregates.timeline(query, column);
-      return (this.cache.rows(text).all(...values) as Array<Record<string, number>>).map(bucketCount);
-    };
-    return { created: counts("start_time"), finished: counts("end_time") };
-  }
-
-  async rewardGroups(scope: RolloutScope): Promise<RewardGroup[]> {
-    this.check();
-    const rewards = aggregates.rewards(scope);
-    const tokens = aggregates.tokens(scope);
-    return rewardGroups(
-      this.cache.rows(rewards.text).all(...rewards.values) as SqlRow[],
-      this.cache.rows(tokens.text).all(...tokens.values) as SqlRow[],
-    );
-  }
-
-  async finalRewards(rolloutIds: string[]): Promise<Map<string, number>> {
-    this.check();
-    const { text, values } = aggregates.finalRewards(rolloutIds);
-    return finalRewards(this.cache.rows(text).all(...values) as SqlRow[]);
-  }
-
-  notify(event: StoreEvent): void {
-    this.check();
-    this.events.push(event);
-  }
+  return new SqliteBackend(
+    options.path,
+    options.backgroundCheckpointAfter ?? 32,
+    options.logger ?? createConsoleLogger({ prefix: "[store]" }),
+  );
 }
 
 /** A call that ran to the end inside the open group; its answer waits for the group's COMMIT. */
@@ -352,7 +51,7 @@ class SqliteBackend implements StorageBackend {
   private readonly db: Database.Database;
   private readonly statements: Statements;
   private readonly cache: StatementCache;
-  private readonly listeners = new Set<(event: StoreEvent) => void>();
+  private readonly listeners: Listeners;
   /** better-sqlite3 is synchronous but `fn` is async: one call at a time, in call order. */
   private readonly mutex = createMutex();
   /** Calls requested and not run to the end yet. */
@@ -367,7 +66,9 @@ class SqliteBackend implements StorageBackend {
   constructor(
     private readonly path: string,
     private readonly backgroundCheckpointAfter: number,
+    private readonly logger: Logger,
   ) {
+    this.listeners = createListeners(logger);
     this.db = new Database(path);
     try {
       openSchema(this.db);
@@ -436,7 +137,7 @@ class SqliteBackend implements StorageBackend {
         this.statements.release.run();
         return;
       } catch (undoError) {
-        console.error("sqlite store: rolling back a call failed", undoError);
+        this.logger.error("sqlite: rolling back a call failed", undoError);
       }
     }
     // Some errors (SQLITE_FULL, SQLITE_IOERR…) end the transaction by themselves: the other calls' writes are gone.
@@ -468,7 +169,7 @@ class SqliteBackend implements StorageBackend {
     }
     this.group = undefined;
     if (++this.commits === this.backgroundCheckpointAfter && this.path !== ":memory:") this.startCheckpoints();
-    for (const member of group) for (const event of member.events) deliver(this.listeners, event);
+    for (const member of group) for (const event of member.events) this.listeners.deliver(event);
     for (const member of group) member.resolve();
   }
 
@@ -478,7 +179,7 @@ class SqliteBackend implements StorageBackend {
       onActive: (active) => {
         if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${active ? 0 : 1000}`);
       },
-      log: (message) => console.error(message),
+      logger: this.logger,
     });
   }
 
@@ -489,19 +190,14 @@ class SqliteBackend implements StorageBackend {
       try {
         this.statements.rollback.run();
       } catch (rollbackError) {
-        console.error("sqlite store: rollback failed", rollbackError);
+        this.logger.error("sqlite: rollback failed", rollbackError);
       }
     }
     for (const member of group) member.reject(error);
   }
 
   subscribe(listener: (event: StoreEvent) => void): () => void {
-    // Wrapped so that subscribing one function twice gives two independent subscriptions.
-    const entry = (event: StoreEvent) => listener(event);
-    this.listeners.add(entry);
-    return () => {
-      this.listeners.delete(entry);
-    };
+    return this.listeners.subscribe(listener);
   }
 
   /** Closes the database after the transactions already requested; later ones are refused. Idempotent. */

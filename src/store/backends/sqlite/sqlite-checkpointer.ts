@@ -1,5 +1,6 @@
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
+import type { Logger } from "../../../core/logger.js";
 
 /**
  * WAL checkpoints on a worker thread. SQLite's automatic checkpoint runs inside the COMMIT that crosses the WAL's
@@ -45,7 +46,7 @@ export interface CheckpointerOptions {
   intervalMs?: number;
   /** Called once the thread checkpoints, and with false if it stops on its own (the caller checkpoints again). */
   onActive(active: boolean): void;
-  log(message: string): void;
+  logger: Logger;
 }
 
 export function startCheckpointer(options: CheckpointerOptions): Checkpointer {
@@ -63,11 +64,11 @@ export function startCheckpointer(options: CheckpointerOptions): Checkpointer {
     if (message.ready) options.onActive(true);
     else if (message.error && message.error !== lastError) {
       lastError = message.error;
-      options.log(`sqlite store: background checkpoint failed: ${message.error}`);
+      options.logger.warn(`sqlite: background checkpoint failed: ${message.error}`);
     }
   });
   const exited = new Promise<void>((resolve) => {
-    worker.once("error", (error) => options.log(`sqlite store: checkpoint thread failed: ${error.message}`));
+    worker.once("error", (error) => options.logger.warn(`sqlite: checkpoint thread failed: ${error.message}`));
     worker.once("exit", () => {
       if (!stopping) options.onActive(false);
       resolve();

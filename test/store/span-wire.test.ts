@@ -6,13 +6,13 @@ import {
   AddSpansRequestSchema,
   type UpdateAttemptRequest,
   UpdateAttemptRequestSchema,
-} from "../gen/agl/v1/store_pb.js";
-import { AttemptStatus, SpanSchema } from "../gen/agl/v1/types_pb.js";
-import { emptyIdPool, createMessageGenerator } from "../../test/support/fuzz/random-message.js";
-import { mutateBytes } from "../../test/support/fuzz/mutate.js";
-import { createPrng, fuzzSeed } from "../../test/support/fuzz/prng.js";
-import { handWrittenSpan as handWritten } from "../../test/support/hand-written-span.js";
-import { copySpan, encodeSpan, rememberReceivedSpans } from "./span-wire.js";
+} from "../../src/gen/agl/v1/store_pb.js";
+import { AttemptStatus, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
+import { emptyIdPool, createMessageGenerator } from "../support/fuzz/random-message.js";
+import { mutateBytes } from "../support/fuzz/mutate.js";
+import { createPrng, fuzzSeed } from "../support/fuzz/prng.js";
+import { handWrittenSpan as handWritten } from "../support/hand-written-span.js";
+import { copySpan, encodeSpan, rememberReceivedSpans } from "../../src/store/span-wire.js";
 
 const handWrittenSpan = (spanId: string, sequenceId = 0) =>
   handWritten({ rolloutId: "ro-1", attemptId: "at-1", spanId, name: "llm.call", sequenceId });

@@ -1,12 +1,11 @@
-/** Small pieces of the proxy and the stream: SSE splitting, answer assembly, stream cursors, attempt URLs. */
+/** Small pieces of the proxy: SSE splitting, answer assembly, routes and attempt URLs. */
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { ResourceSchema } from "../../src/gen/agl/v1/types_pb.js";
-import { bindResource, proxyBaseUrl } from "../../src/proxy/binding.js";
-import { createStreamAssembler, readCompletion } from "../../src/proxy/completion-reader.js";
-import { routeRequest } from "../../src/proxy/proxy-routes.js";
-import { createSseSplitter } from "../../src/proxy/sse-splitter.js";
-import { decodeCursor, encodeCursor, markDone } from "../../src/triplets/cursor.js";
+import { ResourceSchema } from "../gen/agl/v1/types_pb.js";
+import { bindResource, proxyBaseUrl } from "./binding.js";
+import { createStreamAssembler, readCompletion } from "./completion-reader.js";
+import { routeRequest } from "./proxy-routes.js";
+import { createSseSplitter } from "./sse-splitter.js";
 
 describe("SSE splitter", () => {
   it("cuts events at any separator even when bytes, separators and UTF-8 sequences straddle chunks", () => {
@@ -91,22 +90,6 @@ describe("answer assembly", () => {
     ]);
     // Logprobs came for one chunk only: they cannot line up with the ids, and the adapters will drop them.
     expect(r.logprobs).toEqual([-0.1]);
-  });
-});
-
-describe("stream cursor", () => {
-  it("round-trips the watermark and out-of-order positions as ranges, bound to its filters", () => {
-    const state = { watermark: 0, done: new Set<number>() };
-    for (const p of [0, 1, 2, 5, 6, 7, 9, 1000]) markDone(state, p);
-    expect(state.watermark).toBe(3);
-    const cursor = encodeCursor(state, "k");
-    expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
-    expect(decodeCursor(cursor, "k")).toEqual(state);
-    expect(() => decodeCursor(cursor, "other")).toThrow(/other filters/);
-    expect(() => decodeCursor("e30", "k")).toThrow(/not a cursor/);
-    markDone(state, 3);
-    markDone(state, 4);
-    expect(state).toEqual({ watermark: 8, done: new Set([9, 1000]) });
   });
 });
 

@@ -18,12 +18,12 @@ import {
   SpanSchema,
   WorkerSchema,
   WorkerStatus,
-} from "../../../gen/agl/v1/types_pb.js";
-import type { PageSpec, StorageBackend, StorageTx, StoreEvent } from "../../backend.js";
-import { createMemoryBackend } from "../memory/memory-backend.js";
-import { createSqliteBackend } from "./sqlite-backend.js";
-import { SCHEMA_VERSION } from "./sqlite-schema.js";
-import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, rewardValueKey } from "../../../core/semconv.js";
+} from "../../src/gen/agl/v1/types_pb.js";
+import type { PageSpec, StorageBackend, StorageTx, StoreEvent } from "../../src/store/backend.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
+import { createSqliteBackend } from "../../src/store/backends/sqlite/sqlite-backend.js";
+import { SCHEMA_VERSION } from "../../src/store/backends/sqlite/sqlite-schema.js";
+import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, rewardValueKey } from "../../src/core/semconv.js";
 
 /** Backends that must behave identically; the file-based tests below are SQLite's own. */
 const backends: Array<{ name: string; make: () => StorageBackend }> = [
@@ -555,7 +555,7 @@ const scriptWithBackend = (script: string) =>
       "tsx",
       "--input-type=module",
       "-e",
-      `const { createSqliteBackend } = await import(${modulePath("./sqlite-backend.ts")});\n${script}`,
+      `const { createSqliteBackend } = await import(${modulePath("../../src/store/backends/sqlite/sqlite-backend.ts")});\n${script}`,
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
@@ -618,7 +618,7 @@ describe("sqlite backend on a file", () => {
     // A child commits rollouts and acknowledges each on stdout when its call returns.
     const child = scriptWithBackend(
       `const { create } = await import("@bufbuild/protobuf");
-       const { RolloutSchema } = await import(${modulePath("../../../gen/agl/v1/types_pb.ts")});
+       const { RolloutSchema } = await import(${modulePath("../../src/gen/agl/v1/types_pb.ts")});
        const backend = createSqliteBackend({ path: ${JSON.stringify(path)} });
        for (let i = 0; ; i += 8) {
          // Eight calls at a time, so that they share COMMITs.

@@ -1,6 +1,6 @@
 /** Attribute values as written to spans and read back. */
 import { describe, expect, it } from "vitest";
-import { attr, attrDoubles, attrInts, attrJson, attrString } from "../../src/adapter/attributes.js";
+import { attr, attrDoubles, attrInts, attrJson, attrString } from "./attributes.js";
 
 describe("attribute values", () => {
   it("keeps int arrays exact, token ids and the rest alike", () => {

@@ -1,8 +1,8 @@
 /** Prompt template engines: Python-style f-strings and Jinja, with errors that say what went wrong. */
 import { describe, expect, it } from "vitest";
-import { renderFString } from "../../src/agent/f-string.js";
-import { renderJinja } from "../../src/agent/jinja.js";
-import { promptTemplate } from "../../src/agent/resources.js";
+import { renderFString } from "./f-string.js";
+import { renderJinja } from "./jinja.js";
+import { promptTemplate } from "./resources.js";
 
 describe("f-string templates", () => {
   it("renders fields, attributes, indexes, conversions, escapes and format specs", () => {
