@@ -40,6 +40,7 @@ RETRY_ATTEMPTS: Final = 3
 RETRY_BASE_DELAY_S: Final = 0.1
 # How much longer than a server-side wait the gRPC deadline is, so the server answers before the deadline fires.
 LONG_POLL_MARGIN_S: Final = 5.0
+KEEPALIVE_MS: Final = 10_000
 
 RolloutStatusLike = int | str
 AttemptStatusLike = int | str
@@ -162,6 +163,14 @@ class StoreClient:
         options = [
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            # While calls are in flight, ping every 10 s and drop a connection whose ping goes unanswered as long: a
+            # cut network fails the calls with UNAVAILABLE (and the channel reconnects) instead of stalling them
+            # until their deadlines, as the TypeScript clients do.
+            ("grpc.keepalive_time_ms", KEEPALIVE_MS),
+            ("grpc.keepalive_timeout_ms", KEEPALIVE_MS),
+            ("grpc.http2.max_pings_without_data", 0),
+            # Back on its feet soon after a cut: reconnect tries at most 5 s apart (gRPC's default cap is 120 s).
+            ("grpc.max_reconnect_backoff_ms", 5000),
         ]
         if self._secure:
             self._channel = grpc.aio.secure_channel(self._target, self._tls.grpc_credentials(), options=options)
@@ -203,7 +212,9 @@ class StoreClient:
         delay = RETRY_BASE_DELAY_S
         for attempt in range(1, tries + 1):
             try:
-                return await method(request, timeout=deadline, metadata=self._metadata)
+                # A call made while the link is down waits for the channel to reconnect (up to its deadline) rather
+                # than failing at once: nothing was sent, so waiting is safe for every call.
+                return await method(request, timeout=deadline, metadata=self._metadata, wait_for_ready=True)
             except grpc.aio.AioRpcError as error:
                 if attempt == tries or error.code() != grpc.StatusCode.UNAVAILABLE:
                     raise
@@ -541,7 +552,7 @@ class StoreClient:
                 request.options.CopyFrom(options)
             else:
                 json_format.ParseDict(dict(options), request.options)
-        call = self.triplets.StreamTriplets(request, timeout=timeout, metadata=self._metadata)
+        call = self.triplets.StreamTriplets(request, timeout=timeout, metadata=self._metadata, wait_for_ready=True)
         try:
             async for response in call:
                 yield response
