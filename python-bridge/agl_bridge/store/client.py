@@ -121,6 +121,8 @@ class StoreClient:
         self._resources_stub: resources_pb2_grpc.ResourceServiceStub | None = None
         self._triplets_stub: triplets_pb2_grpc.TripletServiceStub | None = None
         self._closed = False
+        # Whether the store has answered once: from then on calls wait out a dropped link (``wait_for_ready``).
+        self._reached = False
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -212,9 +214,12 @@ class StoreClient:
         delay = RETRY_BASE_DELAY_S
         for attempt in range(1, tries + 1):
             try:
-                # A call made while the link is down waits for the channel to reconnect (up to its deadline) rather
-                # than failing at once: nothing was sent, so waiting is safe for every call.
-                return await method(request, timeout=deadline, metadata=self._metadata, wait_for_ready=True)
+                # Once the store has answered, a call made while the link is down waits for the channel to reconnect
+                # (up to its deadline) rather than failing at once: nothing was sent, so waiting is safe for every
+                # call. A store never reached still fails fast with UNAVAILABLE.
+                answer = await method(request, timeout=deadline, metadata=self._metadata, wait_for_ready=self._reached)
+                self._reached = True
+                return answer
             except grpc.aio.AioRpcError as error:
                 if attempt == tries or error.code() != grpc.StatusCode.UNAVAILABLE:
                     raise
@@ -552,7 +557,9 @@ class StoreClient:
                 request.options.CopyFrom(options)
             else:
                 json_format.ParseDict(dict(options), request.options)
-        call = self.triplets.StreamTriplets(request, timeout=timeout, metadata=self._metadata, wait_for_ready=True)
+        call = self.triplets.StreamTriplets(
+            request, timeout=timeout, metadata=self._metadata, wait_for_ready=self._reached
+        )
         try:
             async for response in call:
                 yield response
