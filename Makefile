@@ -20,7 +20,7 @@ export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
 endif
 
-.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl bench-async verl-cpu-smoke bench-verl-cpu clean
+.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl demo-remote bench-multi-host bench-async verl-cpu-smoke bench-verl-cpu clean
 
 help:
 	@echo "make test    install what is needed (Node 24 too, when the machine's is not 22, 24 or 26), check generated"
@@ -140,6 +140,11 @@ bench-ui-queries: deps
 demo: deps
 	python-bridge/scripts/demo.sh
 
+# Across machines (root: network namespaces): VERL's trainer on CPU on a trainer host, the store and two runner pools
+# on hosts of their own, TLS and scoped tokens, each link cut once (docs/deployment.md). DEMO_SEED, DEMO_STEPS.
+demo-remote: deps
+	npx tsx bench/demo-remote/run.ts
+
 # The same task trained by VERL's own trainer on CPU (FSDP2 on gloo, agl's CPU rollout replica).
 demo-verl: deps
 	python-bridge/scripts/demo-verl.sh
@@ -156,6 +161,11 @@ bench-verl-cpu: deps
 # A bench, not a test: `make demo` for seeds 0-4 (DEMO_SEEDS), one line per seed and a summary; fails if a seed misses.
 demo-seeds: deps
 	bench/demo-seeds/run.sh
+
+# A bench (root: network namespaces): the multi-host topology's step time and bridge overhead, the trainer's link
+# direct and through a delaying relay adding 20 ms of round trip.
+bench-multi-host: deps
+	npx tsx bench/multi-host/run.ts
 
 # A bench: step time synchronous against asynchronous (max staleness 1) when rollouts wait on a tool (TRAINER=verl|local).
 bench-async: deps

@@ -28,6 +28,33 @@ export interface TopologyOptions {
   seed?: number;
   /** The store URL the trainer dials, given the store's (a delaying relay in between, for the latency bench). */
   trainerStoreUrl?: (storeUrl: string, lan: Lan) => Promise<string>;
+  /** The trainer's Python arguments and environment (default: the local trainer, {@link localTrainer}). */
+  trainer?: (context: TrainerContext) => { args: string[]; env?: NodeJS.ProcessEnv };
+}
+
+/** What a trainer on the trainer host is given. */
+export interface TrainerContext {
+  options: TopologyOptions;
+  /** The store as the trainer dials it, and the proxy's OpenAI base URL. */
+  storeUrl: string;
+  proxyUrl: string;
+  token: string;
+  caFile: string;
+  /** The trainer host's address on its direct link to the store host's proxy: where its engines listen. */
+  engineAddress: string;
+  /** A certificate for that address. */
+  engineCert: { cert: string; key: string };
+  checkpointDir: string;
+}
+
+/** The local trainer (`python -m agl_bridge.local`) on the demo task, its policy server over TLS on the engine link. */
+export function localTrainer(c: TrainerContext): { args: string[]; env?: NodeJS.ProcessEnv } {
+  const o = c.options;
+  const args = ["-m", "agl_bridge.local", "--store", c.storeUrl, "--token", c.token, "--ca-file", c.caFile, "--proxy", c.proxyUrl];
+  args.push("--host", c.engineAddress, "--tls-cert", c.engineCert.cert, "--tls-key", c.engineCert.key);
+  args.push("--steps", String(o.steps), "--tasks-per-step", String(o.tasksPerStep), "--n", String(o.n));
+  args.push("--lr", "1e-3", "--seed", String(o.seed ?? 0), "--checkpoint-dir", c.checkpointDir, "--rollout-timeout", "120");
+  return { args };
 }
 
 /** The trainer process and what it printed. */
@@ -104,18 +131,24 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
       started.runners.push(await startRunnerProcess(args, {}, runnerHost.exec));
     }
 
-    // The trainer host: the local trainer, its policy server on the engine link over TLS.
+    // The trainer host: the trainer, its engines on the engine link over TLS.
     const checkpointDir = join(options.dir, "ckpt");
     const trainerStore = options.trainerStoreUrl ? await options.trainerStoreUrl(storeUrl, lan) : storeUrl;
-    const args = ["-m", "agl_bridge.local", "--store", trainerStore, "--token", TOPOLOGY_TOKENS.trainer, "--ca-file", ca.caFile];
-    args.push("--proxy", `${storeUrl}/v1`, "--host", engine.bAddress, "--tls-cert", policyCert.cert, "--tls-key", policyCert.key);
-    args.push("--steps", String(options.steps), "--tasks-per-step", String(options.tasksPerStep), "--n", String(options.n));
-    args.push("--lr", "1e-3", "--seed", String(options.seed ?? 0), "--checkpoint-dir", checkpointDir, "--rollout-timeout", "120");
+    const { args, env } = (options.trainer ?? localTrainer)({
+      options,
+      storeUrl: trainerStore,
+      proxyUrl: `${storeUrl}/v1`,
+      token: TOPOLOGY_TOKENS.trainer,
+      caFile: ca.caFile,
+      engineAddress: engine.bAddress,
+      engineCert: policyCert,
+      checkpointDir,
+    });
     const [command, ...commandArgs] = [...hosts.trainer.exec, python, ...args];
     const child = spawn(command as string, commandArgs, {
       cwd: repoRoot,
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, AGL_TOKEN: "" },
+      env: { ...process.env, AGL_TOKEN: "", ...env },
     });
     let log = "";
     child.stdout?.on("data", (c: Buffer) => (log += c.toString()));

@@ -94,7 +94,9 @@ class VerlBackend:
     def resources(self) -> dict[str, types_pb2.Resource]:
         rollout = self.trainer.config.actor_rollout_ref.rollout
         sampling = {"temperature": float(rollout.temperature), "max_tokens": int(rollout.response_length)}
-        urls = [f"http://{address}/v1" for address in self.addresses()]
+        # CPU replicas serve TLS when $AGL_ENGINE_TLS_CERT is set (agl_bridge.verl.cpu_rollout).
+        scheme = "https" if os.environ.get("AGL_ENGINE_TLS_CERT") else "http"
+        urls = [f"{scheme}://{address}/v1" for address in self.addresses()]
         engines = {
             f"policy-{i}": llm_resource(url, self.model_name, sampling_parameters=sampling)
             for i, url in enumerate(urls)
