@@ -8,7 +8,7 @@
  *   npx tsx bench/multi-host/run.ts [--steps 12] [--rtt-ms 20]
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startDelayRelay } from "../../test/support/delay-relay.js";
@@ -56,6 +56,7 @@ async function run(delayed: boolean) {
       .slice(skip);
     const part = (keys: string[]) => median(history.map((h) => keys.reduce((sum, k) => sum + (h.timings[k] ?? 0), 0)));
     return {
+      load: loadavg()[0] ?? 0,
       step: part(Object.keys(history[0]?.timings ?? {})),
       wait: part(["wait"]),
       update: part(["update"]),
