@@ -32,7 +32,10 @@ export interface Lan {
   readonly hosts: Record<string, LanHost>;
   /** This host's address on the switch (the test's observer). */
   readonly observerAddress: string;
-  /** A direct link between two hosts: each end's address, and the link (cut on `a`'s side). */
+  /**
+   * A direct link between two hosts: each end's address, and the link, cut on `b`'s side: `a` keeps its route, so
+   * what it sends is lost silently (connections stall and retransmit) rather than refused.
+   */
   pair(a: string, b: string): { aAddress: string; bAddress: string; link: LanLink };
   /** Removes every namespace and link (idempotent). */
   delete(): void;
@@ -81,7 +84,7 @@ export function createLan(hostNames: readonly string[]): Lan {
       const [aAddress, bAddress] = [`${base}.${4 * n + 1}`, `${base}.${4 * n + 2}`];
       const [aDev, bDev] = [`agl${id}p${n}a`, `agl${id}p${n}b`];
       sh("pair", nsOf(a), aDev, `${aAddress}/30`, nsOf(b), bDev, `${bAddress}/30`);
-      return { aAddress, bAddress, link: link(nsOf(a), aDev) };
+      return { aAddress, bAddress, link: link(nsOf(b), bDev) };
     },
     delete: remove,
   };
