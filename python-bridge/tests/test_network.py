@@ -13,6 +13,7 @@ import grpc
 import pytest
 from conftest import run_store_server
 
+from agl_bridge.errors import StoreError
 from agl_bridge.store.client import StoreClient
 from agl_bridge.store.network import ClientTls, server_ssl_context, unreachable_warning, with_host
 
@@ -53,14 +54,14 @@ async def test_store_client_mutual_tls_and_scoped_tokens(tmp_path: Path) -> None
             ids = await trainer.enqueue_rollouts([{"input": {"x": 1}}])
             assert len(ids) == 1
         async with StoreClient(address, "R", tls=me) as runner:
-            with pytest.raises(grpc.aio.AioRpcError) as denied:
+            with pytest.raises(StoreError) as denied:
                 await runner.enqueue_rollouts([{"input": {"x": 1}}])
-            assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
-            assert "needs scope trainer or admin" in (denied.value.details() or "")
+            assert denied.value.code == grpc.StatusCode.PERMISSION_DENIED
+            assert "needs scope trainer or admin" in denied.value.details
         async with StoreClient(address, "T", tls=ClientTls(pki["ca"]), timeout=5) as anonymous:
-            with pytest.raises(grpc.aio.AioRpcError) as refused:
+            with pytest.raises(StoreError) as refused:
                 await anonymous.enqueue_rollouts([{"input": {"x": 1}}])
-            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert refused.value.code == grpc.StatusCode.UNAVAILABLE
 
 
 async def test_policy_server_over_tls_publishes_its_advertised_host(tmp_path: Path) -> None:

@@ -75,7 +75,7 @@ class PolicyServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl_context)
         await site.start()
-        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
+        sockets = site._server.sockets if site._server else []
         port = sockets[0].getsockname()[1] if sockets else self.port
         scheme = "https" if self.ssl_context is not None else "http"
         self.base_url = with_host(f"{scheme}://{_netloc(self.host)}:{port}/v1", self.advertise_host)

@@ -17,6 +17,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import grpc
 
+from agl_bridge.errors import ConfigError
+
 __all__ = [
     "ClientTls",
     "is_loopback_host",
@@ -46,13 +48,12 @@ class ClientTls:
             key_file or os.environ.get("AGL_CLIENT_KEY") or None,
         )
         if (tls.cert_file is None) != (tls.key_file is None):
-            raise ValueError("a client certificate needs its key, and a key its certificate (AGL_CLIENT_CERT/KEY)")
+            raise ConfigError("a client certificate needs its key, and a key its certificate (AGL_CLIENT_CERT/KEY)")
         return tls
 
     def grpc_credentials(self) -> grpc.ChannelCredentials:
         """Channel credentials for ``grpc.aio.secure_channel``."""
-        read = lambda path: Path(path).read_bytes() if path else None  # noqa: E731
-        return grpc.ssl_channel_credentials(read(self.ca_file), read(self.key_file), read(self.cert_file))
+        return grpc.ssl_channel_credentials(_read(self.ca_file), _read(self.key_file), _read(self.cert_file))
 
     def ssl_context(self) -> ssl.SSLContext:
         """An ``ssl`` context for urllib or httpx (``verify=``)."""
@@ -60,6 +61,10 @@ class ClientTls:
         if self.cert_file and self.key_file:
             context.load_cert_chain(self.cert_file, self.key_file)
         return context
+
+
+def _read(path: str | None) -> bytes | None:
+    return Path(path).read_bytes() if path else None
 
 
 def server_ssl_context(cert_file: str, key_file: str, client_ca_file: str | None = None) -> ssl.SSLContext:

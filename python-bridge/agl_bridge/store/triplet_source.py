@@ -9,15 +9,15 @@ store that does not serve ``TripletService`` gets ``TripletServiceMissing``, not
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, Protocol
 
 import grpc
-import grpc.aio
 
+from agl_bridge.errors import StoreError, TripletServiceMissing
 from agl_bridge.gen.agl.v1 import triplets_pb2
+from agl_bridge.log import get_logger
 from agl_bridge.store.client import StoreClient
 from agl_bridge.store.triplets import RolloutTriplets
 
@@ -25,20 +25,9 @@ __all__ = ["StreamTripletSource", "TripletServiceMissing", "TripletSource", "rea
 
 TripletOptionsLike = triplets_pb2.TripletOptions | Mapping[str, Any] | None
 
-log = logging.getLogger(__name__)
+log = get_logger("triplets")
 # Pause before reopening a broken stream.
 RESUME_DELAY_S = 1.0
-
-
-class TripletServiceMissing(RuntimeError):
-    """The store answered ``UNIMPLEMENTED`` to ``StreamTriplets``: it does not serve ``agl.v1.TripletService``."""
-
-    def __init__(self, target: str) -> None:
-        super().__init__(
-            f"the store at {target} does not serve agl.v1.TripletService, which trainers read triplets from "
-            "(triplets are built from spans by the TypeScript adapter in the store server, never in Python); "
-            "point the trainer at an `agl serve` store server"
-        )
 
 
 class TripletSource(Protocol):
@@ -56,14 +45,16 @@ class TripletSource(Protocol):
     def load_state(self, state: dict[str, Any]) -> None: ...
 
 
-async def read_triplets(client: StoreClient, **request: Any) -> AsyncIterator[triplets_pb2.StreamTripletsResponse]:
+async def read_triplets(
+    client: StoreClient, **request: Any
+) -> AsyncGenerator[triplets_pb2.StreamTripletsResponse, None]:
     """``client.stream_triplets(**request)``, with ``TripletServiceMissing`` instead of a bare ``UNIMPLEMENTED``."""
     stream = client.stream_triplets(**request)
     try:
         async for message in stream:
             yield message
-    except grpc.aio.AioRpcError as error:
-        if error.code() == grpc.StatusCode.UNIMPLEMENTED:
+    except StoreError as error:
+        if error.code == grpc.StatusCode.UNIMPLEMENTED:
             raise TripletServiceMissing(client.target) from error
         raise
     finally:
@@ -107,15 +98,15 @@ class StreamTripletSource:
                         self.cursor = message.cursor
                     if len(got) == len(wanted):
                         break
-            except grpc.aio.AioRpcError as error:
-                if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+            except StoreError as error:
+                if error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
                     break
-                if error.code() != grpc.StatusCode.UNAVAILABLE:
+                if error.code != grpc.StatusCode.UNAVAILABLE:
                     raise
                 # The link dropped: what was read is kept, and the stream reopens from the last cursor (nothing
                 # lost, nothing read twice) once the store is reachable again.
                 self.resumed += 1
-                log.warning("[agl] the triplet stream broke (%s); resuming from its cursor", error.details())
+                log.warning("the triplet stream broke (%s); resuming from its cursor", error.details)
                 await asyncio.sleep(min(RESUME_DELAY_S, max(0.0, deadline - time.monotonic())))
             finally:
                 await stream.aclose()
