@@ -31,14 +31,17 @@ export interface Heartbeats<A> {
    * handed-back rollout).
    */
   quiet(attempt: A): Promise<void>;
-  stop(): void;
+  /** Sends the worker's stats now (after the beat in flight, if any): what the runner does changed. */
+  beatWorker(): void;
+  /** Stops the heartbeats, then sends the worker's final stats; resolves once answered (or after `finalBeatMs`). */
+  stop(finalBeatMs?: number): Promise<void>;
 }
 
 /**
  * Keeps the store informed while agents run. Spans are heartbeats already (each acknowledged batch refreshes its
  * attempt); an attempt that stays silent longer than `attemptIntervalMs` — an agent awaiting a slow LLM — gets an
  * explicit `UpdateAttempt(last_heartbeat_time)`, whose answer also reveals a cancellation. The worker itself sends
- * `UpdateWorker` with its stats every `workerIntervalMs`.
+ * `UpdateWorker` with its stats every `workerIntervalMs`, when asked (`beatWorker`) and a last time at `stop`.
  */
 export function startHeartbeats<A extends AttemptRef>(options: HeartbeatOptions<A>): Heartbeats<A> {
   const { store, logger } = options;
@@ -59,11 +62,23 @@ export function startHeartbeats<A extends AttemptRef>(options: HeartbeatOptions<
       inFlight.set(attempt, beat);
     }
   };
-  const beatWorker = () => {
+  const sendWorkerBeat = () => {
     const stats = { ...options.stats(), rss_mb: Math.round(process.memoryUsage().rss / 1048576), uptime_s: Math.round(process.uptime()) };
-    store.updateWorker({ workerId: options.workerId, heartbeatStats: stats }).catch((error) => {
-      logger.warn(`worker heartbeat failed: ${String(error)}`);
+    return store.updateWorker({ workerId: options.workerId, heartbeatStats: stats }).then(
+      () => undefined,
+      (error) => logger.warn(`worker heartbeat failed: ${String(error)}`),
+    );
+  };
+  // One worker beat at a time, each reading the stats as it is sent, so the last to land is the newest. A beat asked
+  // for while one is in flight waits for it; a beat already waiting covers later requests too.
+  let lastBeat: Promise<void> = Promise.resolve();
+  let waiting: Promise<void> | undefined;
+  const beatWorker = (): Promise<void> => {
+    waiting ??= lastBeat = lastBeat.then(() => {
+      waiting = undefined;
+      return sendWorkerBeat();
     });
+    return waiting;
   };
   beatWorker();
   const attemptTimer = setInterval(beatAttempts, Math.max(50, options.attemptIntervalMs / 2));
@@ -72,9 +87,13 @@ export function startHeartbeats<A extends AttemptRef>(options: HeartbeatOptions<
   workerTimer.unref();
   return {
     quiet: (attempt) => inFlight.get(attempt) ?? Promise.resolve(),
-    stop() {
+    beatWorker: () => void beatWorker(),
+    async stop(finalBeatMs = 2_000) {
       clearInterval(attemptTimer);
       clearInterval(workerTimer);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([beatWorker(), new Promise<void>((resolve) => (timer = setTimeout(resolve, finalBeatMs)))]);
+      clearTimeout(timer);
     },
   };
 }

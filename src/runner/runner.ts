@@ -37,6 +37,9 @@ const finalFromStore: Partial<Record<AttemptStatus, AbortKind>> = {
 };
 
 /** Creates a runner. */
+/** How long a runner stays without work before it tells the store (see `idleSoon`). */
+const IDLE_BEAT_MS = 250;
+
 export function createRunner(options: RunnerOptions): Runner {
   const { store, executor } = options;
   const workerId = options.workerId ?? `${hostname()}-${process.pid}`;
@@ -68,6 +71,17 @@ export function createRunner(options: RunnerOptions): Runner {
     entry.handle?.abort(kind);
   };
   let heartbeats: Heartbeats<Active> | undefined;
+  /**
+   * The work ran out: the store's view of this worker must not keep the stats of when it was busy until the next
+   * periodic beat. Sent once the runner stayed idle a moment, so a runner going from one rollout to the next sends none.
+   */
+  let idleTimer: NodeJS.Timeout | undefined;
+  const idleSoon = () => {
+    clearTimeout(idleTimer);
+    idleTimer = setTimeout(() => {
+      if (active.size === 0) heartbeats?.beatWorker();
+    }, IDLE_BEAT_MS).unref();
+  };
   const shipper: SpanShipper = createSpanShipper({ retryForMs, ...options.shipper, store, logger, onAttemptStatus: onStoreStatus });
 
   const finish = async (entry: Active, outcome: AttemptOutcome) => {
@@ -117,6 +131,7 @@ export function createRunner(options: RunnerOptions): Runner {
       .then((outcome) => finish(entry, outcome))
       .finally(() => {
         active.delete(key);
+        if (active.size === 0) idleSoon();
         wake();
       });
   };
@@ -183,8 +198,9 @@ export function createRunner(options: RunnerOptions): Runner {
       while (active.size > 0) await Promise.all([...active.values()].map((e) => e.finished));
     } finally {
       claimingEnded();
-      heartbeats.stop();
       await shipper.flush();
+      clearTimeout(idleTimer);
+      await heartbeats.stop();
     }
     return { ...summary };
   };

@@ -262,6 +262,25 @@ describe("runner resources, heartbeats and shutdown", () => {
     expect(worker.lastHeartbeatTime).toBeDefined();
   });
 
+  it("the worker's stats are current once its work ends and once it stops, between periodic heartbeats", async () => {
+    // Periodic worker heartbeats a minute apart: only the ones sent when the work runs out can bring the store news.
+    const { runner, stop } = startRunner(
+      rollout(async () => {
+        await sleep(100);
+        return 1;
+      }),
+      { heartbeatIntervalMs: 60_000 },
+    );
+    const statsOf = async () => (await h.client.getWorker({ workerId: runner.workerId })).heartbeatStats;
+    const ids = await Promise.all([1, 2, 3, 4, 5, 6].map((n) => enqueue({ n })));
+    await waitFinished(h.client, ids);
+    await vi.waitFor(async () => expect(await statsOf()).toMatchObject({ active: 0, running: 0, claimed: 6, succeeded: 6 }), {
+      timeout: 3_000,
+    });
+    await stop();
+    expect(await statsOf()).toMatchObject({ active: 0, running: 0, claimed: 6, succeeded: 6, finished: 6 });
+  });
+
   it("graceful shutdown lets short attempts finish and hands long ones back to the queue for another runner", async () => {
     const first = startRunner(
       rollout(async (task: { ms: number }, _r, ctx) => {
