@@ -34,6 +34,22 @@ afterAll(async () => {
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** For a failure message: how many rollouts the store holds in each status, and the workers it knows. */
+async function storeState(t: Topology): Promise<string> {
+  const client = createStoreClient({ baseUrl: t.storeUrl, token: TOPOLOGY_TOKENS.admin, caFile: t.caFile, maxTries: 1, timeoutMs: 5_000 });
+  try {
+    const { rollouts } = await client.queryRollouts({});
+    const counts: Record<string, number> = {};
+    for (const r of rollouts) counts[RolloutStatus[r.status]] = (counts[RolloutStatus[r.status]] ?? 0) + 1;
+    const { workers } = await client.queryWorkers({});
+    return `store: rollouts ${JSON.stringify(counts)}, workers ${JSON.stringify(workers.map((w) => [w.workerId, w.status]))}`;
+  } catch (error) {
+    return `store: unreadable (${(error as Error).message})`;
+  } finally {
+    client.close();
+  }
+}
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
 describe("multi-host topology over TLS with scoped tokens, each link cut once", () => {
@@ -44,7 +60,9 @@ describe("multi-host topology over TLS with scoped tokens, each link cut once", 
     const stepsDone = () => t.trainer.rewards().length;
     const untilStep = async (step: number, timeoutMs: number) => {
       for (const giveUp = Date.now() + timeoutMs; stepsDone() < step; await sleep(200)) {
-        if (Date.now() > giveUp) throw new Error(`the trainer did not reach step ${step} in ${timeoutMs} ms\n${t.logs()}`);
+        if (Date.now() > giveUp) {
+          throw new Error(`the trainer did not reach step ${step} in ${timeoutMs} ms\n${await storeState(t)}\n${t.logs()}`);
+        }
         if (t.trainer.child.exitCode !== null) throw new Error(`the trainer exited with ${t.trainer.child.exitCode}\n${t.logs()}`);
       }
     };
