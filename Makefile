@@ -20,7 +20,7 @@ export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
 endif
 
-.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-token-in bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl bench-async verl-cpu-smoke bench-verl-cpu clean
+.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-token-in bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl demo-remote bench-multi-host bench-async verl-cpu-smoke bench-verl-cpu clean
 
 # One line per target; a new target adds its line here (test/architecture/make-help.test.ts checks that).
 help:
@@ -45,6 +45,7 @@ help:
 	@echo "Demos (RL end to end on CPU)"
 	@echo "  make demo              store, LLM proxy, TS runners and the local trainer; prints the reward curve"
 	@echo "  make demo-verl         the same task trained by VERL's own trainer on CPU"
+	@echo "  make demo-remote       the same across network namespaces (root): hosts, TLS, scoped tokens, cut links"
 	@echo "  make verl-cpu-smoke    VERL's trainer on CPU end to end, 2 steps"
 	@echo "Benchmarks (print figures)"
 	@echo "  make bench-store       store calls per second on memory, SQLite, PostgreSQL, and two servers"
@@ -58,6 +59,7 @@ help:
 	@echo "  make bench-ui-queries  the dashboard's queries on 100,000 rollouts in SQLite"
 	@echo "  make bench-verl-cpu    where a VERL step's time goes on CPU"
 	@echo "  make bench-async       step time, synchronous against asynchronous training (TRAINER=verl|local)"
+	@echo "  make bench-multi-host  the multi-host topology's step time, direct and with 20 ms RTT on the trainer's link"
 	@echo "  make demo-seeds        make demo for seeds 0-4 (DEMO_SEEDS), a line per seed and a summary"
 
 $(STAMPS):
@@ -179,6 +181,11 @@ bench-ui-queries: deps
 demo: deps
 	python-bridge/scripts/demo.sh
 
+# Across machines (root: network namespaces): VERL's trainer on CPU on a trainer host, the store and two runner pools
+# on hosts of their own, TLS and scoped tokens, each link cut once (docs/deployment.md). DEMO_SEED, DEMO_STEPS.
+demo-remote: deps
+	npx tsx bench/demo-remote/run.ts
+
 # The same task trained by VERL's own trainer on CPU (FSDP2 on gloo, agl's CPU rollout replica).
 demo-verl: deps
 	python-bridge/scripts/demo-verl.sh
@@ -195,6 +202,11 @@ bench-verl-cpu: deps
 # A bench, not a test: `make demo` for seeds 0-4 (DEMO_SEEDS), one line per seed and a summary; fails if a seed misses.
 demo-seeds: deps
 	bench/demo-seeds/run.sh
+
+# A bench (root: network namespaces): the multi-host topology's step time and bridge overhead, the trainer's link
+# direct and through a delaying relay adding 20 ms of round trip.
+bench-multi-host: deps
+	npx tsx bench/multi-host/run.ts
 
 # A bench: step time synchronous against asynchronous (max staleness 1) when rollouts wait on a tool (TRAINER=verl|local).
 bench-async: deps

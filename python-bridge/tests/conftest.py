@@ -23,7 +23,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVER_SCRIPT = REPO_ROOT / "bin" / "agl.js"
 # `agl serve --proxy` adds ", llm proxy" to the backend part of the ready line.
-READY_LINE = re.compile(r"agl store listening on (http://\S+) \(backend: memory(?:, llm proxy)?\)")
+READY_LINE = re.compile(r"agl store listening on (https?://\S+) \(backend: memory(?:, tls)?(?:, llm proxy)?\)")
 STARTUP_TIMEOUT_S = 30.0
 SHUTDOWN_TIMEOUT_S = 10.0
 

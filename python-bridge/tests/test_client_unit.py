@@ -14,7 +14,8 @@ import pytest
 
 from agl_bridge import StoreClient, make_span, new_group_id, parse_address
 from agl_bridge.errors import StoreError
-from agl_bridge.gen.agl.v1 import store_pb2, store_pb2_grpc, types_pb2
+from agl_bridge.gen.agl.v1 import store_pb2, store_pb2_grpc, triplets_pb2, triplets_pb2_grpc, types_pb2
+from agl_bridge.store.triplet_source import StreamTripletSource
 
 
 @pytest.mark.parametrize(
@@ -194,3 +195,37 @@ async def test_bad_arguments_are_rejected_before_any_call() -> None:
             await client.enqueue_rollouts([object()])
         with pytest.raises(TypeError):
             await client.enqueue_rollouts("one task, not a list of them")
+
+
+class BreakingTriplets(triplets_pb2_grpc.TripletServiceServicer):
+    """Streams rollout ``ro-a`` (cursor ``c1``), then breaks the stream with UNAVAILABLE, as a dropped link does; the
+    next stream, from cursor ``c1``, brings ``ro-b``. Records the cursor of every request."""
+
+    def __init__(self) -> None:
+        self.cursors: list[str] = []
+
+    async def StreamTriplets(self, request, context):  # noqa: N802 (gRPC method name)
+        self.cursors.append(request.cursor)
+        if request.cursor == "":
+            yield triplets_pb2.StreamTripletsResponse(
+                rollout=triplets_pb2.RolloutTriplets(rollout_id="ro-a"), cursor="c1"
+            )
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "connection reset")
+        yield triplets_pb2.StreamTripletsResponse(rollout=triplets_pb2.RolloutTriplets(rollout_id="ro-b"), cursor="c2")
+
+
+async def test_triplet_stream_that_breaks_resumes_from_its_cursor() -> None:
+    servicer = BreakingTriplets()
+    server = grpc.aio.server()
+    triplets_pb2_grpc.add_TripletServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with StoreClient(f"http://127.0.0.1:{port}") as client:
+            source = StreamTripletSource(client)
+            got = await source.collect(["ro-a", "ro-b"], timeout=10)
+        assert [r.rollout_id for r in got] == ["ro-a", "ro-b"]
+        assert servicer.cursors == ["", "c1"], "the second stream must start where the first broke off"
+        assert source.resumed == 1 and source.cursor == "c2"
+    finally:
+        await server.stop(None)

@@ -1,5 +1,8 @@
+import type { ScopedToken } from "../core/credentials.js";
+import type { TlsFiles } from "../core/tls.js";
+import { acceptedTokens, SERVER_TLS_FLAGS, SERVER_TLS_USAGE, serverTlsFiles } from "./access-flags.js";
 import { checkUrl, integer, parseFlags, type UsageError } from "./flags.js";
-import { parseStoreConnection, type StoreConnection, storeConnectionFlags } from "./store-flags.js";
+import { parseStoreConnection, STORE_TLS_USAGE, type StoreConnection, storeConnectionFlags } from "./store-flags.js";
 
 /** What `agl proxy` was asked to do. */
 export interface ProxyArgs {
@@ -7,6 +10,12 @@ export interface ProxyArgs {
   store: StoreConnection & { baseUrl: string };
   host: string;
   port: number;
+  /** The URL consumers on other hosts reach the proxy at (`--advertise`). */
+  advertise?: string;
+  /** The tokens the proxy's clients may send, with their scopes (`--token-file`); else the store's token. */
+  accepted?: ScopedToken[];
+  /** Serve TLS (with `caFile`: mutual TLS). The store's CA and client certificate also verify https engines. */
+  tls?: TlsFiles;
   /** Fixed engines; empty means the store's latest LLM resource. */
   backends: string[];
   model?: string;
@@ -28,7 +37,12 @@ Options:
   --store <url>          the store server (required)
   --host <host>          address to listen on (default 127.0.0.1)
   --port <port>          port to listen on; 0 picks a free one (default 4748)
-  --token <token>        the store's token, also required from proxy clients (default: $AGL_TOKEN, else none)
+  --advertise <url>      the URL agents on other hosts reach the proxy at (printed, for the trainer to publish)
+  --token <token>        the store's token (a trainer's), also required from proxy clients unless --token-file is
+                         given (default: $AGL_TOKEN, else none)
+  --token-file <file>    the tokens proxy clients may send, one 'scope:token' a line: LLM calls need scope runner
+                         or trainer, /proxy/* trainer (admin may do both)
+${SERVER_TLS_USAGE}${STORE_TLS_USAGE}                              (the CA and the certificate also serve towards https engines)
   --backend <url>        a fixed engine (OpenAI base URL, repeatable); default: the store's latest LLM resource
   --model <name>         the model the fixed engines serve
   --max-retries <n>      retries of 429/5xx/timeouts before the first byte (default 3)
@@ -49,6 +63,9 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       ...storeConnectionFlags,
       host: { type: "string" },
       port: { type: "string" },
+      advertise: { type: "string" },
+      "token-file": { type: "string" },
+      ...SERVER_TLS_FLAGS,
       backend: { type: "string", multiple: true },
       model: { type: "string" },
       "max-retries": { type: "string" },
@@ -61,10 +78,16 @@ export function parseProxyArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   const store = help ? { baseUrl: "" } : parseStoreConnection(values, env, "required");
   const backends = values.backend ?? [];
   for (const url of backends) checkUrl(url, "--backend");
+  if (values.advertise !== undefined) checkUrl(values.advertise, "--advertise");
+  const tls = serverTlsFiles(values);
+  const accepted = values["token-file"] === undefined ? undefined : acceptedTokens({ "token-file": values["token-file"] }, {});
   return {
     store,
     host: values.host ?? "127.0.0.1",
     port: integer(values.port ?? "4748", "--port", 0, 65_535),
+    ...(values.advertise === undefined ? {} : { advertise: values.advertise }),
+    ...(accepted ? { accepted } : {}),
+    ...(tls ? { tls } : {}),
     backends,
     ...(values.model ? { model: values.model } : {}),
     maxRetries: integer(values["max-retries"] ?? "3", "--max-retries", 0, 100),

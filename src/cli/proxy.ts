@@ -1,5 +1,8 @@
 import { createStoreClient } from "../client/store-client.js";
+import { createCredentials } from "../core/credentials.js";
+import { readClientTls, readServerTls } from "../core/tls.js";
 import { createLlmProxy } from "../proxy/llm-proxy.js";
+import { reportAdvertised } from "./access-flags.js";
 import type { ProxyArgs } from "./proxy-args.js";
 
 /**
@@ -13,18 +16,20 @@ export async function runProxy(args: ProxyArgs): Promise<number> {
     maxRetries: args.maxRetries,
     ...(args.spansFirst ? { spanPromises: false } : {}),
     ...(args.tokenIn ? { tokenIn: true } : {}),
-    ...(args.store.token ? { token: args.store.token } : {}),
+    ...(args.accepted ? { credentials: createCredentials(args.accepted) } : args.store.token ? { token: args.store.token } : {}),
+    ...(args.store.caFile || args.store.certFile ? { upstream: { tls: readClientTls(args.store) ?? {} } } : {}),
     ...(args.backends.length > 0 ? { backends: args.backends.map((endpoint) => ({ endpoint, model: args.model ?? "" })) } : {}),
   });
   let url: string;
   try {
-    url = await proxy.listen(args.port, args.host);
+    url = await proxy.listen(args.port, args.host, args.tls && readServerTls(args.tls));
   } catch (error) {
     await proxy.close();
     store.close();
     throw error;
   }
   process.stdout.write(`agl proxy listening on ${url} (store: ${args.store.baseUrl})\n`);
+  reportAdvertised("agl proxy", url, args.advertise);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGTERM", resolve);
     process.once("SIGINT", resolve);

@@ -1,6 +1,6 @@
 import { RUNNER_HEARTBEAT_SECONDS } from "../store/liveness.js";
 import { parseFlags, seconds, UsageError } from "./flags.js";
-import { parseStoreConnection, type StoreConnection, storeConnectionFlags } from "./store-flags.js";
+import { parseStoreConnection, STORE_TLS_USAGE, type StoreConnection, storeConnectionFlags } from "./store-flags.js";
 
 /** What `agl run` was asked to do. */
 export interface RunArgs {
@@ -30,8 +30,8 @@ object with rollout(). TypeScript modules load through tsx.
 
 Options:
   --store <url>               the store server (default $AGL_STORE_URL, else http://127.0.0.1:4747)
-  --token <token>             bearer token of the store (default $AGL_TOKEN)
-  --workers <n>               worker threads; 0 runs agents on the main thread (default 1)
+  --token <token>             bearer token of the store (default $AGL_TOKEN); a runner's token is enough
+${STORE_TLS_USAGE}  --workers <n>               worker threads; 0 runs agents on the main thread (default 1)
   --concurrency <m>           rollouts each worker runs at once (default 8)
   --export <name>             the module's export holding the agent (default: default, else agent)
   --worker-id <id>            how this runner appears among the store's workers (default host-pid)

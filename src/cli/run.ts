@@ -1,4 +1,5 @@
 import { createStoreClient } from "../client/store-client.js";
+import { trustCaFileFromEnv } from "../core/tls.js";
 import { loadAgent } from "../agent/load-agent.js";
 import { registerAgentLoaders } from "../agent/module-loaders.js";
 import { createInProcessExecutor } from "../runner/in-process-executor.js";
@@ -12,6 +13,9 @@ import type { RunArgs } from "./run-args.js";
  * it ends. Resolves to the exit code.
  */
 export async function runAgent(args: RunArgs): Promise<number> {
+  // The agents' own HTTPS calls (to the proxy) trust the CA too, on this thread and on every worker thread.
+  if (args.store.caFile) process.env.AGL_CA_FILE = args.store.caFile;
+  trustCaFileFromEnv();
   const store = createStoreClient({ ...args.store, keepaliveMs: args.keepaliveMs });
   if (args.workers === 0) await registerAgentLoaders(args.agentModule);
   const executor =

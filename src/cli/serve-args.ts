@@ -1,12 +1,29 @@
 import { DEFAULT_UNRESPONSIVE_SECONDS, DEFAULT_WORKER_GONE_SECONDS } from "../store/liveness.js";
+import type { ScopedToken } from "../core/credentials.js";
+import type { TlsFiles } from "../core/tls.js";
+import {
+  ADVERTISE_USAGE,
+  acceptedTokens,
+  SERVER_TLS_FLAGS,
+  SERVER_TLS_USAGE,
+  serverTlsFiles,
+  TOKEN_FLAGS,
+  TOKEN_USAGE,
+} from "./access-flags.js";
 import { checkUrl, integer, parseFlags, seconds, UsageError } from "./flags.js";
 
 /** What `agl serve` was asked to do. */
 export interface ServeArgs {
   host: string;
   port: number;
-  token?: string;
-  tls?: { certPath: string; keyPath: string };
+  /** The URL consumers on other hosts reach the store at (`--advertise`). */
+  advertise?: string;
+  /** The tokens calls need, with their scopes; absent: none. */
+  tokens?: ScopedToken[];
+  /** Serve TLS (with `caFile`: mutual TLS). */
+  tls?: TlsFiles;
+  /** How the proxy verifies https engines (`--proxy-ca-file`). */
+  engineCaFile?: string;
   backend: { kind: "memory" } | { kind: "sqlite"; path: string } | { kind: "postgres"; url: string };
   maxMessageBytes: number;
   /** The watchdog's limits, in `createStore`'s terms (0 turns one off). */
@@ -27,10 +44,7 @@ Serves the store on one port: gRPC, Connect, gRPC-Web and JSON over HTTP.
 Options:
   --host <host>               address to listen on (default 127.0.0.1)
   --port <port>               port to listen on; 0 picks a free one (default 4747)
-  --token <token>             require 'authorization: Bearer <token>' (default: $AGL_TOKEN, else none)
-  --tls-cert <file>           PEM certificate chain; serve TLS (needs --tls-key)
-  --tls-key <file>            PEM private key
-  --memory                    keep data in memory only
+${ADVERTISE_USAGE}${TOKEN_USAGE}${SERVER_TLS_USAGE}  --memory                    keep data in memory only
   --database <path|url>       SQLite database file (default ./agl.db), or a postgres://… URL: PostgreSQL,
                               which several servers may share (URL parameters: schema=NAME, default agl;
                               pool_size=N connections, default 10)
@@ -45,6 +59,7 @@ Options:
   --proxy-model <name>        the model the fixed engines serve
   --proxy-token-in            the proxy's token-in mode: a rollout's next calls go to the engine as token ids that
                               extend its previous call's (implies --proxy)
+  --proxy-ca-file <file>      verify https engines against this PEM CA (default $AGL_CA_FILE, else the system's)
   --no-ui                     do not serve the dashboard (by default: GET / on this port, from dist/ui/ of the
                               package, built by 'make build'; it reads the store through the RPCs, with the token)
   --ui-dir <dir>              serve the dashboard built in this directory instead
@@ -59,9 +74,10 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     options: {
       host: { type: "string" },
       port: { type: "string" },
-      token: { type: "string" },
-      "tls-cert": { type: "string" },
-      "tls-key": { type: "string" },
+      advertise: { type: "string" },
+      ...TOKEN_FLAGS,
+      ...SERVER_TLS_FLAGS,
+      "proxy-ca-file": { type: "string" },
       memory: { type: "boolean" },
       database: { type: "string" },
       "max-message-bytes": { type: "string" },
@@ -82,12 +98,10 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   if (values["no-ui"] === true && values["ui-dir"] !== undefined) {
     throw new UsageError("--no-ui and --ui-dir exclude each other");
   }
-  if ((values["tls-cert"] === undefined) !== (values["tls-key"] === undefined)) {
-    throw new UsageError("--tls-cert and --tls-key go together");
-  }
-  const token = values.token ?? env.AGL_TOKEN;
-  const certPath = values["tls-cert"];
-  const keyPath = values["tls-key"];
+  const tls = serverTlsFiles(values);
+  if (values.advertise !== undefined) checkUrl(values.advertise, "--advertise");
+  const engineCaFile = values["proxy-ca-file"] ?? (env.AGL_CA_FILE || undefined);
+  const tokens = acceptedTokens(values, env);
   const maxBytes = values["max-message-bytes"];
   const proxyBackends = values["proxy-backend"] ?? [];
   for (const url of proxyBackends) checkUrl(url, "--proxy-backend");
@@ -100,8 +114,10 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   return {
     host: values.host ?? "127.0.0.1",
     port: integer(values.port ?? "4747", "--port", 0, 65_535),
-    ...(token === undefined || token === "" ? {} : { token }),
-    ...(certPath === undefined || keyPath === undefined ? {} : { tls: { certPath, keyPath } }),
+    ...(values.advertise === undefined ? {} : { advertise: values.advertise }),
+    ...(tokens === undefined ? {} : { tokens }),
+    ...(tls ? { tls } : {}),
+    ...(engineCaFile ? { engineCaFile } : {}),
     backend: values.memory === true ? { kind: "memory" } : databaseBackend(values.database ?? "./agl.db"),
     maxMessageBytes: integer(maxBytes ?? String(DEFAULT_MAX_MESSAGE_BYTES), "--max-message-bytes", 1, 2 ** 31 - 1),
     liveness: {

@@ -1,4 +1,5 @@
-import { readFileSync } from "node:fs";
+import { createCredentials } from "../core/credentials.js";
+import { readClientTls, readServerTls } from "../core/tls.js";
 import { createConsoleLogger } from "../core/logger.js";
 import { createLlmProxy } from "../proxy/llm-proxy.js";
 import { createOtlpTracesHandler } from "../otlp/otlp-route.js";
@@ -7,6 +8,7 @@ import type { HttpFallback } from "../server/http-handler.js";
 import { createUiHandler } from "../server/ui-handler.js";
 import { createMemoryBackend } from "../store/backends/memory/memory-backend.js";
 import { createStore, type Store } from "../store/store.js";
+import { reportAdvertised } from "./access-flags.js";
 import type { ServeArgs } from "./serve-args.js";
 
 /**
@@ -15,7 +17,8 @@ import type { ServeArgs } from "./serve-args.js";
  * Resolves to the process exit code.
  */
 export async function serve(args: ServeArgs): Promise<number> {
-  const tls = args.tls && { cert: readFileSync(args.tls.certPath), key: readFileSync(args.tls.keyPath) };
+  const tls = args.tls && readServerTls(args.tls);
+  const credentials = args.tokens && createCredentials(args.tokens);
   const logger = createConsoleLogger({ prefix: "[serve]" });
   const store = await openStore(args);
   const proxy = args.proxy
@@ -24,7 +27,8 @@ export async function serve(args: ServeArgs): Promise<number> {
         // This process is the only server of a memory or SQLite store, so the store can order the proxy's span writes
         // before the updates that finish attempts; with PostgreSQL another server may take those updates.
         ...(args.backend.kind === "postgres" ? {} : { pendingWrites: store.pendingWrites }),
-        ...(args.token === undefined ? {} : { token: args.token }),
+        ...(credentials === undefined ? {} : { credentials }),
+        ...(args.engineCaFile ? { upstream: { tls: readClientTls({ caFile: args.engineCaFile }) ?? {} } } : {}),
         ...(args.proxy.tokenIn ? { tokenIn: true } : {}),
         ...(args.proxy.backends.length > 0
           ? { backends: args.proxy.backends.map((endpoint) => ({ endpoint, model: args.proxy?.model ?? "" })) }
@@ -40,12 +44,12 @@ export async function serve(args: ServeArgs): Promise<number> {
       host: args.host,
       port: args.port,
       maxMessageBytes: args.maxMessageBytes,
-      ...(args.token === undefined ? {} : { token: args.token }),
+      ...(credentials === undefined ? {} : { credentials }),
       // OTLP/HTTP trace ingest (POST /v1/traces): spans from agents using a standard OpenTelemetry exporter.
       fallback: createOtlpTracesHandler({
         store,
         maxBodyBytes: args.maxMessageBytes,
-        ...(args.token === undefined ? {} : { token: args.token }),
+        ...(credentials === undefined ? {} : { credentials }),
         onError: (error) => logger.error("OTLP ingest failed:", error),
         // Every other plain-HTTP route goes to the dashboard (GET and HEAD), then to the LLM proxy, when they run.
         ...(dashboard ? { next: dashboard } : {}),
@@ -60,6 +64,7 @@ export async function serve(args: ServeArgs): Promise<number> {
   process.stdout.write(
     `agl store listening on ${server.url} (backend: ${args.backend.kind}${tls ? ", tls" : ""}${proxy ? ", llm proxy" : ""})\n`,
   );
+  reportAdvertised("agl store", server.url, args.advertise);
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGTERM", resolve);

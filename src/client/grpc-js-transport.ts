@@ -1,5 +1,6 @@
 import { create, type DescMessage, type DescMethod, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Transport } from "@connectrpc/connect";
+import type { ClientTls } from "../core/tls.js";
 import { type ChannelCredentials, type ChannelOptions, Client, credentials, Metadata, type ServiceError } from "@grpc/grpc-js";
 import { headersToMetadata, metadataToHeaders } from "../encoding/grpc-headers.js";
 
@@ -121,4 +122,12 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): GrpcJsTr
       client.close();
     },
   };
+}
+
+const asBuffer = (pem: string | Buffer | undefined) => (pem === undefined ? undefined : Buffer.from(pem));
+
+/** grpc-js channel credentials for `https:` (the CA, and the client certificate for mutual TLS), else insecure. */
+export function grpcChannelCredentials(url: URL, tls: ClientTls | undefined): ChannelCredentials {
+  if (url.protocol !== "https:") return credentials.createInsecure();
+  return credentials.createSsl(asBuffer(tls?.ca), asBuffer(tls?.key), asBuffer(tls?.cert));
 }

@@ -3,11 +3,11 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import { credentials } from "@grpc/grpc-js";
 import { withRetries } from "../core/retry.js";
+import type { ClientTls } from "../core/tls.js";
 import { ResourceService } from "../gen/agl/v1/resources_pb.js";
 import { LightningStore } from "../gen/agl/v1/store_pb.js";
-import { createGrpcJsTransport } from "./grpc-js-transport.js";
+import { createGrpcJsTransport, grpcChannelCredentials } from "./grpc-js-transport.js";
 import { type PlainJsonClient, withTypedValues } from "./plain-json.js";
 import { useNodeTextEncoding } from "../encoding/node-text-encoding.js";
 
@@ -24,6 +24,11 @@ export interface StoreClientOptions {
   maxTries?: number;
   /** PEM file of the certificate authority to trust for https (default: the system's). */
   caFile?: string;
+  /** Mutual TLS: PEM files of this client's certificate chain and key. */
+  certFile?: string;
+  keyFile?: string;
+  /** For https: the CA (instead of `caFile`) and a client certificate and key for mutual TLS, as PEM. */
+  tls?: ClientTls;
   /**
    * `grpc` only: while calls are in progress the connection is pinged this often, and one whose ping goes unanswered
    * as long is closed and reopened, failing its calls with `UNAVAILABLE`. A cut network is then noticed within two
@@ -89,16 +94,20 @@ function withPolicy(
 export function createStoreClient(options: StoreClientOptions = {}): StoreClient {
   useNodeTextEncoding();
   const url = new URL(options.baseUrl ?? "http://127.0.0.1:4747");
-  const tls = url.protocol === "https:";
   const protocol = options.protocol ?? "grpc";
+  const tls: ClientTls | undefined = {
+    ...options.tls,
+    ...(options.caFile ? { ca: readFileSync(options.caFile) } : {}),
+    ...(options.certFile ? { cert: readFileSync(options.certFile) } : {}),
+    ...(options.keyFile ? { key: readFileSync(options.keyFile) } : {}),
+  };
   let inner: Transport;
   let close = () => {};
   if (protocol === "grpc") {
-    const ca = options.caFile ? readFileSync(options.caFile) : undefined;
     const keepaliveMs = options.keepaliveMs ?? 10_000;
     const transport = createGrpcJsTransport({
       address: url.host,
-      credentials: tls ? credentials.createSsl(ca) : credentials.createInsecure(),
+      credentials: grpcChannelCredentials(url, tls),
       ...(keepaliveMs > 0 ? { channelOptions: { "grpc.keepalive_time_ms": keepaliveMs, "grpc.keepalive_timeout_ms": keepaliveMs } } : {}),
     });
     inner = transport;
@@ -107,7 +116,7 @@ export function createStoreClient(options: StoreClientOptions = {}): StoreClient
     const base = {
       baseUrl: url.origin,
       httpVersion: "1.1" as const,
-      nodeOptions: options.caFile ? { ca: readFileSync(options.caFile) } : {},
+      nodeOptions: { ...tls },
     };
     inner = protocol === "connect" ? createConnectTransport({ ...base, useBinaryFormat: false }) : createGrpcWebTransport(base);
   }

@@ -1,5 +1,6 @@
-import { createHash, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { adminToken, type Credentials, type Scope, scopesText } from "./credentials.js";
+import { RPC_SCOPES, type RpcAccess } from "./rpc-scopes.js";
 
 /** Services that stay reachable without a token, so probes and tools like grpcurl keep working. */
 export const OPEN_SERVICES: readonly string[] = [
@@ -10,51 +11,64 @@ export const OPEN_SERVICES: readonly string[] = [
 
 /** Options of {@link createBearerAuthInterceptor}. */
 export interface BearerAuthOptions {
-  /** The token clients must send as `authorization: Bearer <token>`. */
-  token: string;
+  /** A single token, of scope `admin`. */
+  token?: string;
+  /** The accepted tokens and their scopes (instead of `token`). */
+  credentials?: Credentials;
   /** Services (fully qualified names) that need no token. Default: {@link OPEN_SERVICES}. */
   openServices?: readonly string[];
+  /** The scope each RPC needs. Default: {@link RPC_SCOPES}. */
+  rpcScopes?: Readonly<Record<string, RpcAccess>>;
+}
+
+/** The credentials `options` describe; undefined when neither a token nor credentials are given. */
+export function credentialsOf(options: { token?: string; credentials?: Credentials }): Credentials | undefined {
+  return options.credentials ?? (options.token === undefined ? undefined : adminToken(options.token));
 }
 
 /**
- * An interceptor (for connect-node and the grpc-js adapter alike) that rejects calls without the right bearer token
- * with UNAUTHENTICATED, except to the open services.
+ * An interceptor (for connect-node and the grpc-js adapter alike) that rejects calls without a known bearer token
+ * with UNAUTHENTICATED, and calls the token's scope does not cover with PERMISSION_DENIED, except to the open services.
  */
 export function createBearerAuthInterceptor(options: BearerAuthOptions): Interceptor {
+  const credentials = credentialsOf(options);
+  if (credentials === undefined) throw new Error("createBearerAuthInterceptor needs a token or credentials");
   const open = new Set(options.openServices ?? OPEN_SERVICES);
+  const table = options.rpcScopes ?? RPC_SCOPES;
   return (next) => async (req) => {
-    if (!open.has(req.service.typeName)) checkBearerToken(req.header.get("authorization"), options.token);
+    if (open.has(req.service.typeName)) return next(req);
+    const name = `${req.service.typeName}/${req.method.name}`;
+    const access = table[name];
+    const authorization = req.header.get("authorization");
+    const narrow = access?.runnerMay;
+    if (narrow && !req.stream && credentials.scopeOf(authorization) === "runner") {
+      if (narrow.when(req.message)) return next(req);
+      const message = `${name} needs scope ${scopesText(access.scopes)}; this token has scope runner, which may call it ${narrow.what}`;
+      throw new ConnectError(message, Code.PermissionDenied);
+    }
+    credentials.authorize(authorization, access?.scopes ?? [], name);
     return next(req);
   };
 }
 
 /**
- * Throws UNAUTHENTICATED unless `authorization` is `Bearer <token>`. Also for plain HTTP routes (OTLP, the LLM
- * proxy) that sit beside the RPC services.
+ * Undefined when `authorization` carries a token of `admin` or one of `allowed`; otherwise the HTTP status (401 or
+ * 403) and what is wrong, for a plain HTTP route. The same check as the RPCs', so every route of a server accepts and
+ * refuses the same headers.
  */
-export function checkBearerToken(authorization: string | null | undefined, token: string): void {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
-  if (match === null) {
-    throw new ConnectError("missing bearer token: send the header 'authorization: Bearer <token>'", Code.Unauthenticated);
-  }
-  if (!sameSecret(match[1] ?? "", token)) throw new ConnectError("invalid bearer token", Code.Unauthenticated);
-}
-
-/**
- * Undefined when `authorization` is `Bearer <token>`; otherwise what is wrong, for a plain HTTP route's 401. The same
- * check as {@link checkBearerToken}, so every route of a server accepts and refuses the same headers.
- */
-export function bearerTokenProblem(authorization: string | null | undefined, token: string): string | undefined {
+export function bearerTokenProblem(
+  authorization: string | null | undefined,
+  credentials: Credentials,
+  allowed: readonly Scope[],
+  what: string,
+): { status: 401 | 403; code: "unauthenticated" | "permission_denied"; message: string } | undefined {
   try {
-    checkBearerToken(authorization, token);
+    credentials.authorize(authorization, allowed, what);
     return undefined;
   } catch (error) {
-    return ConnectError.from(error).rawMessage;
+    const e = ConnectError.from(error);
+    return e.code === Code.PermissionDenied
+      ? { status: 403, code: "permission_denied", message: e.rawMessage }
+      : { status: 401, code: "unauthenticated", message: e.rawMessage };
   }
-}
-
-/** Constant-time comparison; hashing first makes it independent of the lengths too. */
-function sameSecret(given: string, expected: string): boolean {
-  const digest = (value: string) => createHash("sha256").update(value).digest();
-  return timingSafeEqual(digest(given), digest(expected));
 }

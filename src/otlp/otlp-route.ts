@@ -3,7 +3,9 @@ import { promisify } from "node:util";
 import { gunzip, inflate } from "node:zlib";
 import { create, fromBinary, fromJson, toBinary, toJson } from "@bufbuild/protobuf";
 import { writeSpans } from "../client/span-writer.js";
-import { bearerTokenProblem } from "../core/auth.js";
+import { bearerTokenProblem, credentialsOf } from "../core/auth.js";
+import type { Credentials } from "../core/credentials.js";
+import { HTTP_ROUTE_SCOPES } from "../core/rpc-scopes.js";
 import {
   type ExportTraceServiceRequest,
   ExportTraceServiceRequestSchema,
@@ -20,6 +22,8 @@ export interface OtlpTracesHandlerOptions {
   store: StoreApi;
   /** When set, requests need `authorization: Bearer <token>`, like the store's RPCs. */
   token?: string;
+  /** Scoped tokens instead of `token`: requests need scope runner, trainer or admin. */
+  credentials?: Credentials;
   /** Largest request body, compressed or not. Default 16 MiB. */
   maxBodyBytes?: number;
   /** Requests for other paths. Default: 404. */
@@ -97,6 +101,7 @@ function hexIdsToBase64(value: unknown, key?: string): unknown {
  */
 export function createOtlpTracesHandler(options: OtlpTracesHandlerOptions): HttpHandler {
   const limit = options.maxBodyBytes ?? 16 * 1024 * 1024;
+  const credentials = credentialsOf(options);
   const next: HttpHandler =
     options.next ??
     ((_req, res) => {
@@ -106,8 +111,8 @@ export function createOtlpTracesHandler(options: OtlpTracesHandlerOptions): Http
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, json: boolean) => {
     if (req.method !== "POST") throw new HttpError(405, "use POST");
-    const problem = options.token === undefined ? undefined : bearerTokenProblem(req.headers.authorization, options.token);
-    if (problem) throw new HttpError(401, problem);
+    const problem = credentials && bearerTokenProblem(req.headers.authorization, credentials, HTTP_ROUTE_SCOPES.otlp, "POST /v1/traces");
+    if (problem) throw new HttpError(problem.status, problem.message);
     const body = await readBody(req, limit);
     let request: ExportTraceServiceRequest;
     try {
@@ -154,7 +159,9 @@ export function createOtlpTracesHandler(options: OtlpTracesHandlerOptions): Http
     const json = type === "application/json";
     const fail = (status: number, message: string) => {
       if (res.headersSent) return void res.destroy();
-      const payload = json ? Buffer.from(JSON.stringify({ code: status, message })) : rpcStatus(status === 401 ? 16 : 3, message);
+      const payload = json
+        ? Buffer.from(JSON.stringify({ code: status, message }))
+        : rpcStatus(status === 401 ? 16 : status === 403 ? 7 : 3, message);
       res.writeHead(status, { "content-type": json ? "application/json" : "application/x-protobuf", "content-length": payload.length });
       res.end(payload);
     };

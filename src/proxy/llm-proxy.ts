@@ -1,6 +1,9 @@
 import * as http from "node:http";
+import * as https from "node:https";
 import type { AddressInfo, Socket } from "node:net";
-import { bearerTokenProblem } from "../core/auth.js";
+import { bearerTokenProblem, credentialsOf } from "../core/auth.js";
+import { type Credentials, SCOPES } from "../core/credentials.js";
+import type { ServerTls } from "../core/tls.js";
 import { sleep } from "../core/retry.js";
 import type { PendingWrites } from "../store/pending-writes.js";
 import type { StoreApi } from "../store/store-api.js";
@@ -16,6 +19,7 @@ import { sendError, sendJson } from "./http-io.js";
 import { createMessagesApi } from "./messages-api.js";
 import { createPauseGate, type PauseOptions, type PauseState } from "./pause-gate.js";
 import { routeRequest } from "./proxy-routes.js";
+import { PROXY_ROUTE_SCOPES } from "./route-scopes.js";
 import { createResourceVersions } from "./resource-versions.js";
 import { createResponsesApi } from "./responses-api.js";
 import { createScopeChecker } from "./scope-check.js";
@@ -48,6 +52,8 @@ export interface LlmProxyOptions {
   resourceNames?: readonly string[];
   /** When set, every proxy route (LLM and admin) needs `authorization: Bearer <token>`. */
   token?: string;
+  /** Scoped tokens instead of `token` (a single token is `admin`): each route needs the scope `PROXY_ROUTE_SCOPES` gives. */
+  credentials?: Credentials;
   /** Retries of 429, 5xx, refused connections and timeouts, before any byte reached the client (default 3). */
   maxRetries?: number;
   /** Backoff before the first retry (default 200 ms; doubles, with jitter), and its cap (default 10,000 ms). */
@@ -96,8 +102,8 @@ export interface ProxyStatus extends PauseState {
 export interface LlmProxy {
   /** Serves a request; with `next`, requests that are not the proxy's go there instead of a 404. */
   handle(req: http.IncomingMessage, res: http.ServerResponse, next?: () => void): void;
-  /** Serves the proxy on its own port; resolves to its URL. `close()` stops it. */
-  listen(port?: number, host?: string): Promise<string>;
+  /** Serves the proxy on its own port (over TLS with `tls`); resolves to its URL. `close()` stops it. */
+  listen(port?: number, host?: string, tls?: ServerTls): Promise<string>;
   pause(options?: PauseOptions): void;
   resume(): void;
   /** Resolves true once no call is in flight (false when `timeoutMs` passes first). */
@@ -127,6 +133,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
         onUpdate: versions.observe,
       });
   const gate = createPauseGate({ maxWaitMs: options.pauseMaxWaitMs });
+  const credentials = credentialsOf(options);
   const scopes = createScopeChecker(options.store);
   const promising = !options.pendingWrites && options.spanPromises !== false;
   const order = options.pendingWrites ? inProcessOrder : promising ? promisedOrder(options.store, logger) : spanFirstOrder;
@@ -209,14 +216,20 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     res.on("finish", () => {
       counters.responses[res.statusCode] = (counters.responses[res.statusCode] ?? 0) + 1;
     });
-    if (options.token !== undefined) {
+    if (credentials !== undefined) {
+      const what = `${req.method} ${(req.url ?? "/").split("?")[0]}`;
       // Anthropic clients send their key as `x-api-key`.
       const apiKey = req.headers["x-api-key"];
       const credential = req.headers.authorization ?? (typeof apiKey === "string" ? `Bearer ${apiKey}` : undefined);
-      const problem = bearerTokenProblem(credential, options.token);
+      // A wrong method is told to any known token.
+      const allowed = route.kind === "method_not_allowed" ? SCOPES : PROXY_ROUTE_SCOPES[route.kind];
+      const problem = bearerTokenProblem(credential, credentials, allowed, what);
       if (problem) {
-        const api = route.kind === "call" ? route.call : route.kind === "count_tokens" ? "messages" : "chat";
-        return sendJson(res, 401, errorBody(api, 401, "unauthenticated", problem));
+        if (route.kind === "call" || route.kind === "count_tokens") {
+          const api = route.kind === "call" ? route.call : "messages";
+          return sendJson(res, problem.status, errorBody(api, problem.status, problem.code, problem.message));
+        }
+        return sendError(res, problem.status, problem.code, problem.message);
       }
     }
     let work: Promise<void> | void;
@@ -250,8 +263,12 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
   const sockets = new Set<Socket>();
   const proxy: LlmProxy = {
     handle,
-    async listen(port = 0, host = "127.0.0.1") {
-      server = http.createServer({ keepAliveTimeout: 65_000, headersTimeout: 30_000, requestTimeout: 0 }, (req, res) => handle(req, res));
+    async listen(port = 0, host = "127.0.0.1", tls?: ServerTls) {
+      const serverOptions = { keepAliveTimeout: 65_000, headersTimeout: 30_000, requestTimeout: 0 };
+      const mutual = tls?.ca === undefined ? {} : { requestCert: true, rejectUnauthorized: true };
+      server = tls
+        ? https.createServer({ ...serverOptions, ...tls, ...mutual }, (req, res) => handle(req, res))
+        : http.createServer(serverOptions, (req, res) => handle(req, res));
       server.on("connection", (socket) => {
         sockets.add(socket);
         socket.on("close", () => sockets.delete(socket));
@@ -261,7 +278,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
         server?.listen(port, host, () => resolve());
       });
       const address = server.address() as AddressInfo;
-      return `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`;
+      return `${tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${address.port}`;
     },
     pause: (opts) => gate.pause(opts),
     resume: () => gate.resume(),

@@ -1,5 +1,6 @@
 import * as http from "node:http";
 import * as https from "node:https";
+import type { ClientTls } from "../core/tls.js";
 
 /** Why an upstream try failed without an HTTP answer. */
 export class UpstreamError extends Error {
@@ -19,6 +20,8 @@ export interface UpstreamOptions {
   headersTimeoutMs?: number;
   /** Longest silence between two body chunks once the answer started (default 300,000 ms). */
   idleTimeoutMs?: number;
+  /** For https engines: the CA to verify them against, and a client certificate for mutual TLS. */
+  tls?: ClientTls;
 }
 
 /** Sends requests to engines over kept-alive connections. */
@@ -34,7 +37,7 @@ export function createUpstream(options: UpstreamOptions = {}): Upstream {
   const idleTimeoutMs = options.idleTimeoutMs ?? 300_000;
   const agents = {
     http: new http.Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY, scheduling: "lifo" }),
-    https: new https.Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY, scheduling: "lifo" }),
+    https: new https.Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY, scheduling: "lifo", ...options.tls }),
   };
   return {
     post(url, body, apiKey, signal) {

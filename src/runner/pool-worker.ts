@@ -5,6 +5,7 @@
 import { threadId, workerData } from "node:worker_threads";
 import type { Agent } from "../agent/agent.js";
 import { AglError, errorInfo } from "../core/errors.js";
+import { trustCaFileFromEnv } from "../core/tls.js";
 import { loadAgent } from "../agent/load-agent.js";
 import { registerAgentLoaders } from "../agent/module-loaders.js";
 import { type AbortKind, unranOutcome } from "./attempt-task.js";
@@ -12,6 +13,8 @@ import { executeAttempt } from "./execute-attempt.js";
 import { beat, claimSlot } from "./heartbeat-board.js";
 import type { PoolTask, PoolWorkerData, RunnerMessage, WorkerMessage } from "./pool-protocol.js";
 
+// The default CA is per thread: `agl run --ca-file` sets it in the environment threads inherit.
+trustCaFileFromEnv();
 const data = workerData as PoolWorkerData;
 const slot = claimSlot(data.board, threadId);
 if (slot >= 0) setInterval(() => beat(data.board, slot), data.beatMs).unref();

@@ -1,5 +1,6 @@
 import * as net from "node:net";
 import * as tls from "node:tls";
+import type { ServerTls } from "../core/tls.js";
 
 /** Where the front server sends each connection. */
 export interface ConnectionTargets {
@@ -12,8 +13,8 @@ export interface ConnectionTargets {
 /** Options of {@link createFrontServer}. */
 export interface FrontServerOptions {
   targets: ConnectionTargets;
-  /** PEM certificate chain and key: serve TLS (with ALPN) instead of plaintext. */
-  tls?: { cert: string | Buffer; key: string | Buffer };
+  /** PEM certificate chain and key: serve TLS (with ALPN) instead of plaintext; with `ca`, mutual TLS. */
+  tls?: ServerTls;
   /** A connection that has not said which protocol it speaks within this time is closed. Default: 10 s. */
   peekTimeoutMs?: number;
 }
@@ -54,6 +55,7 @@ export function createFrontServer(options: FrontServerOptions): FrontServer {
     server = tls.createServer({
       cert: options.tls.cert,
       key: options.tls.key,
+      ...(options.tls.ca === undefined ? {} : { ca: options.tls.ca, requestCert: true, rejectUnauthorized: true }),
       ALPNCallback: ({ protocols }) => ["http/1.1", "h2"].find((protocol) => protocols.includes(protocol)),
     });
     server.on("connection", track);

@@ -2,8 +2,10 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import type { StoreApi } from "../store/store-api.js";
-import { createBearerAuthInterceptor } from "../core/auth.js";
+import { createBearerAuthInterceptor, credentialsOf } from "../core/auth.js";
+import type { Credentials } from "../core/credentials.js";
 import { consoleLogger, createErrorLoggingInterceptor, type ServerLogger } from "./error-logging.js";
+import type { ServerTls } from "../core/tls.js";
 import { createFrontServer } from "./front-server.js";
 import { addConnectService } from "./grpc-adapter.js";
 import { createHealthService, ServingStatus } from "./health-service.js";
@@ -25,10 +27,12 @@ export interface StoreServerOptions {
   host?: string;
   /** Default: 4747; 0 picks a free port. */
   port?: number;
-  /** When set, every LightningStore and ResourceService call needs `authorization: Bearer <token>`. */
+  /** When set, every LightningStore, ResourceService and TripletService call needs `authorization: Bearer <token>`. */
   token?: string;
-  /** PEM certificate chain and private key: serve TLS instead of plaintext. */
-  tls?: { cert: string | Buffer; key: string | Buffer };
+  /** Scoped tokens instead of `token` (a single token is `admin`): each RPC needs the scope `RPC_SCOPES` gives it. */
+  credentials?: Credentials;
+  /** PEM certificate chain and private key: serve TLS instead of plaintext; with `ca`, mutual TLS. */
+  tls?: ServerTls;
   /** Largest request or response message, on both stacks. Default: 16 MiB. */
   maxMessageBytes?: number;
   /** Unexpected errors go here. Default: stderr with a timestamp. */
@@ -75,9 +79,10 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
   const health = createHealthService({ services: services.map((s) => s.service.typeName) });
   const served = [...services, health.registration];
   const reflection = createReflectionServices({ services: served.map((s) => s.service) });
+  const credentials = credentialsOf(options);
   const interceptors = [
     createErrorLoggingInterceptor(logger),
-    ...(options.token === undefined ? [] : [createBearerAuthInterceptor({ token: options.token })]),
+    ...(credentials === undefined ? [] : [createBearerAuthInterceptor({ credentials })]),
   ];
 
   const grpcServer = new grpc.Server({

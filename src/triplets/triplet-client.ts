@@ -1,6 +1,6 @@
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
-import { credentials } from "@grpc/grpc-js";
-import { createGrpcJsTransport } from "../client/grpc-js-transport.js";
+import { createGrpcJsTransport, grpcChannelCredentials } from "../client/grpc-js-transport.js";
+import type { ClientTls } from "../core/tls.js";
 import { TripletService } from "../gen/agl/v1/triplets_pb.js";
 
 /** Options of {@link createTripletClient}. */
@@ -9,6 +9,8 @@ export interface TripletClientOptions {
   baseUrl?: string;
   /** Bearer token; defaults to the AGL_TOKEN environment variable. */
   token?: string;
+  /** For https: the CA to verify the server against (default: the system's), and a client certificate. */
+  tls?: ClientTls;
 }
 
 /** A `TripletService` client over gRPC, plus `close()`. */
@@ -22,7 +24,7 @@ export function createTripletClient(options: TripletClientOptions = {}): Triplet
   const url = new URL(options.baseUrl ?? "http://127.0.0.1:4747");
   const inner = createGrpcJsTransport({
     address: url.host,
-    credentials: url.protocol === "https:" ? credentials.createSsl() : credentials.createInsecure(),
+    credentials: grpcChannelCredentials(url, options.tls),
   });
   const token = options.token ?? process.env.AGL_TOKEN;
   const withToken = (header: ConstructorParameters<typeof Headers>[0]) => {

@@ -27,12 +27,24 @@ export interface ServerProcessOptions {
   command?: "serve" | "proxy";
   /** The checkout whose CLI runs (default this one; benchmarks compare another, say the previous main). */
   root?: string;
+  /** A command that runs the server in its place (`ip netns exec <ns>`), so that signals still reach it. */
+  prefix?: string[];
 }
 
 /** Starts `agl serve <args> --port 0` (or another command) and resolves once it prints the address it listens on. */
 export async function startServerProcess(args: string[], options: ServerProcessOptions = {}): Promise<ServerProcess> {
   const entry = options.compiled ? "dist/cli/main.js" : "bin/agl.js";
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), entry, options.command ?? "serve", "--port", "0", ...args], {
+  const [command, ...commandArgs] = [
+    ...(options.prefix ?? []),
+    process.execPath,
+    ...(options.nodeArgs ?? []),
+    entry,
+    options.command ?? "serve",
+    "--port",
+    "0",
+    ...args,
+  ];
+  const child = spawn(command as string, commandArgs, {
     cwd: options.root ?? repoRoot,
     env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],

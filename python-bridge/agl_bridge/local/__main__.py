@@ -73,6 +73,11 @@ def parse_args(argv: list[str] | None = None) -> LocalTrainerOptions:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--host", default="127.0.0.1", help="policy server host")
     p.add_argument("--port", type=int, default=0, help="policy server port (0: any)")
+    p.add_argument("--advertise-host", default=None, help="host of the policy URL published into the store")
+    p.add_argument("--tls-cert", default=None, help="serve the policy over TLS: PEM certificate chain")
+    p.add_argument("--tls-key", default=None, help="its PEM private key")
+    p.add_argument("--tls-client-ca", default=None, help="mutual TLS: require client certificates of this CA")
+    p.add_argument("--ca-file", default=None, help="verify an https store against this CA (or AGL_CA_FILE)")
     p.add_argument("--model-name", default="agl-local-policy")
     p.add_argument(
         "--python-agents",

@@ -21,6 +21,7 @@ from agl_bridge.local.server import PolicyServer
 from agl_bridge.local.warmup import warmup
 from agl_bridge.log import get_logger
 from agl_bridge.store.client import StoreClient
+from agl_bridge.store.network import ClientTls, server_ssl_context, warn_if_unreachable
 from agl_bridge.training.config import LoopConfig
 from agl_bridge.training.loop import TrainingLoop
 from agl_bridge.training.report import write_summary
@@ -54,6 +55,13 @@ class LocalTrainerOptions:
     temperature: float = 1.0
     host: str = "127.0.0.1"
     port: int = 0
+    # Across machines: the host the policy URL is published with, the policy server's TLS (mutual with a client CA),
+    # and the CA the store's certificate is verified against (default $AGL_CA_FILE).
+    advertise_host: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_client_ca: str | None = None
+    ca_file: str | None = None
     model_name: str = "agl-local-policy"
     python_agents: int = 0
     summary: str | None = None
@@ -139,9 +147,24 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
     if options.loop.max_staleness > 0:
         # Asynchronous: the policy server keeps generating while a copy of the model trains.
         policy.train_on_copy()
-    server = PolicyServer(policy, options.model_name, options.host, options.port)
+    ssl_context = (
+        server_ssl_context(options.tls_cert, options.tls_key, options.tls_client_ca)
+        if options.tls_cert and options.tls_key
+        else None
+    )
+    server = PolicyServer(
+        policy,
+        options.model_name,
+        options.host,
+        options.port,
+        advertise_host=options.advertise_host,
+        ssl_context=ssl_context,
+    )
     url = await server.start()
-    log.info("policy server on %s (model %s)", url, options.model_name)
+    log.info("policy server on %s (model %s; listening on %s)", url, options.model_name, options.host)
+    warn_if_unreachable(url, options.store, "--advertise-host (or --host)")
+    if options.proxy:
+        warn_if_unreachable(options.proxy, options.store, "--proxy (the proxy's address as runners reach it)")
     backend = LocalBackend(
         policy,
         server,
@@ -152,7 +175,7 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
     token = options.token or os.environ.get("AGL_TOKEN") or None
     agents: asyncio.Task[None] | None = None
     try:
-        async with StoreClient(options.store, token) as client:
+        async with StoreClient(options.store, token, tls=ClientTls.from_env(options.ca_file)) as client:
             loop = TrainingLoop(client, backend, _dataset(options), options.loop, val_dataset=_val_dataset(options))
             if options.python_agents > 0:
                 agents = asyncio.create_task(run_python_agents(options.store, token, options.python_agents))

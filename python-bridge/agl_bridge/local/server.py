@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import ssl
 import time
 from collections import deque
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from agl_bridge.local.policy import Generation, Policy
+from agl_bridge.store.network import with_host
 
 __all__ = ["PolicyServer"]
 
@@ -31,13 +33,30 @@ def _error(status: int, message: str, kind: str = "invalid_request_error") -> we
     return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status)
 
 
-class PolicyServer:
-    """Serves ``policy`` under the model name ``model_name``. ``start`` returns the base URL (``http://host:port/v1``)."""
+def _netloc(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
-    def __init__(self, policy: Policy, model_name: str, host: str = "127.0.0.1", port: int = 0) -> None:
+
+class PolicyServer:
+    """Serves ``policy`` under the model name ``model_name``. ``start`` returns the base URL (``http://host:port/v1``,
+    with ``advertise_host`` as its host when given, ``https`` with ``ssl_context``)."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        model_name: str,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        advertise_host: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.policy = policy
         self.model_name = model_name
         self.host, self.port = host, port
+        # The address consumers on other hosts dial (``host`` may be a wildcard or a local name); TLS when given.
+        self.advertise_host = advertise_host
+        self.ssl_context = ssl_context
         self.requests = 0
         self.generated_tokens = 0
         # The last samples served, (prompt ids, response ids): lets tests compare them with the training batch.
@@ -54,11 +73,12 @@ class PolicyServer:
     async def start(self) -> str:
         self._runner = web.AppRunner(self.app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl_context)
         await site.start()
         sockets = site._server.sockets if site._server else []
         port = sockets[0].getsockname()[1] if sockets else self.port
-        self.base_url = f"http://{self.host}:{port}/v1"
+        scheme = "https" if self.ssl_context is not None else "http"
+        self.base_url = with_host(f"{scheme}://{_netloc(self.host)}:{port}/v1", self.advertise_host)
         return self.base_url
 
     async def stop(self) -> None:

@@ -38,7 +38,8 @@ def new_group_id() -> str:
 class StoreClient(StoreConnection):
     """An asyncio client of one agl store server.
 
-    ``address`` is ``http://host:port``, ``https://host:port`` (TLS) or ``host:port``; ``token`` is sent as
+    ``address`` is ``http://host:port``, ``https://host:port`` (TLS, verified against ``tls.ca_file``, default
+    ``$AGL_CA_FILE``, with a client certificate for mutual TLS) or ``host:port``; ``token`` is sent as
     ``authorization: Bearer <token>``; ``timeout`` is the deadline in seconds of each call (long-polls get their wait
     plus a margin). The channel opens on the first call, in the running event loop; use the client as an async
     context manager or call ``close()``.
@@ -369,7 +370,9 @@ class StoreClient(StoreConnection):
         )
         build.triplet_options(request.options, options)
         async for response in self._stream(
-            self.triplets.StreamTriplets(request, timeout=timeout, metadata=self._metadata)
+            self.triplets.StreamTriplets(
+                request, timeout=timeout, metadata=self._metadata, wait_for_ready=self._reached
+            )
         ):
             yield response
 

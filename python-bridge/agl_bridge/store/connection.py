@@ -15,6 +15,7 @@ import grpc.aio
 from agl_bridge.errors import ConfigError, StoreError
 from agl_bridge.gen.agl.v1 import resources_pb2_grpc, store_pb2_grpc, triplets_pb2_grpc
 from agl_bridge.retry import retry as retry_call
+from agl_bridge.store.network import ClientTls
 
 __all__ = ["StoreConnection", "parse_address"]
 
@@ -24,6 +25,7 @@ MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
 # Tries of a retryable call, and the first backoff (doubled after each failure).
 RETRY_ATTEMPTS: Final = 3
 RETRY_BASE_DELAY_S: Final = 0.1
+KEEPALIVE_MS: Final = 10_000
 
 
 def parse_address(address: str) -> tuple[str, bool]:
@@ -49,8 +51,13 @@ def parse_address(address: str) -> tuple[str, bool]:
 class StoreConnection:
     """The channel to one store server and its stubs (see ``StoreClient``)."""
 
-    def __init__(self, address: str, token: str | None = None, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, address: str, token: str | None = None, *, timeout: float = 30.0, tls: ClientTls | None = None
+    ) -> None:
         self._target, self._secure = parse_address(address)
+        self._tls = tls or ClientTls.from_env()
+        # Whether the store has answered once: from then on calls wait out a dropped link (``wait_for_ready``).
+        self._reached = False
         self._timeout = timeout
         self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
         self._channel: grpc.aio.Channel | None = None
@@ -100,9 +107,17 @@ class StoreConnection:
         options = [
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            # While calls are in flight, ping every 10 s and drop a connection whose ping goes unanswered as long: a
+            # cut network fails the calls with UNAVAILABLE (and the channel reconnects) instead of stalling them
+            # until their deadlines, as the TypeScript clients do.
+            ("grpc.keepalive_time_ms", KEEPALIVE_MS),
+            ("grpc.keepalive_timeout_ms", KEEPALIVE_MS),
+            ("grpc.http2.max_pings_without_data", 0),
+            # Back on its feet soon after a cut: reconnect tries at most 5 s apart (gRPC's default cap is 120 s).
+            ("grpc.max_reconnect_backoff_ms", 5000),
         ]
         if self._secure:
-            self._channel = grpc.aio.secure_channel(self._target, grpc.ssl_channel_credentials(), options=options)
+            self._channel = grpc.aio.secure_channel(self._target, self._tls.grpc_credentials(), options=options)
         else:
             self._channel = grpc.aio.insecure_channel(self._target, options=options)
         self._store_stub = store_pb2_grpc.LightningStoreStub(self._channel)
@@ -140,7 +155,12 @@ class StoreConnection:
 
         async def call() -> _T:
             try:
-                return await method(request, timeout=deadline, metadata=self._metadata)
+                # Once the store has answered, a call made while the link is down waits for the channel to
+                # reconnect (up to its deadline) rather than failing at once: nothing was sent, so waiting is safe
+                # for every call. A store never reached still fails fast with UNAVAILABLE.
+                answer = await method(request, timeout=deadline, metadata=self._metadata, wait_for_ready=self._reached)
+                self._reached = True
+                return answer
             except grpc.aio.AioRpcError as error:
                 raise StoreError.from_rpc(error, target=self._target) from error
 

@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from agl_bridge.errors import ConfigError, ProxyAdminError
+from agl_bridge.store.network import ClientTls
 
 __all__ = ["ProxyAdmin", "ProxyAdminError", "admin_base_url"]
 
@@ -49,8 +50,12 @@ def admin_base_url(proxy_url: str) -> str:
 class ProxyAdmin:
     """Pause, drain, resume and status of the LLM proxy at ``proxy_url`` (its OpenAI base URL or its root)."""
 
-    def __init__(self, proxy_url: str, token: str | None = None, *, timeout: float = 10.0) -> None:
+    def __init__(
+        self, proxy_url: str, token: str | None = None, *, timeout: float = 10.0, tls: ClientTls | None = None
+    ) -> None:
         self.base = admin_base_url(proxy_url)
+        # https proxies are verified against $AGL_CA_FILE (else the system's CAs).
+        self._context = (tls or ClientTls.from_env()).ssl_context() if self.base.startswith("https:") else None
         self.token = token or None
         self.timeout = timeout
 
@@ -94,7 +99,7 @@ class ProxyAdmin:
             headers["authorization"] = f"Bearer {self.token}"
         request = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
+            with urllib.request.urlopen(request, timeout=timeout, context=self._context) as response:
                 raw = response.read()
         except urllib.error.HTTPError as error:
             detail = error.read().decode("utf-8", "replace").strip()[:500]

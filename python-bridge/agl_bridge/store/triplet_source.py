@@ -8,6 +8,8 @@ store that does not serve ``TripletService`` gets ``TripletServiceMissing``, not
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -15,12 +17,17 @@ import grpc
 
 from agl_bridge.errors import StoreError, TripletServiceMissing
 from agl_bridge.gen.agl.v1 import triplets_pb2
+from agl_bridge.log import get_logger
 from agl_bridge.store.client import StoreClient
 from agl_bridge.store.triplets import RolloutTriplets
 
 __all__ = ["StreamTripletSource", "TripletServiceMissing", "TripletSource", "read_triplets"]
 
 TripletOptionsLike = triplets_pb2.TripletOptions | Mapping[str, Any] | None
+
+log = get_logger("triplets")
+# Pause before reopening a broken stream.
+RESUME_DELAY_S = 1.0
 
 
 class TripletSource(Protocol):
@@ -57,7 +64,8 @@ async def read_triplets(
 class StreamTripletSource:
     """Reads ``StreamTriplets`` (``mode`` rollouts, following) from the saved cursor until every wanted rollout
     arrived. Messages of other rollouts (late stragglers of earlier steps) are passed over and counted in
-    ``skipped``; the cursor moves past everything read, so a restarted trainer never reads a rollout twice.
+    ``skipped``; the cursor moves past everything read, so a restarted trainer never reads a rollout twice, and a stream
+    that breaks (``UNAVAILABLE``: the link dropped) is reopened from it until ``timeout``.
     ``options`` (``TripletOptions`` or its JSON form, e.g. ``{"mode": "TRIPLET_MODE_TRAJECTORY"}``) choose how the
     adapter builds them."""
 
@@ -67,30 +75,41 @@ class StreamTripletSource:
         self.options = options
         self.cursor = ""
         self.skipped = 0
+        # Times the stream broke (UNAVAILABLE) and was reopened from its cursor.
+        self.resumed = 0
 
     async def collect(self, rollout_ids: Sequence[str], timeout: float) -> list[RolloutTriplets]:
         wanted = set(rollout_ids)
         got: dict[str, RolloutTriplets] = {}
-        stream = read_triplets(
-            self.client, cursor=self.cursor, follow=True, mode=self.mode, options=self.options, timeout=timeout
-        )
-        try:
-            async for message in stream:
-                if message.HasField("rollout"):
-                    rollout_id = message.rollout.rollout_id
-                    if rollout_id in wanted:
-                        got[rollout_id] = message.rollout
-                    else:
-                        self.skipped += 1
-                if message.cursor:
-                    self.cursor = message.cursor
-                if len(got) == len(wanted):
+        deadline = time.monotonic() + timeout
+        while len(got) < len(wanted) and (remaining := deadline - time.monotonic()) > 0:
+            stream = read_triplets(
+                self.client, cursor=self.cursor, follow=True, mode=self.mode, options=self.options, timeout=remaining
+            )
+            try:
+                async for message in stream:
+                    if message.HasField("rollout"):
+                        rollout_id = message.rollout.rollout_id
+                        if rollout_id in wanted:
+                            got[rollout_id] = message.rollout
+                        else:
+                            self.skipped += 1
+                    if message.cursor:
+                        self.cursor = message.cursor
+                    if len(got) == len(wanted):
+                        break
+            except StoreError as error:
+                if error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
                     break
-        except StoreError as error:
-            if error.code != grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise
-        finally:
-            await stream.aclose()
+                if error.code != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                # The link dropped: what was read is kept, and the stream reopens from the last cursor (nothing
+                # lost, nothing read twice) once the store is reachable again.
+                self.resumed += 1
+                log.warning("the triplet stream broke (%s); resuming from its cursor", error.details)
+                await asyncio.sleep(min(RESUME_DELAY_S, max(0.0, deadline - time.monotonic())))
+            finally:
+                await stream.aclose()
         return [got[r] for r in rollout_ids if r in got]
 
     def state(self) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from agl_bridge.gen.agl.v1 import types_pb2
 from agl_bridge.log import get_logger
 from agl_bridge.retry import retry
 from agl_bridge.store.convert import llm_resource
+from agl_bridge.store.network import warn_if_unreachable
 from agl_bridge.store.proxy_admin import ProxyAdmin
 from agl_bridge.training.advantage import shape_batch
 from agl_bridge.training.rollout_correction import apply_rollout_correction
@@ -57,8 +58,12 @@ class VerlBackend:
         proxy_token: str | None = None,
         drain_timeout: float = 60.0,
         rollout_correction: dict[str, Any] | None = None,
+        store_address: str | None = None,
     ) -> None:
         self.trainer = trainer
+        # Where the published URLs go: loopback ones are warned about (once) when the store is on another host.
+        self.store_address = store_address
+        self._warned: set[str] = set()
         self.llm_name, self.proxy_url = llm_name, proxy_url
         self.max_ppo_update_times = max_ppo_update_times
         self.last_metrics: dict[str, float] = {}
@@ -68,6 +73,12 @@ class VerlBackend:
         self.rollout_correction = rollout_correction
         self._paused = False
         self._pause_metrics: dict[str, float] = {}
+
+    def _check_reachable(self, urls: list[str], flag: str) -> None:
+        for url in urls:
+            if self.store_address and url not in self._warned:
+                if warn_if_unreachable(url, self.store_address, flag) is not None:
+                    self._warned.add(url)
 
     @property
     def batches(self) -> StepBatches:
@@ -88,12 +99,18 @@ class VerlBackend:
     def resources(self) -> dict[str, types_pb2.Resource]:
         rollout = self.trainer.config.actor_rollout_ref.rollout
         sampling = {"temperature": float(rollout.temperature), "max_tokens": int(rollout.response_length)}
+        # CPU replicas serve TLS when $AGL_ENGINE_TLS_CERT is set (agl_bridge.verl.cpu_rollout).
+        scheme = "https" if os.environ.get("AGL_ENGINE_TLS_CERT") else "http"
+        urls = [f"{scheme}://{address}/v1" for address in self.addresses()]
         engines = {
-            f"policy-{i}": llm_resource(f"http://{address}/v1", self.model_name, sampling_parameters=sampling)
-            for i, address in enumerate(self.addresses())
+            f"policy-{i}": llm_resource(url, self.model_name, sampling_parameters=sampling)
+            for i, url in enumerate(urls)
         }
         if not engines:
             raise RuntimeError("VERL started no rollout replica")
+        self._check_reachable(urls, "AGL_ENGINE_ADVERTISE_HOST (CPU replicas) or VERL's node address")
+        if self.proxy_url:
+            self._check_reachable([self.proxy_url], "agl.proxy")
         if self.proxy_url:
             return {
                 self.llm_name: llm_resource(self.proxy_url, self.model_name, sampling_parameters=sampling, proxy=True),

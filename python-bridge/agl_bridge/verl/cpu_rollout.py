@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import ssl
 from typing import Any
+from urllib.parse import urlsplit
 
 import ray
 import torch
@@ -23,7 +25,15 @@ from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
 from verl.workers.rollout.utils import ensure_async_iterator
 
+from agl_bridge.store.network import server_ssl_context
+
 __all__ = ["CpuPolicyReplica", "CpuPolicyServer", "CpuRolloutAdapter", "server_actor_name"]
+
+
+def engine_ssl_context() -> ssl.SSLContext | None:
+    """The CPU replicas' TLS, from ``$AGL_ENGINE_TLS_CERT`` and ``$AGL_ENGINE_TLS_KEY``; None without."""
+    cert, key = os.environ.get("AGL_ENGINE_TLS_CERT"), os.environ.get("AGL_ENGINE_TLS_KEY")
+    return server_ssl_context(cert, key) if cert and key else None
 
 
 def server_actor_name(replica_rank: int) -> str:
@@ -53,7 +63,16 @@ class CpuPolicyServer:
         self.config, self.replica_rank = config, replica_rank
         model, tokenizer = load_model(copy_to_local(str(model_config.path)))
         self.policy = Policy(model, tokenizer)
-        self.server = PolicyServer(self.policy, str(model_config.path), host="127.0.0.1")
+        # Across machines: listen on $AGL_ENGINE_HOST (default loopback) and report $AGL_ENGINE_ADVERTISE_HOST, the
+        # address the proxy dials, to VERL (which agl publishes); TLS with $AGL_ENGINE_TLS_CERT and _KEY. Ray actors
+        # inherit the driver's environment.
+        self.server = PolicyServer(
+            self.policy,
+            str(model_config.path),
+            host=os.environ.get("AGL_ENGINE_HOST") or "127.0.0.1",
+            advertise_host=os.environ.get("AGL_ENGINE_ADVERTISE_HOST") or None,
+            ssl_context=engine_ssl_context(),
+        )
         # What weights the replica serves (tests, the smoke check): version and digest.
         self.server.app.router.add_get("/agl/weights", self._weights)
         self.global_steps: int | None = None
@@ -61,9 +80,8 @@ class CpuPolicyServer:
 
     async def launch_server(self) -> tuple[str, int]:
         url = await self.server.start()
-        host_port = url.removeprefix("http://").removesuffix("/v1")
-        host, port = host_port.rsplit(":", 1)
-        return host, int(port)
+        parts = urlsplit(url)
+        return parts.hostname or "127.0.0.1", int(parts.port or 80)
 
     async def _weights(self, _: web.Request) -> web.Response:
         return web.json_response(

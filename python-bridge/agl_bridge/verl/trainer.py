@@ -91,6 +91,7 @@ class AglRayPPOTrainer(PPOTrainerSync):
             proxy_token=agl_token(self.config),
             drain_timeout=float(agl.get("drain_timeout", 60.0)),
             rollout_correction=rollout_correction(self.config),
+            store_address=str(agl.store),
         )
 
     def _datasets(self) -> tuple[list[Any], list[Any]]:
