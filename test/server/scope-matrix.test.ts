@@ -146,6 +146,9 @@ describe("scope matrix: HTTP routes", () => {
     { method: "POST", path: "/v1/chat/completions", body: '{"messages":[{"role":"user","content":"hi"}]}', row: "LLM proxy: `POST" },
     { method: "POST", path: "/v1/completions", body: '{"prompt":"hi"}', row: "LLM proxy: `POST" },
     { method: "POST", path: "/rollout/ro-x/attempt/at-x/v1/chat/completions", body: "{}", row: "LLM proxy: `POST" },
+    { method: "POST", path: "/v1/responses", body: '{"input":"hi"}', row: "LLM proxy: `POST" },
+    { method: "POST", path: "/v1/messages", body: '{"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}', row: "LLM proxy: `POST" },
+    { method: "POST", path: "/v1/messages/count_tokens", body: '{"messages":[]}', row: "LLM proxy: `POST" },
     { method: "GET", path: "/v1/models", row: "LLM proxy: `GET" },
     { method: "GET", path: "/proxy/status", row: "LLM proxy: `/proxy/" },
     { method: "POST", path: "/proxy/pause", body: '{"mode":"reject"}', row: "LLM proxy: `/proxy/" },
@@ -186,7 +189,7 @@ describe("scope matrix: HTTP routes", () => {
       }
       expect((await call(route, undefined)).status, route.path).toBe(401);
     }
-    await call(routes[7] as (typeof routes)[number], tokens.admin);
+    await call(routes[10] as (typeof routes)[number], tokens.admin);
   }, 60_000);
 
   it("leaves health and the dashboard's files open", async () => {
