@@ -75,7 +75,7 @@ def run_summary(history: Sequence[StepResult], validations: Sequence[ValidationR
     if rewards:
         tail = rewards[-FINAL_WINDOW:]
         summary["initial_reward"], summary["final_reward"] = rewards[0], sum(tail) / len(tail)
-        log.info("\nreward per step\n%s", reward_plot(rewards))
+        log.info("reward per step\n%s", reward_plot(rewards))
         log.info(
             "initial reward %.3f (step %d)  ->  final reward %.3f (mean of the last %d steps)",
             rewards[0],
