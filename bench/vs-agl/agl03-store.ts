@@ -1,6 +1,6 @@
 /**
  * The store workload of bench/store against Agent Lightning v0.3's store server (`agl store`, in-memory, from the
- * venv bench/vs-agl/setup.sh makes), over its HTTP API: the algorithm enqueues in batches
+ * venv `bench/vs-agl/setup.sh store` makes), over its HTTP API: the algorithm enqueues in batches
  * (`POST /v1/agl/queues/rollouts/enqueue`); each runner claims one rollout at a time (`POST …/dequeue`, limit 1, as
  * its runner does), sends the rollout's spans over OTLP/HTTP (`POST /v1/traces`, protobuf, the rollout and attempt
  * ids as resource attributes, the way its tracer exports them to a store server), then reports success

@@ -26,7 +26,7 @@ const { values: args } = parseArgs({
   },
 });
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
-const venv = `${repoRoot}${execFileSync(`${repoRoot}bench/vs-agl/setup.sh`, { encoding: "utf8" }).trim()}`;
+const venv = `${repoRoot}${execFileSync(`${repoRoot}bench/vs-agl/setup.sh`, ["proxy"], { encoding: "utf8" }).trim()}`;
 
 /** Spawns a process and resolves once it prints `listening on URL`. */
 function startListening(command: string, argv: string[], env: NodeJS.ProcessEnv): Promise<{ url: string; child: ChildProcess }> {
