@@ -136,8 +136,8 @@ async function agl(engineUrl: string, root: string | undefined): Promise<Record<
   const out = execFileSync(process.execPath, argv, { cwd: repoRoot, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
   const [serve, standalone] = out.split("agl proxy (own process)");
   const parse = (text = ""): Added => ({
-    whole: Number(/added by the proxy \(whole\): p50 (\S+) ms/.exec(text)?.[1]),
-    streamed: Number(/added by the proxy \(streamed\): p50 (\S+) ms/.exec(text)?.[1]),
+    whole: Number(/added by the proxy \((?:chat, )?whole\): p50 (\S+) ms/.exec(text)?.[1]),
+    streamed: Number(/added by the proxy \((?:chat, )?streamed\): p50 (\S+) ms/.exec(text)?.[1]),
     // The scoped rows' CPU per call, whole and streamed averaged.
     cpuMs:
       [...text.matchAll(/^proxy, (?:whole|streamed)\s+\S+\s+\S+\s+\S+\s+(\S+)/gm)].map((m) => Number(m[1])).reduce((a, b) => a + b, 0) / 2,
