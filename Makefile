@@ -20,7 +20,7 @@ export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
 endif
 
-.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-token-in bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl demo-remote bench-multi-host bench-async verl-cpu-smoke bench-verl-cpu clean
+.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-vs-agl bench-proxy bench-token-in bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl demo-remote bench-multi-host bench-async verl-cpu-smoke bench-verl-cpu clean
 
 # One line per target; a new target adds its line here (test/architecture/make-help.test.ts checks that).
 help:
@@ -49,6 +49,7 @@ help:
 	@echo "  make verl-cpu-smoke    VERL's trainer on CPU end to end, 2 steps"
 	@echo "Benchmarks (print figures)"
 	@echo "  make bench-store       store calls per second on memory, SQLite, PostgreSQL, and two servers"
+	@echo "  make bench-vs-agl      Agent Lightning v0.3's store and proxy against agl's, side by side (its own venv)"
 	@echo "  make bench-runner      the runner pool: framework overhead per rollout, rollouts per second, memory"
 	@echo "  make bench-proxy       the latency and CPU the LLM proxy adds to a call"
 	@echo "  make bench-token-in    the share of multi-turn rollouts that split: chat mode against token-in"
@@ -156,6 +157,11 @@ bench-proxy: build
 
 bench-token-in: deps
 	npx tsx bench/token-in/run.ts
+
+# Agent Lightning v0.3 from PyPI in bench/.venvs/agl03 (bench/vs-agl/setup.sh, once), against agl, alternating.
+bench-vs-agl: build
+	npx tsx bench/vs-agl/store.ts
+	npx tsx bench/vs-agl/proxy.ts
 
 bench-adapter: deps
 	npx tsx bench/adapter/run.ts

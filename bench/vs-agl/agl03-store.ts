@@ -1,6 +1,6 @@
 /**
  * The store workload of bench/store against Agent Lightning v0.3's store server (`agl store`, in-memory, from the
- * venv bench/vs-agl/setup.sh makes), over its HTTP API: the algorithm enqueues in batches
+ * venv `bench/vs-agl/setup.sh store` makes), over its HTTP API: the algorithm enqueues in batches
  * (`POST /v1/agl/queues/rollouts/enqueue`); each runner claims one rollout at a time (`POST …/dequeue`, limit 1, as
  * its runner does), sends the rollout's spans over OTLP/HTTP (`POST /v1/traces`, protobuf, the rollout and attempt
  * ids as resource attributes, the way its tracer exports them to a store server), then reports success
@@ -11,7 +11,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import * as http from "node:http";
 import { createServer } from "node:net";
 import { create, toBinary } from "@bufbuild/protobuf";
@@ -51,6 +51,20 @@ export function processUsage(pid: number): { cpu: number; rss: number } {
     .split(" ");
   const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return { cpu: (Number(fields[11]) + Number(fields[12])) / 100, rss: Number(rss?.[1] ?? 0) * 1024 };
+}
+
+/** User + system CPU seconds of a process and all its descendants so far (Linux /proc). */
+export function treeCpu(pid: number): number {
+  let children: number[] = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const text = readFileSync(`/proc/${pid}/task/${tid}/children`, "utf8").trim();
+      if (text) children = children.concat(text.split(" ").map(Number));
+    }
+    return processUsage(pid).cpu + children.reduce((sum, child) => sum + treeCpu(child), 0);
+  } catch {
+    return 0; // gone meanwhile
+  }
 }
 
 /** Polls `url` until it answers 200, or throws after `seconds`. */

@@ -1,6 +1,6 @@
 """Agent Lightning v0.3's LLM proxy (LiteLLM) and its store server, as its trainer runs them, for bench/vs-agl/proxy.ts.
 
-Runs in the venv that bench/vs-agl/setup.sh makes: ``python agl03_proxy.py --engine URL --port N --store-port M``.
+Runs in the venv that ``bench/vs-agl/setup.sh proxy`` makes: ``python agl03_proxy.py --engine URL --port N --store-port M``.
 The store server (in-memory) runs in this process; the proxy in a child process (its default launch mode), sending
 the spans of each call to the store server over OTLP/HTTP. Prints ``listening on URL`` (the proxy) once both answer,
 then serves until killed.

@@ -1,5 +1,6 @@
 /**
- * Agent Lightning v0.3's LLM proxy (LiteLLM, bench/vs-agl/agl03_proxy.py, its spans to an `agl store` over OTLP) and
+ * Agent Lightning v0.3's LLM proxy (LiteLLM, bench/vs-agl/agl03_proxy.py: its store server in process, the proxy in
+ * a child process sending each call's spans over OTLP, as its trainer runs them) and
  * agl's (`agl serve --proxy-backend`, one process, and the standalone `agl proxy` + `agl serve`; bench/proxy/run.ts),
  * side by side in one sitting, in front of one loopback engine (bench/proxy/engine.ts, the fake vLLM), alternating
  * rounds. Each figure is the p50 latency a proxy adds over a direct call to the engine, for an attempt-scoped call,
@@ -13,7 +14,7 @@ import * as http from "node:http";
 import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { freePort, processUsage, pythonEnv, waitHealthy } from "./agl03-store.js";
+import { freePort, pythonEnv, treeCpu } from "./agl03-store.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -25,7 +26,7 @@ const { values: args } = parseArgs({
   },
 });
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
-const venv = `${repoRoot}${execFileSync(`${repoRoot}bench/vs-agl/setup.sh`, { encoding: "utf8" }).trim()}`;
+const venv = `${repoRoot}${execFileSync(`${repoRoot}bench/vs-agl/setup.sh`, ["proxy"], { encoding: "utf8" }).trim()}`;
 
 /** Spawns a process and resolves once it prints `listening on URL`. */
 function startListening(command: string, argv: string[], env: NodeJS.ProcessEnv): Promise<{ url: string; child: ChildProcess }> {
@@ -92,27 +93,20 @@ interface Added {
 /** AGL v0.3: its store server and its LLM proxy, an attempt-scoped call alternating with a direct one. */
 async function agl03(engineUrl: string): Promise<Added> {
   const storePort = await freePort();
-  const store = spawn(`${venv}/bin/agl`, ["store", "--host", "127.0.0.1", "--port", String(storePort), "--log-level", "WARNING"], {
-    env: pythonEnv,
-    stdio: "ignore",
-  });
   const storeUrl = `http://127.0.0.1:${storePort}`;
-  let proxy: ChildProcess | undefined;
+  const started = await startListening(
+    `${venv}/bin/python`,
+    ["bench/vs-agl/agl03_proxy.py", "--engine", engineUrl, "--port", String(await freePort()), "--store-port", String(storePort)],
+    // Newer LiteLLM refuses to start without a master key; this one listens on loopback only, for the benchmark.
+    { ...pythonEnv, LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY: "true" },
+  );
   try {
-    await waitHealthy(`${storeUrl}/v1/agl/health`, store);
-    const started = await startListening(
-      `${venv}/bin/python`,
-      ["bench/vs-agl/agl03_proxy.py", "--store", storeUrl, "--engine", engineUrl, "--port", String(await freePort())],
-      // Newer LiteLLM refuses to start without a master key; this one listens on loopback only, for the benchmark.
-      { ...pythonEnv, LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY: "true" },
-    );
-    proxy = started.child;
     await post(`${storeUrl}/v1/agl/queues/rollouts/enqueue`, JSON.stringify({ rollouts: [{ input: {} }] }));
     const [claimed] = JSON.parse((await post(`${storeUrl}/v1/agl/queues/rollouts/dequeue`, JSON.stringify({ limit: 1 }))).text);
     const scoped = `${started.url}/rollout/${claimed.rollout_id}/attempt/${claimed.attempt.attempt_id}/v1/chat/completions`;
     const requests = Number(args["agl03-requests"]);
-    const pids = [proxy.pid as number, store.pid as number];
-    const cpu = () => pids.reduce((sum, pid) => sum + processUsage(pid).cpu, 0);
+    // The store server's process and the proxy's, its child.
+    const cpu = () => treeCpu(started.child.pid as number);
     const added: Record<string, number> = {};
     let proxiedCpu = 0;
     for (const stream of [false, true]) {
@@ -127,10 +121,11 @@ async function agl03(engineUrl: string): Promise<Added> {
       }
       added[stream ? "streamed" : "whole"] = p50(proxied) - p50(direct);
     }
+    const spans = JSON.parse((await post(`${storeUrl}/v1/agl/spans/search`, JSON.stringify({ rollout_id: claimed.rollout_id }))).text);
+    process.stderr.write(`AGL v0.3: ${spans.total} spans stored for the scoped calls\n`);
     return { whole: added.whole as number, streamed: added.streamed as number, cpuMs: (proxiedCpu / (2 * requests)) * 1000 };
   } finally {
-    if (proxy) await stop(proxy);
-    await stop(store);
+    await stop(started.child);
   }
 }
 
@@ -141,8 +136,8 @@ async function agl(engineUrl: string, root: string | undefined): Promise<Record<
   const out = execFileSync(process.execPath, argv, { cwd: repoRoot, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
   const [serve, standalone] = out.split("agl proxy (own process)");
   const parse = (text = ""): Added => ({
-    whole: Number(/added by the proxy \(whole\): p50 (\S+) ms/.exec(text)?.[1]),
-    streamed: Number(/added by the proxy \(streamed\): p50 (\S+) ms/.exec(text)?.[1]),
+    whole: Number(/added by the proxy \((?:chat, )?whole\): p50 (\S+) ms/.exec(text)?.[1]),
+    streamed: Number(/added by the proxy \((?:chat, )?streamed\): p50 (\S+) ms/.exec(text)?.[1]),
     // The scoped rows' CPU per call, whole and streamed averaged.
     cpuMs:
       [...text.matchAll(/^proxy, (?:whole|streamed)\s+\S+\s+\S+\s+\S+\s+(\S+)/gm)].map((m) => Number(m[1])).reduce((a, b) => a + b, 0) / 2,
@@ -164,7 +159,7 @@ const record = (name: string, added: Added) => {
 try {
   for (let round = 0; round < Number(args.rounds); round++) {
     loads.push(loadavg()[0] as number);
-    record("AGL v0.3 LLMProxy (LiteLLM) + agl store", await agl03(engineUrl));
+    record("AGL v0.3 LLMProxy (LiteLLM) + its store server", await agl03(engineUrl));
     for (const [label, root] of [["agl", undefined], ...(args.base ? [["main", args.base]] : [])] as const) {
       const { serve, standalone } = await agl(engineUrl, root);
       record(`${label}: agl serve --proxy-backend`, serve);

@@ -33,7 +33,7 @@ const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const rollouts = Number(args.rollouts);
 const runners = Number(args.runners);
 const warmup = Number(args.warmup);
-const venv = `${repoRoot}${execFileSync(`${repoRoot}bench/vs-agl/setup.sh`, { encoding: "utf8" }).trim()}`;
+const venv = `${repoRoot}${execFileSync(`${repoRoot}bench/vs-agl/setup.sh`, ["store"], { encoding: "utf8" }).trim()}`;
 
 /** Runs bench/store/run.ts (this checkout's load generator) against `root`'s compiled server. */
 function aglStore(root: string | undefined, backend: string, extra: string[]): Promise<StoreFigures> {

@@ -1,14 +1,12 @@
 /**
  * When the watchdog should next look at each rollout: a min-heap of (time, rollout id). A rollout has one live entry,
  * its earliest; scheduling a later time keeps the earlier one (the check then finds the attempt not yet due and
- * schedules it again), so a heartbeat costs nothing here. Entries left behind by `forget` or by an earlier schedule
- * are skipped as they come up.
+ * schedules it again), so a heartbeat costs nothing here. Entries replaced by an earlier schedule are skipped as they
+ * come up.
  */
 export interface Deadlines {
   /** Look at `rolloutId` at epoch second `at`, unless it is already due sooner. */
   schedule(rolloutId: string, at: number): void;
-  /** Stop looking at `rolloutId` (its attempt finished) until it is scheduled again. */
-  forget(rolloutId: string): void;
   /** Removes and returns the rollouts due at `t` (each once). */
   takeDue(t: number): string[];
   /** Rollouts scheduled. */
@@ -59,9 +57,6 @@ export function createDeadlines(): Deadlines {
       if (current !== undefined && current <= at) return;
       scheduled.set(rolloutId, at);
       push({ at, id: rolloutId });
-    },
-    forget(rolloutId) {
-      scheduled.delete(rolloutId);
     },
     takeDue(t) {
       const due: string[] = [];

@@ -109,9 +109,10 @@ export function createStore(options: StoreOptions): Store {
   const track = (written: Map<string, { attempt: Attempt; rollout: Rollout | undefined }>) => {
     for (const [rolloutId, { attempt, rollout }] of written) {
       // Without its rollout at hand (config unknown), look at it on the next pass, which schedules it exactly.
+      // A finished attempt leaves its entry: the rollout may have a newer one, and the check at that time, which
+      // reads the latest attempt, drops a finished rollout.
       const at = rollout ? deadlineOf(rollout, attempt, watchdogDefaults) : now();
-      if (at === undefined) deadlines?.forget(rolloutId);
-      else deadlines?.schedule(rolloutId, at);
+      if (at !== undefined) deadlines?.schedule(rolloutId, at);
     }
   };
 
@@ -144,7 +145,8 @@ export function createStore(options: StoreOptions): Store {
       const t = now();
       if (lastScan !== undefined && t - lastScan < debounce) return;
       lastScan = t;
-      await runWatchdog();
+      // With deadlines kept, the pass at a call's start is the timer's: what is due, or a full one when that is due.
+      await tick();
     },
   };
 
