@@ -28,10 +28,10 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 from transformers.utils import logging as hf_logging  # noqa: E402
 
-from agl_bridge.advantage import compute_rollout_level_advantage  # noqa: E402
-from agl_bridge.dataproto import ConvertOptions, to_dataproto  # noqa: E402
 from agl_bridge.gen.agl.v1 import triplets_pb2, types_pb2  # noqa: E402
 from agl_bridge.local.run import LocalTrainerOptions, run_local_trainer  # noqa: E402
+from agl_bridge.training.advantage import compute_rollout_level_advantage  # noqa: E402
+from agl_bridge.training.dataproto import ConvertOptions, to_dataproto  # noqa: E402
 
 hf_logging.disable_progress_bar()
 ROOT = Path(__file__).resolve().parents[2]

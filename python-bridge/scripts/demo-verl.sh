@@ -41,7 +41,7 @@ node bin/agl.js train "${DEMO_AGENT:-examples/rl-kind/agent.ts}" --trainer verl 
   > >(tee "$DIR/train.log" | sed -un 's/^.*\(\[agl\]\)/\1/p') 2>&1
 "$PY" - "$DIR/summary.json" "$started" <<'PY'
 import json, sys, time
-from agl_bridge.plot import reward_plot
+from agl_bridge.training.plot import reward_plot
 s = json.load(open(sys.argv[1]))
 print("\nreward per step\n" + reward_plot(s["rewards"]))
 ok = s["initial_reward"] <= 0.3 and s["final_reward"] >= 0.9

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agl_bridge.gen.agl.v1 import types_pb2
-from agl_bridge.triplets import RolloutTriplets, Triplet
+from agl_bridge.store.triplets import RolloutTriplets, Triplet
 
 
 def triplet(

@@ -7,10 +7,10 @@ import asyncio
 from collections import defaultdict
 from typing import Any
 
-from agl_bridge.client import StoreClient
-from agl_bridge.convert import from_struct, from_value, llm_resource, make_span
 from agl_bridge.gen.agl.v1 import types_pb2
-from agl_bridge.triplets import mode_name
+from agl_bridge.store.client import StoreClient
+from agl_bridge.store.convert import from_struct, from_value, llm_resource, make_span
+from agl_bridge.store.triplets import mode_name
 
 
 class ScriptedAgents:

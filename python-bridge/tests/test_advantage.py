@@ -11,8 +11,8 @@ pytest.importorskip("verl")
 
 from rollouts import rollout, triplet  # noqa: E402
 
-from agl_bridge.advantage import compute_rollout_level_advantage, drop_marked_rows, shape_batch  # noqa: E402
-from agl_bridge.dataproto import ConvertOptions, to_dataproto  # noqa: E402
+from agl_bridge.training.advantage import compute_rollout_level_advantage, drop_marked_rows, shape_batch  # noqa: E402
+from agl_bridge.training.dataproto import ConvertOptions, to_dataproto  # noqa: E402
 
 
 def batch(groups: dict[str, list[tuple[float, int]]]):

@@ -19,13 +19,13 @@ pytest.importorskip("verl")
 from rollouts import rollout, triplet  # noqa: E402
 from scripted import RecordingBackend  # noqa: E402
 
-from agl_bridge.advantage import compute_rollout_level_advantage  # noqa: E402
-from agl_bridge.client import StoreClient  # noqa: E402
-from agl_bridge.convert import from_struct, from_value, make_span  # noqa: E402
-from agl_bridge.dataproto import ConvertOptions, to_dataproto  # noqa: E402
 from agl_bridge.gen.agl.v1 import types_pb2  # noqa: E402
-from agl_bridge.loop import LoopConfig, TrainingLoop  # noqa: E402
-from agl_bridge.rollout_correction import resolve_rollout_correction  # noqa: E402
+from agl_bridge.store.client import StoreClient  # noqa: E402
+from agl_bridge.store.convert import from_struct, from_value, make_span  # noqa: E402
+from agl_bridge.training.advantage import compute_rollout_level_advantage  # noqa: E402
+from agl_bridge.training.dataproto import ConvertOptions, to_dataproto  # noqa: E402
+from agl_bridge.training.loop import LoopConfig, TrainingLoop  # noqa: E402
+from agl_bridge.training.rollout_correction import resolve_rollout_correction  # noqa: E402
 
 POLICY = "res-async"
 

@@ -10,8 +10,8 @@ pytest.importorskip("verl")
 
 from rollouts import rollout, triplet  # noqa: E402
 
-from agl_bridge.dataproto import ConvertOptions, to_dataproto  # noqa: E402
-from agl_bridge.triplets import RolloutTriplets, Triplet  # noqa: E402
+from agl_bridge.store.triplets import RolloutTriplets, Triplet  # noqa: E402
+from agl_bridge.training.dataproto import ConvertOptions, to_dataproto  # noqa: E402
 
 PAD = 0
 

@@ -19,10 +19,10 @@ pytest.importorskip("verl")
 from conftest import REPO_ROOT  # noqa: E402
 from test_local import RecordingBackend, tiny_policy  # noqa: E402
 
-from agl_bridge.client import StoreClient  # noqa: E402
 from agl_bridge.local import tasks  # noqa: E402
 from agl_bridge.local.server import PolicyServer  # noqa: E402
-from agl_bridge.loop import LoopConfig, TrainingLoop  # noqa: E402
+from agl_bridge.store.client import StoreClient  # noqa: E402
+from agl_bridge.training.loop import LoopConfig, TrainingLoop  # noqa: E402
 
 AGENT = REPO_ROOT / "examples" / "rl-kind" / "agent.ts"
 
@@ -150,7 +150,7 @@ async def test_ts_runner_proxy_and_asynchronous_local_trainer(store_address, tmp
     """max_staleness 1: the runners work on the next step's groups while a copy of the model trains; every trained
     call, as the proxy stamped it, was served by weights at most one update old, and VERL's truncated importance
     weights correct for it."""
-    from agl_bridge.rollout_correction import resolve_rollout_correction
+    from agl_bridge.training.rollout_correction import resolve_rollout_correction
 
     proxy, proxy_url, runner = _start_proxy_and_runner(store_address, tmp_path)
     policy = tiny_policy()

@@ -13,7 +13,6 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("verl")
 aiohttp = pytest.importorskip("aiohttp")
 
-from agl_bridge.client import StoreClient  # noqa: E402
 from agl_bridge.local import tasks  # noqa: E402
 from agl_bridge.local.backend import LocalBackend  # noqa: E402
 from agl_bridge.local.model import TinyModelConfig, build_tiny_model, build_word_tokenizer  # noqa: E402
@@ -21,7 +20,8 @@ from agl_bridge.local.policy import GrpoConfig, Policy  # noqa: E402
 from agl_bridge.local.python_agent import run_python_agents  # noqa: E402
 from agl_bridge.local.server import PolicyServer  # noqa: E402
 from agl_bridge.local.warmup import warmup  # noqa: E402
-from agl_bridge.loop import LoopConfig, TrainingLoop  # noqa: E402
+from agl_bridge.store.client import StoreClient  # noqa: E402
+from agl_bridge.training.loop import LoopConfig, TrainingLoop  # noqa: E402
 
 
 def tiny_policy(seed: int = 0, warm: bool = True, sampling_seed: int | None = None) -> Policy:

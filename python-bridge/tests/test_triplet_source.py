@@ -11,12 +11,12 @@ import grpc.aio
 import pytest
 
 from agl_bridge import StoreClient, make_span
-from agl_bridge.convert import json_resource, new_trace_id
-from agl_bridge.dataproto import ConvertOptions, to_dataproto
-from agl_bridge.loop import LoopConfig, TrainingLoop
-from agl_bridge.triplet_source import StreamTripletSource, TripletServiceMissing
-from agl_bridge.triplets import final_reward, mode_name, status_name
-from agl_bridge.validation import collect_rollouts
+from agl_bridge.store.convert import json_resource, new_trace_id
+from agl_bridge.store.triplet_source import StreamTripletSource, TripletServiceMissing
+from agl_bridge.store.triplets import final_reward, mode_name, status_name
+from agl_bridge.training.dataproto import ConvertOptions, to_dataproto
+from agl_bridge.training.loop import LoopConfig, TrainingLoop
+from agl_bridge.training.validation import collect_rollouts
 from agl_bridge.verl import compose_config
 from agl_bridge.verl.trainer import loop_config
 

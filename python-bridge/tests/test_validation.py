@@ -16,11 +16,11 @@ pytest.importorskip("verl")
 from rollouts import rollout, triplet  # noqa: E402
 from scripted import RecordingBackend, ScriptedAgents, all_rollouts  # noqa: E402
 
-from agl_bridge.client import StoreClient  # noqa: E402
-from agl_bridge.convert import from_struct, llm_resource  # noqa: E402
-from agl_bridge.loop import LoopConfig, TrainingLoop  # noqa: E402
-from agl_bridge.triplets import final_reward, mode_name  # noqa: E402
-from agl_bridge.validation import collect_rollouts, val_metrics, val_resources  # noqa: E402
+from agl_bridge.store.client import StoreClient  # noqa: E402
+from agl_bridge.store.convert import from_struct, llm_resource  # noqa: E402
+from agl_bridge.store.triplets import final_reward, mode_name  # noqa: E402
+from agl_bridge.training.loop import LoopConfig, TrainingLoop  # noqa: E402
+from agl_bridge.training.validation import collect_rollouts, val_metrics, val_resources  # noqa: E402
 
 # Four validation tasks, two rollouts each. Rewards per rollout: T0 1, 0; T1 0.5, 0.5; T2 none (-> 0), 1;
 # T3 fails twice (-> 0, 0). Mean 3/8; best of 2 per task: (1 + 0.5 + 1 + 0) / 4; source a: 2/4, source b: 1/4.

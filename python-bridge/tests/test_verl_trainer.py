@@ -27,10 +27,10 @@ from rollouts import rollout, triplet  # noqa: E402
 from verl import DataProto  # noqa: E402
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer  # noqa: E402
 
-from agl_bridge.advantage import compute_rollout_level_advantage  # noqa: E402
-from agl_bridge.dataproto import ConvertOptions, to_dataproto  # noqa: E402
-from agl_bridge.proxy_admin import ProxyAdmin, ProxyAdminError, admin_base_url  # noqa: E402
-from agl_bridge.task_files import load_tasks  # noqa: E402
+from agl_bridge.store.proxy_admin import ProxyAdmin, ProxyAdminError, admin_base_url  # noqa: E402
+from agl_bridge.training.advantage import compute_rollout_level_advantage  # noqa: E402
+from agl_bridge.training.dataproto import ConvertOptions, to_dataproto  # noqa: E402
+from agl_bridge.training.task_files import load_tasks  # noqa: E402
 from agl_bridge.verl import VerlBackend, compose_config  # noqa: E402
 from agl_bridge.verl.trainer import (  # noqa: E402
     AglRayPPOTrainer,
@@ -296,7 +296,7 @@ class FakeAglTrainer(AglRayPPOTrainer):
 async def test_verl_trainer_validates_through_the_store_and_logs_to_tracking(proxied, tmp_path):
     from scripted import ScriptedAgents, all_rollouts
 
-    from agl_bridge.client import StoreClient
+    from agl_bridge.store.client import StoreClient
 
     store_address = proxied.address
     (tmp_path / "train.jsonl").write_text('{"rewards": [1.0, 0.0]}\n' * 4)

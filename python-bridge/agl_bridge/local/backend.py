@@ -7,10 +7,10 @@ from pathlib import Path
 import torch
 from verl import DataProto
 
-from agl_bridge.convert import llm_resource
 from agl_bridge.gen.agl.v1 import types_pb2
 from agl_bridge.local.policy import Policy
 from agl_bridge.local.server import PolicyServer
+from agl_bridge.store.convert import llm_resource
 
 __all__ = ["LocalBackend"]
 

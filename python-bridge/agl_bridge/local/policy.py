@@ -21,7 +21,7 @@ from verl.utils.torch_functional import logprobs_from_logits
 from verl.workers.config import ActorConfig
 
 from agl_bridge.local.batching import Generation, SampleRequest, sample_batch
-from agl_bridge.rollout_correction import apply_rollout_correction
+from agl_bridge.training.rollout_correction import apply_rollout_correction
 
 __all__ = ["NO_CHAT_TEMPLATE", "Generation", "GrpoConfig", "Policy"]
 
@@ -35,7 +35,7 @@ NO_CHAT_TEMPLATE = (
 class GrpoConfig:
     """The update: VERL's policy loss ``loss_mode`` with PPO clipping, ``ppo_epochs`` passes over the batch in
     mini-batches of ``mini_batch_size`` rows (all rows when ``None``); ``rollout_correction`` (VERL's
-    ``algorithm.rollout_correction`` keys, ``agl_bridge.rollout_correction``) weights each token's loss by its
+    ``algorithm.rollout_correction`` keys, ``agl_bridge.training.rollout_correction``) weights each token's loss by its
     truncated importance ratio between the weights updated and the ones that sampled it."""
 
     lr: float = 1e-3

@@ -13,10 +13,10 @@ from typing import Any
 
 import aiohttp
 
-from agl_bridge.client import StoreClient
-from agl_bridge.convert import from_struct, from_value, make_span
 from agl_bridge.gen.agl.v1 import types_pb2
 from agl_bridge.local import tasks
+from agl_bridge.store.client import StoreClient
+from agl_bridge.store.convert import from_struct, from_value, make_span
 
 __all__ = ["answer_rollout", "run_python_agents"]
 

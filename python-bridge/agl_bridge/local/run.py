@@ -13,7 +13,6 @@ from typing import Any
 
 import torch
 
-from agl_bridge.client import StoreClient
 from agl_bridge.local import tasks
 from agl_bridge.local.backend import LocalBackend
 from agl_bridge.local.model import TinyModelConfig, build_tiny_model, build_word_tokenizer, load_model
@@ -21,10 +20,11 @@ from agl_bridge.local.policy import GrpoConfig, Policy
 from agl_bridge.local.python_agent import run_python_agents
 from agl_bridge.local.server import PolicyServer
 from agl_bridge.local.warmup import warmup
-from agl_bridge.loop import LoopConfig, TrainingLoop
-from agl_bridge.plot import reward_png
-from agl_bridge.rollout_correction import resolve_rollout_correction
-from agl_bridge.task_files import load_tasks
+from agl_bridge.store.client import StoreClient
+from agl_bridge.training.loop import LoopConfig, TrainingLoop
+from agl_bridge.training.plot import reward_png
+from agl_bridge.training.rollout_correction import resolve_rollout_correction
+from agl_bridge.training.task_files import load_tasks
 
 __all__ = ["LocalTrainerOptions", "run_local_trainer", "write_summary"]
 

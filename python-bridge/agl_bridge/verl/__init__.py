@@ -2,7 +2,7 @@
 
 VERL keeps its workers (FSDP actor/ref, rollout replicas, weight sync); the step — enqueue ``rollout.n`` rollouts per
 task as a group, wait, read triplets, build ``DataProto``, rollout-level advantages — is the same loop the local
-trainer runs (``agl_bridge.loop``), with ``VerlBackend`` in place of the local policy.
+trainer runs (``agl_bridge.training.loop``), with ``VerlBackend`` in place of the local policy.
 """
 
 from agl_bridge.verl.backend import VerlBackend

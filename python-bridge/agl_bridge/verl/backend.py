@@ -16,11 +16,11 @@ from verl import DataProto
 from verl.utils.metric import reduce_metrics
 from verl.utils.profiler import simple_timer
 
-from agl_bridge.advantage import shape_batch
-from agl_bridge.convert import llm_resource
 from agl_bridge.gen.agl.v1 import types_pb2
-from agl_bridge.proxy_admin import ProxyAdmin, ProxyAdminError
-from agl_bridge.rollout_correction import apply_rollout_correction
+from agl_bridge.store.convert import llm_resource
+from agl_bridge.store.proxy_admin import ProxyAdmin, ProxyAdminError
+from agl_bridge.training.advantage import shape_batch
+from agl_bridge.training.rollout_correction import apply_rollout_correction
 
 __all__ = ["VerlBackend"]
 
@@ -59,7 +59,7 @@ class VerlBackend:
         self.last_metrics: dict[str, float] = {}
         self.proxy = ProxyAdmin(proxy_url, proxy_token) if proxy_url else None
         self.drain_timeout = drain_timeout
-        # VERL's rollout correction, decoupled mode (agl_bridge.rollout_correction); None: none.
+        # VERL's rollout correction, decoupled mode (agl_bridge.training.rollout_correction); None: none.
         self.rollout_correction = rollout_correction
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self._paused = False

@@ -14,10 +14,10 @@ from omegaconf import OmegaConf
 from verl.trainer import main_ppo
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
-from agl_bridge.client import StoreClient
-from agl_bridge.loop import LoopConfig, TrainingLoop
-from agl_bridge.rollout_correction import resolve_rollout_correction
-from agl_bridge.task_files import load_tasks
+from agl_bridge.store.client import StoreClient
+from agl_bridge.training.loop import LoopConfig, TrainingLoop
+from agl_bridge.training.rollout_correction import resolve_rollout_correction
+from agl_bridge.training.task_files import load_tasks
 from agl_bridge.verl import cpu
 from agl_bridge.verl.backend import VerlBackend
 
@@ -75,7 +75,7 @@ def loop_config(config: Any) -> LoopConfig:
 
 
 def rollout_correction(config: Any) -> dict[str, Any] | None:
-    """The update's off-policy correction (``agl_bridge.rollout_correction``) from VERL's
+    """The update's off-policy correction (``agl_bridge.training.rollout_correction``) from VERL's
     ``algorithm.rollout_correction``, ``agl.max_staleness`` and ``agl.rollout_correction``."""
     configured = config.algorithm.get("rollout_correction")
     settings = OmegaConf.to_container(configured, resolve=True) if configured is not None else None

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from verl import DataProto
 
-from agl_bridge.triplets import RolloutTriplets, final_reward
+from agl_bridge.store.triplets import RolloutTriplets, final_reward
 
 __all__ = ["ConvertOptions", "ConvertStats", "to_dataproto"]
 

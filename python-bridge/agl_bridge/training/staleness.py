@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agl_bridge.triplets import RolloutTriplets
+from agl_bridge.store.triplets import RolloutTriplets
 
 __all__ = ["GroupLedger", "InflightGroup", "call_versions", "staleness_metrics"]
 

@@ -18,7 +18,6 @@ import grpc
 import grpc.aio
 from google.protobuf import json_format
 
-from agl_bridge.convert import _enum_number, to_struct, to_value
 from agl_bridge.gen.agl.v1 import (
     resources_pb2,
     resources_pb2_grpc,
@@ -28,6 +27,7 @@ from agl_bridge.gen.agl.v1 import (
     triplets_pb2_grpc,
     types_pb2,
 )
+from agl_bridge.store.convert import _enum_number, to_struct, to_value
 
 __all__ = ["StoreClient", "new_group_id", "parse_address"]
 

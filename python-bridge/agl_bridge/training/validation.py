@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from agl_bridge.client import StoreClient
-from agl_bridge.convert import from_struct, to_struct
 from agl_bridge.gen.agl.v1 import types_pb2
-from agl_bridge.triplet_source import read_triplets
-from agl_bridge.triplets import RolloutTriplets, final_reward, status_name
+from agl_bridge.store.client import StoreClient
+from agl_bridge.store.convert import from_struct, to_struct
+from agl_bridge.store.triplet_source import read_triplets
+from agl_bridge.store.triplets import RolloutTriplets, final_reward, status_name
 
 __all__ = ["ValidationResult", "collect_rollouts", "val_metrics", "val_resources"]
 

@@ -1,7 +1,7 @@
 """The training loop both trainers share: publish the policy, enqueue ``n`` rollouts per task as one group, wait,
 collect triplets, build the ``DataProto``, compute rollout-level advantages, update the policy through a backend,
-publish the next version, checkpoint, report — and validate (``agl_bridge.validation``) before training and every
-``test_freq`` steps, with VERL's semantics.
+publish the next version, checkpoint, report — and validate (``agl_bridge.training.validation``) before training and
+every ``test_freq`` steps, with VERL's semantics.
 
 A backend owns the weights: ``LocalBackend`` (one CPU process) or the VERL backend (Ray workers). The loop owns the
 store side and the bookkeeping that makes a killed trainer resume without training any rollout twice: the batch of a
@@ -11,8 +11,8 @@ triplet cursor) is written atomically after the update — every step, or every 
 checkpoint: steps trained after it are lost with the weights they made, so their ``history.jsonl`` lines are dropped
 and they are trained again (on fresh rollouts, or on the pending ones of the step the kill interrupted).
 
-With ``max_staleness`` k > 0 the loop is asynchronous (``agl_bridge.staleness``): it keeps ``1 + k`` steps' groups
-enqueued, so the runners generate while a step converts, updates, publishes and checkpoints; a step trains the
+With ``max_staleness`` k > 0 the loop is asynchronous (``agl_bridge.training.staleness``): it keeps ``1 + k`` steps'
+groups enqueued, so the runners generate while a step converts, updates, publishes and checkpoints; a step trains the
 oldest ``tasks_per_step`` complete groups whose every call was served by weights at most k updates old, drops older
 ones and carries the rest. ``inflight.json`` (and each checkpoint) holds the groups in flight, so a restarted trainer
 trains the finished ones and waits for the others; ``history.jsonl`` also lists the dropped rollouts.
@@ -33,15 +33,15 @@ from typing import Any, Protocol
 
 from verl import DataProto
 
-from agl_bridge.advantage import compute_rollout_level_advantage, drop_marked_rows
-from agl_bridge.client import StoreClient
-from agl_bridge.dataproto import ConvertOptions, to_dataproto
 from agl_bridge.gen.agl.v1 import types_pb2
-from agl_bridge.plot import reward_plot
-from agl_bridge.staleness import GroupLedger, InflightGroup, call_versions, staleness_metrics
-from agl_bridge.triplet_source import StreamTripletSource, TripletSource
-from agl_bridge.triplets import RolloutTriplets, mode_name
-from agl_bridge.validation import ValidationResult, collect_rollouts, val_metrics, val_resources
+from agl_bridge.store.client import StoreClient
+from agl_bridge.store.triplet_source import StreamTripletSource, TripletSource
+from agl_bridge.store.triplets import RolloutTriplets, mode_name
+from agl_bridge.training.advantage import compute_rollout_level_advantage, drop_marked_rows
+from agl_bridge.training.dataproto import ConvertOptions, to_dataproto
+from agl_bridge.training.plot import reward_plot
+from agl_bridge.training.staleness import GroupLedger, InflightGroup, call_versions, staleness_metrics
+from agl_bridge.training.validation import ValidationResult, collect_rollouts, val_metrics, val_resources
 
 __all__ = ["LoopConfig", "MetricsSink", "PolicyBackend", "StepResult", "TrainingLoop", "ValidationResult"]
 
@@ -96,7 +96,7 @@ class LoopConfig:
     val_n: int = 1
     val_sampling: dict[str, Any] | None = None
     val_timeout: float | None = None
-    # Asynchronous training (``agl_bridge.staleness``): with max_staleness k > 0 the runners work on the next k
+    # Asynchronous training (``agl_bridge.training.staleness``): with max_staleness k > 0 the runners work on the next k
     # steps' groups while a step trains, and a step trains complete groups whose every call was served by weights at
     # most k updates older than the ones being updated (older groups are dropped and counted). 0: synchronous, each
     # step enqueues its tasks, waits for them and trains them.
@@ -203,7 +203,7 @@ class TrainingLoop:
         self.history: list[StepResult] = []
         self.val_history: list[ValidationResult] = []
         self.ckpt = Path(config.checkpoint_dir) if config.checkpoint_dir else None
-        # Asynchronous mode only: the groups enqueued and not yet trained (``agl_bridge.staleness``).
+        # Asynchronous mode only: the groups enqueued and not yet trained (``agl_bridge.training.staleness``).
         self.ledger = GroupLedger()
         # When the runners last ran out of the trainer's work (wall clock): generation idles from then to the next
         # enqueue.

@@ -14,9 +14,9 @@ from typing import Any, Protocol
 import grpc
 import grpc.aio
 
-from agl_bridge.client import StoreClient
 from agl_bridge.gen.agl.v1 import triplets_pb2
-from agl_bridge.triplets import RolloutTriplets
+from agl_bridge.store.client import StoreClient
+from agl_bridge.store.triplets import RolloutTriplets
 
 __all__ = ["StreamTripletSource", "TripletServiceMissing", "TripletSource", "read_triplets"]
 
