@@ -17,6 +17,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 from transformers.utils import logging as hf_logging  # noqa: E402
 
 from agl_bridge.local.run import LocalTrainerOptions, run_local_trainer, write_summary  # noqa: E402
+from agl_bridge.training.empty_steps import TrainingAborted  # noqa: E402
 
 hf_logging.disable_progress_bar()
 
@@ -85,6 +86,13 @@ def parse_args(argv: list[str] | None = None) -> LocalTrainerOptions:
         "--max-staleness > 0, else off)",
     )
     p.add_argument("--rollout-is-threshold", type=float, default=2.0, help="upper bound of the importance weights")
+    p.add_argument("--dtype", default=None, help="float32 (default) or bfloat16; float16 is refused")
+    p.add_argument("--chat-template", default=None, help="a Jinja chat template file, for a base model's chat calls")
+    p.add_argument("--micro-batch", type=int, default=8, help="rows per forward/backward pass of the update")
+    p.add_argument("--freeze-embeddings", action="store_true", help="leave the (tied) embeddings untrained")
+    p.add_argument("--grad-clip", type=float, default=1.0, help="gradient norm clipping")
+    p.add_argument("--max-prompt-length", type=int, default=1024, help="longer prompts are not trained on")
+    p.add_argument("--max-batch", type=int, default=32, help="requests the policy server samples in one batch")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     a = p.parse_args(argv)
@@ -103,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     except asyncio.CancelledError:
         print("[agl] stopped; the next start resumes from the last checkpoint", file=sys.stderr, flush=True)
         return 130
+    except TrainingAborted as error:
+        print(f"[agl] training stopped: {error}", file=sys.stderr, flush=True)
+        return 1
     finally:
         loop.close()
     if options.summary:

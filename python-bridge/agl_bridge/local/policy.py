@@ -34,7 +34,8 @@ NO_CHAT_TEMPLATE = (
 @dataclass
 class GrpoConfig:
     """The update: VERL's policy loss ``loss_mode`` with PPO clipping, ``ppo_epochs`` passes over the batch in
-    mini-batches of ``mini_batch_size`` rows (all rows when ``None``); ``rollout_correction`` (VERL's
+    mini-batches of ``mini_batch_size`` rows (all rows when ``None``), each in micro-batches of
+    ``micro_batch_size`` rows; ``rollout_correction`` (VERL's
     ``algorithm.rollout_correction`` keys, ``agl_bridge.training.rollout_correction``) weights each token's loss by its
     truncated importance ratio between the weights updated and the ones that sampled it."""
 
@@ -47,7 +48,12 @@ class GrpoConfig:
     clip_ratio: float = 0.2
     ppo_epochs: int = 1
     mini_batch_size: int | None = None
+    # Rows per forward/backward pass (gradients accumulate over a mini-batch's micro-batches): memory, not the update.
+    micro_batch_size: int = 8
     grad_clip: float = 1.0
+    # Leaves the input embeddings (and an output head tied to them: Gemma's) untrained: most of a small real model's
+    # parameters, and what a few RL steps at a high learning rate damage first.
+    freeze_embeddings: bool = False
     rollout_correction: dict[str, Any] | None = None
 
     def actor_config(self) -> ActorConfig:
@@ -84,6 +90,8 @@ class Policy:
         self.train_model = self.model
         self.tokenizer = tokenizer
         self.grpo = grpo or GrpoConfig()
+        if self.grpo.freeze_embeddings:
+            self.model.get_input_embeddings().weight.requires_grad_(False)
         self.optimizer = self._make_optimizer()
         self._actor_config = self.grpo.actor_config()
         self._loss_fn = core_algos.get_policy_loss_fn(self.grpo.loss_mode)
@@ -129,8 +137,11 @@ class Policy:
         if self.train_model is not self.model:
             self.train_model.load_state_dict(state)
 
+    def _trained_params(self) -> list[torch.nn.Parameter]:
+        return [p for p in self.train_model.parameters() if p.requires_grad]
+
     def _make_optimizer(self) -> torch.optim.Optimizer:
-        cfg, params = self.grpo, self.train_model.parameters()
+        cfg, params = self.grpo, self._trained_params()
         if cfg.optimizer == "sgd":
             return torch.optim.SGD(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
         if cfg.optimizer == "adamw":
@@ -217,14 +228,22 @@ class Policy:
     # -- training ----------------------------------------------------------------------------------------------
 
     def response_log_probs(self, data: DataProto) -> torch.Tensor:
-        """Log-probs [B, R] of ``responses`` under the weights being trained (with grad when enabled)."""
+        """Log-probs [B, R] of ``responses`` under the weights being trained (with grad when enabled); logits only
+        at the positions that predict a response token (a 262k-token vocabulary makes them the pass's largest
+        tensor)."""
         batch = data.batch
         r_len = batch["responses"].shape[1]
         logits = self.train_model(
-            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], position_ids=batch["position_ids"]
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            position_ids=batch["position_ids"],
+            logits_to_keep=r_len + 1,
         ).logits
-        logits = logits[:, -r_len - 1 : -1].float()
-        return logprobs_from_logits(logits, batch["responses"])
+        return logprobs_from_logits(logits[:, :-1].float(), batch["responses"])
+
+    def _micro_batches(self, data: DataProto) -> list[DataProto]:
+        size = max(1, self.grpo.micro_batch_size)
+        return [data.select_idxs(list(range(s, min(s + size, len(data))))) for s in range(0, len(data), size)]
 
     def update_sync(self, data: DataProto) -> dict[str, float]:
         """One GRPO/PPO update on a batch that has ``advantages``: old log-probs from the current weights, then
@@ -244,7 +263,7 @@ class Policy:
     def _train_sync(self, data: DataProto) -> dict[str, float]:
         cfg = self.grpo
         with torch.no_grad():
-            old = self.response_log_probs(data)
+            old = torch.cat([self.response_log_probs(mb) for mb in self._micro_batches(data)])
         data.batch["old_log_probs"] = old
         mask = data.batch["response_mask"].float()
         metrics: dict[str, float] = {}
@@ -263,20 +282,29 @@ class Policy:
                 order = torch.randperm(n, generator=torch.Generator().manual_seed(self.weights_version * 131 + epoch))
                 for start in range(0, n, size):
                     idx = order[start : start + size].numpy()
-                    mb = data.select_idxs(idx)
-                    log_prob = self.response_log_probs(mb)
-                    pg_loss, pg_metrics = self._loss_fn(
-                        old_log_prob=mb.batch["old_log_probs"],
-                        log_prob=log_prob,
-                        advantages=mb.batch["advantages"],
-                        response_mask=mb.batch["response_mask"],
-                        loss_agg_mode=cfg.loss_agg_mode,
-                        config=self._actor_config,
-                        rollout_is_weights=mb.batch["rollout_is_weights"] if weighted else None,
-                    )
+                    mini = data.select_idxs(idx)
+                    tokens = float(mini.batch["response_mask"].sum().clamp(min=1))
                     self.optimizer.zero_grad(set_to_none=True)
-                    pg_loss.backward()
-                    norm = torch.nn.utils.clip_grad_norm_(self.train_model.parameters(), cfg.grad_clip)
+                    pg_loss, pg_metrics = torch.zeros(()), {}
+                    for mb in self._micro_batches(mini):
+                        loss, pg_metrics = self._loss_fn(
+                            old_log_prob=mb.batch["old_log_probs"],
+                            log_prob=self.response_log_probs(mb),
+                            advantages=mb.batch["advantages"],
+                            response_mask=mb.batch["response_mask"],
+                            loss_agg_mode=cfg.loss_agg_mode,
+                            config=self._actor_config,
+                            rollout_is_weights=mb.batch["rollout_is_weights"] if weighted else None,
+                        )
+                        # The mini-batch's loss is its micro-batches' weighted by their share of its tokens (token
+                        # means) or of its rows (the other modes).
+                        if cfg.loss_agg_mode == "token-mean":
+                            share = float(mb.batch["response_mask"].sum()) / tokens
+                        else:
+                            share = len(mb) / len(mini)
+                        (loss * share).backward()
+                        pg_loss = pg_loss + loss.detach() * share
+                    norm = torch.nn.utils.clip_grad_norm_(self._trained_params(), cfg.grad_clip)
                     if math.isfinite(float(norm)):
                         self.optimizer.step()
                     losses.append(float(pg_loss.detach()))

@@ -21,6 +21,7 @@ from agl_bridge.local.python_agent import run_python_agents
 from agl_bridge.local.server import PolicyServer
 from agl_bridge.local.warmup import warmup
 from agl_bridge.store.client import StoreClient
+from agl_bridge.training.empty_steps import TrainingAborted
 from agl_bridge.training.loop import LoopConfig, TrainingLoop
 from agl_bridge.training.plot import reward_png
 from agl_bridge.training.rollout_correction import resolve_rollout_correction
@@ -73,6 +74,15 @@ class LocalTrainerOptions:
     max_staleness: int = 0
     rollout_is: str | None = None
     rollout_is_threshold: float = 2.0
+    # A real model: its dtype (float32 or bfloat16), a chat template file for a base model's chat calls, the update's
+    # micro-batch (rows per forward/backward), frozen embeddings, gradient clipping, the longest prompt trained on.
+    dtype: str | None = None
+    chat_template: str | None = None
+    micro_batch: int = 8
+    freeze_embeddings: bool = False
+    grad_clip: float = 1.0
+    max_prompt_length: int = 1024
+    max_batch: int = 32
 
 
 def _log(line: str) -> None:
@@ -112,11 +122,20 @@ def build_policy(options: LocalTrainerOptions) -> Policy:
         configured, options.max_staleness, False if options.rollout_is == "off" else None
     )
     grpo = GrpoConfig(
-        lr=options.lr, ppo_epochs=options.ppo_epochs, mini_batch_size=options.mini_batch, rollout_correction=correction
+        lr=options.lr,
+        ppo_epochs=options.ppo_epochs,
+        mini_batch_size=options.mini_batch,
+        micro_batch_size=options.micro_batch,
+        freeze_embeddings=options.freeze_embeddings,
+        grad_clip=options.grad_clip,
+        rollout_correction=correction,
     )
     if options.model:
-        model, tokenizer = load_model(options.model)
-        return Policy(model, tokenizer, grpo, sampling_seed=options.seed)
+        template = Path(options.chat_template).read_text() if options.chat_template else None
+        model, tokenizer = load_model(options.model, options.dtype, template)
+        if not tokenizer.chat_template:
+            _log(f"[agl] {options.model} has no chat template: /v1/completions only; a chat call stops the run")
+        return Policy(model, tokenizer, grpo, sampling_seed=options.seed, max_batch=options.max_batch)
     if options.dataset:
         raise SystemExit("a custom --dataset needs --model (a local Hugging Face causal LM directory)")
     tokenizer = build_word_tokenizer(tasks.vocabulary())
@@ -138,6 +157,21 @@ def build_policy(options: LocalTrainerOptions) -> Policy:
             f" format probability {result.format_probability:.3f}"
         )
     return policy
+
+
+async def _until_fatal(training: Any, server: PolicyServer) -> Any:
+    """Runs ``training`` unless the policy server meets a call it can never answer first; then stops with it."""
+    run, fatal = asyncio.ensure_future(training), asyncio.ensure_future(server.wait_fatal())
+    try:
+        await asyncio.wait({run, fatal}, return_when=asyncio.FIRST_COMPLETED)
+        if not run.done():
+            run.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await run
+            raise TrainingAborted(fatal.result())
+        return run.result()
+    finally:
+        fatal.cancel()
 
 
 async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
@@ -166,7 +200,7 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
         rollout_timeout=options.rollout_timeout,
         attempt_timeout=options.attempt_timeout,
         checkpoint_dir=options.checkpoint_dir,
-        max_prompt_length=256,
+        max_prompt_length=options.max_prompt_length,
         max_response_length=max(options.max_tokens, 1),
         test_freq=options.test_freq,
         val_before_train=options.val_before_train,
@@ -181,7 +215,7 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
             loop = TrainingLoop(client, backend, _dataset(options), config, log=_log, val_dataset=_val_dataset(options))
             if options.python_agents > 0:
                 agents = asyncio.create_task(run_python_agents(options.store, token, options.python_agents))
-            history = await loop.run()
+            history = await _until_fatal(loop.run(), server)
     finally:
         if agents is not None:
             agents.cancel()

@@ -39,6 +39,7 @@ from agl_bridge.store.triplet_source import StreamTripletSource, TripletSource
 from agl_bridge.store.triplets import RolloutTriplets, mode_name
 from agl_bridge.training.advantage import compute_rollout_level_advantage, drop_marked_rows
 from agl_bridge.training.dataproto import ConvertOptions, to_dataproto
+from agl_bridge.training.empty_steps import EmptyStepGuard
 from agl_bridge.training.plot import reward_plot
 from agl_bridge.training.staleness import GroupLedger, InflightGroup, call_versions, staleness_metrics
 from agl_bridge.training.validation import ValidationResult, collect_rollouts, val_metrics, val_resources
@@ -101,6 +102,9 @@ class LoopConfig:
     # most k updates older than the ones being updated (older groups are dropped and counted). 0: synchronous, each
     # step enqueues its tasks, waits for them and trains them.
     max_staleness: int = 0
+    # Stop the run (``TrainingAborted``, with the rollouts' first errors) after this many steps in a row with
+    # nothing to train; 0: never.
+    max_empty_steps: int = 3
 
 
 @dataclass
@@ -198,6 +202,7 @@ class TrainingLoop:
         self.source = source or StreamTripletSource(client, options=config.triplet_options)
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self.metrics_sink = metrics_sink
+        self.empty = EmptyStepGuard(config.max_empty_steps)
         self.step = 0
         self.version = 0
         self.history: list[StepResult] = []
@@ -378,6 +383,7 @@ class TrainingLoop:
         finished = await self.client.wait_for_rollouts(ids, timeout)
         done = {r.rollout_id for r in finished}
         late = [r for r in ids if r not in done]
+        self.empty.saw(finished, late, timeout)
         if late:
             cancelled = await self._cancel_rollouts(late)
             self.log(f"[agl] {len(late)} rollouts did not finish within {timeout:.0f} s: {cancelled} cancelled")
@@ -801,6 +807,9 @@ class TrainingLoop:
             if result is not None:
                 result.timings["step"] = time.perf_counter() - started
             metrics = result.log_metrics() if result is not None else {"training/skipped_step": 1.0}
+            note = self.empty.step_ended(self.step - 1, result is not None and result.n_rows > 0)
+            if note:
+                self.log(note)
             if self.validates_after(self.step):
                 metrics.update((await self.validate()).metrics)
             self._emit(metrics, self.step)
