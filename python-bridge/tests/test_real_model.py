@@ -110,7 +110,8 @@ async def test_concurrent_requests_are_sampled_in_one_batch_with_real_stop_reaso
     gemma.batch_wait_s = 0.3  # both requests are in the queue before the batch starts
     try:
         body = {"prompt": PROMPT, "temperature": 0, "return_token_ids": True, "logprobs": 0}
-        other = "Q: What is 30 + 9?\nA: 39\nQ: What is 5 + 70?\nA:"
+        # The two prompts share a long prefix (as a few-shot template's calls do): computed once for both.
+        other = PROMPT + " 64\nQ: What is 5 + 70?\nA:"
         gemma.batch_sizes.clear()
         a, b = await asyncio.gather(
             _post(f"{url}/completions", {**body, "max_tokens": 8, "stop": "\n"}),

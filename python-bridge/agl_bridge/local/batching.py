@@ -1,9 +1,11 @@
 """Sampling many requests in one batch: left-padded prompts, one forward pass per new token for the whole batch,
-with a KV cache, each row stopping on its own (EOS, stop ids, stop strings, ``max_tokens``)."""
+with a KV cache (the prompts' shared prefix, a few-shot template, computed once), each row stopping on its own (EOS,
+stop ids, stop strings, ``max_tokens``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from transformers import PreTrainedTokenizerBase
@@ -53,6 +55,24 @@ def _stop_text(tokenizer: PreTrainedTokenizerBase, req: SampleRequest) -> str | 
     return next((s for s in req.stop_texts if s in text), None)
 
 
+# A prefix every prompt of a batch shares (a few-shot template) is computed once when it is at least this long.
+MIN_SHARED_PREFIX = 16
+
+
+def _shared_prefix(model: torch.nn.Module, prompts: list[list[int]], device: torch.device) -> tuple[Any, int]:
+    """The KV cache of the prompts' common prefix, repeated for every row, and its length (0 and None when not
+    worth it). Each row keeps at least its last prompt token, whose logits start its answer."""
+    shared = min(len(p) for p in prompts) - 1
+    first = prompts[0]
+    for p in prompts[1:]:
+        shared = next((k for k in range(shared) if p[k] != first[k]), shared)
+    if len(prompts) < 2 or shared < MIN_SHARED_PREFIX:
+        return None, 0
+    out = model(input_ids=torch.tensor([first[:shared]], device=device), use_cache=True, logits_to_keep=1)
+    out.past_key_values.batch_repeat_interleave(len(prompts))
+    return out.past_key_values, shared
+
+
 @torch.no_grad()
 def sample_batch(
     model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, requests: list[SampleRequest], pad_id: int
@@ -65,16 +85,18 @@ def sample_batch(
     if generation_eos is not None:
         eos_ids |= set(generation_eos if isinstance(generation_eos, list) else [generation_eos])
     device = next(model.parameters()).device
-    width = max(len(r.prompt_ids) for r in requests)
+    past, shared = _shared_prefix(model, [r.prompt_ids for r in requests], device)
+    width = max(len(r.prompt_ids) - shared for r in requests)
     ids = torch.full((len(requests), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(requests), width), dtype=torch.long)
     for i, r in enumerate(requests):
-        ids[i, width - len(r.prompt_ids) :] = torch.tensor(r.prompt_ids, dtype=torch.long)
-        mask[i, width - len(r.prompt_ids) :] = 1
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        ids[i, width - len(r.prompt_ids) + shared :] = torch.tensor(r.prompt_ids[shared:], dtype=torch.long)
+        mask[i, width - len(r.prompt_ids) + shared :] = 1
+    # Pads sit between the shared prefix and each row's own tokens: masked, and not counted in the positions.
+    positions = shared + (mask.cumsum(-1) - 1).clamp(min=0)
+    mask = torch.cat([torch.ones((len(requests), shared), dtype=torch.long), mask], dim=1)
     generators = [torch.Generator().manual_seed(r.seed) if r.seed is not None else None for r in requests]
     live = [True] * len(requests)
-    past = None
     for step in range(max(r.max_tokens for r in requests)):
         out = model(
             input_ids=ids.to(device),
