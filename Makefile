@@ -20,7 +20,7 @@ export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
 endif
 
-.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl model-gemma bench-async verl-cpu-smoke bench-verl-cpu clean
+.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl demo-real model-gemma bench-async verl-cpu-smoke bench-verl-cpu clean
 
 help:
 	@echo "make test    install what is needed (Node 24 too, when the machine's is not 22, 24 or 26), check generated"
@@ -157,6 +157,11 @@ bench-ui-queries: deps
 # RL end to end on CPU: store (SQLite) + LLM proxy + TS runner pool + local trainer; prints the reward curve.
 demo: deps
 	python-bridge/scripts/demo.sh
+
+# Gemma 3 270M trained through agl on examples/word-math (VERL's trainer on CPU; TRAINER=local: the local trainer);
+# held-out accuracy before and after, one closing line, non-zero exit when the target is missed.
+demo-real: deps $(STAMPS)/model-gemma
+	python-bridge/scripts/demo-real.sh
 
 # The same task trained by VERL's own trainer on CPU (FSDP2 on gloo, agl's CPU rollout replica).
 demo-verl: deps

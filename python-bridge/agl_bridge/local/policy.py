@@ -241,6 +241,14 @@ class Policy:
         ).logits
         return logprobs_from_logits(logits[:, :-1].float(), batch["responses"])
 
+    @staticmethod
+    def _rollout_diff(data: DataProto, old: torch.Tensor, metrics: dict[str, float]) -> None:
+        """The largest gap between the engine's sampled log-probs and the trainer's, kept in ``metrics``."""
+        if "rollout_log_probs" in data.batch.keys():
+            diff = float(((old - data.batch["rollout_log_probs"]).abs() * data.batch["response_mask"]).max())
+            key = "actor/rollout_logprob_abs_diff_max"
+            metrics[key] = max(diff, metrics.get(key, 0.0))
+
     def _micro_batches(self, data: DataProto) -> list[DataProto]:
         size = max(1, self.grpo.micro_batch_size)
         return [data.select_idxs(list(range(s, min(s + size, len(data))))) for s in range(0, len(data), size)]
@@ -262,19 +270,20 @@ class Policy:
 
     def _train_sync(self, data: DataProto) -> dict[str, float]:
         cfg = self.grpo
-        with torch.no_grad():
-            old = torch.cat([self.response_log_probs(mb) for mb in self._micro_batches(data)])
-        data.batch["old_log_probs"] = old
-        mask = data.batch["response_mask"].float()
+        n = len(data)
+        size = cfg.mini_batch_size or n
+        # One pass over one mini-batch with no correction: the old log-probs are the update's own (ratio 1), taken
+        # from its forward pass rather than from a pass of their own.
+        on_policy = cfg.ppo_epochs == 1 and size >= n and not cfg.rollout_correction
         metrics: dict[str, float] = {}
-        if "rollout_log_probs" in data.batch.keys():
-            diff = (old - data.batch["rollout_log_probs"]).abs() * mask
-            metrics["actor/rollout_logprob_abs_diff_max"] = float(diff.max())
+        if not on_policy:
+            with torch.no_grad():
+                old = torch.cat([self.response_log_probs(mb) for mb in self._micro_batches(data)])
+            data.batch["old_log_probs"] = old
+            self._rollout_diff(data, old, metrics)
         data, correction_metrics = apply_rollout_correction(data, cfg.rollout_correction)
         metrics.update(correction_metrics)
         weighted = "rollout_is_weights" in data.batch.keys()
-        n = len(data)
-        size = cfg.mini_batch_size or n
         self.train_model.train()
         losses, kls, clipfracs, norms = [], [], [], []
         try:
@@ -287,9 +296,13 @@ class Policy:
                     self.optimizer.zero_grad(set_to_none=True)
                     pg_loss, pg_metrics = torch.zeros(()), {}
                     for mb in self._micro_batches(mini):
+                        log_prob = self.response_log_probs(mb)
+                        if on_policy:
+                            mb.batch["old_log_probs"] = log_prob.detach()
+                            self._rollout_diff(mb, log_prob.detach(), metrics)
                         loss, pg_metrics = self._loss_fn(
                             old_log_prob=mb.batch["old_log_probs"],
-                            log_prob=self.response_log_probs(mb),
+                            log_prob=log_prob,
                             advantages=mb.batch["advantages"],
                             response_mask=mb.batch["response_mask"],
                             loss_agg_mode=cfg.loss_agg_mode,
