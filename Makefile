@@ -20,7 +20,7 @@ export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
 endif
 
-.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl demo-real model-gemma bench-async verl-cpu-smoke bench-verl-cpu clean
+.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-proxy bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl demo-real model-gemma bench-real-model bench-async verl-cpu-smoke bench-verl-cpu clean
 
 help:
 	@echo "make test    install what is needed (Node 24 too, when the machine's is not 22, 24 or 26), check generated"
@@ -175,6 +175,10 @@ verl-cpu-smoke: deps
 # Where a VERL step's time goes on CPU (generation, old log-prob, update, weight push, bridge).
 bench-verl-cpu: deps
 	PYTHONPATH=$(PY_DIR) $(PY) $(PY_DIR)/bench/verl_cpu_bench.py
+
+# What a step costs on Gemma 3 270M: generation, old log-prob, update, weight push (bytes), bridge, memory peak.
+bench-real-model: deps $(STAMPS)/model-gemma
+	PYTHONPATH=$(PY_DIR) $(PY) $(PY_DIR)/bench/real_model_bench.py
 
 # A bench, not a test: `make demo` for seeds 0-4 (DEMO_SEEDS), one line per seed and a summary; fails if a seed misses.
 demo-seeds: deps

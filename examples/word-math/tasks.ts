@@ -51,7 +51,10 @@ function draw(next: () => number): WordMathTask {
     }
     default: {
       const [k, b] = [int(3, 12), int(2, 9)];
-      return { question: `${name} shares ${k * b} ${item}s equally among ${b} friends. How many ${item}s does each friend get?`, answer: k };
+      return {
+        question: `${name} shares ${k * b} ${item}s equally among ${b} friends. How many ${item}s does each friend get?`,
+        answer: k,
+      };
     }
   }
 }
@@ -78,6 +81,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const dir = process.argv[2] ?? ".";
   mkdirSync(dir, { recursive: true });
   for (const [split, tasks] of Object.entries(splits())) {
-    writeFileSync(join(dir, `${split}.jsonl`), tasks.map((t) => JSON.stringify(t)).join("\n") + "\n");
+    writeFileSync(join(dir, `${split}.jsonl`), `${tasks.map((t) => JSON.stringify(t)).join("\n")}\n`);
   }
 }

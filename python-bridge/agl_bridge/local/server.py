@@ -210,7 +210,9 @@ class PolicyServer:
         return text[: text.find(g.stop_text)] if g.stop_text else text
 
     def _logprobs(self, chat: bool, ids: list[int], lps: list[float]) -> dict[str, Any]:
-        tokens = [self.policy.tokenizer.convert_ids_to_tokens(t) for t in ids]
+        # Each token's decoded text, as vLLM reports it (not the vocabulary's piece, "▁23" for " 23"): the dashboard
+        # places the tokens over the answer's text with it.
+        tokens = [self.policy.tokenizer.decode([t]) for t in ids]
         if chat:
             content = [
                 {"token": tok, "logprob": lp, "bytes": list(tok.encode()), "top_logprobs": []}
