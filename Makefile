@@ -79,12 +79,14 @@ check-proto: deps
 	    echo "generated code is stale: run 'make proto' and commit the result" >&2; exit 1; fi
 	@echo "generated code is up to date"
 
-# Biome (biome.json): formatting and lint rules over the TypeScript the project owns; `lint` writes nothing.
-lint: deps
+# Biome (biome.json): formatting and lint rules over the TypeScript the project owns, and lint-py over python-bridge/;
+# `lint` writes nothing; `format` rewrites the formatting of both.
+lint: deps lint-py
 	npx biome check
 
 format: deps
 	npx biome format --write
+	$(VENV)/bin/ruff format $(PY_DIR)
 
 typecheck: deps
 	npx tsc --noEmit
@@ -98,8 +100,11 @@ build: deps ui
 ui: deps
 	npx vite build --config ui/vite.config.ts
 
+# ruff (lint rules and formatting) and mypy over python-bridge/ (settings in its pyproject.toml; gen/ excluded).
 lint-py: deps
 	$(VENV)/bin/ruff check $(PY_DIR)
+	$(VENV)/bin/ruff format --check $(PY_DIR)
+	cd $(PY_DIR) && .venv/bin/mypy
 
 # The browser tests (test/browser/) run the dashboard built by `ui` in Debian's Chromium, driven by playwright-core,
 # which never downloads a browser: scripts/chromium.sh installs the package (apt-get) when it is missing.

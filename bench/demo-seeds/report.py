@@ -9,15 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-FIRST_MAX, FINAL_MIN, WALL_MAX_S, WINDOW = 0.3, 0.9, 300.0, 5
-
-
-def steps_to_target(rewards: list[float]) -> int | None:
-    """The first step (1-based) at which the mean of the last WINDOW steps reached FINAL_MIN."""
-    for end in range(WINDOW, len(rewards) + 1):
-        if sum(rewards[end - WINDOW : end]) / WINDOW >= FINAL_MIN:
-            return end
-    return None
+# The demos' rule, shared with `make demo` and `make demo-verl`.
+from agl_bridge.training.demo_rule import FINAL_MIN, FIRST_MAX, WALL_MAX_S, judge, steps_to_target
 
 
 def line(run: str, directory: Path, started: float) -> None:
@@ -39,11 +32,7 @@ def line(run: str, directory: Path, started: float) -> None:
         reached = steps_to_target(s["rewards"])
         steps_wall = [t["step"] for t in s["timings"] if "step" in t]
         step_s = sum(steps_wall) / len(steps_wall) if steps_wall else float("nan")
-        ok = (
-            s["initial_reward"] <= FIRST_MAX
-            and s["final_reward"] >= FINAL_MIN
-            and wall <= WALL_MAX_S
-        )
+        ok = judge(s, wall, wall_max_s=WALL_MAX_S).ok
         result = {
             "run": run,
             "ok": ok,

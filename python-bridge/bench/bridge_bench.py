@@ -31,6 +31,7 @@ from transformers.utils import logging as hf_logging  # noqa: E402
 from agl_bridge.gen.agl.v1 import triplets_pb2, types_pb2  # noqa: E402
 from agl_bridge.local.run import LocalTrainerOptions, run_local_trainer  # noqa: E402
 from agl_bridge.training.advantage import compute_rollout_level_advantage  # noqa: E402
+from agl_bridge.training.config import LoopConfig  # noqa: E402
 from agl_bridge.training.dataproto import ConvertOptions, to_dataproto  # noqa: E402
 
 hf_logging.disable_progress_bar()
@@ -104,11 +105,9 @@ def bench_steps(steps: int) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             options = LocalTrainerOptions(
                 store=address,
-                steps=steps,
+                loop=LoopConfig(total_steps=steps, checkpoint_dir=f"{tmp}/ckpt"),
                 warmup_steps=200,
                 python_agents=2,
-                checkpoint_dir=f"{tmp}/ckpt",
-                triplets="stream",
             )
             started = time.perf_counter()
             summary = asyncio.run(run_local_trainer(options))

@@ -29,7 +29,8 @@ if [ "$TRAINER" = local ]; then
   node bin/agl.js train examples/word-math/agent.ts --trainer local --database "$DIR/agl.db" --steps "$STEPS" \
     --tasks-per-step 4 --n 8 --dataset "$T/train.jsonl" --val-dataset "$T/test.jsonl" --model "$MODEL" -- \
     --seed "$SEED" --lr "$LR" --grad-clip 1.0 --freeze-embeddings --micro-batch 8 --max-tokens 12 \
-    --temperature 1.0 --val-temperature 0 --test-freq "$STEPS" --threads 2 --rollout-timeout 1800 \
+    --temperature 1.0 --val-temperature 0 --test-freq "$STEPS" --threads 2 --rollout-timeout 3600 \
+    --attempt-timeout 1800 --max-batch 64 \
     --summary "$DIR/summary.json" > >(tee "$DIR/train.log") 2>&1
 else
   "$PY" - "$T" <<'PY'

@@ -3,7 +3,7 @@
 # on CPU with `agl train --trainer verl`: the store (SQLite), the agl LLM proxy, the TypeScript runner pool, and
 # VERL's RayPPOTrainer machinery (FSDP2 actor on gloo, VERL's log-probs, GRPO advantages and PPO update, weights pushed
 # to agl's CPU rollout replica). Same model and warm-up as `make demo`; the same progress lines, reward plot and
-# pass/fail rule: first step <= 0.3, final (mean of the last 5 steps) >= 0.9. Run from the repository root after
+# pass/fail rule (agl_bridge/training/demo_rule.py: first step <= 0.3, final, the mean of the last 5 steps, >= 0.9). Run from the repository root after
 # `make deps`. Environment: DEMO_STEPS (default 150), DEMO_SEED (default 0), DEMO_DIR (default a new temporary
 # directory), ASYNC (default 0; k > 0: agl.max_staleness=k), DEMO_AGENT (default the demo's agent; another agent
 # module for the same task); extra arguments are Hydra overrides for the trainer.
@@ -39,14 +39,4 @@ node bin/agl.js train "${DEMO_AGENT:-examples/rl-kind/agent.ts}" --trainer verl 
   actor_rollout_ref.actor.ppo_epochs=1 actor_rollout_ref.rollout.temperature=1.0 \
   actor_rollout_ref.actor.data_loader_seed="$SEED" agl.summary="$DIR/summary.json" agl.max_staleness="$ASYNC" "$@" \
   > >(tee "$DIR/train.log" | sed -un 's/^.*\(\[agl\]\)/\1/p') 2>&1
-"$PY" - "$DIR/summary.json" "$started" <<'PY'
-import json, sys, time
-from agl_bridge.training.plot import reward_plot
-s = json.load(open(sys.argv[1]))
-print("\nreward per step\n" + reward_plot(s["rewards"]))
-ok = s["initial_reward"] <= 0.3 and s["final_reward"] >= 0.9
-print(f"\nagl demo-verl: {len(s['rewards'])} steps, {time.time() - int(sys.argv[2]):.0f} s in all; "
-      f"initial reward {s['initial_reward']:.3f} (target <= 0.3), final {s['final_reward']:.3f} "
-      f"(target >= 0.9): {'reached' if ok else 'NOT reached'}")
-sys.exit(0 if ok else 1)
-PY
+"$PY" -m agl_bridge.training.demo_rule "$DIR/summary.json" --label "agl demo-verl" --started "$started" --plot

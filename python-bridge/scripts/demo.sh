@@ -5,8 +5,8 @@
 # beside summary.json. Run from the repository root after `make deps`. Environment: DEMO_SEED (default 0; seeds the
 # model, the warm-up, the task order and the sampling), DEMO_STEPS (default 150), DEMO_DIR (default a new temporary
 # directory), ASYNC (default 0: synchronous; k > 0 trains asynchronously with --max-staleness k), DEMO_AGENT (default
-# the demo's agent; another agent module for the same task). Fails unless the first step's reward is <= 0.3 and the
-# final one (mean of the last 5 steps) >= 0.9.
+# the demo's agent; another agent module for the same task). Fails unless the demos' rule is met
+# (agl_bridge/training/demo_rule.py: first step's reward <= 0.3, final one, the mean of the last 5 steps, >= 0.9).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/node-env.sh
@@ -20,12 +20,4 @@ started=$(date +%s)
 node bin/agl.js train "${DEMO_AGENT:-examples/rl-kind/agent.ts}" --trainer local --database "$DIR/agl.db" --steps "$STEPS" \
   --tasks-per-step 8 --n 16 --checkpoint-dir "$DIR/ckpt" -- --seed "$SEED" --lr 7e-4 --summary "$DIR/summary.json" \
   --target 0.9 --max-staleness "$ASYNC" "$@"
-python-bridge/.venv/bin/python - "$DIR/summary.json" "$started" <<'PY'
-import json, sys, time
-s = json.load(open(sys.argv[1]))
-ok = s["initial_reward"] <= 0.3 and s["final_reward"] >= 0.9
-print(f"\nagl demo: {len(s['rewards'])} steps, {time.time() - int(sys.argv[2]):.0f} s in all (target <= 300 s), "
-      f"initial reward {s['initial_reward']:.3f} (target <= 0.3), final "
-      f"{s['final_reward']:.3f} (mean of the last 5 steps, target >= 0.9): {'reached' if ok else 'NOT reached'}")
-sys.exit(0 if ok else 1)
-PY
+python-bridge/.venv/bin/python -m agl_bridge.training.demo_rule "$DIR/summary.json" --label "agl demo" --started "$started"

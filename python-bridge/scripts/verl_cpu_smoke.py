@@ -187,8 +187,7 @@ async def train_and_check(
     wall = time.time() - started
     if code != 0:
         fail(f"agl train exited with {code} (log: {log_path})")
-    steps = [PROGRESS.search(line) for line in lines]
-    steps = [m for m in steps if m]
+    steps = [m for line in lines if (m := PROGRESS.search(line))]
     if len(steps) != args.steps:
         fail(f"{len(steps)} progress lines for {args.steps} steps")
     for name in ("actor/pg_loss", "actor/grad_norm", "actor/ppo_kl", "val/reward_mean"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agl_bridge.gen.agl.v1 import types_pb2
+from agl_bridge.store.convert import enum_value
 from agl_bridge.store.triplets import RolloutTriplets, Triplet
 
 
@@ -41,8 +42,8 @@ def rollout(
         rollout_id=rollout_id,
         group_id=group_id,
         triplets=triplets,
-        status=types_pb2.RolloutStatus.Value(f"ROLLOUT_STATUS_{status.upper()}"),
-        mode=types_pb2.RolloutMode.Value(f"ROLLOUT_MODE_{mode.upper() or 'UNSPECIFIED'}"),
+        status=enum_value(types_pb2.RolloutStatus, "ROLLOUT_STATUS_", status),
+        mode=enum_value(types_pb2.RolloutMode, "ROLLOUT_MODE_", mode or "unspecified"),
     )
     if final_reward is not None:
         message.final_reward = final_reward

@@ -126,7 +126,7 @@ def _loop(address: str, backend: Any, dataset: list[Any], steps: int, staleness:
         max_response_length=4,
         max_staleness=staleness,
     )
-    return TrainingLoop(StoreClient(address), backend, dataset, config, log=lambda _: None)
+    return TrainingLoop(StoreClient(address), backend, dataset, config)
 
 
 async def _with_agents(address: str, body: Any) -> Any:
@@ -222,8 +222,8 @@ async def test_killed_mid_step_and_restarted_trains_every_finished_group_once(st
         first = _loop(store_address, VersionRecordingBackend(fail_at=2), dataset, 5, 1, ckpt)
         with pytest.raises(RuntimeError, match="killed"):
             await first.run()
-        lost_step = {r for r, _, _ in first.backend.rows[2]}  # type: ignore[attr-defined]
-        enqueued = set(first.ledger.rollout_ids()) | lost_step
+        lost_step = {r for r, _, _ in first.backend.rows[2]}
+        enqueued = set(first.scheduler.ledger.rollout_ids()) | lost_step
         await first.client.wait_for_rollouts(sorted(enqueued), 30)  # they finish while the trainer is down
         await first.client.close()
         second = _loop(store_address, VersionRecordingBackend(), dataset, 5, 1, ckpt)
@@ -240,7 +240,7 @@ async def test_killed_mid_step_and_restarted_trains_every_finished_group_once(st
     assert lost_step <= set(trained), "the groups of the step the kill interrupted were lost"
     # Every group in flight at the kill (all finished by the restart) was trained, dropped, or is still carried.
     accounted = set(trained) | {r for line in lines for r in line["dropped_rollout_ids"]}
-    accounted |= set(second.ledger.rollout_ids())
+    accounted |= set(second.scheduler.ledger.rollout_ids())
     assert enqueued <= accounted
 
 

@@ -13,6 +13,7 @@ import grpc.aio
 import pytest
 
 from agl_bridge import StoreClient, make_span, new_group_id, parse_address
+from agl_bridge.errors import StoreError
 from agl_bridge.gen.agl.v1 import store_pb2, store_pb2_grpc, types_pb2
 
 
@@ -59,7 +60,7 @@ class FlakyStore(store_pb2_grpc.LightningStoreServicer):
     def __init__(self, failures: int) -> None:
         self.failures = failures
         self.calls: dict[str, int] = {}
-        self.authorization: list[str | None] = []
+        self.authorization: list[str | bytes | None] = []
 
     async def _count(self, name: str, context: grpc.aio.ServicerContext) -> None:
         self.calls[name] = self.calls.get(name, 0) + 1
@@ -126,9 +127,9 @@ async def test_reads_give_up_after_three_tries() -> None:
     server, address = await _serve(servicer)
     try:
         async with StoreClient(address) as client:
-            with pytest.raises(grpc.aio.AioRpcError) as raised:
+            with pytest.raises(StoreError) as raised:
                 await client.get_rollout("ro-1")
-        assert raised.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert raised.value.code == grpc.StatusCode.UNAVAILABLE
         assert servicer.calls == {"GetRollout": 3}
         assert servicer.authorization == [None, None, None]
     finally:
@@ -143,9 +144,9 @@ async def test_state_changing_calls_never_retry(flaky: tuple[FlakyStore, str]) -
             client.dequeue(worker_id="w"),
             client.update_attempt("ro-1", "latest", "succeeded"),
         ):
-            with pytest.raises(grpc.aio.AioRpcError) as raised:
+            with pytest.raises(StoreError) as raised:
                 await call
-            assert raised.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert raised.value.code == grpc.StatusCode.UNAVAILABLE
     assert servicer.calls == {"EnqueueRollouts": 1, "DequeueRollouts": 1, "UpdateAttempt": 1}
 
 
@@ -168,9 +169,9 @@ async def test_unreachable_server_is_unavailable() -> None:
     server, address = await _serve(FlakyStore(failures=0))
     await server.stop(None)  # nothing listens on that port any more
     async with StoreClient(address, timeout=5) as client:
-        with pytest.raises(grpc.aio.AioRpcError) as raised:
+        with pytest.raises(StoreError) as raised:
             await client.statistics()
-    assert raised.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert raised.value.code == grpc.StatusCode.UNAVAILABLE
 
 
 async def test_closed_client_refuses_calls() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from typing import Any
 
 import pytest
 from google.protobuf import json_format, struct_pb2
@@ -43,7 +44,7 @@ JSON_SAMPLES = [
 
 
 @pytest.mark.parametrize("sample", JSON_SAMPLES, ids=repr)
-def test_json_values_round_trip(sample: object) -> None:
+def test_json_values_round_trip(sample: Any) -> None:
     value = to_value(sample)
     assert isinstance(value, struct_pb2.Value)
     back = from_value(value)

@@ -104,7 +104,6 @@ async def test_ts_runner_proxy_and_local_trainer(store_address, tmp_path):
                 backend,
                 tasks.make_tasks(64),
                 config,
-                log=lambda _: None,
                 val_dataset=tasks.make_tasks(4, seed=5),
             )
             history = await loop.run()
@@ -178,7 +177,7 @@ async def test_ts_runner_proxy_and_asynchronous_local_trainer(store_address, tmp
             checkpoint_dir=str(tmp_path / "ck"),
         )
         async with StoreClient(store_address) as client:
-            loop = TrainingLoop(client, backend, tasks.make_tasks(64), config, log=lambda _: None)
+            loop = TrainingLoop(client, backend, tasks.make_tasks(64), config)
             history = await loop.run()
     finally:
         await server.stop()

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -139,7 +141,7 @@ async def _loop(
         max_response_length=4,
     )
     client = StoreClient(address)
-    return TrainingLoop(client, backend, tasks.make_tasks(64), config, log=lambda _: None), backend
+    return TrainingLoop(client, backend, tasks.make_tasks(64), config), backend
 
 
 async def test_loop_trains_publishes_and_trains_on_the_sampled_ids(store_address, tmp_path):
@@ -293,7 +295,7 @@ def test_a_sampling_seed_makes_each_prompts_samples_independent_of_request_order
 def test_build_policy_is_determined_by_the_seed():
     from agl_bridge.local.run import LocalTrainerOptions, build_policy
 
-    def weights(seed: int) -> list[torch.Tensor]:
+    def weights(seed: int) -> list[Any]:
         options = LocalTrainerOptions(store="", seed=seed, warmup_steps=3, hidden=32, layers=1)
         return [p.detach().clone() for p in build_policy(options).model.parameters()]
 
@@ -302,27 +304,30 @@ def test_build_policy_is_determined_by_the_seed():
     assert not all(torch.equal(x, y) for x, y in zip(a, c, strict=True))
 
 
-async def test_local_trainer_validates_and_prints(store_address, capsys, tmp_path):
+async def test_local_trainer_validates_and_prints(store_address, caplog, tmp_path):
     """`python -m agl_bridge.local --val-tasks 4 --test-freq 1 --val-n 2 --val-temperature 0`, in process."""
     from agl_bridge.local.run import LocalTrainerOptions, run_local_trainer
 
     options = LocalTrainerOptions(
         store=store_address,
-        steps=2,
-        tasks_per_step=2,
-        n=4,
+        loop=LoopConfig(
+            total_steps=2,
+            tasks_per_step=2,
+            n=4,
+            resources_id="res-local-val",
+            test_freq=1,
+            val_n=2,
+            val_sampling={"temperature": 0.0},
+        ),
         warmup_steps=20,
         hidden=32,
         layers=1,
         python_agents=1,
-        resources_id="res-local-val",
         val_tasks=4,
-        test_freq=1,
-        val_n=2,
-        val_temperature=0.0,
     )
-    summary = await run_local_trainer(options)
-    err = capsys.readouterr().err
+    with caplog.at_level(logging.INFO, logger="agl_bridge"):
+        summary = await run_local_trainer(options)
+    err = caplog.text
     validations = summary["validation"]
     assert [(v["step"], v["version"], v["n"]) for v in validations] == [(0, 1, 8), (1, 2, 8), (2, 3, 8)]
     for v in validations:
@@ -330,15 +335,15 @@ async def test_local_trainer_validates_and_prints(store_address, capsys, tmp_pat
         assert m["val/n_succeeded"] == 8 and m["val/n_rollouts_w_reward"] == 8
         # Greedy (temperature 0 reached the policy server): both rollouts of a task answer alike.
         assert m["val/reward_best@2"] == pytest.approx(v["reward_mean"])
-    assert "[agl] validation before training (policy v1): reward" in err
-    assert "[agl] validation after step 2/2 (policy v3): reward" in err
-    assert "[agl] validation reward before:" in err
+    assert "validation before training (policy v1): reward" in err
+    assert "validation after step 2/2 (policy v3): reward" in err
+    assert "validation reward before:" in err
     assert summary["steps"] == [0, 1] and summary["versions_seen"] == [[1], [2]]
 
-    from agl_bridge.local.run import write_summary
+    from agl_bridge.local.run import write_local_summary
 
     options.summary = str(tmp_path / "summary.json")
-    png = write_summary(options, summary)
+    png = write_local_summary(options, summary)
     assert json.loads((tmp_path / "summary.json").read_text())["rewards"] == summary["rewards"]
     assert png == tmp_path / "summary-rewards.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000

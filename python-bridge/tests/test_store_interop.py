@@ -22,6 +22,7 @@ from agl_bridge import (
     make_span,
     prompt_template_resource,
 )
+from agl_bridge.errors import StoreError
 from agl_bridge.gen.agl.v1 import types_pb2
 
 STEP_TIMEOUT_S = 10.0
@@ -221,9 +222,9 @@ async def test_resources_add_update_get_latest(client: StoreClient) -> None:
     assert latest.resources["main_llm"].llm.endpoint == "http://127.0.0.1:8001/v1"
     assert (await client.get_resources(first.resources_id)).version == 2
 
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
+    with pytest.raises(StoreError) as raised:
         await client.update_resources("rs-000000000000", {"x": json_resource(1)})
-    assert raised.value.code() == grpc.StatusCode.NOT_FOUND
+    assert raised.value.code == grpc.StatusCode.NOT_FOUND
     created = await client.update_resources("rs-000000000000", {"x": json_resource(1)}, create_if_missing=True)
     assert (created.resources_id, created.version) == ("rs-000000000000", 1)
     latest = await client.get_latest_resources()
@@ -263,18 +264,18 @@ async def test_watch_resources_without_latest_sends_only_new_versions(client: St
 
 async def test_unknown_rollout_is_not_found(client: StoreClient) -> None:
     missing = "ro-0123456789ab"
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
+    with pytest.raises(StoreError) as raised:
         await client.get_rollout(missing)
-    assert raised.value.code() == grpc.StatusCode.NOT_FOUND
-    assert missing in (raised.value.details() or "")
+    assert raised.value.code == grpc.StatusCode.NOT_FOUND
+    assert missing in (raised.value.details or "")
 
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
+    with pytest.raises(StoreError) as raised:
         await client.update_attempt(missing, "latest", "succeeded")
-    assert raised.value.code() == grpc.StatusCode.NOT_FOUND
+    assert raised.value.code == grpc.StatusCode.NOT_FOUND
 
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
+    with pytest.raises(StoreError) as raised:
         await client.add_spans([make_span(missing, "at-00000000", "orphan")])
-    assert raised.value.code() == grpc.StatusCode.NOT_FOUND
+    assert raised.value.code == grpc.StatusCode.NOT_FOUND
     assert (await client.statistics()).total_spans == 0
 
 
@@ -291,16 +292,16 @@ async def test_token_is_required_when_the_server_has_one(token_store_server: Sto
     assert token
     for bad_token in (None, "wrong-" + token):
         async with StoreClient(address, bad_token, timeout=STEP_TIMEOUT_S) as anonymous:
-            with pytest.raises(grpc.aio.AioRpcError) as raised:
+            with pytest.raises(StoreError) as raised:
                 await anonymous.enqueue_rollouts(["nope"])
-            assert raised.value.code() == grpc.StatusCode.UNAUTHENTICATED
-            with pytest.raises(grpc.aio.AioRpcError) as raised:
+            assert raised.value.code == grpc.StatusCode.UNAUTHENTICATED
+            with pytest.raises(StoreError) as raised:
                 await anonymous.statistics()
-            assert raised.value.code() == grpc.StatusCode.UNAUTHENTICATED
-            with pytest.raises(grpc.aio.AioRpcError) as raised:
+            assert raised.value.code == grpc.StatusCode.UNAUTHENTICATED
+            with pytest.raises(StoreError) as raised:
                 async with aclosing(anonymous.watch_resources(include_latest=True)) as updates:
                     await asyncio.wait_for(anext(updates), STEP_TIMEOUT_S)
-            assert raised.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert raised.value.code == grpc.StatusCode.UNAUTHENTICATED
 
     async with StoreClient(address, token, timeout=STEP_TIMEOUT_S) as authorized:
         (queued,) = await authorized.enqueue_rollouts(["yes"])

@@ -18,7 +18,7 @@ from agl_bridge.training.dataproto import ConvertOptions, to_dataproto
 from agl_bridge.training.loop import LoopConfig, TrainingLoop
 from agl_bridge.training.validation import collect_rollouts
 from agl_bridge.verl import compose_config
-from agl_bridge.verl.trainer import loop_config
+from agl_bridge.verl.settings import loop_config
 
 TIMEOUT_S = 10.0
 
@@ -160,5 +160,5 @@ async def test_trainer_configs_pass_triplet_options_to_the_store() -> None:
     options = loop_config(compose_config(["agl.triplet_options={mode:TRIPLET_MODE_TRAJECTORY}"])).triplet_options
     assert options == {"mode": "TRIPLET_MODE_TRAJECTORY"}
     async with StoreClient("http://127.0.0.1:9") as client:
-        loop = TrainingLoop(client, object(), [{}], LoopConfig(triplet_options=options))  # type: ignore[arg-type]
+        loop = TrainingLoop(client, object(), [{}], LoopConfig(triplet_options=options))  # type: ignore[arg-type]  # no backend: only the source is read
         assert isinstance(loop.source, StreamTripletSource) and loop.source.options == options

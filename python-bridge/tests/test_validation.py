@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 
 import pytest
@@ -99,7 +100,7 @@ def test_val_resources_merge_sampling_and_leave_the_proxy_engines_alone():
 
 async def test_a_training_batch_never_takes_a_rollout_not_of_mode_train():
     backend = RecordingBackend()
-    loop = TrainingLoop(StoreClient("http://127.0.0.1:9"), backend, [{}], LoopConfig(), log=lambda _: None)
+    loop = TrainingLoop(StoreClient("http://127.0.0.1:9"), backend, [{}], LoopConfig())
     samples = [
         rollout("t0", "g", [triplet([1], [2])], final_reward=1.0, mode="train"),
         rollout("t1", "g", [triplet([1], [3])], final_reward=0.0, mode="train"),
@@ -141,7 +142,6 @@ async def test_loop_validates_before_training_and_every_test_freq_steps(store_ad
                 backend,
                 train_tasks,
                 config,
-                log=lambda _: None,
                 val_dataset=VAL_TASKS,
                 metrics_sink=lambda m, step: logged.append((dict(m), step)),
             )
@@ -209,7 +209,6 @@ async def test_validation_off_and_val_only(store_address):
                 RecordingBackend(),
                 [{"rewards": [1.0, 0.0]}],
                 _config("res-w", total_steps=1, val_before_train=False, test_freq=0),
-                log=lambda _: None,
                 val_dataset=VAL_TASKS,
             )
             await off.run()
@@ -221,7 +220,6 @@ async def test_validation_off_and_val_only(store_address):
                 backend,
                 [{"rewards": [1.0]}],
                 _config("res-w", total_steps=5, val_only=True),
-                log=lambda _: None,
                 val_dataset=VAL_TASKS[:2],
             )
             assert await only.run() == [] and backend.trained == []
@@ -236,19 +234,18 @@ async def test_validation_off_and_val_only(store_address):
         TrainingLoop(StoreClient("http://127.0.0.1:9"), RecordingBackend(), [{}], LoopConfig(val_only=True))
 
 
-async def test_validation_rollouts_in_flight_are_cancelled_when_the_trainer_stops(store_address):
+async def test_validation_rollouts_in_flight_are_cancelled_when_the_trainer_stops(store_address, caplog):
     """Ctrl-C (the loop's task cancelled) during a validation: its rollouts, which no resumed trainer would read,
     are cancelled in the store instead of being left to the runners."""
     from agl_bridge.gen.agl.v1 import types_pb2
 
-    logs: list[str] = []
+    caplog.set_level(logging.INFO, logger="agl_bridge")
     async with StoreClient(store_address) as client:
         loop = TrainingLoop(
             client,
             RecordingBackend(),
             [{"rewards": [1.0]}],
             _config("res-stop", val_n=2),
-            log=logs.append,
             val_dataset=VAL_TASKS[:2],
         )
         await loop.publish()
@@ -263,10 +260,10 @@ async def test_validation_rollouts_in_flight_are_cancelled_when_the_trainer_stop
             await task
         statuses = [types_pb2.RolloutStatus.Name(r.status) for r in await all_rollouts(client)]
     assert statuses == ["ROLLOUT_STATUS_CANCELLED"] * 4
-    assert "[agl] stopping: cancelled 4 validation rollouts not finished yet" in logs
+    assert "stopping: cancelled 4 validation rollouts not finished yet" in caplog.messages
 
 
-async def test_a_failed_update_is_the_error_the_caller_sees_even_when_after_update_fails_too(store_address):
+async def test_a_failed_update_is_the_error_the_caller_sees_even_when_after_update_fails_too(store_address, caplog):
     """The loop undoes ``before_update`` after a failed step; if that fails as well (say, the proxy is gone), it is
     logged and the step's own error still reaches the caller."""
 
@@ -279,24 +276,24 @@ async def test_a_failed_update_is_the_error_the_caller_sees_even_when_after_upda
 
     agents = ScriptedAgents(store_address, "res-f")
     task = asyncio.create_task(agents.run())
-    logs: list[str] = []
+    caplog.set_level(logging.INFO, logger="agl_bridge")
     try:
         async with StoreClient(store_address) as client:
-            loop = TrainingLoop(client, Failing(), [{"rewards": [1.0, 0.0]}] * 2, _config("res-f"), log=logs.append)
+            loop = TrainingLoop(client, Failing(), [{"rewards": [1.0, 0.0]}] * 2, _config("res-f"))
             with pytest.raises(RuntimeError, match="actor update failed"):
                 await loop.run()
     finally:
         task.cancel()
-    assert any("could not resume the LLM proxy" in line for line in logs)
+    assert any("could not resume the LLM proxy" in line for line in caplog.messages)
 
 
-async def test_rollouts_that_outlast_rollout_timeout_are_cancelled_and_left_out(store_address):
-    logs: list[str] = []
+async def test_rollouts_that_outlast_rollout_timeout_are_cancelled_and_left_out(store_address, caplog):
+    caplog.set_level(logging.INFO, logger="agl_bridge")
     async with StoreClient(store_address) as client:
-        loop = TrainingLoop(client, RecordingBackend(), [{}], _config("res-late", n=3), log=logs.append)
+        loop = TrainingLoop(client, RecordingBackend(), [{}], _config("res-late", n=3))
         await loop.publish()
         ids = await loop._enqueue(0)  # no runner claims them
-        assert await loop._wait(ids, timeout=0.5) == []
+        assert await loop.rollouts.wait(ids, timeout=0.5) == []
         statuses = {r.rollout_id: r.status for r in await all_rollouts(client) if r.rollout_id in set(ids)}
     assert len(ids) == 6 and set(statuses.values()) == {6}  # ROLLOUT_STATUS_CANCELLED
-    assert "[agl] 6 rollouts did not finish within 0 s: 6 cancelled" in logs
+    assert "6 rollouts did not finish within 0 s: 6 cancelled" in caplog.messages

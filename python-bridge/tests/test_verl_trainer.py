@@ -32,13 +32,8 @@ from agl_bridge.training.advantage import compute_rollout_level_advantage  # noq
 from agl_bridge.training.dataproto import ConvertOptions, to_dataproto  # noqa: E402
 from agl_bridge.training.task_files import load_tasks  # noqa: E402
 from agl_bridge.verl import VerlBackend, compose_config  # noqa: E402
-from agl_bridge.verl.trainer import (  # noqa: E402
-    AglRayPPOTrainer,
-    AglTaskRunner,
-    loop_config,
-    rollout_correction,
-    val_sampling,
-)
+from agl_bridge.verl.settings import loop_config, rollout_correction, val_sampling  # noqa: E402
+from agl_bridge.verl.trainer import AglRayPPOTrainer, AglTaskRunner  # noqa: E402
 
 
 def test_config_composes_on_top_of_verl_ppo_trainer():
@@ -56,7 +51,7 @@ def test_config_composes_on_top_of_verl_ppo_trainer():
     assert cfg.actor_rollout_ref.rollout.mode == "async"
     assert cfg.algorithm.adv_estimator == "grpo"
     assert cfg.data.filter_overlong_prompts is False
-    assert cfg.agl.store == "http://store:1" and cfg.agl.llm_name == "main_llm"
+    assert cfg.agl.store == "http://store:1" and loop_config(cfg).llm_name == "main_llm"
     assert cfg.agl.drain_timeout == 60
     loop = loop_config(cfg)
     assert (loop.n, loop.tasks_per_step, loop.total_steps) == (8, 16, 3)
@@ -491,7 +486,8 @@ def record_admin(backend: VerlBackend, events: list[str]) -> None:
         events.append("resume")
         return await resume(*args, **kwargs)
 
-    admin.pause, admin.drain, admin.resume = recorded_pause, recorded_drain, recorded_resume
+    # Wrapped on this instance: the real routes still answer.
+    vars(admin).update(pause=recorded_pause, drain=recorded_drain, resume=recorded_resume)
 
 
 class HookedCheckpointManager:

@@ -20,6 +20,7 @@ from verl.trainer.ppo import core_algos
 from verl.utils.torch_functional import logprobs_from_logits
 from verl.workers.config import ActorConfig
 
+from agl_bridge.errors import ConfigError
 from agl_bridge.local.batching import Generation, SampleRequest, sample_batch
 from agl_bridge.training.rollout_correction import apply_rollout_correction
 
@@ -146,7 +147,7 @@ class Policy:
             return torch.optim.SGD(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
         if cfg.optimizer == "adamw":
             return torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
-        raise ValueError(f"unknown optimizer {cfg.optimizer!r} (adamw or sgd)")
+        raise ConfigError(f"unknown optimizer {cfg.optimizer!r} (adamw or sgd)")
 
     async def run(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)

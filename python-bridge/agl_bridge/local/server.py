@@ -61,7 +61,7 @@ class PolicyServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
-        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
+        sockets = site._server.sockets if site._server else []
         port = sockets[0].getsockname()[1] if sockets else self.port
         self.base_url = f"http://{self.host}:{port}/v1"
         return self.base_url

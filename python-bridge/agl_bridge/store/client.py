@@ -1,67 +1,33 @@
 """An asyncio client of the agl store (``agl.v1.LightningStore`` and ``agl.v1.ResourceService``) over ``grpc.aio``.
 
-Errors are ``grpc.aio.AioRpcError`` with the store's gRPC codes (``NOT_FOUND``, ``INVALID_ARGUMENT``,
-``UNAUTHENTICATED``...). Reads and ``AddSpans`` (idempotent by span id) are retried on ``UNAVAILABLE``; calls that
+Errors are ``agl_bridge.errors.StoreError`` with the store's gRPC code (``error.code``: ``NOT_FOUND``,
+``INVALID_ARGUMENT``, ``UNAUTHENTICATED``...) and message (``error.details``); bad arguments are ``ConfigError``s,
+raised before any call. Reads and ``AddSpans`` (idempotent by span id) are retried on ``UNAVAILABLE``; calls that
 change state are never retried automatically, since a retry could apply them twice.
 """
 
 from __future__ import annotations
 
-import asyncio
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from types import EllipsisType, TracebackType
-from typing import Any, Final, TypeVar, cast
-from urllib.parse import urlsplit
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from typing import Any, Final
 
-import grpc
-import grpc.aio
-from google.protobuf import json_format
-
+from agl_bridge.errors import ConfigError
 from agl_bridge.gen.agl.v1 import (
     resources_pb2,
-    resources_pb2_grpc,
     store_pb2,
-    store_pb2_grpc,
     triplets_pb2,
-    triplets_pb2_grpc,
     types_pb2,
 )
-from agl_bridge.store.convert import _enum_number, to_struct, to_value
+from agl_bridge.store import requests as build
+from agl_bridge.store.connection import StoreConnection, parse_address
+from agl_bridge.store.convert import to_struct, to_value
+from agl_bridge.store.requests import AttemptStatusLike, RolloutStatusLike
 
 __all__ = ["StoreClient", "new_group_id", "parse_address"]
 
-_T = TypeVar("_T")
-
-MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
-# Tries of a retryable call, and the first backoff (doubled after each failure).
-RETRY_ATTEMPTS: Final = 3
-RETRY_BASE_DELAY_S: Final = 0.1
 # How much longer than a server-side wait the gRPC deadline is, so the server answers before the deadline fires.
 LONG_POLL_MARGIN_S: Final = 5.0
-
-RolloutStatusLike = int | str
-AttemptStatusLike = int | str
-
-
-def parse_address(address: str) -> tuple[str, bool]:
-    """Splits ``http://host:port``, ``https://host:port`` or ``host:port`` into a gRPC target and whether the
-    channel uses TLS (only ``https``). Other gRPC targets (``unix:/path``, ``dns:///host:port``) pass through."""
-    address = address.strip()
-    if not address:
-        raise ValueError("empty store address")
-    lowered = address.lower()
-    if not lowered.startswith(("http://", "https://")):
-        return address, False
-    parts = urlsplit(address)
-    if not parts.hostname:
-        raise ValueError(f"no host in store address {address!r}")
-    if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise ValueError(f"store address {address!r} must not have a path")
-    secure = parts.scheme.lower() == "https"
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    port = parts.port if parts.port is not None else (443 if secure else 80)
-    return f"{host}:{port}", secure
 
 
 def new_group_id() -> str:
@@ -69,32 +35,7 @@ def new_group_id() -> str:
     return "grp-" + secrets.token_hex(8)
 
 
-def _rollout_status(value: RolloutStatusLike) -> types_pb2.RolloutStatus:
-    return cast(types_pb2.RolloutStatus, _enum_number(types_pb2.RolloutStatus, "ROLLOUT_STATUS_", value))
-
-
-def _attempt_status(value: AttemptStatusLike) -> types_pb2.AttemptStatus:
-    return cast(types_pb2.AttemptStatus, _enum_number(types_pb2.AttemptStatus, "ATTEMPT_STATUS_", value))
-
-
-def _page(limit: int | None, offset: int, sort_by: str, sort_order: int | str) -> types_pb2.Page:
-    page = types_pb2.Page(
-        sort_by=sort_by,
-        sort_order=_enum_number(types_pb2.SortOrder, "SORT_ORDER_", sort_order),  # type: ignore[arg-type]
-        offset=offset,
-    )
-    if limit is not None:
-        page.limit = limit
-    return page
-
-
-def _rollout_config(config: types_pb2.RolloutConfig | Mapping[str, Any] | None) -> types_pb2.RolloutConfig | None:
-    if config is None or isinstance(config, types_pb2.RolloutConfig):
-        return config
-    return cast(types_pb2.RolloutConfig, json_format.ParseDict(dict(config), types_pb2.RolloutConfig()))
-
-
-class StoreClient:
+class StoreClient(StoreConnection):
     """An asyncio client of one agl store server.
 
     ``address`` is ``http://host:port``, ``https://host:port`` (TLS) or ``host:port``; ``token`` is sent as
@@ -105,106 +46,6 @@ class StoreClient:
     Enum arguments take the enum number or its name, with or without prefix and in any case (``"succeeded"``,
     ``"ATTEMPT_STATUS_SUCCEEDED"``, ``types_pb2.ATTEMPT_STATUS_SUCCEEDED``).
     """
-
-    def __init__(self, address: str, token: str | None = None, *, timeout: float = 30.0) -> None:
-        self._target, self._secure = parse_address(address)
-        self._timeout = timeout
-        self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
-        self._channel: grpc.aio.Channel | None = None
-        self._store_stub: store_pb2_grpc.LightningStoreStub | None = None
-        self._resources_stub: resources_pb2_grpc.ResourceServiceStub | None = None
-        self._triplets_stub: triplets_pb2_grpc.TripletServiceStub | None = None
-        self._closed = False
-
-    # -- lifecycle ---------------------------------------------------------------------------------------------
-
-    @property
-    def target(self) -> str:
-        """The gRPC target, ``host:port``."""
-        return self._target
-
-    @property
-    def metadata(self) -> tuple[tuple[str, str], ...]:
-        """The metadata sent with every call (the authorization header), for calls made on the raw stubs."""
-        return self._metadata
-
-    @property
-    def store(self) -> store_pb2_grpc.LightningStoreStub:
-        """The raw ``LightningStore`` stub, for RPCs this class does not wrap (pass ``metadata=client.metadata``)."""
-        self._connect()
-        assert self._store_stub is not None
-        return self._store_stub
-
-    @property
-    def resources(self) -> resources_pb2_grpc.ResourceServiceStub:
-        """The raw ``ResourceService`` stub (pass ``metadata=client.metadata``)."""
-        self._connect()
-        assert self._resources_stub is not None
-        return self._resources_stub
-
-    @property
-    def triplets(self) -> triplets_pb2_grpc.TripletServiceStub:
-        """The raw ``TripletService`` stub (pass ``metadata=client.metadata``)."""
-        self._connect()
-        assert self._triplets_stub is not None
-        return self._triplets_stub
-
-    def _connect(self) -> None:
-        if self._closed:
-            raise RuntimeError("StoreClient is closed")
-        if self._channel is not None:
-            return
-        options = [
-            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-        ]
-        if self._secure:
-            self._channel = grpc.aio.secure_channel(self._target, grpc.ssl_channel_credentials(), options=options)
-        else:
-            self._channel = grpc.aio.insecure_channel(self._target, options=options)
-        self._store_stub = store_pb2_grpc.LightningStoreStub(self._channel)
-        self._resources_stub = resources_pb2_grpc.ResourceServiceStub(self._channel)
-        self._triplets_stub = triplets_pb2_grpc.TripletServiceStub(self._channel)
-
-    async def close(self) -> None:
-        """Closes the channel, cancelling calls in flight. Idempotent."""
-        self._closed = True
-        channel, self._channel = self._channel, None
-        if channel is not None:
-            await channel.close()
-
-    async def __aenter__(self) -> StoreClient:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    async def _call(
-        self,
-        method: Callable[..., Awaitable[_T]],
-        request: Any,
-        *,
-        retry: bool = False,
-        timeout: float | None | EllipsisType = ...,
-    ) -> _T:
-        """One unary call with the client's metadata and deadline; ``retry`` retries UNAVAILABLE with backoff."""
-        deadline = self._timeout if isinstance(timeout, EllipsisType) else timeout
-        tries = RETRY_ATTEMPTS if retry else 1
-        delay = RETRY_BASE_DELAY_S
-        for attempt in range(1, tries + 1):
-            try:
-                return await method(request, timeout=deadline, metadata=self._metadata)
-            except grpc.aio.AioRpcError as error:
-                if attempt == tries or error.code() != grpc.StatusCode.UNAVAILABLE:
-                    raise
-            await asyncio.sleep(delay)
-            delay *= 2
-        raise AssertionError("unreachable")
 
     # -- rollouts ----------------------------------------------------------------------------------------------
 
@@ -224,13 +65,13 @@ class StoreClient:
         an empty ``resources_id`` means the latest resources. Not retried."""
         if isinstance(inputs, str | bytes | Mapping):
             raise TypeError("inputs is a sequence of task inputs, one per rollout (wrap a single input in a list)")
-        mode_number = 0 if mode is None else _enum_number(types_pb2.RolloutMode, "ROLLOUT_MODE_", mode)
-        rollout_config = _rollout_config(config)
+        mode_number = build.rollout_mode(mode)
+        rollout_config = build.rollout_config(config)
         specs = []
         for task_input in inputs:
             spec = types_pb2.RolloutSpec(
                 input=to_value(task_input),
-                mode=mode_number,  # type: ignore[arg-type]
+                mode=mode_number,
                 group_id=group_id,
                 resources_id=resources_id,
             )
@@ -257,7 +98,7 @@ class StoreClient:
         """Enqueues ``n`` rollouts of the same task input sharing one group id (fresh unless given), as GRPO samples
         a group per task. Returns them in order; ``rollouts[0].group_id`` is the group id. Not retried."""
         if n < 1:
-            raise ValueError(f"a group needs at least one rollout, got n={n}")
+            raise ConfigError(f"a group needs at least one rollout, got n={n}")
         return await self.enqueue_rollouts(
             [input] * n,
             mode=mode,
@@ -280,9 +121,9 @@ class StoreClient:
         """Enqueues ``n`` rollouts of each task input, each task's under a fresh group id, in one atomic call.
         Returns one list of ``n`` rollouts per input, in order. Not retried."""
         if n < 1:
-            raise ValueError(f"a group needs at least one rollout, got n={n}")
-        mode_number = 0 if mode is None else _enum_number(types_pb2.RolloutMode, "ROLLOUT_MODE_", mode)
-        rollout_config = _rollout_config(config)
+            raise ConfigError(f"a group needs at least one rollout, got n={n}")
+        mode_number = build.rollout_mode(mode)
+        rollout_config = build.rollout_config(config)
         specs = []
         for task_input in inputs:
             group_id = new_group_id()
@@ -292,7 +133,7 @@ class StoreClient:
                     input=value,
                     mode=mode_number,
                     group_id=group_id,
-                    resources_id=resources_id,  # type: ignore[arg-type]
+                    resources_id=resources_id,
                 )
                 if rollout_config is not None:
                     spec.config.CopyFrom(rollout_config)
@@ -336,12 +177,12 @@ class StoreClient:
         """Rollouts matching the given conditions (combined by ``filter_logic``, ``"and"``/``"or"``), paginated;
         ``response.rollouts`` and ``response.page.total``. Empty conditions mean "any"."""
         request = store_pb2.QueryRolloutsRequest(
-            status_in=[_rollout_status(status) for status in status_in],
+            status_in=[build.rollout_status(status) for status in status_in],
             rollout_id_in=list(rollout_id_in),
             rollout_id_contains=rollout_id_contains,
             group_id=group_id,
-            filter_logic=_enum_number(types_pb2.FilterLogic, "FILTER_LOGIC_", filter_logic),  # type: ignore[arg-type]
-            page=_page(limit, offset, sort_by, sort_order),
+            filter_logic=build.enum_value(types_pb2.FilterLogic, "FILTER_LOGIC_", filter_logic),
+            page=build.page(limit, offset, sort_by, sort_order),
         )
         return await self._call(self.store.QueryRollouts, request, retry=True)
 
@@ -360,14 +201,14 @@ class StoreClient:
         also cancels the running attempt; ``"queuing"``/``"requeuing"`` re-enqueue. Not retried."""
         request = store_pb2.UpdateRolloutRequest(rollout_id=rollout_id)
         if status is not None:
-            request.status = _rollout_status(status)
+            request.status = build.rollout_status(status)
         if input is not ...:
             request.input.CopyFrom(to_value(input))
         if mode is not None:
-            request.mode = _enum_number(types_pb2.RolloutMode, "ROLLOUT_MODE_", mode)  # type: ignore[assignment]
+            request.mode = build.rollout_mode(mode)
         if resources_id is not None:
             request.resources_id = resources_id
-        rollout_config = _rollout_config(config)
+        rollout_config = build.rollout_config(config)
         if rollout_config is not None:
             request.config.CopyFrom(rollout_config)
         if metadata is not None:
@@ -406,7 +247,7 @@ class StoreClient:
         attempt also moves the rollout (``succeeded`` finishes it, ``failed`` may requeue it). Not retried."""
         request = store_pb2.UpdateAttemptRequest(rollout_id=rollout_id, attempt_id=attempt_id)
         if status is not None:
-            request.status = _attempt_status(status)
+            request.status = build.attempt_status(status)
         if worker_id is not None:
             request.worker_id = worker_id
         if last_heartbeat_time is not None:
@@ -448,7 +289,7 @@ class StoreClient:
             attempt_id=attempt_id,
             name=name,
             after_sequence_id=after_sequence_id,
-            page=_page(limit, offset, "", "asc"),
+            page=build.page(limit, offset, "", "asc"),
         )
         return await self._call(self.store.QuerySpans, request, retry=True)
 
@@ -488,18 +329,13 @@ class StoreClient:
         )
         return response.resources if response.HasField("resources") else None
 
-    async def watch_resources(self, include_latest: bool = False) -> AsyncIterator[types_pb2.ResourcesUpdate]:
+    async def watch_resources(self, include_latest: bool = False) -> AsyncGenerator[types_pb2.ResourcesUpdate, None]:
         """Yields every snapshot as it is published, in order, until the caller stops iterating (the stream has no
         deadline). With ``include_latest`` the current latest snapshot, if any, comes first — receiving it also
         tells the caller the subscription is live. Close it with ``contextlib.aclosing`` or by breaking out."""
-        call = self.resources.WatchResources(
-            resources_pb2.WatchResourcesRequest(include_latest=include_latest), metadata=self._metadata
-        )
-        try:
-            async for update in call:
-                yield update
-        finally:
-            call.cancel()
+        request = resources_pb2.WatchResourcesRequest(include_latest=include_latest)
+        async for update in self._stream(self.resources.WatchResources(request, metadata=self._metadata)):
+            yield update
 
     # -- triplets ----------------------------------------------------------------------------------------------
 
@@ -516,7 +352,7 @@ class StoreClient:
         status_in: Iterable[RolloutStatusLike] = (),
         options: triplets_pb2.TripletOptions | Mapping[str, Any] | None = None,
         timeout: float | None = None,
-    ) -> AsyncIterator[triplets_pb2.StreamTripletsResponse]:
+    ) -> AsyncGenerator[triplets_pb2.StreamTripletsResponse, None]:
         """Yields ``StreamTripletsResponse`` messages (one finished rollout each, or a ``caught_up`` marker) after
         ``cursor``. Keep the last ``response.cursor`` you handled and pass it back to resume with nothing lost or
         repeated (a cursor belongs to the ``rollout_ids``/``group_id`` filters it was issued for). With ``follow`` the
@@ -524,24 +360,18 @@ class StoreClient:
         request = triplets_pb2.StreamTripletsRequest(
             rollout_ids=list(rollout_ids),
             group_id=group_id,
-            rollout_mode=0 if mode is None else _enum_number(types_pb2.RolloutMode, "ROLLOUT_MODE_", mode),  # type: ignore[arg-type]
+            rollout_mode=build.rollout_mode(mode),
             resources_id=resources_id,
             resources_version=resources_version,
-            status_in=[_rollout_status(status) for status in status_in],
+            status_in=[build.rollout_status(status) for status in status_in],
             cursor=cursor,
             follow=follow,
         )
-        if options is not None:
-            if isinstance(options, triplets_pb2.TripletOptions):
-                request.options.CopyFrom(options)
-            else:
-                json_format.ParseDict(dict(options), request.options)
-        call = self.triplets.StreamTriplets(request, timeout=timeout, metadata=self._metadata)
-        try:
-            async for response in call:
-                yield response
-        finally:
-            call.cancel()
+        build.triplet_options(request.options, options)
+        async for response in self._stream(
+            self.triplets.StreamTriplets(request, timeout=timeout, metadata=self._metadata)
+        ):
+            yield response
 
     async def get_rollout_triplets(
         self,
@@ -551,9 +381,5 @@ class StoreClient:
     ) -> triplets_pb2.RolloutTriplets:
         """The triplets of one rollout (latest attempt unless ``attempt_id`` is given), finished or not."""
         request = triplets_pb2.GetRolloutTripletsRequest(rollout_id=rollout_id, attempt_id=attempt_id)
-        if options is not None:
-            if isinstance(options, triplets_pb2.TripletOptions):
-                request.options.CopyFrom(options)
-            else:
-                json_format.ParseDict(dict(options), request.options)
+        build.triplet_options(request.options, options)
         return await self._call(self.triplets.GetRolloutTriplets, request, retry=True)

@@ -10,12 +10,15 @@ import math
 import secrets
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from google.protobuf import struct_pb2
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 
+from agl_bridge.errors import ConfigError, DataError
 from agl_bridge.gen.agl.v1 import types_pb2
+
+_E = TypeVar("_E")
 
 __all__ = [
     "from_attribute_value",
@@ -45,7 +48,8 @@ def to_value(obj: Any) -> struct_pb2.Value:
     """Converts a JSON-compatible Python value (None, bool, int, float, str, list/tuple, str-keyed mapping) to a
     ``google.protobuf.Value``. A ``Value`` is returned as is.
 
-    Raises ``ValueError`` for NaN/infinity and for integers beyond +-2**53 (a Value stores numbers as doubles; pass
+    Raises ``DataError`` (a ``ValueError``) for NaN/infinity and for integers beyond +-2**53 (a Value stores numbers as
+    doubles; pass
     such numbers as strings), ``TypeError`` for anything else that is not JSON.
     """
     if isinstance(obj, struct_pb2.Value):
@@ -97,11 +101,11 @@ def _fill_value(value: struct_pb2.Value, obj: Any) -> None:
         value.bool_value = obj
     elif isinstance(obj, int):
         if abs(obj) > _MAX_SAFE_INT:
-            raise ValueError(f"integer {obj} is beyond +-2**53, which a protobuf Value cannot hold exactly")
+            raise DataError(f"integer {obj} is beyond +-2**53, which a protobuf Value cannot hold exactly")
         value.number_value = float(obj)
     elif isinstance(obj, float):
         if not math.isfinite(obj):
-            raise ValueError(f"{obj} is not a JSON number")
+            raise DataError(f"{obj} is not a JSON number")
         value.number_value = obj
     elif isinstance(obj, str):
         value.string_value = obj
@@ -171,19 +175,28 @@ def from_attribute_value(value: types_pb2.AttributeValue) -> Any:
 
 def _check_int64(number: int) -> int:
     if not _INT64_MIN <= number <= _INT64_MAX:
-        raise ValueError(f"integer attribute {number} does not fit in 64 bits")
+        raise DataError(f"integer attribute {number} does not fit in 64 bits")
     return number
 
 
-def _enum_number(enum: EnumTypeWrapper, prefix: str, value: int | str) -> int:
-    """An enum number from a number or a name, with or without its prefix, in any case ("succeeded")."""
+def enum_value(enum: type[_E], prefix: str, value: int | str) -> _E:
+    """An enum value from a number or a name, with or without its prefix, in any case ("succeeded"), typed as the
+    enum (as the generated stubs type enum fields)."""
+    wrapper = cast(EnumTypeWrapper, enum)
     if isinstance(value, str):
         name = value.upper()
         if not name.startswith(prefix):
             name = prefix + name
-        return int(enum.Value(name))
-    enum.Name(value)  # raises ValueError for an unknown number
-    return int(value)
+        if name not in wrapper.keys():
+            raise ConfigError(f"unknown {wrapper.DESCRIPTOR.name} {value!r}: one of {_names(wrapper, prefix)}")
+        return cast(_E, wrapper.Value(name))
+    if value not in wrapper.values():
+        raise ConfigError(f"unknown {wrapper.DESCRIPTOR.name} number {value}: one of {_names(wrapper, prefix)}")
+    return cast(_E, value)
+
+
+def _names(enum: EnumTypeWrapper, prefix: str) -> str:
+    return ", ".join(name.removeprefix(prefix).lower() for name in enum.keys())
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -248,8 +261,8 @@ def make_span(
     if parent_id:
         span.parent.CopyFrom(types_pb2.SpanContext(trace_id=trace_id, span_id=parent_id))
     if status is not None or status_description:
-        code = 0 if status is None else _enum_number(types_pb2.StatusCode, "STATUS_CODE_", status)
-        span.status.CopyFrom(types_pb2.SpanStatus(code=code, description=status_description))  # type: ignore[arg-type]
+        code = enum_value(types_pb2.StatusCode, "STATUS_CODE_", 0 if status is None else status)
+        span.status.CopyFrom(types_pb2.SpanStatus(code=code, description=status_description))
     for key, item in (attributes or {}).items():
         span.attributes[key].CopyFrom(to_attribute_value(item))
     return span
@@ -276,8 +289,8 @@ def llm_resource(
 
 def prompt_template_resource(template: str, engine: int | str = "f_string") -> types_pb2.Resource:
     """A ``PromptTemplate`` resource; ``engine`` is a ``TemplateEngine`` or ``"f_string"``/``"jinja"``."""
-    number = _enum_number(types_pb2.TemplateEngine, "TEMPLATE_ENGINE_", engine)
-    return types_pb2.Resource(prompt_template=types_pb2.PromptTemplate(template=template, engine=number))  # type: ignore[arg-type]
+    number = enum_value(types_pb2.TemplateEngine, "TEMPLATE_ENGINE_", engine)
+    return types_pb2.Resource(prompt_template=types_pb2.PromptTemplate(template=template, engine=number))
 
 
 def json_resource(obj: Any) -> types_pb2.Resource:

@@ -29,11 +29,9 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from agl_bridge.errors import ConfigError, ProxyAdminError
+
 __all__ = ["ProxyAdmin", "ProxyAdminError", "admin_base_url"]
-
-
-class ProxyAdminError(RuntimeError):
-    """The proxy could not be reached, refused the request or answered something unexpected."""
 
 
 def admin_base_url(proxy_url: str) -> str:
@@ -41,7 +39,7 @@ def admin_base_url(proxy_url: str) -> str:
     ``/v1``. ``http://h:4748/v1`` → ``http://h:4748``; ``http://h/llm/v1/`` → ``http://h/llm``."""
     parts = urlsplit(proxy_url.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"the LLM proxy URL must be http(s)://host[:port][/v1], got {proxy_url!r}")
+        raise ConfigError(f"the LLM proxy URL must be http(s)://host[:port][/v1], got {proxy_url!r}")
     path = parts.path.rstrip("/")
     if path.endswith("/v1"):
         path = path[: -len("/v1")]
@@ -64,7 +62,7 @@ class ProxyAdmin:
         with 429 once it waited its ``pauseMaxWaitMs``, 300 s by default), ``reject`` answers 429 with
         ``Retry-After`` at once. Calls already in flight go on; ``drain`` waits for them."""
         if mode not in ("wait", "reject"):
-            raise ValueError(f'mode must be "wait" or "reject", got {mode!r}')
+            raise ConfigError(f'mode must be "wait" or "reject", got {mode!r}')
         body: dict[str, Any] = {"mode": mode}
         if retry_after_seconds is not None:
             body["retry_after_seconds"] = retry_after_seconds

@@ -8,12 +8,12 @@ store that does not serve ``TripletService`` gets ``TripletServiceMissing``, not
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, Protocol
 
 import grpc
-import grpc.aio
 
+from agl_bridge.errors import StoreError, TripletServiceMissing
 from agl_bridge.gen.agl.v1 import triplets_pb2
 from agl_bridge.store.client import StoreClient
 from agl_bridge.store.triplets import RolloutTriplets
@@ -21,17 +21,6 @@ from agl_bridge.store.triplets import RolloutTriplets
 __all__ = ["StreamTripletSource", "TripletServiceMissing", "TripletSource", "read_triplets"]
 
 TripletOptionsLike = triplets_pb2.TripletOptions | Mapping[str, Any] | None
-
-
-class TripletServiceMissing(RuntimeError):
-    """The store answered ``UNIMPLEMENTED`` to ``StreamTriplets``: it does not serve ``agl.v1.TripletService``."""
-
-    def __init__(self, target: str) -> None:
-        super().__init__(
-            f"the store at {target} does not serve agl.v1.TripletService, which trainers read triplets from "
-            "(triplets are built from spans by the TypeScript adapter in the store server, never in Python); "
-            "point the trainer at an `agl serve` store server"
-        )
 
 
 class TripletSource(Protocol):
@@ -49,14 +38,16 @@ class TripletSource(Protocol):
     def load_state(self, state: dict[str, Any]) -> None: ...
 
 
-async def read_triplets(client: StoreClient, **request: Any) -> AsyncIterator[triplets_pb2.StreamTripletsResponse]:
+async def read_triplets(
+    client: StoreClient, **request: Any
+) -> AsyncGenerator[triplets_pb2.StreamTripletsResponse, None]:
     """``client.stream_triplets(**request)``, with ``TripletServiceMissing`` instead of a bare ``UNIMPLEMENTED``."""
     stream = client.stream_triplets(**request)
     try:
         async for message in stream:
             yield message
-    except grpc.aio.AioRpcError as error:
-        if error.code() == grpc.StatusCode.UNIMPLEMENTED:
+    except StoreError as error:
+        if error.code == grpc.StatusCode.UNIMPLEMENTED:
             raise TripletServiceMissing(client.target) from error
         raise
     finally:
@@ -95,8 +86,8 @@ class StreamTripletSource:
                     self.cursor = message.cursor
                 if len(got) == len(wanted):
                     break
-        except grpc.aio.AioRpcError as error:
-            if error.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+        except StoreError as error:
+            if error.code != grpc.StatusCode.DEADLINE_EXCEEDED:
                 raise
         finally:
             await stream.aclose()

@@ -17,15 +17,15 @@ Triplet = triplets_pb2.Triplet
 RolloutTriplets = triplets_pb2.RolloutTriplets
 
 
-def mode_name(mode: int) -> str:
+def mode_name(mode: types_pb2.RolloutMode) -> str:
     """``"train"``/``"val"``/``"test"`` for a ``RolloutMode``; ``""`` for unspecified."""
-    name = types_pb2.RolloutMode.Name(mode).removeprefix("ROLLOUT_MODE_").lower()  # type: ignore[arg-type]
+    name = types_pb2.RolloutMode.Name(mode).removeprefix("ROLLOUT_MODE_").lower()
     return "" if name == "unspecified" else name
 
 
-def status_name(status: int) -> str:
+def status_name(status: types_pb2.RolloutStatus) -> str:
     """``"succeeded"``, ``"failed"``, … for a ``RolloutStatus``; ``""`` for unspecified."""
-    name = types_pb2.RolloutStatus.Name(status).removeprefix("ROLLOUT_STATUS_").lower()  # type: ignore[arg-type]
+    name = types_pb2.RolloutStatus.Name(status).removeprefix("ROLLOUT_STATUS_").lower()
     return "" if name == "unspecified" else name
 
 

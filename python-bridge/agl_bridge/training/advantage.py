@@ -18,12 +18,14 @@ from verl import DataProto
 from verl.trainer.ppo.core_algos import AdvantageEstimator
 from verl.trainer.ppo.ray_trainer import compute_advantage
 
+from agl_bridge.errors import ConfigError, DataError
+
 __all__ = ["compute_rollout_level_advantage", "drop_marked_rows", "shape_batch"]
 
 
 def _rollout_rows(data: DataProto) -> dict[str, list[int]]:
     if "rollout_id_list" not in data.non_tensor_batch:
-        raise ValueError("rollout-level advantages need non-tensor 'rollout_id_list'")
+        raise DataError("rollout-level advantages need non-tensor 'rollout_id_list'")
     rows: dict[str, list[int]] = defaultdict(list)
     for i, rollout_id in enumerate(data.non_tensor_batch["rollout_id_list"]):
         rows[str(rollout_id)].append(i)
@@ -45,7 +47,7 @@ def compute_rollout_level_advantage(
     need per-token values (GAE) are refused: a rollout-level advantage is one number per rollout."""
     estimator = AdvantageEstimator(adv_estimator) if isinstance(adv_estimator, str) else adv_estimator
     if estimator == AdvantageEstimator.GAE:
-        raise ValueError("GAE needs per-token values; rollout-level advantages support outcome estimators only")
+        raise ConfigError("GAE needs per-token values; rollout-level advantages support outcome estimators only")
     if "token_level_rewards" not in data.batch.keys():
         data.batch["token_level_rewards"] = data.batch["token_level_scores"].clone()
     rows = _rollout_rows(data)
@@ -59,11 +61,11 @@ def compute_rollout_level_advantage(
     bad_uid = np.nonzero(uids != uids[rep_of_row])[0]
     if bad_uid.size:
         i = int(bad_uid[0])
-        raise ValueError(f"rows of rollout {data.non_tensor_batch['rollout_id_list'][i]} have different uids")
+        raise DataError(f"rows of rollout {data.non_tensor_batch['rollout_id_list'][i]} have different uids")
     bad_reward = torch.nonzero(~torch.isclose(totals, totals[torch.from_numpy(rep_of_row)])).flatten()
     if bad_reward.numel():
         i = int(bad_reward[0])
-        raise ValueError(f"rows of rollout {data.non_tensor_batch['rollout_id_list'][i]} have different rewards")
+        raise DataError(f"rows of rollout {data.non_tensor_batch['rollout_id_list'][i]} have different rewards")
 
     rep = data.select_idxs(np.array(representatives, dtype=np.int64))
     rep = compute_advantage(
@@ -80,7 +82,7 @@ def compute_rollout_level_advantage(
     scalar_ret = (rep.batch["returns"] * rep_mask).sum(dim=-1) / count
     spread = ((rep.batch["advantages"] - scalar_adv[:, None]).abs() * rep_mask).amax(dim=-1)
     if spread.numel() and float(spread.max()) > 1e-5:
-        raise ValueError(f"estimator {estimator} gave a per-token advantage, not one number per rollout")
+        raise DataError(f"estimator {estimator} gave a per-token advantage, not one number per rollout")
     mask = data.batch["response_mask"].to(torch.float32)
     index = torch.from_numpy(row_rollout)
     data.batch["advantages"] = scalar_adv[index][:, None] * mask

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from verl import DataProto
 
+from agl_bridge.errors import ConfigError, DataError
 from agl_bridge.store.triplets import RolloutTriplets, final_reward
 
 __all__ = ["ConvertOptions", "ConvertStats", "to_dataproto"]
@@ -111,7 +112,7 @@ def _rows(rollouts: Sequence[RolloutTriplets], options: ConvertOptions, stats: C
         if rollout.triplets:
             stats.n_rollouts_with_triplets += 1
         if not rollout.group_id:
-            raise ValueError(f"rollout {rollout.rollout_id} has no group id (GRPO groups rollouts by it)")
+            raise DataError(f"rollout {rollout.rollout_id} has no group id (GRPO groups rollouts by it)")
         for triplet in rollout.triplets:
             stats.n_triplets += 1
             prompt, response = list(triplet.prompt_token_ids), list(triplet.response_token_ids)
@@ -119,7 +120,7 @@ def _rows(rollouts: Sequence[RolloutTriplets], options: ConvertOptions, stats: C
             # Empty logprobs: not every merged call had them (see agl.v1.Triplet).
             logprobs = list(triplet.logprobs) or None
             if len(mask) != len(response) or (logprobs is not None and len(logprobs) != len(response)):
-                raise ValueError(f"rollout {rollout.rollout_id}: response mask/logprobs do not match the response ids")
+                raise DataError(f"rollout {rollout.rollout_id}: response mask/logprobs do not match the response ids")
             drop = False
             if max_p is not None and len(prompt) > max_p:
                 prompt, drop = prompt[:max_p], True
@@ -153,13 +154,13 @@ def to_dataproto(
     rollouts: Sequence[RolloutTriplets], options: ConvertOptions, meta_info: dict[str, Any] | None = None
 ) -> tuple[DataProto, ConvertStats]:
     """Builds the training batch from finished rollouts (see the module doc for keys and rules). Raises
-    ``ValueError`` when no row is left (a trainer skips such a step)."""
+    ``DataError`` when no row is left (a trainer skips such a step)."""
     stats = ConvertStats()
     rows = _rows(rollouts, options, stats)
     if not rows:
-        raise ValueError(f"no trainable rows in {stats.n_rollouts} rollouts ({stats.n_triplets} triplets)")
+        raise DataError(f"no trainable rows in {stats.n_rollouts} rollouts ({stats.n_triplets} triplets)")
     if options.pad_to_max and (options.max_prompt_length is None or options.max_response_length is None):
-        raise ValueError("pad_to_max needs max_prompt_length and max_response_length")
+        raise ConfigError("pad_to_max needs max_prompt_length and max_response_length")
     p_len = options.max_prompt_length if options.pad_to_max else max(len(r.prompt) for r in rows)
     r_len = options.max_response_length if options.pad_to_max else max(len(r.response) for r in rows)
     assert p_len is not None and r_len is not None

@@ -8,12 +8,13 @@ from collections.abc import Iterable
 
 from google.protobuf import json_format
 
+from agl_bridge.errors import AglError
 from agl_bridge.gen.agl.v1 import types_pb2
 
 __all__ = ["EmptyStepGuard", "TrainingAborted", "rollout_error"]
 
 
-class TrainingAborted(RuntimeError):
+class TrainingAborted(AglError):
     """Training cannot go on (nothing to train, a call the engine can never answer); the message says why."""
 
 
@@ -59,4 +60,4 @@ class EmptyStepGuard:
                 f"first errors:\n  {first}"
             )
         shown = f": {errors[0]}" if errors else ""
-        return f"[agl] step {step + 1}: nothing to train ({len(errors)} rollouts did not succeed{shown})"
+        return f"step {step + 1}: nothing to train ({len(errors)} rollouts did not succeed{shown})"

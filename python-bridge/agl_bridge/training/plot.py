@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["reward_plot", "reward_png"]
+__all__ = ["FINAL_WINDOW", "reward_plot", "reward_png"]
+
+# A run's final reward is the mean of its last FINAL_WINDOW steps' rewards (the running mean drawn on the PNG).
+FINAL_WINDOW = 5
 
 
 def reward_plot(rewards: Sequence[float], height: int = 10, width: int = 72, lo: float = 0.0, hi: float = 1.0) -> str:
@@ -33,7 +36,7 @@ def reward_png(
     *,
     title: str = "reward per step",
     target: float | None = None,
-    window: int = 5,
+    window: int = FINAL_WINDOW,
     validation: Sequence[tuple[int, float]] = (),
 ) -> Path:
     """Writes the reward per training step (and its running mean over ``window`` steps, a dashed ``target`` line and

@@ -47,5 +47,5 @@ def apply_rollout_correction(
         return data, {}
     if "rollout_log_probs" not in data.batch.keys():
         return data, {"rollout_corr/missing_rollout_log_probs": 1.0}
-    data, metrics = compute_rollout_correction_and_add_to_batch(data, dict(correction))  # type: ignore[arg-type]
+    data, metrics = compute_rollout_correction_and_add_to_batch(data, dict(correction))
     return data, {k: float(v) for k, v in metrics.items()}

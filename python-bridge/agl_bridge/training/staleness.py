@@ -18,12 +18,9 @@ to ``inflight.json`` after every enqueue and every step, and into each checkpoin
 
 from __future__ import annotations
 
-import json
-import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from agl_bridge.store.triplets import RolloutTriplets
@@ -117,11 +114,6 @@ class GroupLedger:
             next_batch=int(state.get("next_batch", 0)),
             updates_by_version={int(v): int(u) for v, u in state.get("updates_by_version", {}).items()},
         )
-
-    def save(self, path: Path) -> None:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.state()))
-        os.replace(tmp, path)
 
     @classmethod
     def restore(cls, saved: Sequence[Mapping[str, Any]], done: set[str], updates: int) -> GroupLedger:

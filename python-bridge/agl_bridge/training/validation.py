@@ -10,6 +10,8 @@ snapshot when validation samples differently from training (VERL's ``rollout.val
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,12 +20,17 @@ from typing import Any
 import numpy as np
 
 from agl_bridge.gen.agl.v1 import types_pb2
+from agl_bridge.log import get_logger
 from agl_bridge.store.client import StoreClient
 from agl_bridge.store.convert import from_struct, to_struct
 from agl_bridge.store.triplet_source import read_triplets
 from agl_bridge.store.triplets import RolloutTriplets, final_reward, status_name
+from agl_bridge.training.config import LoopConfig
+from agl_bridge.training.rollouts import Rollouts
 
-__all__ = ["ValidationResult", "collect_rollouts", "val_metrics", "val_resources"]
+__all__ = ["ValidationResult", "collect_rollouts", "run_validation", "val_metrics", "val_resources"]
+
+log = get_logger("training")
 
 
 @dataclass
@@ -162,3 +169,58 @@ def val_metrics(
         metrics[f"val/{source}/reward_mean"] = float(np.mean(values))
         metrics[f"val/{source}/n"] = float(len(values))
     return metrics
+
+
+async def run_validation(
+    rollouts: Rollouts,
+    resources: Mapping[str, types_pb2.Resource],
+    dataset: Sequence[Any],
+    config: LoopConfig,
+    *,
+    step: int,
+    version: int,
+) -> ValidationResult:
+    """Runs ``dataset`` against the policy published as ``version``: ``val_n`` rollouts of mode ``val`` per task
+    (one group each), waits for them (``val_timeout``, else ``rollout_timeout``), reads their final rewards; nothing
+    is trained. With ``val_sampling``, the rollouts run against their own snapshot ``{resources_id}-val`` (the
+    published ``resources`` sampling that way)."""
+    cfg, client = config, rollouts.client
+    started = time.perf_counter()
+    resources_id, resources_version = cfg.resources_id, version
+    if cfg.val_sampling:
+        resources_id = f"{cfg.resources_id}-val"
+        update = await client.update_resources(
+            resources_id, val_resources(resources, cfg.val_sampling), create_if_missing=True
+        )
+        resources_version = update.version
+    groups = await rollouts.enqueue(
+        dataset, cfg.val_n, mode="val", resources_id=resources_id, metadata={"step": step, "policy_version": version}
+    )
+    group_ids = [[r.rollout_id for r in group] for group in groups]
+    ids = [r for group in group_ids for r in group]
+    try:
+        finished = await rollouts.wait(ids, cfg.val_timeout if cfg.val_timeout is not None else cfg.rollout_timeout)
+    except asyncio.CancelledError:
+        # The trainer is stopping (Ctrl-C, a cancelled task): a resumed trainer validates afresh and never reads
+        # these, so the runners should not spend their time on them. (Training rollouts stay: pending.json hands
+        # them to the resumed step.)
+        cancelled = await rollouts.cancel(ids)
+        if cancelled is not None:
+            log.info("stopping: cancelled %d validation rollouts not finished yet", cancelled)
+        raise
+    samples = await collect_rollouts(client, finished, cfg.collect_timeout, options=cfg.triplet_options)
+    metrics = val_metrics(dataset, group_ids, samples, reward_fillna=cfg.reward_fillna)
+    metrics["val/policy_version"] = float(version)
+    wall = time.perf_counter() - started
+    metrics["timing_s/validation"] = wall
+    return ValidationResult(
+        step=step,
+        version=version,
+        reward_mean=metrics["val/reward_mean"],
+        n=len(ids),
+        resources_id=resources_id,
+        resources_version=resources_version,
+        rollout_ids=ids,
+        wall_s=wall,
+        metrics=metrics,
+    )

@@ -17,6 +17,7 @@ import hydra
 import ray
 from omegaconf import DictConfig
 
+from agl_bridge.log import configure_logging
 from agl_bridge.verl.compose import CONFIG_DIR, device_overrides
 
 
@@ -26,6 +27,7 @@ def main(config: DictConfig) -> None:
 
     from agl_bridge.verl.trainer import AglTaskRunner
 
+    configure_logging()
     run_ppo(config, task_runner_class=ray.remote(num_cpus=1)(AglTaskRunner))
 
 

@@ -5,9 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +13,12 @@ from verl import DataProto
 from verl.utils.metric import reduce_metrics
 from verl.utils.profiler import simple_timer
 
+from agl_bridge.errors import ProxyAdminError
 from agl_bridge.gen.agl.v1 import types_pb2
+from agl_bridge.log import get_logger
+from agl_bridge.retry import retry
 from agl_bridge.store.convert import llm_resource
-from agl_bridge.store.proxy_admin import ProxyAdmin, ProxyAdminError
+from agl_bridge.store.proxy_admin import ProxyAdmin
 from agl_bridge.training.advantage import shape_batch
 from agl_bridge.training.rollout_correction import apply_rollout_correction
 
@@ -26,6 +26,10 @@ __all__ = ["VerlBackend"]
 
 # What ``save`` writes next to the loop's state: the VERL checkpoint folder it corresponds to.
 VERL_CHECKPOINT_FILE = "verl.json"
+# The first wait before trying to resume the LLM proxy again (doubled after each failure).
+RESUME_RETRY_DELAY_S = 0.5
+
+log = get_logger("verl")
 
 
 class VerlBackend:
@@ -51,7 +55,6 @@ class VerlBackend:
         proxy_token: str | None = None,
         drain_timeout: float = 60.0,
         rollout_correction: dict[str, Any] | None = None,
-        log: Callable[[str], None] | None = None,
     ) -> None:
         self.trainer = trainer
         self.llm_name, self.proxy_url = llm_name, proxy_url
@@ -61,7 +64,6 @@ class VerlBackend:
         self.drain_timeout = drain_timeout
         # VERL's rollout correction, decoupled mode (agl_bridge.training.rollout_correction); None: none.
         self.rollout_correction = rollout_correction
-        self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self._paused = False
         self._pause_metrics: dict[str, float] = {}
 
@@ -123,26 +125,33 @@ class VerlBackend:
         retries, or the attempt's, take them)."""
         if self.proxy is None:
             return None
-        started = time.perf_counter()
+        timing: dict[str, float] = {}
+        with simple_timer("proxy_pause_drain", timing):
+            state, drained = await self._pause_and_drain()
+        self._pause_metrics = {
+            "proxy/in_flight_at_pause": float(int(state.get("inFlight", 0))),
+            "proxy/drained": 1.0 if drained else 0.0,
+            "timing_s/proxy_pause_drain": timing["proxy_pause_drain"],
+        }
+        if not drained:
+            log.warning(
+                "the LLM proxy at %s still had calls in flight after %.0f s (agl.drain_timeout): updating anyway; "
+                "those calls may fail against the sleeping replicas",
+                self.proxy.base,
+                self.drain_timeout,
+            )
+
+    async def _pause_and_drain(self) -> tuple[dict[str, Any], bool]:
+        """Pauses the proxy (mode ``wait``) and drains it; the status at the pause, and whether it drained."""
+        assert self.proxy is not None
         state = await self.proxy.pause("wait")
         self._paused = True
-        in_flight = int(state.get("inFlight", 0))
         try:
             drained = bool((await self.proxy.drain(self.drain_timeout)).get("drained", False))
         except BaseException:
             await self._resume_quietly()
             raise
-        self._pause_metrics = {
-            "proxy/in_flight_at_pause": float(in_flight),
-            "proxy/drained": 1.0 if drained else 0.0,
-            "timing_s/proxy_pause_drain": time.perf_counter() - started,
-        }
-        if not drained:
-            self.log(
-                f"[agl] the LLM proxy at {self.proxy.base} still had calls in flight after {self.drain_timeout:.0f} s "
-                "(agl.drain_timeout): updating anyway; those calls may fail against the sleeping replicas"
-            )
-        return None
+        return state, drained
 
     async def after_update(self) -> None:
         """Resumes the proxy if ``update`` did not (the loop calls this after every step, trained or skipped)."""
@@ -152,23 +161,23 @@ class VerlBackend:
         if self.proxy is None or not self._paused:
             return
         # A proxy left paused stalls every rollout to come: a few tries before giving up loudly.
-        for attempt in range(3):
-            try:
-                await self.proxy.resume()
-                self._paused = False
-                return
-            except ProxyAdminError as error:
-                if attempt == 2:
-                    raise ProxyAdminError(f"could not resume the LLM proxy after the weight update: {error}") from None
-                self.log(f"[agl] resuming the LLM proxy failed ({error}); retrying")
-                await asyncio.sleep(0.5 * (attempt + 1))
+        try:
+            await retry(
+                self.proxy.resume,
+                retryable=lambda error: isinstance(error, ProxyAdminError),
+                base_delay=RESUME_RETRY_DELAY_S,
+                on_retry=lambda error, _: log.warning("resuming the LLM proxy failed (%s); retrying", error),
+            )
+        except ProxyAdminError as error:
+            raise ProxyAdminError(f"could not resume the LLM proxy after the weight update: {error}") from None
+        self._paused = False
 
     async def _resume_quietly(self) -> None:
         """``_resume`` while another error is on its way out: that one is what the caller sees."""
         try:
             await self._resume()
         except Exception as error:  # noqa: BLE001 - reported, not raised over the original error
-            self.log(f"[agl] {error}")
+            log.error("%s", error)
 
     def update_sync(self, data: DataProto) -> dict[str, float]:
         t, cfg = self.trainer, self.trainer.config

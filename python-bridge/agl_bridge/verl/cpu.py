@@ -141,7 +141,7 @@ def _patch_unpinned_offload() -> None:
         return
 
     @dataclasses.dataclass
-    class UnpinnedCPUOffloadPolicy(base):  # type: ignore[misc, valid-type]
+    class UnpinnedCPUOffloadPolicy(base):  # type: ignore[misc, valid-type]  # base is found at run time
         _agl_unpinned = True
 
         def __post_init__(self) -> None:

@@ -4,9 +4,6 @@ the ``TaskRunner`` that builds it inside VERL's Ray driver."""
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-from pathlib import Path
 from typing import Any
 
 import ray
@@ -14,89 +11,17 @@ from omegaconf import OmegaConf
 from verl.trainer import main_ppo
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
+from agl_bridge.errors import ConfigError
+from agl_bridge.log import configure_logging
 from agl_bridge.store.client import StoreClient
-from agl_bridge.training.loop import LoopConfig, TrainingLoop
-from agl_bridge.training.rollout_correction import resolve_rollout_correction
+from agl_bridge.training.loop import TrainingLoop
+from agl_bridge.training.report import write_summary
 from agl_bridge.training.task_files import load_tasks
 from agl_bridge.verl import cpu
 from agl_bridge.verl.backend import VerlBackend
+from agl_bridge.verl.settings import agl_token, loop_config, rollout_correction
 
-__all__ = ["AglRayPPOTrainer", "AglTaskRunner", "agl_token", "loop_config", "rollout_correction", "val_sampling"]
-
-
-def val_sampling(config: Any) -> dict[str, Any] | None:
-    """How validation rollouts sample, from VERL's ``actor_rollout_ref.rollout.val_kwargs``: greedy (temperature 0)
-    unless ``do_sample``, else its temperature and top_p. None when that is how training samples anyway."""
-    rollout = config.actor_rollout_ref.rollout
-    kwargs = rollout.get("val_kwargs")
-    if kwargs is None:
-        return None
-    if not kwargs.get("do_sample", False):
-        return {"temperature": 0.0}
-    sampling: dict[str, Any] = {"temperature": float(kwargs.get("temperature", rollout.temperature))}
-    top_p = float(kwargs.get("top_p", 1.0))
-    if top_p < 1.0:
-        sampling["top_p"] = top_p
-    if sampling == {"temperature": float(rollout.temperature)}:
-        return None
-    return sampling
-
-
-def loop_config(config: Any) -> LoopConfig:
-    """The loop's settings from the Hydra config (VERL keys where VERL has them, ``agl.*`` otherwise)."""
-    agl, data = config.agl, config.data
-    return LoopConfig(
-        total_steps=int(config.trainer.total_training_steps or 1),
-        tasks_per_step=int(data.train_batch_size),
-        n=int(config.actor_rollout_ref.rollout.n),
-        adv_estimator=str(config.algorithm.adv_estimator),
-        norm_adv_by_std_in_grpo=bool(config.algorithm.get("norm_adv_by_std_in_grpo", True)),
-        max_prompt_length=int(data.max_prompt_length),
-        max_response_length=int(data.max_response_length),
-        reward_fillna=float(agl.reward_fillna),
-        resources_id=str(agl.resources_id),
-        llm_name=str(agl.llm_name),
-        triplet_options=dict(agl.triplet_options) if agl.get("triplet_options") else None,
-        rollout_timeout=float(agl.rollout_timeout),
-        collect_timeout=float(agl.collect_timeout),
-        checkpoint_dir=str(config.trainer.default_local_dir) + "/agl",
-        test_freq=int(config.trainer.test_freq),
-        val_before_train=bool(config.trainer.get("val_before_train", True)),
-        val_only=bool(config.trainer.get("val_only", False)),
-        val_n=int(config.actor_rollout_ref.rollout.val_kwargs.get("n", 1)),
-        val_sampling=val_sampling(config),
-        val_timeout=float(agl.val_timeout) if agl.get("val_timeout") is not None else None,
-        # The loop checkpoints (step, cursor, and VERL's own checkpoint through VerlBackend.save) exactly when VERL's
-        # fit would: trainer.save_freq > 0 and a multiple of it, or the last step; -1 (VERL's default): never.
-        save_freq=int(config.trainer.get("save_freq", -1)),
-        resume=str(config.trainer.get("resume_mode", "auto")) != "disable",
-        max_staleness=int(agl.get("max_staleness", 0)),
-    )
-
-
-def rollout_correction(config: Any) -> dict[str, Any] | None:
-    """The update's off-policy correction (``agl_bridge.training.rollout_correction``) from VERL's
-    ``algorithm.rollout_correction``, ``agl.max_staleness`` and ``agl.rollout_correction``."""
-    configured = config.algorithm.get("rollout_correction")
-    settings = OmegaConf.to_container(configured, resolve=True) if configured is not None else None
-    enabled = config.agl.get("rollout_correction")
-    return resolve_rollout_correction(
-        settings,  # type: ignore[arg-type]
-        int(config.agl.get("max_staleness", 0)),
-        None if enabled is None else bool(enabled),
-    )
-
-
-def agl_token(config: Any) -> str | None:
-    """The store's token (also the LLM proxy's): ``agl.token``, else ``$AGL_TOKEN`` (what ``agl train --token``
-    sets for the processes it starts)."""
-    return config.agl.get("token") or os.environ.get("AGL_TOKEN") or None
-
-
-def write_summary(path: str, loop: TrainingLoop) -> None:
-    """The run's summary (``TrainingLoop.summary``: VERL's metrics per step included) as JSON, as ``python -m
-    agl_bridge.local --summary`` writes it; the reward plot and the initial and final reward go to stderr."""
-    Path(path).write_text(json.dumps(loop.summary()))
+__all__ = ["AglRayPPOTrainer", "AglTaskRunner"]
 
 
 class AglRayPPOTrainer(RayPPOTrainer):
@@ -122,7 +47,7 @@ class AglRayPPOTrainer(RayPPOTrainer):
         agl = self.config.agl
         return VerlBackend(
             self,
-            llm_name=str(agl.llm_name),
+            llm_name=loop_config(self.config).llm_name,
             proxy_url=agl.proxy,
             max_ppo_update_times=agl.max_ppo_update_times,
             proxy_token=agl_token(self.config),
@@ -133,7 +58,7 @@ class AglRayPPOTrainer(RayPPOTrainer):
     def _datasets(self) -> tuple[list[Any], list[Any]]:
         agl = self.config.agl
         if not agl.train_dataset:
-            raise ValueError("agl.train_dataset (a JSONL file of task inputs) is required")
+            raise ConfigError("agl.train_dataset (a JSONL file of task inputs) is required")
         val = load_tasks(agl.val_dataset) if agl.get("val_dataset") else []
         return load_tasks(agl.train_dataset), val
 
@@ -148,7 +73,10 @@ class AglRayPPOTrainer(RayPPOTrainer):
             )
             await loop.run()
         if agl.get("summary"):
-            write_summary(str(agl.summary), loop)
+            # As ``python -m agl_bridge.local --summary`` writes it: the JSON (VERL's metrics per step included) and
+            # the reward curve beside it.
+            title = f"agl VERL trainer: reward per step ({self.config.actor_rollout_ref.model.path})"
+            write_summary(str(agl.summary), loop.summary(), title=title)
 
     def _validate(self, merged: bool = False) -> dict[str, float]:
         """VERL's validation hook, through the agl store: publishes the replicas, runs ``agl.val_dataset`` as
@@ -160,7 +88,7 @@ class AglRayPPOTrainer(RayPPOTrainer):
         agl = self.config.agl
         train, val = self._datasets()
         if not val:
-            raise ValueError("agl.val_dataset (task inputs, JSONL or Parquet) is required to validate")
+            raise ConfigError("agl.val_dataset (task inputs, JSONL or Parquet) is required to validate")
         async with StoreClient(str(agl.store), agl_token(self.config)) as client:
             loop = TrainingLoop(client, self._backend(), train, loop_config(self.config), val_dataset=val)
             loop.step = int(getattr(self, "global_steps", 0))
@@ -175,7 +103,9 @@ class AglTaskRunner(main_ppo.TaskRunner):
     gloo process group and resource pools of CPU bundles; everything else is VERL's own."""
 
     def run(self, config: Any) -> None:
-        main_ppo.RayPPOTrainer = AglRayPPOTrainer  # type: ignore[misc] - TaskRunner.run builds the trainer by name
+        # The Ray process VERL runs this in: the bridge's log lines need their format here too.
+        configure_logging()
+        main_ppo.RayPPOTrainer = AglRayPPOTrainer  # TaskRunner.run builds the trainer by this name
         super().run(config)
 
     def add_actor_rollout_worker(self, config: Any) -> Any:
