@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
@@ -25,7 +26,7 @@ BOS = 2
 
 
 @pytest.fixture(scope="module")
-def gemma() -> Policy:
+def gemma() -> Iterator[Policy]:
     if not GEMMA.exists():
         pytest.fail(f"no Gemma GGUF at {GEMMA}: `make model-gemma` assembles it (make test-py depends on it)")
     torch.manual_seed(0)
