@@ -43,7 +43,7 @@ $(STAMPS)/npm: package-lock.json $(STAMPS)/node | $(STAMPS)
 	npm ci --no-audit --no-fund
 	@touch $@
 
-# [train] brings verl 0.8.0 with torch 2.13.0 (the CPU wheel on this machine's disk), ray, transformers: ~2 min.
+# [train] brings verl 0.9.1 with torch 2.13.0 (the CPU wheel on this machine's disk), ray, transformers: ~2 min.
 $(STAMPS)/venv: $(PY_DIR)/pyproject.toml | $(STAMPS)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '$(PY_DIR)[dev,train]'

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# GPU smoke test of the VERL trainer (1–2 steps, a small model) on one GPU node with CUDA, vLLM and flash-attn.
+# GPU smoke test of the VERL trainer (1–2 steps, a small model) on one GPU node with CUDA and vLLM: verl 0.9.1's V1
+# trainer, its FSDP actor and vLLM rollout replicas (colocated, asleep during the update), weights pushed by its
+# checkpoint engine, agl's loop through the store.
 #
 #   MODEL=/models/Qwen2.5-0.5B-Instruct python-bridge/scripts/gpu-smoke.sh
+#   MODEL=... ASYNC=1 python-bridge/scripts/gpu-smoke.sh     # agl.max_staleness=1 (VERL: colocate_async)
 #
-# Needs: the repository with `make deps` done; `pip install 'verl[vllm]==0.8.0'` (or VERL's setup script for
-# vLLM + flash-attn) in python-bridge/.venv; a local model directory in MODEL (nothing is downloaded). Starts a memory
-# store, the agl proxy and the TypeScript runner with the demo agent (examples/rl-kind/agent.ts asks "kind of fox ?"
-# — any instruct model can answer it, the point is the plumbing), then runs `python -m agl_bridge.verl` for STEPS
-# steps, validating before training and after every step (8 validation tasks, greedy, as rollouts of mode val), and
-# checks that the store saw a new resource version per step, the validation rollouts, and val/ metrics in the log.
+# Needs: the repository with `make deps` done; `pip install 'verl[vllm]==0.9.1'` in python-bridge/.venv (VERL's vLLM
+# set: vllm 0.24.0 with its CUDA torch 2.11.0 and transformers 5.9.0, in place of the CPU pins; TransferQueue comes
+# with it); a local model directory in MODEL (nothing is downloaded). Starts a memory store, the agl proxy and the
+# TypeScript runner with the demo agent (examples/rl-kind/agent.ts asks "kind of fox ?" — any instruct model can
+# answer it, the point is the plumbing), then runs `python -m agl_bridge.verl` for STEPS steps, validating before
+# training and after every step (8 validation tasks, greedy, as rollouts of mode val), and checks that the store saw
+# a new resource version per step, the validation rollouts, and VERL's actor/ and val/ metrics in the log.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/node-env.sh
 : "${MODEL:?set MODEL to a local Hugging Face model directory}"
 STEPS="${STEPS:-2}"
+ASYNC="${ASYNC:-0}"
 PY=python-bridge/.venv/bin/python
 DIR="$(mktemp -d -t agl-gpu-smoke-XXXXXX)"
 pids=()
@@ -55,9 +60,11 @@ PY
   actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 actor_rollout_ref.actor.optim.lr=1e-6 \
   algorithm.adv_estimator=grpo trainer.n_gpus_per_node=1 trainer.nnodes=1 trainer.logger=[console] \
   trainer.total_training_steps="$STEPS" trainer.val_before_train=true trainer.save_freq=-1 trainer.test_freq=1 \
-  trainer.default_local_dir="$DIR/ckpt" 2>&1 | tee "$DIR/trainer.log"
+  trainer.default_local_dir="$DIR/ckpt" trainer.device=cuda agl.max_staleness="$ASYNC" 2>&1 | tee "$DIR/trainer.log"
 
-grep -q "val/reward_mean" "$DIR/trainer.log" || { echo "gpu-smoke: no val/ metrics in the trainer's log" >&2; exit 1; }
+for metric in val/reward_mean actor/pg_loss; do
+  grep -q "$metric" "$DIR/trainer.log" || { echo "gpu-smoke: no $metric in the trainer's log" >&2; exit 1; }
+done
 "$PY" - "$STORE" "$STEPS" <<'PY'
 import asyncio, sys
 from agl_bridge import StoreClient

@@ -118,10 +118,9 @@ async def run(args: argparse.Namespace) -> None:
     import torch
     from transformers import AutoModelForCausalLM
 
-    # VERL's weight sync sends FSDP parameters as bfloat16 (FSDPEngine.get_per_tensor_param, on every device): the
-    # replica's first weights are the actor's initial ones, rounded so.
-    initial = AutoModelForCausalLM.from_pretrained(str(files.model), local_files_only=True)
-    initial.load_state_dict({k: v.to(torch.bfloat16) for k, v in initial.state_dict().items()})
+    # VERL 0.9's weight sync sends the FSDP parameters at the actor's dtype (FSDPEngine.get_per_tensor_param; 0.8
+    # cast them to bfloat16): the replica's first weights are exactly the actor's initial ones.
+    initial = AutoModelForCausalLM.from_pretrained(str(files.model), local_files_only=True, dtype=torch.float32)
     initial_digest = weights_digest(initial)
     # The store outlives the trainer (agl train stops the one it starts): it is checked afterwards.
     store_process = await asyncio.create_subprocess_exec(
@@ -207,7 +206,7 @@ async def train_and_check(
         fail(f"the replica was seen serving weight versions {versions}, expected 1..{args.steps + 1}")
     first, last = replica.seen[versions[0]], replica.seen[versions[-1]]
     if first["digest"] != initial_digest:
-        fail("the replica's first weights are not the actor's initial weights (as VERL sends them: bfloat16)")
+        fail("the replica's first weights are not the actor's initial weights")
     digests = [replica.seen[v]["digest"] for v in versions]
     if len(set(digests)) != len(digests):
         fail(f"the weights did not change at every step: digests {digests}")

@@ -32,7 +32,7 @@ def test_cpu_config_is_verl_config_with_cpu_choices():
     assert cfg.actor_rollout_ref.model.external_lib == "agl_bridge.verl.cpu"
     assert cfg.actor_rollout_ref.model.override_config.attn_implementation == "sdpa"
     env = cfg.ray_kwargs.ray_init.runtime_env.env_vars
-    assert env.VERL_USE_EXTERNAL_MODULES == "agl_bridge.verl.cpu"
+    assert env.VERL_USE_EXTERNAL_MODULES == "agl_bridge.verl.cpu" and env.VERL_PLATFORM == "cpu"
     assert cfg.ray_kwargs.ray_init.include_dashboard is False
     # Command-line overrides win over the CPU defaults; VERL's tree is otherwise untouched.
     assert cfg.actor_rollout_ref.actor.optim.lr == 0.01
@@ -49,7 +49,9 @@ def test_device_overrides():
 @cpu_only
 def test_cpu_registrations_and_patches():
     from verl.utils.attention_utils import index_first_axis, pad_input, unpad_input
+    from verl.utils.device import get_device_id, get_device_name, get_nccl_backend, get_torch_device
     from verl.workers.engine.base import EngineRegistry
+    from verl.workers.engine.fsdp import transformer_impl
     from verl.workers.rollout.base import get_rollout_class
     from verl.workers.rollout.replica import RolloutReplicaRegistry
 
@@ -57,11 +59,16 @@ def test_cpu_registrations_and_patches():
     from agl_bridge.verl.cpu_rollout import CpuPolicyReplica, CpuRolloutAdapter
 
     cpu.install()
+    # VERL's platform: cpu, gloo, and a device module whose allocator calls answer.
+    assert (get_device_name(), get_nccl_backend(), get_device_id()) == ("cpu", "gloo", "cpu")
+    device = get_torch_device()
+    assert device.memory_reserved() == 0 and device.mem_get_info()[1] > 0 and device.empty_cache() is None
+    assert torch.equal(device.get_rng_state(), torch.get_rng_state())
     assert "cpu" in EngineRegistry._engines["language_model"]["fsdp2"]
     assert RolloutReplicaRegistry.get(cpu.CPU_ROLLOUT) is CpuPolicyReplica
     assert get_rollout_class(cpu.CPU_ROLLOUT, "async") is CpuRolloutAdapter
-    assert torch.cpu.memory_reserved() == 0 and torch.cpu.mem_get_info()[1] > 0
-    # VERL's padding helpers without flash-attn: pure torch, same results.
+    assert transformer_impl.CPUOffloadPolicy(pin_memory=True).pin_memory is False
+    # VERL 0.9's own padding helpers without flash-attn (no agl patch any more): pure torch, same results.
     hidden = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(2, 3, 4)
     mask = torch.tensor([[0, 1, 1], [1, 1, 0]])
     unpadded, indices, *_ = unpad_input(hidden, mask)

@@ -1,5 +1,6 @@
-"""What of the VERL trainer runs on CPU: config composition on top of VERL's ppo_trainer, the loop settings, and the
-step logic of VerlBackend against a stand-in for RayPPOTrainer's workers (the workers themselves need GPUs) — with a
+"""What of the VERL trainer runs without its workers: config composition on top of VERL's ppo_trainer, the loop
+settings, and the step logic of VerlBackend against a stand-in for the V1 trainer's workers and its TransferQueue (the
+real ones run in tests/test_verl_cpu.py) — with a
 real agl LLM proxy (``agl serve --proxy``) in front of a loopback OpenAI-compatible engine for the pause/drain around
 the weight swap, and VERL's checkpoint cadence (``trainer.save_freq``) across a kill and a resume."""
 
@@ -24,15 +25,24 @@ pytest.importorskip("hydra")
 from conftest import run_store_server  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 from rollouts import rollout, triplet  # noqa: E402
-from verl import DataProto  # noqa: E402
-from verl.trainer.ppo.ray_trainer import RayPPOTrainer  # noqa: E402
+from tensordict import TensorDict  # noqa: E402
+from transfer_queue import KVBatchMeta  # noqa: E402
+from verl.trainer.ppo.v1 import PPOTrainer  # noqa: E402
 
+from agl_bridge.errors import ConfigError  # noqa: E402
 from agl_bridge.store.proxy_admin import ProxyAdmin, ProxyAdminError, admin_base_url  # noqa: E402
 from agl_bridge.training.advantage import compute_rollout_level_advantage  # noqa: E402
 from agl_bridge.training.dataproto import ConvertOptions, to_dataproto  # noqa: E402
 from agl_bridge.training.task_files import load_tasks  # noqa: E402
 from agl_bridge.verl import VerlBackend, compose_config  # noqa: E402
-from agl_bridge.verl.settings import loop_config, rollout_correction, val_sampling  # noqa: E402
+from agl_bridge.verl.settings import (  # noqa: E402
+    apply_staleness,
+    loop_config,
+    max_staleness,
+    rollout_correction,
+    val_sampling,
+)
+from agl_bridge.verl.tq_batch import PARTITION, TransferQueueBatches  # noqa: E402
 from agl_bridge.verl.trainer import AglRayPPOTrainer, AglTaskRunner  # noqa: E402
 
 
@@ -64,16 +74,47 @@ def test_config_composes_on_top_of_verl_ppo_trainer():
     assert (off.save_freq, off.resume) == (-1, False)
 
 
-def test_trainer_and_task_runner_are_verl_subclasses():
-    assert issubclass(AglRayPPOTrainer, RayPPOTrainer)
-    assert AglRayPPOTrainer.fit is not RayPPOTrainer.fit
-    from verl.trainer.main_ppo import TaskRunner
+def test_trainer_is_verl_v1_trainer_with_its_sync_hooks():
+    from verl.trainer.ppo.v1 import PPOTrainerSync
 
-    assert issubclass(AglTaskRunner, TaskRunner)
+    assert issubclass(AglRayPPOTrainer, PPOTrainerSync) and issubclass(AglRayPPOTrainer, PPOTrainer)
+    assert AglRayPPOTrainer.fit is not PPOTrainer.fit
+    assert callable(AglTaskRunner.run)
+
+
+class MemoryKV:
+    """Stands in for TransferQueue's key-value calls (``kv_batch_put`` / ``kv_batch_get`` / ``kv_clear``), which
+    need its Ray actors: rows by key, fields merged on put, jagged tensors out, as TransferQueue returns them."""
+
+    def __init__(self):
+        self.rows: dict[tuple[str, str], dict] = {}
+        self.tags: dict[tuple[str, str], dict] = {}
+
+    def kv_batch_put(self, keys, partition_id, fields=None, tags=None):
+        for i, key in enumerate(keys):
+            row = self.rows.setdefault((partition_id, key), {})
+            for name in fields.keys() if fields is not None else []:
+                value = fields[name]
+                row[name] = value.unbind()[i] if isinstance(value, torch.Tensor) and value.is_nested else value[i]
+            if tags is not None:
+                self.tags[(partition_id, key)] = dict(tags[i])
+        tags = [self.tags[(partition_id, k)] for k in keys]
+        return KVBatchMeta(keys=list(keys), tags=tags, partition_id=partition_id)
+
+    def kv_batch_get(self, keys, partition_id, select_fields):
+        rows = [self.rows[(partition_id, k)] for k in keys]
+        fields = {f: torch.nested.as_nested_tensor([r[f] for r in rows], layout=torch.jagged) for f in select_fields}
+        return TensorDict(fields, batch_size=[len(keys)])
+
+    def kv_clear(self, keys, partition_id):
+        for key in keys:
+            self.rows.pop((partition_id, key), None)
+            self.tags.pop((partition_id, key), None)
 
 
 class FakeWorkers:
-    """Stands in for RayPPOTrainer: records the calls VerlBackend makes, in order."""
+    """Stands in for the V1 trainer's phases over its TransferQueue: records the calls VerlBackend makes, in
+    order, and reads and writes the rows as VERL's workers do."""
 
     def __init__(self, config):
         self.config = config
@@ -93,19 +134,27 @@ class FakeWorkers:
                 outer.calls.append(f"update_weights@{step}")
 
         self.checkpoint_manager = Ckpt()
+        self.kv = MemoryKV()
+        self.step_batches = TransferQueueBatches(self.kv)
 
     def _balance_batch(self, batch, metrics):
         self.calls.append("balance")
+        return batch
 
-    def _compute_old_log_prob(self, batch):
+    def _compute_old_log_prob(self, batch, metrics):
         self.calls.append(f"old_log_prob[{len(batch)}]")
-        old = torch.zeros_like(batch.batch["responses"], dtype=torch.float32)
-        return DataProto.from_dict(tensors={"old_log_probs": old}), 0.0
+        mask = self.kv.kv_batch_get(batch.keys, batch.partition_id, ["response_mask"])["response_mask"]
+        old = torch.nested.as_nested_tensor([torch.zeros(len(m)) for m in mask.unbind()], layout=torch.jagged)
+        return self.kv.kv_batch_put(batch.keys, batch.partition_id, TensorDict({"old_log_probs": old}, [len(batch)]))
 
-    def _update_actor(self, batch):
-        assert {"advantages", "old_log_probs", "response_mask"} <= set(batch.batch.keys())
+    def _update_actor(self, batch, metrics):
+        fields = ["advantages", "old_log_probs", "response_mask", "input_ids", "position_ids", "loss_mask"]
+        rows = self.kv.kv_batch_get(batch.keys, batch.partition_id, fields)
+        assert all(rows[f].is_nested for f in fields)
         self.calls.append(f"update_actor[{len(batch)}]")
-        return DataProto(meta_info={"metrics": {"actor/pg_loss": [0.5, 0.25]}})
+        self.updated = rows
+        metrics["actor/pg_loss"] = 0.375
+        return batch
 
 
 def make_batch():
@@ -134,6 +183,13 @@ def test_verl_backend_step_order_shaping_and_resources():
     assert workers.calls == ["sleep", "balance", "old_log_prob[6]", "update_actor[6]", "update_weights@5"]
     assert metrics["training/n_sample_dropped/same_reward"] == 3 and metrics["actor/pg_loss"] == pytest.approx(0.375)
     assert workers.global_steps == 6
+    # VERL's V1 phases read the rows unpadded from TransferQueue: prompt + response, the group's advantages; the step's
+    # rows are cleared afterwards.
+    updated = workers.updated
+    assert [len(r) for r in updated["input_ids"].unbind()] == [4] * 6
+    advantages = sorted(round(float(a[0]), 3) for a in updated["advantages"].unbind())
+    assert advantages == [-1.155, -0.577, -0.577, 0.577, 0.577, 1.155]
+    assert workers.kv.rows == {}
     resources = backend.resources()
     assert resources["main_llm"].WhichOneof("kind") == "proxy_llm"
     assert resources["main_llm"].proxy_llm.endpoint == "http://proxy:4748/v1"
@@ -162,9 +218,9 @@ def test_async_settings_and_rollout_correction_come_from_agl_and_verl_keys():
     seen = {}
 
     class Recording(FakeWorkers):
-        def _update_actor(self, batch):
-            seen["weights"] = batch.batch["rollout_is_weights"].clone()
-            return super()._update_actor(batch)
+        def _update_actor(self, batch, metrics):
+            seen["weights"] = self.kv.kv_batch_get(batch.keys, PARTITION, ["rollout_is_weights"])["rollout_is_weights"]
+            return super()._update_actor(batch, metrics)
 
     rs = [
         rollout(f"r{i}", "g", [triplet([5, 6], [7, 8], logprobs=[-3.0, -3.0])], final_reward=float(i % 2))
@@ -173,8 +229,37 @@ def test_async_settings_and_rollout_correction_come_from_agl_and_verl_keys():
     data, _ = to_dataproto(rs, ConvertOptions(pad_token_id=0))
     data, _ = compute_rollout_level_advantage(data, "grpo")
     metrics = VerlBackend(Recording(cfg), rollout_correction=rollout_correction(cfg)).update_sync(data)
-    assert torch.allclose(seen["weights"], torch.full_like(seen["weights"], 2.0))
+    assert all(torch.allclose(w, torch.full_like(w, 2.0)) for w in seen["weights"].unbind())
     assert metrics["rollout_corr/rollout_is_max"] == pytest.approx(2.0)
+
+
+def test_one_staleness_setting_for_agl_and_verl():
+    # agl.max_staleness decides and VERL's staleness cap is written to match (a group trained by the weights it was
+    # enqueued under spans 1 version: VERL's threshold is k + 1); VERL's side stays on its synchronous path.
+    cfg = compose_config(["agl.max_staleness=2"])
+    apply_staleness(cfg)
+    assert (cfg.agl.max_staleness, cfg.trainer.v1.trainer_mode, cfg.trainer.v1.sampler.max_off_policy_threshold) == (
+        2,
+        "sync",
+        3,
+    )
+    sync = compose_config()
+    apply_staleness(sync)
+    assert (sync.agl.max_staleness, sync.trainer.v1.trainer_mode) == (0, "sync")
+    # Left null, VERL's own keys decide: its asynchronous mode with its staleness cap t is k = t - 1.
+    verl_keys = ["trainer.v1.trainer_mode=colocate_async", "trainer.v1.sampler.max_off_policy_threshold=2"]
+    assert max_staleness(compose_config(verl_keys)) == 1 == loop_config(compose_config(verl_keys)).max_staleness
+    assert rollout_correction(compose_config(verl_keys)) is not None  # asynchronous: the correction is on
+    written = compose_config(verl_keys)
+    apply_staleness(written)
+    assert (written.agl.max_staleness, written.trainer.v1.trainer_mode) == (1, "sync") and max_staleness(written) == 1
+    # Settings that fight, or a mode the agl loop cannot run, are errors naming the keys to change.
+    with pytest.raises(ConfigError, match="agl.max_staleness=0"):
+        max_staleness(compose_config(["trainer.v1.trainer_mode=colocate_async", "agl.max_staleness=0"]))
+    with pytest.raises(ConfigError, match="separate_async"):
+        max_staleness(compose_config(["trainer.v1.trainer_mode=separate_async"]))
+    with pytest.raises(ConfigError, match="max_off_policy_threshold >= 2"):
+        max_staleness(compose_config([verl_keys[0], "trainer.v1.sampler.max_off_policy_threshold=null"]))
 
 
 def test_verl_backend_skips_a_step_with_too_few_rows():
@@ -258,9 +343,10 @@ class FakeAglTrainer(AglRayPPOTrainer):
 
     def _balance_batch(self, batch, metrics):
         self.calls.append("balance")
+        return batch
 
-    def _compute_old_log_prob(self, batch):
-        return FakeWorkers._compute_old_log_prob(self, batch)
+    def _compute_old_log_prob(self, batch, metrics):
+        return FakeWorkers._compute_old_log_prob(self, batch, metrics)
 
     def _backend(self):
         backend = super()._backend()
@@ -268,10 +354,10 @@ class FakeAglTrainer(AglRayPPOTrainer):
             record_admin(backend, self.calls)
         return backend
 
-    def _update_actor(self, batch):
+    def _update_actor(self, batch, metrics):
         if getattr(self, "fail_at", None) == self.global_steps:
             raise RuntimeError("killed in the middle of step")
-        return FakeWorkers._update_actor(self, batch)
+        return FakeWorkers._update_actor(self, batch, metrics)
 
     def _save_checkpoint(self):
         # As VERL: default_local_dir/global_step_{global_steps}/actor.
@@ -574,7 +660,7 @@ async def test_the_proxy_is_resumed_when_the_update_fails_is_cancelled_or_skippe
     record_admin(backend, events)
 
     # The actor update raises: the proxy is resumed, the error is what the caller sees.
-    def broken(batch):
+    def broken(batch, metrics):
         raise RuntimeError("actor update failed")
 
     workers._update_actor = broken

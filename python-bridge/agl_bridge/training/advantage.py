@@ -54,7 +54,7 @@ def compute_rollout_level_advantage(
     uids = data.non_tensor_batch["uid"]
     totals = data.batch["token_level_rewards"].sum(dim=-1)
     representatives = [idxs[0] for idxs in rows.values()]
-    row_rollout = np.empty(len(data), dtype=np.int64)  # row -> position of its rollout in `representatives`
+    row_rollout: np.ndarray = np.empty(len(data), dtype=np.int64)  # row -> position of its rollout in `representatives`
     for j, idxs in enumerate(rows.values()):
         row_rollout[idxs] = j
     rep_of_row = np.asarray(representatives, dtype=np.int64)[row_rollout]

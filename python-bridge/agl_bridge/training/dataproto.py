@@ -167,13 +167,13 @@ def to_dataproto(
     b, pad = len(rows), options.pad_token_id
 
     # Filled as numpy arrays (a slice assignment from a list is far cheaper than a tensor per row), then wrapped.
-    prompts = np.full((b, p_len), pad, dtype=np.int64)
-    responses = np.full((b, r_len), pad, dtype=np.int64)
-    prompt_attn = np.zeros((b, p_len), dtype=np.int64)
-    response_attn = np.zeros((b, r_len), dtype=np.int64)
-    response_mask = np.zeros((b, r_len), dtype=np.int64)
-    scores = np.zeros((b, r_len), dtype=np.float32)
-    log_probs = np.zeros((b, r_len), dtype=np.float32)
+    prompts: np.ndarray = np.full((b, p_len), pad, dtype=np.int64)
+    responses: np.ndarray = np.full((b, r_len), pad, dtype=np.int64)
+    prompt_attn: np.ndarray = np.zeros((b, p_len), dtype=np.int64)
+    response_attn: np.ndarray = np.zeros((b, r_len), dtype=np.int64)
+    response_mask: np.ndarray = np.zeros((b, r_len), dtype=np.int64)
+    scores: np.ndarray = np.zeros((b, r_len), dtype=np.float32)
+    log_probs: np.ndarray = np.zeros((b, r_len), dtype=np.float32)
     all_logprobs = all(r.logprobs is not None for r in rows)
     for i, row in enumerate(rows):
         n_p, n_r = len(row.prompt), len(row.response)

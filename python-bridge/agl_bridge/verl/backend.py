@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+import torch
 from omegaconf import open_dict, read_write
 from verl import DataProto
-from verl.utils.metric import reduce_metrics
 from verl.utils.profiler import simple_timer
 
 from agl_bridge.errors import ProxyAdminError
@@ -21,6 +21,7 @@ from agl_bridge.store.convert import llm_resource
 from agl_bridge.store.proxy_admin import ProxyAdmin
 from agl_bridge.training.advantage import shape_batch
 from agl_bridge.training.rollout_correction import apply_rollout_correction
+from agl_bridge.verl.tq_batch import StepBatches
 
 __all__ = ["VerlBackend"]
 
@@ -36,8 +37,9 @@ class VerlBackend:
     """Publishes the rollout replicas' OpenAI endpoints; updates the actor with VERL's workers:
 
     keep whole mini-batches (``ppo_mini_batch_size × rollout.n`` rows, at most ``max_ppo_update_times`` of them,
-    dropping rows of zero-advantage groups first) → replicas asleep → balance → old (and reference) log-probs →
-    actor update → weights pushed to the replicas (``checkpoint_manager.update_weights``).
+    dropping rows of zero-advantage groups first) → into TransferQueue → replicas asleep → balance → old (and
+    reference) log-probs → actor update (VERL's V1 trainer phases) → weights pushed to the replicas
+    (``checkpoint_manager.update_weights``).
 
     With an LLM proxy (``proxy_url``), the swap happens with the proxy paused and drained: ``before_update`` pauses
     it (calls wait) and waits until no call is in flight (at most ``drain_timeout`` seconds), ``update`` resumes it
@@ -68,6 +70,11 @@ class VerlBackend:
         self._pause_metrics: dict[str, float] = {}
 
     @property
+    def batches(self) -> StepBatches:
+        """Where a step's rows live while VERL's phases run (``AglRayPPOTrainer.step_batches``: TransferQueue)."""
+        return self.trainer.step_batches
+
+    @property
     def pad_token_id(self) -> int:
         return int(self.trainer.tokenizer.pad_token_id)
 
@@ -76,11 +83,7 @@ class VerlBackend:
         return str(self.trainer.config.actor_rollout_ref.model.path)
 
     def addresses(self) -> list[str]:
-        t = self.trainer
-        manager = getattr(t, "llm_server_manager", None)
-        if manager is not None:
-            return list(manager.get_addresses())  # verl 0.8
-        return list(t.async_rollout_manager.server_addresses)  # verl <= 0.7
+        return list(self.trainer.llm_server_manager.get_addresses())
 
     def resources(self) -> dict[str, types_pb2.Resource]:
         rollout = self.trainer.config.actor_rollout_ref.rollout
@@ -180,6 +183,9 @@ class VerlBackend:
             log.error("%s", error)
 
     def update_sync(self, data: DataProto) -> dict[str, float]:
+        """One update through VERL's V1 trainer phases: the kept rows into TransferQueue (``tq_batch``), replicas
+        asleep, ``_balance_batch``, ``_compute_old_log_prob``, the rollout correction, reference log-probs, critic,
+        ``_update_actor``, weights pushed; the rows cleared again whatever happens."""
         t, cfg = self.trainer, self.trainer.config
         multiple = int(cfg.actor_rollout_ref.actor.ppo_mini_batch_size) * int(cfg.actor_rollout_ref.rollout.n)
         max_rows = multiple * self.max_ppo_update_times if self.max_ppo_update_times else None
@@ -187,48 +193,55 @@ class VerlBackend:
         if shaped is None:
             metrics["training/skipped_step"] = 1.0
             return metrics
-        batch = shaped
-        batch.meta_info["global_token_num"] = batch.batch["attention_mask"].sum(dim=-1).tolist()
-        batch.meta_info["global_steps"] = t.global_steps
-        # VERL's fit sets it on the batch before generation; its log-prob code scales the logits by it.
-        batch.meta_info["temperature"] = float(cfg.actor_rollout_ref.rollout.temperature)
         timing: dict[str, float] = {}  # VERL's timing_raw: seconds per phase, logged as timing_s/<phase>
-        with simple_timer("sleep_replicas", timing):
-            t.checkpoint_manager.sleep_replicas()
-        if cfg.trainer.balance_batch:
-            t._balance_batch(batch, metrics=metrics)
-        with simple_timer("old_log_prob", timing):
-            old = t._compute_old_log_prob(batch)
-        old_log_prob = old[0] if isinstance(old, tuple) else old
-        batch = batch.union(old_log_prob)
-        if "rollout_log_probs" in batch.batch.keys():
-            # How far the engine's sampling log-probs are from the actor's: ~0 unless weights or tokens disagree.
-            mask = batch.batch["response_mask"].bool()
-            diff = (batch.batch["old_log_probs"] - batch.batch["rollout_log_probs"]).abs()[mask]
-            metrics["training/rollout_actor_logprob_abs_diff_mean"] = float(diff.mean()) if diff.numel() else 0.0
-            metrics["training/rollout_actor_logprob_abs_diff_max"] = float(diff.max()) if diff.numel() else 0.0
-        # As VERL's fit: importance weights (and rejection) between the actor and the weights that sampled each token.
-        batch, correction_metrics = apply_rollout_correction(batch, self.rollout_correction)
-        metrics.update(correction_metrics)
-        if getattr(t, "use_reference_policy", False):
-            with simple_timer("ref_log_prob", timing):
-                batch = batch.union(t._compute_ref_log_prob(batch))
-        if getattr(t, "use_critic", False):
-            with simple_timer("values", timing):
-                batch = batch.union(t._compute_values(batch))
-            with simple_timer("update_critic", timing):
-                critic_output = t._update_critic(batch)
-            metrics.update(reduce_metrics(critic_output.meta_info["metrics"]))
-        if cfg.trainer.critic_warmup <= t.global_steps:
-            with simple_timer("update_actor", timing):
-                actor_output = t._update_actor(batch)
-            metrics.update(reduce_metrics(actor_output.meta_info["metrics"]))
-        with simple_timer("update_weights", timing):
-            t.checkpoint_manager.update_weights(t.global_steps)
+        batch = self.batches.put(shaped, int(t.global_steps))
+        try:
+            with simple_timer("sleep_replicas", timing):
+                t.checkpoint_manager.sleep_replicas()
+            # VERL's V1 step always balances (and pads the batch to a multiple of the data-parallel size).
+            batch = t._balance_batch(batch, metrics=metrics)
+            with simple_timer("old_log_prob", timing):
+                batch = t._compute_old_log_prob(batch, metrics=metrics)
+            batch = self._correct(batch, "rollout_log_probs" in shaped.batch.keys(), metrics)
+            if getattr(t, "use_reference_policy", False):
+                with simple_timer("ref_log_prob", timing):
+                    batch = t._compute_ref_log_prob(batch, metrics=metrics)
+            if getattr(t, "use_critic", False):
+                with simple_timer("values", timing):
+                    batch = t._compute_values(batch, metrics=metrics)
+                with simple_timer("update_critic", timing):
+                    batch = t._update_critic(batch, metrics=metrics)
+            if cfg.trainer.critic_warmup <= t.global_steps:
+                with simple_timer("update_actor", timing):
+                    batch = t._update_actor(batch, metrics=metrics)
+            with simple_timer("update_weights", timing):
+                t.checkpoint_manager.update_weights(t.global_steps)
+        finally:
+            self.batches.clear(batch)
         t.global_steps += 1
         metrics.update({f"timing_s/{name}": seconds for name, seconds in timing.items()})
         self.last_metrics = metrics
         return metrics
+
+    def _correct(self, batch: Any, has_rollout_log_probs: bool, metrics: dict[str, float]) -> Any:
+        """How far the engine's sampling log-probs are from the actor's (~0 unless weights or tokens disagree), and,
+        as VERL's V1 ``_compute_advantage`` does in its decoupled mode, the importance weights (and rejection)
+        between the actor and the weights that sampled each token, written back for ``_update_actor``."""
+        if not has_rollout_log_probs:
+            return batch
+        rows = self.batches.read(batch, ["old_log_probs", "rollout_log_probs", "response_mask"])
+        mask = rows.batch["response_mask"].bool()
+        diff = (rows.batch["old_log_probs"] - rows.batch["rollout_log_probs"]).abs()[mask]
+        metrics["training/rollout_actor_logprob_abs_diff_mean"] = float(diff.mean()) if diff.numel() else 0.0
+        metrics["training/rollout_actor_logprob_abs_diff_max"] = float(diff.max()) if diff.numel() else 0.0
+        if self.rollout_correction is None:
+            return batch
+        corrected, correction_metrics = apply_rollout_correction(rows, self.rollout_correction)
+        metrics.update(correction_metrics)
+        written = {k: corrected.batch[k] for k in ("rollout_is_weights",) if k in corrected.batch.keys()}
+        if not torch.equal(corrected.batch["response_mask"], rows.batch["response_mask"]):
+            written["response_mask"] = corrected.batch["response_mask"]  # rejection (rollout_rs) masks tokens out
+        return self.batches.write(batch, written) if written else batch
 
     async def update(self, data: DataProto) -> dict[str, float]:
         """``update_sync`` on a worker thread; the proxy is resumed once it has pushed the weights, or failed."""

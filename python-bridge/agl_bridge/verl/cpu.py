@@ -1,4 +1,4 @@
-"""VERL's own trainer on CPU: the registrations and the few patches VERL 0.8.0 needs to run its ``RayPPOTrainer``
+"""VERL's own trainer on CPU: the registrations and the few patches VERL 0.9.1 needs to run its V1 PPO trainer's
 machinery (FSDP2 actor on gloo, its log-prob and update code, weight push to a rollout replica) without a GPU.
 
 This module is VERL's plugin: the CPU config (``config/agl_device/cpu.yaml``) names it in ``VERL_USE_EXTERNAL_MODULES``
@@ -6,13 +6,15 @@ This module is VERL's plugin: the CPU config (``config/agl_device/cpu.yaml``) na
 external_lib``, so importing it registers everything everywhere. Nothing happens when a GPU is present: there the
 trainer runs exactly as on VERL's GPU path (``scripts/gpu-smoke.sh``).
 
-Each patch names the VERL limitation it covers. What is not a patch — a resource pool without GPUs, the gloo process
-group, the trainer's worker classes — is a subclass, wired by ``AglTaskRunner`` (``trainer.py``).
+Each piece names the VERL limitation it covers. What is not a patch — a resource pool without GPUs, the gloo process
+group — is a subclass, wired by ``AglRayPPOTrainer._init_resource_pool_mgr`` (``trainer.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import types
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -27,6 +29,8 @@ __all__ = [
 
 # The rollout name agl's CPU replica is registered under (``actor_rollout_ref.rollout.name``).
 CPU_ROLLOUT = "agl_cpu"
+# The VERL platform agl registers for CPU (``VERL_PLATFORM``, set in cpu.yaml's Ray runtime_env).
+CPU_PLATFORM = "cpu"
 
 _installed = False
 
@@ -46,43 +50,17 @@ def install() -> None:
     if _installed or torch.cuda.is_available():
         return
     _installed = True
+    _register_platform()
     _register_engines()
     _register_rollout()
-    _patch_cpu_memory_api()
-    _patch_attention_utils()
     _patch_unpinned_offload()
 
 
-def _register_engines() -> None:
-    # VERL registers its FSDP engines for devices cuda and npu only ("Unknown device: cpu" in EngineRegistry); the
-    # same classes run on CPU. EngineRegistry.register is VERL's public hook.
-    from verl.workers.engine.base import EngineRegistry
-    from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead, FSDPEngineWithValueHead
-
-    EngineRegistry.register(model_type="language_model", backend=["fsdp", "fsdp2"], device="cpu")(FSDPEngineWithLMHead)
-    EngineRegistry.register(model_type="value_model", backend=["fsdp", "fsdp2"], device="cpu")(FSDPEngineWithValueHead)
-
-
-def _register_rollout() -> None:
-    # Trainer side: RolloutReplicaRegistry.register is public. Worker side: verl/workers/rollout/base.py resolves the
-    # worker's rollout class from the private _ROLLOUT_REGISTRY only (no public register function in 0.8.0).
-    from verl.workers.rollout import base
-    from verl.workers.rollout.replica import RolloutReplicaRegistry
-
-    def load() -> type:
-        from agl_bridge.verl.cpu_rollout import CpuPolicyReplica
-
-        return CpuPolicyReplica
-
-    RolloutReplicaRegistry.register(CPU_ROLLOUT, load)
-    base._ROLLOUT_REGISTRY[(CPU_ROLLOUT, "async")] = "agl_bridge.verl.cpu_rollout.CpuRolloutAdapter"
-
-
-def _patch_cpu_memory_api() -> None:
-    # VERL calls its device module's allocator functions (get_torch_device().memory_reserved(), empty_cache(),
-    # mem_get_info(), ... in aggressive_empty_cache, log_gpu_memory_usage and the workers' perf metrics); torch.cpu
-    # has none of them. CPU memory has no caching allocator to report or empty: zeros and no-ops, and the machine's
-    # memory for mem_get_info.
+def _cpu_device_module() -> types.ModuleType:
+    # VERL calls its platform's device module for allocator and stream functions (get_torch_device().empty_cache(),
+    # mem_get_info(), memory_reserved(), get_rng_state(), ... in aggressive_empty_cache, log_gpu_memory_usage, the
+    # workers' perf metrics and checkpoints); torch.cpu has only some of them. CPU memory has no caching allocator to
+    # report or empty: zeros and no-ops, and the machine's memory for mem_get_info.
     import psutil
 
     def zero(*_: Any, **__: Any) -> int:
@@ -95,40 +73,130 @@ def _patch_cpu_memory_api() -> None:
         memory = psutil.virtual_memory()
         return int(memory.available), int(memory.total)
 
-    defaults = {
+    module = types.ModuleType("agl_cpu_device")
+    module.__dict__.update({name: getattr(torch.cpu, name) for name in dir(torch.cpu) if not name.startswith("__")})
+    stand_ins = {
         "memory_reserved": zero,
         "memory_allocated": zero,
         "max_memory_allocated": zero,
         "max_memory_reserved": zero,
         "empty_cache": nothing,
+        "ipc_collect": nothing,
         "reset_peak_memory_stats": nothing,
+        "set_per_process_memory_fraction": nothing,
         "mem_get_info": mem_get_info,
         "manual_seed": torch.manual_seed,
         "manual_seed_all": torch.manual_seed,
+        "get_rng_state": lambda *_, **__: torch.get_rng_state(),
+        "set_rng_state": lambda state, *_, **__: torch.set_rng_state(state),
+        "get_device_name": lambda *_, **__: "cpu",
     }
-    for name, fn in defaults.items():
-        if not hasattr(torch.cpu, name):
-            setattr(torch.cpu, name, fn)
+    for name, fn in stand_ins.items():
+        if not hasattr(module, name):
+            setattr(module, name, fn)
+    return module
 
 
-def _patch_attention_utils() -> None:
-    # verl.utils.attention_utils (unpad_input, index_first_axis, used by left_right_2_no_padding for every log-prob and
-    # update batch) imports flash_attn.bert_padding unless on NPU; flash-attn is CUDA-only. VERL ships a pure-torch
-    # version of the same four functions (verl.utils.npu_flash_attn_utils, needs einops): use it.
-    from verl.utils import attention_utils, npu_flash_attn_utils
+def _register_platform() -> None:
+    # VERL 0.9 resolves its device (name, torch module, collective backend, Ray resource) through a platform registry
+    # with CUDA, NPU and ROCm only; with none of them present it falls back to "nvidia", i.e. device "cuda", and every
+    # .to(get_device_name()) fails. PlatformRegistry.register (VERL's public hook) plus set_platform: a CPU platform,
+    # gloo as the backend, the device module above.
+    from verl.plugin.platform import platform_manager
+    from verl.plugin.platform.platform_base import PlatformBase
 
-    def torch_attention_functions() -> tuple[Any, Any, Any, Any]:
-        fns = (
-            npu_flash_attn_utils.index_first_axis,
-            npu_flash_attn_utils.pad_input,
-            npu_flash_attn_utils.rearrange,
-            npu_flash_attn_utils.unpad_input,
-        )
-        attention_utils._index_first_axis, attention_utils._pad_input = fns[0], fns[1]
-        attention_utils._rearrange, attention_utils._unpad_input = fns[2], fns[3]
-        return fns
+    @platform_manager.PlatformRegistry.register(platform=CPU_PLATFORM)
+    class CpuPlatform(PlatformBase):
+        device_module = _cpu_device_module()
+        device_name = "cpu"
+        vendor_name = "cpu"
 
-    attention_utils._get_attention_functions = torch_attention_functions
+        def is_available(self) -> bool:
+            return True
+
+        def current_device(self) -> int:
+            # VERL places tensors with .to(get_device_id()); an int there means an accelerator. torch.cpu's own
+            # current_device() is the string "cpu", which VERL 0.8 used as it is.
+            return torch.cpu.current_device()
+
+        def device_count(self) -> int:
+            return 1
+
+        def set_device(self, device_index: int) -> None:
+            return None
+
+        def synchronize(self, device_index: int | None = None) -> None:
+            return None
+
+        def manual_seed(self, seed: int) -> None:
+            torch.manual_seed(seed)
+
+        def manual_seed_all(self, seed: int) -> None:
+            torch.manual_seed(seed)
+
+        def set_allocator_settings(self, settings: str) -> None:
+            return None
+
+        def empty_cache(self) -> None:
+            return None
+
+        def get_device_capability(self, device_index: int = 0) -> tuple[int | None, int | None]:
+            return None, None
+
+        def communication_backend_name(self) -> str:
+            return "gloo"
+
+        def visible_devices_envvar(self) -> str:
+            return "CUDA_VISIBLE_DEVICES"
+
+        @contextmanager
+        def nvtx_range(self, msg: str) -> Any:
+            yield
+
+        def profiler_start(self) -> None:
+            return None
+
+        def profiler_stop(self) -> None:
+            return None
+
+        def ray_resource_name(self) -> str:
+            return "CPU"
+
+        def ray_noset_envvars(self) -> list[str]:
+            return []
+
+        def is_ipc_supported(self) -> bool:
+            return False
+
+        def cudart(self) -> Any:
+            return None
+
+    platform_manager.set_platform(CpuPlatform())
+
+
+def _register_engines() -> None:
+    # VERL registers its FSDP engines for devices cuda and npu only ("No engine registered for device='cpu'" in
+    # EngineRegistry); the same classes run on CPU. EngineRegistry.register is VERL's public hook.
+    from verl.workers.engine.base import EngineRegistry
+    from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead, FSDPEngineWithValueHead
+
+    EngineRegistry.register(model_type="language_model", backend=["fsdp", "fsdp2"], device="cpu")(FSDPEngineWithLMHead)
+    EngineRegistry.register(model_type="value_model", backend=["fsdp", "fsdp2"], device="cpu")(FSDPEngineWithValueHead)
+
+
+def _register_rollout() -> None:
+    # Trainer side: RolloutReplicaRegistry.register is public. Worker side: verl/workers/rollout/base.py resolves the
+    # worker's rollout class from the private _ROLLOUT_REGISTRY only (still no public register function in 0.9.1).
+    from verl.workers.rollout import base
+    from verl.workers.rollout.replica import RolloutReplicaRegistry
+
+    def load() -> type:
+        from agl_bridge.verl.cpu_rollout import CpuPolicyReplica
+
+        return CpuPolicyReplica
+
+    RolloutReplicaRegistry.register(CPU_ROLLOUT, load)
+    base._ROLLOUT_REGISTRY[(CPU_ROLLOUT, "async")] = "agl_bridge.verl.cpu_rollout.CpuRolloutAdapter"
 
 
 def _patch_unpinned_offload() -> None:
@@ -153,9 +221,10 @@ def _patch_unpinned_offload() -> None:
 def cpu_actor_rollout_worker() -> type:
     """VERL's ``ActorRolloutRefWorker`` whose process group is gloo only.
 
-    VERL's ``initialize_global_process_group_ray`` builds the backend ``"cpu:gloo,<device>:nccl"``, which on CPU is
-    ``"cpu:gloo,cpu:nccl"`` ("Duplicate device type cpu"). Initializing the group with ``gloo`` first, before VERL's
-    ``init_model`` builds its engines, makes VERL's own call a no-op (it only initializes when no group exists)."""
+    VERL's ``initialize_global_process_group_ray`` builds the backend ``"cpu:gloo,<device>:<backend>"``, which on CPU
+    is ``"cpu:gloo,cpu:gloo"`` ("Duplicate device type cpu"). Initializing the group with ``gloo`` first, before
+    VERL's ``init_model`` builds its engines, makes VERL's own call a no-op (it only initializes when no group
+    exists)."""
     from verl.single_controller.base.decorator import Dispatch, register
     from verl.utils.distributed import initialize_global_process_group_ray
     from verl.workers.engine_workers import ActorRolloutRefWorker

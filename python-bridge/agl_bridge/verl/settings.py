@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
 from agl_bridge.errors import ConfigError
 from agl_bridge.training.config import LoopConfig, loop_fields
 from agl_bridge.training.rollout_correction import resolve_rollout_correction
 
-__all__ = ["agl_token", "loop_config", "rollout_correction", "val_sampling"]
+__all__ = ["agl_token", "apply_staleness", "loop_config", "max_staleness", "rollout_correction", "val_sampling"]
 
 
 def val_sampling(config: Any) -> dict[str, Any] | None:
@@ -76,6 +76,7 @@ def loop_config(config: Any) -> LoopConfig:
         if value is not None and not isinstance(value, dict | list | str):
             value = _as(f.type, value, f.name)
         values[f.name] = value
+    values["max_staleness"] = max_staleness(config)
     return LoopConfig(**values)
 
 
@@ -87,6 +88,58 @@ def _as(annotation: Any, value: Any, name: str) -> Any:
         return {"int": int, "float": float, "bool": bool, "str": str}.get(kind, lambda v: v)(value)
     except (TypeError, ValueError):
         raise ConfigError(f"agl.{name}: {value!r} is not a {kind}") from None
+
+
+def max_staleness(config: Any) -> int:
+    """The staleness bound of agl's asynchronous loop — the one setting, taken from agl's key or VERL's.
+
+    ``agl.max_staleness`` k, when set, decides (0: synchronous). Left null, VERL's V1 keys decide: its
+    ``trainer.v1.trainer_mode`` ``sync`` is k = 0, and an asynchronous mode takes VERL's staleness cap
+    ``trainer.v1.sampler.max_off_policy_threshold`` t, the number of weight versions a group may span: k = t - 1
+    (a group trained by the weights it was enqueued under spans 1). ``AglTaskRunner`` writes the result back into both
+    (``apply_staleness``)."""
+    v1 = config.trainer.get("v1") or {}
+    mode = str(v1.get("trainer_mode", "sync"))
+    if mode == "separate_async":
+        raise ConfigError(
+            "trainer.v1.trainer_mode=separate_async (standalone rollout replicas, VERL's own agent loop) is not "
+            "supported by the agl loop: its rollouts are agl runners behind the store. Use agl.max_staleness=k "
+            "(colocated replicas; the runners keep generating while the actor updates)"
+        )
+    if mode not in ("sync", "colocate_async"):
+        raise ConfigError(f"unknown trainer.v1.trainer_mode {mode!r}: sync, colocate_async or separate_async")
+    configured = config.agl.get("max_staleness")
+    if configured is not None:
+        k = int(configured)
+        if k < 0:
+            raise ConfigError(f"agl.max_staleness must be >= 0, got {k}")
+        if k == 0 and mode != "sync":
+            raise ConfigError(
+                f"trainer.v1.trainer_mode={mode} asks for asynchronous training but agl.max_staleness=0: set "
+                "agl.max_staleness to k > 0, or leave it null to take trainer.v1.sampler.max_off_policy_threshold - 1"
+            )
+        return k
+    if mode == "sync":
+        return 0
+    threshold = (v1.get("sampler") or {}).get("max_off_policy_threshold")
+    if threshold is None or int(threshold) < 2:
+        raise ConfigError(
+            f"trainer.v1.trainer_mode={mode} needs a staleness bound for the agl loop: "
+            "trainer.v1.sampler.max_off_policy_threshold >= 2, or agl.max_staleness=k"
+        )
+    return int(threshold) - 1
+
+
+def apply_staleness(config: Any) -> None:
+    """Writes ``max_staleness`` k into both settings before the trainer starts: ``agl.max_staleness`` k and VERL's
+    ``trainer.v1.sampler.max_off_policy_threshold`` k + 1, with ``trainer.v1.trainer_mode`` ``sync`` whatever k: the
+    overlap of generation and update is agl's loop, and VERL's side runs its synchronous path (its asynchronous modes'
+    replay buffer, prefetch and TransferQueue checkpoints drive VERL's own agent loop, which agl does not run)."""
+    k = max_staleness(config)
+    with open_dict(config):
+        config.agl.max_staleness = k
+        config.trainer.v1.trainer_mode = "sync"
+        config.trainer.v1.sampler.max_off_policy_threshold = k + 1
 
 
 def rollout_correction(config: Any) -> dict[str, Any] | None:
