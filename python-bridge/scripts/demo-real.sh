@@ -4,13 +4,15 @@
 # trainer). The held-out test split (never trained on) is scored greedily before training and after the last step;
 # the run ends with one line, `demo-real: held-out accuracy A -> B (+D, 95% CI [LO, HI]), N steps, S s: reached|missed`,
 # and exits non-zero when missed (target: a gain of at least +0.15 with the CI above 0). Environment: TRAINER
-# (verl|local), DEMO_SEED (0), DEMO_STEPS (default 16), DEMO_LR (2e-6), DEMO_DIR (a new temporary directory).
+# (verl|local), DEMO_SEED (0), DEMO_STEPS (16), DEMO_N (rollouts per task, 4), DEMO_LR (2e-6), DEMO_DIR (a new
+# temporary directory).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/node-env.sh
 TRAINER="${TRAINER:-verl}"
 DIR="${DEMO_DIR:-$(mktemp -d -t agl-demo-real-XXXXXX)}"
 STEPS="${DEMO_STEPS:-16}"
+N="${DEMO_N:-4}"
 SEED="${DEMO_SEED:-0}"
 LR="${DEMO_LR:-2e-6}"
 PY=python-bridge/.venv/bin/python
@@ -20,14 +22,15 @@ mkdir -p "$DIR"
 rm -rf "$DIR/ckpt" "$DIR"/agl.db*
 npx tsx examples/word-math/tasks.ts "$DIR/tasks"
 T="$DIR/tasks"
-echo "agl demo-real: Gemma 3 270M, $TRAINER trainer, seed $SEED, $STEPS steps of 4 tasks x 8 rollouts, lr $LR;" \
+echo "agl demo-real: Gemma 3 270M, $TRAINER trainer, seed $SEED, $STEPS steps of 4 tasks x $N rollouts, lr $LR;" \
   "held-out test split $(wc -l < "$T/test.jsonl") tasks; files and logs in $DIR"
 started=$(date +%s)
 # Stable settings for a real model (docs/rl-training.md): a small constant lr, gradient clipping 1.0, embeddings
 # frozen (most of the parameters, and what a high lr damages first), log-probs on response tokens only.
 if [ "$TRAINER" = local ]; then
   node bin/agl.js train examples/word-math/agent.ts --trainer local --database "$DIR/agl.db" --steps "$STEPS" \
-    --tasks-per-step 4 --n 8 --dataset "$T/train.jsonl" --val-dataset "$T/test.jsonl" --model "$MODEL" -- \
+    --tasks-per-step 4 --n "$N" --concurrency 32 --dataset "$T/train.jsonl" --val-dataset "$T/test.jsonl" \
+    --model "$MODEL" -- \
     --seed "$SEED" --lr "$LR" --grad-clip 1.0 --freeze-embeddings --micro-batch 8 --max-tokens 12 \
     --temperature 1.0 --val-temperature 0 --test-freq "$STEPS" --threads 2 --rollout-timeout 3600 \
     --attempt-timeout 1800 --max-batch 64 \
@@ -41,7 +44,8 @@ pd.DataFrame({"prompt": [[{"role": "user", "content": r["question"]}] for r in r
               "reward_model": [{"ground_truth": str(r["answer"])} for r in rows[:64]]}).to_parquet(f"{sys.argv[1]}/prompts.parquet")
 PY
   node bin/agl.js train examples/word-math/agent.ts --trainer verl --database "$DIR/agl.db" --steps "$STEPS" \
-    --dataset "$T/train.jsonl" --val-dataset "$T/test.jsonl" --model "$MODEL" --n 8 --tasks-per-step 4 -- \
+    --dataset "$T/train.jsonl" --val-dataset "$T/test.jsonl" --model "$MODEL" --n "$N" --tasks-per-step 4 \
+    --concurrency 32 -- \
     trainer.device=cpu hydra.run.dir="$DIR/hydra" data.train_files="$T/prompts.parquet" \
     data.val_files="$T/prompts.parquet" data.max_prompt_length=512 data.max_response_length=12 \
     trainer.val_before_train=true trainer.test_freq="$STEPS" trainer.save_freq=-1 algorithm.adv_estimator=grpo \

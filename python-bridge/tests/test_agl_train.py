@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 TINY = ["--warmup-steps", "0", "--hidden", "16", "--layers", "1", "--rollout-timeout", "60"]
 
 
-def _train(agent: Path, tmp_path: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+def _train(agent: Path, tmp_path: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     node = shutil.which("node")
     assert node, "node is not on PATH"
     command = [node, str(REPO / "bin" / "agl.js"), "train", str(agent), "--database", str(tmp_path / "train.db")]
