@@ -58,18 +58,4 @@ PY
     actor_rollout_ref.actor.data_loader_seed="$SEED" agl.summary="$DIR/summary.json" "$@" \
     > >(tee "$DIR/train.log" | sed -un 's/^.*\(\[agl\]\)/\1/p') 2>&1
 fi
-"$PY" - "$DIR/summary.json" "$started" <<'PY'
-import json, math, sys, time
-from agl_bridge.training.plot import reward_plot
-s = json.load(open(sys.argv[1]))
-print("\nreward per step (sampled, training tasks)\n" + reward_plot(s["rewards"]))
-before, after = s["validation"][0], s["validation"][-1]
-a, b, n = before["reward_mean"], after["reward_mean"], after["n"]
-# Unpaired normal interval of the difference of two proportions (the paired one would be narrower).
-half = 1.96 * math.sqrt(a * (1 - a) / before["n"] + b * (1 - b) / n)
-d = b - a
-ok = len(s["validation"]) > 1 and d >= 0.15 and d - half > 0
-print(f"demo-real: held-out accuracy {a:.3f} -> {b:.3f} ({d:+.3f}, 95% CI [{d - half:.3f}, {d + half:.3f}]), "
-      f"{len(s['rewards'])} steps, {time.time() - int(sys.argv[2]):.0f} s: {'reached' if ok else 'missed'}")
-sys.exit(0 if ok else 1)
-PY
+"$PY" -m agl_bridge.training.heldout_rule "$DIR/summary.json" --started "$started"
