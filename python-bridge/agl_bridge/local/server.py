@@ -48,6 +48,7 @@ class PolicyServer:
         # Set by a call the server can never answer (a chat call to a model without a chat template): whoever runs
         # the server stops the run on it (``wait_fatal``) rather than failing every rollout one by one.
         self.fatal_error: str | None = None
+        self._vocab_cache: dict[str, int] | None = None
         self._fatal = asyncio.Event()
         app = web.Application(client_max_size=16 * 1024 * 1024)
         app.router.add_get("/health", self._health)
@@ -65,6 +66,12 @@ class PolicyServer:
         port = sockets[0].getsockname()[1] if sockets else self.port
         self.base_url = f"http://{self.host}:{port}/v1"
         return self.base_url
+
+    def _vocab(self) -> dict[str, int]:
+        # Built once: a 262k-token vocabulary takes a noticeable part of a second to build, on the event loop.
+        if self._vocab_cache is None:
+            self._vocab_cache = self.policy.tokenizer.get_vocab()
+        return self._vocab_cache
 
     async def wait_fatal(self) -> str:
         """Returns the error of the first call the server can never answer (see ``fatal_error``)."""
@@ -181,7 +188,7 @@ class PolicyServer:
         stop = [stop] if isinstance(stop, str) else stop
         if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop) or len(stop) > 8:
             raise _BadRequest("stop must be a non-empty string or a list of at most 8 of them")
-        vocab = self.policy.tokenizer.get_vocab()
+        vocab = self._vocab()
         # A stop that is one token of the vocabulary stops on that id (a word-level vocabulary decodes with spaces
         # between words); every stop string also stops when the decoded answer contains it (vLLM's rule).
         stop_ids = {vocab[s.strip()] for s in stop if s.strip() in vocab}
