@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # make demo-verl: the task of `make demo` (examples/rl-kind/agent.ts, "kind of fox ?") trained by VERL's own trainer
 # on CPU with `agl train --trainer verl`: the store (SQLite), the agl LLM proxy, the TypeScript runner pool, and
-# VERL's RayPPOTrainer machinery (FSDP2 actor on gloo, VERL's log-probs, GRPO advantages and PPO update, weights pushed
-# to agl's CPU rollout replica). Same model and warm-up as `make demo`; the same progress lines, reward plot and
-# pass/fail rule (agl_bridge/training/demo_rule.py: first step <= 0.3, final, the mean of the last 5 steps, >= 0.9). Run from the repository root after
-# `make deps`. Environment: DEMO_STEPS (default 150), DEMO_SEED (default 0), DEMO_DIR (default a new temporary
+# VERL 0.9's V1 trainer machinery (FSDP2 actor on gloo in fp32, VERL's log-probs and PPO update, weights pushed to
+# agl's CPU rollout replica). Same model and warm-up as `make demo`; the same progress lines, reward plot and pass/fail
+# rule (agl_bridge/training/demo_rule.py: first step <= 0.3, final, the mean of the last 5 steps, >= 0.9). Run from
+# the repository root after `make deps`. Environment: DEMO_STEPS (default 150), DEMO_SEED (default 0), DEMO_DIR (default a new temporary
 # directory), ASYNC (default 0; k > 0: agl.max_staleness=k), DEMO_AGENT (default the demo's agent; another agent
 # module for the same task); extra arguments are Hydra overrides for the trainer.
 set -euo pipefail
