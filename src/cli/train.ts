@@ -117,18 +117,37 @@ export async function train(args: TrainArgs): Promise<number> {
       { stdio: ["ignore", "ignore", "pipe"], env },
     );
     children.push(runner);
+    // The runner's own errors (an agent that fails to import, a rollout that fails) are shown; its last lines say
+    // why, should it exit while the trainer still runs.
+    const runnerTail: string[] = [];
     runner.stderr?.on("data", (chunk: Buffer) => {
-      if (/error|fail/i.test(chunk.toString())) process.stderr.write(`[runner] ${chunk.toString()}`);
+      const text = chunk.toString();
+      runnerTail.push(...text.split("\n").filter((l) => l.trim() !== ""));
+      runnerTail.splice(0, Math.max(0, runnerTail.length - 20));
+      if (/error|fail|cannot/i.test(text)) process.stderr.write(`[runner] ${text}`);
     });
     process.stderr.write(`agl train: runner pool for ${args.agentModule}; trainer ${args.trainer}\n`);
     const trainer = spawn(args.python, trainerCommand(args, store, proxy), { stdio: "inherit", env });
     children.push(trainer);
-    const forward = (signal: NodeJS.Signals) => trainer.kill(signal);
+    let stopping = false;
+    const forward = (signal: NodeJS.Signals) => {
+      stopping = true;
+      trainer.kill(signal);
+    };
     process.on("SIGINT", forward);
     process.on("SIGTERM", forward);
     const code = await new Promise<number>((resolve, reject) => {
       trainer.once("exit", (c, signal) => resolve(c ?? (signal ? 130 : 1)));
       trainer.once("error", reject);
+      runner.once("exit", (c, signal) => {
+        if (stopping || trainer.exitCode !== null || trainer.signalCode !== null) return;
+        const why = runnerTail.slice(-5).join("\n  ") || "(it printed nothing)";
+        process.stderr.write(
+          `agl train: the runner pool exited (${signal ?? `code ${c}`}) while the trainer was running, so no rollout can run: stopping.\n  ${why}\n`,
+        );
+        trainer.kill("SIGTERM");
+        resolve(c || 1);
+      });
     });
     process.off("SIGINT", forward);
     process.off("SIGTERM", forward);

@@ -1,5 +1,5 @@
 """Small causal LMs for the local trainer: built from a config with a word-level tokenizer made locally (no hub
-download), or loaded from a directory (``save_pretrained`` output, any Hugging Face causal LM)."""
+download), or loaded from a GGUF file or a directory (``save_pretrained`` output, any Hugging Face causal LM)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+from agl_bridge.local.pretrained import load_pretrained
 
 __all__ = [
     "CHAT_TEMPLATE",
@@ -81,11 +83,10 @@ def build_tiny_model(tokenizer: PreTrainedTokenizerFast, config: TinyModelConfig
     return LlamaForCausalLM(llama).float()
 
 
-def load_model(path: str | Path) -> tuple[torch.nn.Module, PreTrainedTokenizerFast]:
-    """Loads a causal LM and its tokenizer from a local directory (float32 on CPU). The tokenizer needs a chat
-    template for ``/v1/chat/completions``."""
-    tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, dtype=torch.float32)
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return model, tokenizer
+def load_model(
+    path: str | Path, dtype: str | None = None, chat_template: str | None = None
+) -> tuple[torch.nn.Module, PreTrainedTokenizerBase]:
+    """A causal LM and its tokenizer from a GGUF file or a local directory, on CPU (``load_pretrained``: float32
+    unless ``dtype`` says bfloat16). ``/v1/chat/completions`` needs a chat template: the tokenizer's or
+    ``chat_template``."""
+    return load_pretrained(path, dtype, chat_template)

@@ -8,7 +8,7 @@ import copy
 import hashlib
 import math
 import threading
-from collections import Counter
+from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -21,25 +21,22 @@ from verl.utils.torch_functional import logprobs_from_logits
 from verl.workers.config import ActorConfig
 
 from agl_bridge.errors import ConfigError
+from agl_bridge.local.batching import Generation, SampleRequest, sample_batch
 from agl_bridge.training.rollout_correction import apply_rollout_correction
 
-__all__ = ["Generation", "GrpoConfig", "Policy"]
+__all__ = ["NO_CHAT_TEMPLATE", "Generation", "GrpoConfig", "Policy"]
 
-
-@dataclass
-class Generation:
-    """What the engine sampled: ids, their logprobs under the model (before temperature, like vLLM's default raw
-    logprobs) and why it stopped (``stop``: an EOS or stop token; ``length``: ``max_tokens``)."""
-
-    token_ids: list[int]
-    logprobs: list[float]
-    finish_reason: str
+NO_CHAT_TEMPLATE = (
+    "the model's tokenizer has no chat template (a base model): serve its agents through /v1/completions with a "
+    "few-shot prompt, or give a chat template (--chat-template FILE)"
+)
 
 
 @dataclass
 class GrpoConfig:
     """The update: VERL's policy loss ``loss_mode`` with PPO clipping, ``ppo_epochs`` passes over the batch in
-    mini-batches of ``mini_batch_size`` rows (all rows when ``None``); ``rollout_correction`` (VERL's
+    mini-batches of ``mini_batch_size`` rows (all rows when ``None``), each in micro-batches of
+    ``micro_batch_size`` rows; ``rollout_correction`` (VERL's
     ``algorithm.rollout_correction`` keys, ``agl_bridge.training.rollout_correction``) weights each token's loss by its
     truncated importance ratio between the weights updated and the ones that sampled it."""
 
@@ -52,7 +49,12 @@ class GrpoConfig:
     clip_ratio: float = 0.2
     ppo_epochs: int = 1
     mini_batch_size: int | None = None
+    # Rows per forward/backward pass (gradients accumulate over a mini-batch's micro-batches): memory, not the update.
+    micro_batch_size: int = 8
     grad_clip: float = 1.0
+    # Leaves the input embeddings (and an output head tied to them: Gemma's) untrained: most of a small real model's
+    # parameters, and what a few RL steps at a high learning rate damage first.
+    freeze_embeddings: bool = False
     rollout_correction: dict[str, Any] | None = None
 
     def actor_config(self) -> ActorConfig:
@@ -83,11 +85,14 @@ class Policy:
         tokenizer: PreTrainedTokenizerBase,
         grpo: GrpoConfig | None = None,
         sampling_seed: int | None = None,
+        max_batch: int = 32,
     ):
         self.model = model.eval()
         self.train_model = self.model
         self.tokenizer = tokenizer
         self.grpo = grpo or GrpoConfig()
+        if self.grpo.freeze_embeddings:
+            self.model.get_input_embeddings().weight.requires_grad_(False)
         self.optimizer = self._make_optimizer()
         self._actor_config = self.grpo.actor_config()
         self._loss_fn = core_algos.get_policy_loss_fn(self.grpo.loss_mode)
@@ -101,6 +106,12 @@ class Policy:
         self.sampling_seed = sampling_seed
         self._draws: Counter[tuple[int, ...]] = Counter()
         self.weights_version = 0
+        self.max_batch = max_batch
+        self.batch_wait_s = 0.005
+        self._queue: list[tuple[SampleRequest, asyncio.Future[Generation]]] = []
+        self._batcher: asyncio.Task[None] | None = None
+        # The size of each batch sampled (the last 1024): how well concurrent requests were batched.
+        self.batch_sizes: deque[int] = deque(maxlen=1024)
 
     @property
     def weights_version(self) -> int:
@@ -127,8 +138,11 @@ class Policy:
         if self.train_model is not self.model:
             self.train_model.load_state_dict(state)
 
+    def _trained_params(self) -> list[torch.nn.Parameter]:
+        return [p for p in self.train_model.parameters() if p.requires_grad]
+
     def _make_optimizer(self) -> torch.optim.Optimizer:
-        cfg, params = self.grpo, self.train_model.parameters()
+        cfg, params = self.grpo, self._trained_params()
         if cfg.optimizer == "sgd":
             return torch.optim.SGD(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
         if cfg.optimizer == "adamw":
@@ -146,57 +160,32 @@ class Policy:
     # -- serving -----------------------------------------------------------------------------------------------
 
     def encode_chat(self, messages: list[dict[str, Any]]) -> list[int]:
+        if not self.tokenizer.chat_template:
+            raise ValueError(NO_CHAT_TEMPLATE)
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
-    def generate_sync(self, prompt_ids: list[int], max_tokens: int, **kwargs: Any) -> Generation:
-        """Samples up to ``max_tokens`` ids after ``prompt_ids`` (``_generate``), with the served weights unchanged
-        throughout."""
-        with self._serving:
-            return self._generate(prompt_ids, max_tokens, **kwargs)
+    def encode_text(self, text: str) -> list[int]:
+        """A text prompt's ids with the special tokens the model's tokenizer adds (Gemma: ``<bos>`` first), less a
+        closing EOS: the answer comes after the prompt."""
+        ids = list(self.tokenizer(text)["input_ids"])
+        eos = self.tokenizer.eos_token
+        if ids and ids[-1] == self.tokenizer.eos_token_id and not (eos and text.endswith(eos)):
+            ids.pop()
+        return ids
 
-    @torch.no_grad()
-    def _generate(
-        self,
-        prompt_ids: list[int],
-        max_tokens: int,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        stop_ids: frozenset[int] = frozenset(),
-        seed: int | None = None,
-    ) -> Generation:
-        """Samples up to ``max_tokens`` ids after ``prompt_ids`` (greedy at temperature 0), with a KV cache."""
-        if seed is None and self.sampling_seed is not None:
-            seed = self._draw_seed(prompt_ids)
-        generator = torch.Generator().manual_seed(seed) if seed is not None else None
-        eos = self.tokenizer.eos_token_id
-        stops = set(stop_ids) | ({eos} if eos is not None else set())
-        input_ids = torch.tensor([prompt_ids], dtype=torch.long)
-        past = None
-        out_ids: list[int] = []
-        out_lps: list[float] = []
-        finish = "length"
-        for _ in range(max_tokens):
-            out = self.model(input_ids=input_ids, past_key_values=past, use_cache=True)
-            past = out.past_key_values
-            logits = out.logits[0, -1].float()
-            logp = torch.log_softmax(logits, dim=-1)
-            if temperature <= 0:
-                token = int(torch.argmax(logits))
-            else:
-                probs = torch.softmax(logits / temperature, dim=-1)
-                if top_p < 1.0:
-                    sorted_p, order = torch.sort(probs, descending=True)
-                    keep = torch.cumsum(sorted_p, 0) - sorted_p < top_p
-                    probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_p[keep])
-                token = int(torch.multinomial(probs / probs.sum(), 1, generator=generator))
-            out_ids.append(token)
-            out_lps.append(float(logp[token]))
-            if token in stops:
-                finish = "stop"
-                break
-            input_ids = torch.tensor([[token]], dtype=torch.long)
-        return Generation(out_ids, out_lps, finish)
+    def generate_sync(self, prompt_ids: list[int], max_tokens: int, **kwargs: Any) -> Generation:
+        """Samples up to ``max_tokens`` ids after ``prompt_ids`` (``SampleRequest``'s keywords), alone."""
+        return self.generate_batch_sync([SampleRequest(list(prompt_ids), max_tokens, **kwargs)])[0]
+
+    def generate_batch_sync(self, requests: list[SampleRequest]) -> list[Generation]:
+        """Samples every request in one batch (``sample_batch``), with the served weights unchanged throughout."""
+        with self._serving:
+            for r in requests:
+                if r.seed is None and self.sampling_seed is not None:
+                    r.seed = self._draw_seed(r.prompt_ids)
+            self.batch_sizes.append(len(requests))
+            return sample_batch(self.model, self.tokenizer, requests, int(self.tokenizer.pad_token_id or 0))
 
     def _draw_seed(self, prompt_ids: list[int]) -> int:
         key = tuple(prompt_ids)
@@ -206,19 +195,64 @@ class Policy:
         return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1
 
     async def generate(self, prompt_ids: list[int], max_tokens: int, **kwargs: Any) -> Generation:
-        return await self.run(lambda: self.generate_sync(prompt_ids, max_tokens, **kwargs))
+        """Queues one request; the requests queued while a batch runs make up the next batch (up to
+        ``max_batch``), sampled together on the model thread."""
+        request = SampleRequest(list(prompt_ids), max_tokens, **kwargs)
+        future: asyncio.Future[Generation] = asyncio.get_running_loop().create_future()
+        self._queue.append((request, future))
+        if self._batcher is None or self._batcher.done():
+            self._batcher = asyncio.create_task(self._serve_queue())
+        return await future
+
+    async def _serve_queue(self) -> None:
+        while self._queue:
+            # Requests sent at once (a runner pool's) arrive over a few milliseconds: let them gather.
+            await asyncio.sleep(self.batch_wait_s)
+            batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+            try:
+                outs = await self.run(self.generate_batch_sync, [r for r, _ in batch])
+            except Exception as error:  # noqa: BLE001 - handed to every caller of the batch
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(error)
+                continue
+            for (_, future), out in zip(batch, outs, strict=True):
+                if not future.done():
+                    future.set_result(out)
+
+    async def drain(self) -> None:
+        """Returns once every request queued so far has been answered."""
+        while self._batcher is not None and not self._batcher.done():
+            await asyncio.shield(self._batcher)
+        await self.run(lambda: None)
 
     # -- training ----------------------------------------------------------------------------------------------
 
     def response_log_probs(self, data: DataProto) -> torch.Tensor:
-        """Log-probs [B, R] of ``responses`` under the weights being trained (with grad when enabled)."""
+        """Log-probs [B, R] of ``responses`` under the weights being trained (with grad when enabled); logits only
+        at the positions that predict a response token (a 262k-token vocabulary makes them the pass's largest
+        tensor)."""
         batch = data.batch
         r_len = batch["responses"].shape[1]
         logits = self.train_model(
-            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], position_ids=batch["position_ids"]
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            position_ids=batch["position_ids"],
+            logits_to_keep=r_len + 1,
         ).logits
-        logits = logits[:, -r_len - 1 : -1].float()
-        return logprobs_from_logits(logits, batch["responses"])
+        return logprobs_from_logits(logits[:, :-1].float(), batch["responses"])
+
+    @staticmethod
+    def _rollout_diff(data: DataProto, old: torch.Tensor, metrics: dict[str, float]) -> None:
+        """The largest gap between the engine's sampled log-probs and the trainer's, kept in ``metrics``."""
+        if "rollout_log_probs" in data.batch.keys():
+            diff = float(((old - data.batch["rollout_log_probs"]).abs() * data.batch["response_mask"]).max())
+            key = "actor/rollout_logprob_abs_diff_max"
+            metrics[key] = max(diff, metrics.get(key, 0.0))
+
+    def _micro_batches(self, data: DataProto) -> list[DataProto]:
+        size = max(1, self.grpo.micro_batch_size)
+        return [data.select_idxs(list(range(s, min(s + size, len(data))))) for s in range(0, len(data), size)]
 
     def update_sync(self, data: DataProto) -> dict[str, float]:
         """One GRPO/PPO update on a batch that has ``advantages``: old log-probs from the current weights, then
@@ -237,19 +271,20 @@ class Policy:
 
     def _train_sync(self, data: DataProto) -> dict[str, float]:
         cfg = self.grpo
-        with torch.no_grad():
-            old = self.response_log_probs(data)
-        data.batch["old_log_probs"] = old
-        mask = data.batch["response_mask"].float()
+        n = len(data)
+        size = cfg.mini_batch_size or n
+        # One pass over one mini-batch with no correction: the old log-probs are the update's own (ratio 1), taken
+        # from its forward pass rather than from a pass of their own.
+        on_policy = cfg.ppo_epochs == 1 and size >= n and not cfg.rollout_correction
         metrics: dict[str, float] = {}
-        if "rollout_log_probs" in data.batch.keys():
-            diff = (old - data.batch["rollout_log_probs"]).abs() * mask
-            metrics["actor/rollout_logprob_abs_diff_max"] = float(diff.max())
+        if not on_policy:
+            with torch.no_grad():
+                old = torch.cat([self.response_log_probs(mb) for mb in self._micro_batches(data)])
+            data.batch["old_log_probs"] = old
+            self._rollout_diff(data, old, metrics)
         data, correction_metrics = apply_rollout_correction(data, cfg.rollout_correction)
         metrics.update(correction_metrics)
         weighted = "rollout_is_weights" in data.batch.keys()
-        n = len(data)
-        size = cfg.mini_batch_size or n
         self.train_model.train()
         losses, kls, clipfracs, norms = [], [], [], []
         try:
@@ -257,20 +292,33 @@ class Policy:
                 order = torch.randperm(n, generator=torch.Generator().manual_seed(self.weights_version * 131 + epoch))
                 for start in range(0, n, size):
                     idx = order[start : start + size].numpy()
-                    mb = data.select_idxs(idx)
-                    log_prob = self.response_log_probs(mb)
-                    pg_loss, pg_metrics = self._loss_fn(
-                        old_log_prob=mb.batch["old_log_probs"],
-                        log_prob=log_prob,
-                        advantages=mb.batch["advantages"],
-                        response_mask=mb.batch["response_mask"],
-                        loss_agg_mode=cfg.loss_agg_mode,
-                        config=self._actor_config,
-                        rollout_is_weights=mb.batch["rollout_is_weights"] if weighted else None,
-                    )
+                    mini = data.select_idxs(idx)
+                    tokens = float(mini.batch["response_mask"].sum().clamp(min=1))
                     self.optimizer.zero_grad(set_to_none=True)
-                    pg_loss.backward()
-                    norm = torch.nn.utils.clip_grad_norm_(self.train_model.parameters(), cfg.grad_clip)
+                    pg_loss, pg_metrics = torch.zeros(()), {}
+                    for mb in self._micro_batches(mini):
+                        log_prob = self.response_log_probs(mb)
+                        if on_policy:
+                            mb.batch["old_log_probs"] = log_prob.detach()
+                            self._rollout_diff(mb, log_prob.detach(), metrics)
+                        loss, pg_metrics = self._loss_fn(
+                            old_log_prob=mb.batch["old_log_probs"],
+                            log_prob=log_prob,
+                            advantages=mb.batch["advantages"],
+                            response_mask=mb.batch["response_mask"],
+                            loss_agg_mode=cfg.loss_agg_mode,
+                            config=self._actor_config,
+                            rollout_is_weights=mb.batch["rollout_is_weights"] if weighted else None,
+                        )
+                        # The mini-batch's loss is its micro-batches' weighted by their share of its tokens (token
+                        # means) or of its rows (the other modes).
+                        if cfg.loss_agg_mode == "token-mean":
+                            share = float(mb.batch["response_mask"].sum()) / tokens
+                        else:
+                            share = len(mb) / len(mini)
+                        (loss * share).backward()
+                        pg_loss = pg_loss + loss.detach() * share
+                    norm = torch.nn.utils.clip_grad_norm_(self._trained_params(), cfg.grad_clip)
                     if math.isfinite(float(norm)):
                         self.optimizer.step()
                     losses.append(float(pg_loss.detach()))

@@ -23,6 +23,7 @@ from agl_bridge.log import get_logger
 from agl_bridge.store.client import StoreClient
 from agl_bridge.store.network import ClientTls, server_ssl_context, warn_if_unreachable
 from agl_bridge.training.config import LoopConfig
+from agl_bridge.training.empty_steps import TrainingAborted
 from agl_bridge.training.loop import TrainingLoop
 from agl_bridge.training.report import write_summary
 from agl_bridge.training.rollout_correction import resolve_rollout_correction
@@ -75,6 +76,14 @@ class LocalTrainerOptions:
     # ``rollout_is_threshold``, ``off``, or None: token when asynchronous (``loop.max_staleness`` > 0).
     rollout_is: str | None = None
     rollout_is_threshold: float = 2.0
+    # A real model: its dtype (float32 or bfloat16), a chat template file for a base model's chat calls, the update's
+    # micro-batch (rows per forward/backward), frozen embeddings, gradient clipping, requests sampled in one batch.
+    dtype: str | None = None
+    chat_template: str | None = None
+    micro_batch: int = 8
+    freeze_embeddings: bool = False
+    grad_clip: float = 1.0
+    max_batch: int = 32
 
 
 def _dataset(options: LocalTrainerOptions) -> list[Any]:
@@ -110,11 +119,20 @@ def build_policy(options: LocalTrainerOptions) -> Policy:
         configured, options.loop.max_staleness, False if options.rollout_is == "off" else None
     )
     grpo = GrpoConfig(
-        lr=options.lr, ppo_epochs=options.ppo_epochs, mini_batch_size=options.mini_batch, rollout_correction=correction
+        lr=options.lr,
+        ppo_epochs=options.ppo_epochs,
+        mini_batch_size=options.mini_batch,
+        micro_batch_size=options.micro_batch,
+        freeze_embeddings=options.freeze_embeddings,
+        grad_clip=options.grad_clip,
+        rollout_correction=correction,
     )
     if options.model:
-        model, tokenizer = load_model(options.model)
-        return Policy(model, tokenizer, grpo, sampling_seed=options.seed)
+        template = Path(options.chat_template).read_text() if options.chat_template else None
+        model, tokenizer = load_model(options.model, options.dtype, template)
+        if not tokenizer.chat_template:
+            log.info("%s has no chat template: /v1/completions only; a chat call stops the run", options.model)
+        return Policy(model, tokenizer, grpo, sampling_seed=options.seed, max_batch=options.max_batch)
     if options.dataset:
         raise ConfigError("a custom --dataset needs --model (a local Hugging Face causal LM directory)")
     tokenizer = build_word_tokenizer(tasks.vocabulary())
@@ -138,6 +156,21 @@ def build_policy(options: LocalTrainerOptions) -> Policy:
             result.format_probability,
         )
     return policy
+
+
+async def _until_fatal(training: Any, server: PolicyServer) -> Any:
+    """Runs ``training`` unless the policy server meets a call it can never answer first; then stops with it."""
+    run, fatal = asyncio.ensure_future(training), asyncio.ensure_future(server.wait_fatal())
+    try:
+        await asyncio.wait({run, fatal}, return_when=asyncio.FIRST_COMPLETED)
+        if not run.done():
+            run.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await run
+            raise TrainingAborted(fatal.result())
+        return run.result()
+    finally:
+        fatal.cancel()
 
 
 async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
@@ -179,7 +212,7 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
             loop = TrainingLoop(client, backend, _dataset(options), options.loop, val_dataset=_val_dataset(options))
             if options.python_agents > 0:
                 agents = asyncio.create_task(run_python_agents(options.store, token, options.python_agents))
-            await loop.run()
+            await _until_fatal(loop.run(), server)
     finally:
         if agents is not None:
             agents.cancel()

@@ -8,6 +8,7 @@ chosen-token logprobs. ``system_fingerprint`` (and the ``x-agl-policy-version`` 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import ssl
@@ -17,7 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
-from agl_bridge.local.policy import Generation, Policy
+from agl_bridge.local.policy import NO_CHAT_TEMPLATE, Generation, Policy
 from agl_bridge.store.network import with_host
 
 __all__ = ["PolicyServer"]
@@ -63,6 +64,11 @@ class PolicyServer:
         self.sampled: deque[tuple[list[int], list[int]]] = deque(maxlen=4096)
         self._runner: web.AppRunner | None = None
         self.base_url = ""
+        # Set by a call the server can never answer (a chat call to a model without a chat template): whoever runs
+        # the server stops the run on it (``wait_fatal``) rather than failing every rollout one by one.
+        self.fatal_error: str | None = None
+        self._vocab_cache: dict[str, int] | None = None
+        self._fatal = asyncio.Event()
         app = web.Application(client_max_size=16 * 1024 * 1024)
         app.router.add_get("/health", self._health)
         app.router.add_get("/v1/models", self._models)
@@ -80,6 +86,17 @@ class PolicyServer:
         scheme = "https" if self.ssl_context is not None else "http"
         self.base_url = with_host(f"{scheme}://{_netloc(self.host)}:{port}/v1", self.advertise_host)
         return self.base_url
+
+    def _vocab(self) -> dict[str, int]:
+        # Built once: a 262k-token vocabulary takes a noticeable part of a second to build, on the event loop.
+        if self._vocab_cache is None:
+            self._vocab_cache = self.policy.tokenizer.get_vocab()
+        return self._vocab_cache
+
+    async def wait_fatal(self) -> str:
+        """Returns the error of the first call the server can never answer (see ``fatal_error``)."""
+        await self._fatal.wait()
+        return self.fatal_error or ""
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -113,7 +130,7 @@ class PolicyServer:
         self.requests += 1
         n = params.pop("n")
         version = self.policy.weights_version
-        generations = [await self.policy.generate(prompt_ids, **params) for _ in range(n)]
+        generations = list(await asyncio.gather(*(self.policy.generate(prompt_ids, **params) for _ in range(n))))
         self.generated_tokens += sum(len(g.token_ids) for g in generations)
         self.sampled.extend((prompt_ids, g.token_ids) for g in generations)
         want_ids = bool(body.get("return_token_ids"))
@@ -149,6 +166,10 @@ class PolicyServer:
 
     def _prompt_ids(self, body: dict[str, Any], chat: bool) -> list[int]:
         if chat:
+            if not self.policy.tokenizer.chat_template:
+                self.fatal_error = f"a chat call reached model {self.model_name}, but {NO_CHAT_TEMPLATE}"
+                self._fatal.set()
+                raise _BadRequest(self.fatal_error)
             messages = body.get("messages")
             if not isinstance(messages, list) or not messages:
                 raise _BadRequest("messages must be a non-empty list")
@@ -170,7 +191,7 @@ class PolicyServer:
                 raise _BadRequest(f"prompt token ids must be in [0, {vocab})")
             return list(prompt)
         if isinstance(prompt, str) and prompt:
-            return list(self.policy.tokenizer.encode(prompt, add_special_tokens=False))
+            return self.policy.encode_text(prompt)
         raise _BadRequest("prompt must be a non-empty string or a list of token ids")
 
     def _sampling(self, body: dict[str, Any], prompt_len: int) -> dict[str, Any]:
@@ -185,14 +206,22 @@ class PolicyServer:
             raise _BadRequest("n must be between 1 and 16")
         stop = body.get("stop") or []
         stop = [stop] if isinstance(stop, str) else stop
-        vocab = self.policy.tokenizer.get_vocab()
-        stop_ids = frozenset(vocab[s.strip()] for s in stop if isinstance(s, str) and s.strip() in vocab)
+        if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop) or len(stop) > 8:
+            raise _BadRequest("stop must be a non-empty string or a list of at most 8 of them")
+        vocab = self._vocab()
+        # A stop that is one token of the vocabulary stops on that id (a word-level vocabulary decodes with spaces
+        # between words); every stop string also stops when the decoded answer contains it (vLLM's rule).
+        stop_ids = {vocab[s.strip()] for s in stop if s.strip() in vocab}
+        extra_ids = body.get("stop_token_ids") or []
+        if not isinstance(extra_ids, list) or not all(isinstance(t, int) for t in extra_ids):
+            raise _BadRequest("stop_token_ids must be a list of token ids")
         seed = body.get("seed")
         return {
             "max_tokens": max(1, min(int(max_tokens), limit)),
             "temperature": 1.0 if temperature is None else float(temperature),
             "top_p": 1.0 if top_p is None else float(top_p),
-            "stop_ids": stop_ids,
+            "stop_ids": frozenset(stop_ids | set(extra_ids)),
+            "stop_texts": tuple(stop),
             "seed": int(seed) if seed is not None else None,
             "n": n,
         }
@@ -202,8 +231,15 @@ class PolicyServer:
     def _text(self, ids: list[int]) -> str:
         return self.policy.tokenizer.decode(ids, skip_special_tokens=True)
 
+    def _answer_text(self, g: Generation) -> str:
+        """The answer's text; a stop string ends it and is left out (the ids keep every sampled token)."""
+        text = self._text(g.token_ids)
+        return text[: text.find(g.stop_text)] if g.stop_text else text
+
     def _logprobs(self, chat: bool, ids: list[int], lps: list[float]) -> dict[str, Any]:
-        tokens = [self.policy.tokenizer.convert_ids_to_tokens(t) for t in ids]
+        # Each token's decoded text, as vLLM reports it (not the vocabulary's piece, "▁23" for " 23"): the dashboard
+        # places the tokens over the answer's text with it.
+        tokens = [self.policy.tokenizer.decode([t]) for t in ids]
         if chat:
             content = [
                 {"token": tok, "logprob": lp, "bytes": list(tok.encode()), "top_logprobs": []}
@@ -215,9 +251,9 @@ class PolicyServer:
     def _choice(self, chat: bool, index: int, g: Generation, want_ids: bool, want_lps: bool) -> dict[str, Any]:
         choice: dict[str, Any] = {"index": index, "finish_reason": g.finish_reason}
         if chat:
-            choice["message"] = {"role": "assistant", "content": self._text(g.token_ids)}
+            choice["message"] = {"role": "assistant", "content": self._answer_text(g)}
         else:
-            choice["text"] = self._text(g.token_ids)
+            choice["text"] = self._answer_text(g)
         choice["logprobs"] = self._logprobs(chat, g.token_ids, g.logprobs) if want_lps else None
         if want_ids:
             choice["token_ids"] = g.token_ids
@@ -257,8 +293,10 @@ class PolicyServer:
             )
             first_extra = None
         for i, g in enumerate(generations):
+            full = self._answer_text(g)
             for k, token in enumerate(g.token_ids):
-                piece = self._text(g.token_ids[: k + 1])[len(self._text(g.token_ids[:k])) :]
+                before, after = (min(len(self._text(g.token_ids[:j])), len(full)) for j in (k, k + 1))
+                piece = full[before:after]
                 last = k == len(g.token_ids) - 1
                 choice: dict[str, Any] = {"index": i, "finish_reason": g.finish_reason if last else None}
                 if chat:

@@ -80,6 +80,9 @@ class LoopConfig:
     # Asynchronous training (``agl_bridge.training.staleness``): the runners work on the next k steps' groups while a
     # step trains, on calls at most k updates stale. 0: synchronous.
     max_staleness: int = _setting(0, "asynchronous training: calls at most K updates stale (0: synchronous)")
+    max_empty_steps: int = _setting(
+        3, "stop the run, naming the rollouts' errors, after K steps in a row with nothing to train (0: never)"
+    )
 
     def __post_init__(self) -> None:
         if self.val_n < 1:

@@ -319,6 +319,9 @@ class TrainingLoop:
             if result is not None:
                 result.timings["step"] = timings["step"]
             metrics = result.log_metrics() if result is not None else {"training/skipped_step": 1.0}
+            note = self.rollouts.guard.step_ended(self.step - 1, result is not None and result.n_rows > 0)
+            if note:
+                log.warning("%s", note)
             if self.validates_after(self.step):
                 metrics.update((await self.validate()).metrics)
             self._emit(metrics, self.step)

@@ -11,6 +11,7 @@ from agl_bridge.gen.agl.v1 import types_pb2
 from agl_bridge.log import get_logger
 from agl_bridge.store.client import StoreClient
 from agl_bridge.training.config import LoopConfig
+from agl_bridge.training.empty_steps import EmptyStepGuard
 
 __all__ = ["Rollouts"]
 
@@ -23,8 +24,10 @@ _CANCEL_CONCURRENCY, _CANCEL_TIMEOUT_S = 32, 10.0
 class Rollouts:
     """Rollout groups of the loop at ``client``, under ``config``'s attempt settings and timeouts."""
 
-    def __init__(self, client: StoreClient, config: LoopConfig) -> None:
+    def __init__(self, client: StoreClient, config: LoopConfig, guard: EmptyStepGuard | None = None) -> None:
         self.client, self.config = client, config
+        # Told what did not succeed, so that a run whose rollouts all fail stops, saying why.
+        self.guard = guard or EmptyStepGuard(config.max_empty_steps)
 
     def attempt_config(self) -> dict[str, Any]:
         """The ``RolloutConfig`` of every rollout the loop enqueues: retried attempts, the watchdog's timeout."""
@@ -50,8 +53,10 @@ class Rollouts:
         """Waits up to ``timeout`` (default ``rollout_timeout``) seconds for ``ids``; cancels those still running
         then; returns the finished ones, in order."""
         timeout = self.config.rollout_timeout if timeout is None else timeout
-        done = {r.rollout_id for r in await self.client.wait_for_rollouts(ids, timeout)}
+        finished = await self.client.wait_for_rollouts(ids, timeout)
+        done = {r.rollout_id for r in finished}
         late = [r for r in ids if r not in done]
+        self.guard.saw(finished, late, timeout)
         if late:
             cancelled = await self.cancel(late)
             log.info("%d rollouts did not finish within %.0f s: %s cancelled", len(late), timeout, cancelled)

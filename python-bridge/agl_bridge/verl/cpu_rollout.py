@@ -111,7 +111,8 @@ class CpuPolicyServer:
         temperature = float(sampling_params.get("temperature", 1.0))
         top_p = float(sampling_params.get("top_p", 1.0))
         g = await self.policy.generate(list(prompt_ids), min(max_tokens, limit), temperature=temperature, top_p=top_p)
-        return TokenOutput(token_ids=g.token_ids, log_probs=g.logprobs, stop_reason="completed")
+        # "stop" (EOS or a stop token) or "length" (max_tokens), as VERL's own servers report a cut answer.
+        return TokenOutput(token_ids=g.token_ids, log_probs=g.logprobs, stop_reason=g.finish_reason)
 
     # The engine keeps its weights in host memory between updates: sleep and wake-up free and restore nothing.
     async def wake_up(self, tags: list[str] | None = None) -> None:
@@ -133,8 +134,8 @@ class CpuPolicyServer:
         self.global_steps = global_steps
 
     async def wait_for_requests_to_drain(self) -> None:
-        # Calls queue on the policy's one thread: a no-op run there returns once those before it are done.
-        await self.policy.run(lambda: None)
+        # Calls queue in the policy's batch queue, then on its one thread: drain returns once those before it are done.
+        await self.policy.drain()
 
     async def abort_all_requests(self, **_: Any) -> dict[str, Any]:
         return {"aborted_count": 0, "request_ids": []}
