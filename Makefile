@@ -20,7 +20,7 @@ export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
 endif
 
-.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines lint-py bench-store bench-vs-agl bench-proxy bench-token-in bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl demo-real model-gemma bench-real-model demo-remote bench-multi-host bench-async verl-cpu-smoke bench-verl-cpu clean
+.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines test-multi-host lint-py bench-store bench-vs-agl bench-proxy bench-token-in bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl demo-real model-gemma bench-real-model demo-remote bench-multi-host bench-async verl-cpu-smoke bench-verl-cpu clean
 
 # One line per target; a new target adds its line here (test/architecture/make-help.test.ts checks that).
 help:
@@ -40,6 +40,7 @@ help:
 	@echo "  make test              everything CI runs: generated code, lint, types, both suites, other Node lines"
 	@echo "  make test-ts           the TypeScript suite (vitest) against a real PostgreSQL, browser tests included"
 	@echo "  make test-py           the Python suite (pytest)"
+	@echo "  make test-multi-host   the multi-host topology (network namespaces, TLS, a cut per link); not in make test yet"
 	@echo "  make test-node-lines   the smoke subset on Node $(NODE_SMOKE_LINES)"
 	@echo "  make chromium          install Debian's Chromium for the browser tests when missing"
 	@echo "Demos (RL end to end on CPU)"
@@ -161,6 +162,10 @@ test-py: deps $(STAMPS)/model-gemma
 NODE_SMOKE_LINES := 22 26
 test-node-lines:
 	scripts/node-smoke.sh $(NODE_SMOKE_LINES)
+
+# Root only (network namespaces): store, two runner hosts and a trainer host, each link cut once (docs/deployment.md).
+test-multi-host: deps
+	npx vitest run --config vitest.multi-host.config.ts
 
 test: deps check-proto lint typecheck lint-py test-ts test-py test-node-lines
 
