@@ -10,8 +10,11 @@ import OpenAI from "openai";
 import { createTracingFetch, promptTemplate, rollout } from "../../src/index.js";
 import type { WordMathTask } from "./tasks.js";
 
-/** The starting prompt: the best of the three tried (docs/rl-training.md has the others' accuracy). */
-export const PROMPT = promptTemplate(readFileSync(new URL("./prompts/four-shot.txt", import.meta.url), "utf8").trimEnd());
+/**
+ * The starting prompt: the best of the three in prompts/ by greedy accuracy on 32 validation problems (instructed
+ * 1.000, four-shot 0.938, three-shot 0.688). It leaves little to learn: the task needs harder problems for a gain.
+ */
+export const PROMPT = promptTemplate(readFileSync(new URL("./prompts/instructed.txt", import.meta.url), "utf8").trimEnd());
 
 /** The calculator tool: `a op b` with two whole numbers, or undefined for anything else. */
 export function calculate(expression: string): number | undefined {

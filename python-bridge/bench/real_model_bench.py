@@ -53,7 +53,7 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     (model, tokenizer), load_s = _timed(lambda: load_model(GEMMA))
     policy = Policy(model, tokenizer, GrpoConfig(lr=1e-6, freeze_embeddings=True, micro_batch_size=8, ppo_epochs=1))
-    template = (REPO / "examples/word-math/prompts/four-shot.txt").read_text().rstrip("\n")
+    template = (REPO / "examples/word-math/prompts/instructed.txt").read_text().rstrip("\n")
     prompts = [
         policy.encode_text(template.replace("{question}", QUESTIONS[i % 2].format(a=20 + i, b=11 + i)))
         for i in range(a.rows)
