@@ -379,6 +379,8 @@ describe("the dashboard", () => {
   it("APO: the candidate tree of the run, scores per round, best against seed", async () => {
     await open(`/apo?run=${APO_RUN}`);
     await page.locator(id("view-apo")).waitFor();
+    // The section renders before the run's snapshots arrive; the tree comes whole from one query.
+    await page.locator(`${id("apo-candidate")}[data-candidate="seed"]`).waitFor();
     const candidates = await page.locator(id("apo-candidate")).evaluateAll((rows) =>
       rows.map((r) => ({
         key: r.getAttribute("data-candidate"),
