@@ -66,24 +66,9 @@ class StoreClient(StoreConnection):
         an empty ``resources_id`` means the latest resources. Not retried."""
         if isinstance(inputs, str | bytes | Mapping):
             raise TypeError("inputs is a sequence of task inputs, one per rollout (wrap a single input in a list)")
-        mode_number = build.rollout_mode(mode)
-        rollout_config = build.rollout_config(config)
-        specs = []
-        for task_input in inputs:
-            spec = types_pb2.RolloutSpec(
-                input=to_value(task_input),
-                mode=mode_number,
-                group_id=group_id,
-                resources_id=resources_id,
-            )
-            if rollout_config is not None:
-                spec.config.CopyFrom(rollout_config)
-            if metadata is not None:
-                spec.metadata.CopyFrom(to_struct(metadata))
-            specs.append(spec)
-        request = store_pb2.EnqueueRolloutsRequest(rollouts=specs)
-        response: store_pb2.EnqueueRolloutsResponse = await self._call(self.store.EnqueueRollouts, request)
-        return list(response.rollouts)
+        return await self._enqueue(
+            ((to_value(task_input), group_id) for task_input in inputs), mode, config, metadata, resources_id
+        )
 
     async def enqueue_group(
         self,
@@ -123,28 +108,35 @@ class StoreClient(StoreConnection):
         Returns one list of ``n`` rollouts per input, in order. Not retried."""
         if n < 1:
             raise ConfigError(f"a group needs at least one rollout, got n={n}")
+        groups = [(to_value(task_input), new_group_id()) for task_input in inputs]
+        rollouts = await self._enqueue(
+            (group for group in groups for _ in range(n)), mode, config, metadata, resources_id
+        )
+        return [rollouts[i * n : (i + 1) * n] for i in range(len(inputs))]
+
+    async def _enqueue(
+        self,
+        rollouts: Iterable[tuple[Any, str]],
+        mode: int | str | None,
+        config: types_pb2.RolloutConfig | Mapping[str, Any] | None,
+        metadata: Mapping[str, Any] | None,
+        resources_id: str,
+    ) -> list[types_pb2.Rollout]:
+        """One ``EnqueueRollouts`` call for ``(input value, group id)`` pairs sharing mode, config and metadata."""
         mode_number = build.rollout_mode(mode)
         rollout_config = build.rollout_config(config)
+        metadata_struct = None if metadata is None else to_struct(metadata)
         specs = []
-        for task_input in inputs:
-            group_id = new_group_id()
-            value = to_value(task_input)
-            for _ in range(n):
-                spec = types_pb2.RolloutSpec(
-                    input=value,
-                    mode=mode_number,
-                    group_id=group_id,
-                    resources_id=resources_id,
-                )
-                if rollout_config is not None:
-                    spec.config.CopyFrom(rollout_config)
-                if metadata is not None:
-                    spec.metadata.CopyFrom(to_struct(metadata))
-                specs.append(spec)
+        for value, group_id in rollouts:
+            spec = types_pb2.RolloutSpec(input=value, mode=mode_number, group_id=group_id, resources_id=resources_id)
+            if rollout_config is not None:
+                spec.config.CopyFrom(rollout_config)
+            if metadata_struct is not None:
+                spec.metadata.CopyFrom(metadata_struct)
+            specs.append(spec)
         request = store_pb2.EnqueueRolloutsRequest(rollouts=specs)
         response: store_pb2.EnqueueRolloutsResponse = await self._call(self.store.EnqueueRollouts, request)
-        rollouts = list(response.rollouts)
-        return [rollouts[i * n : (i + 1) * n] for i in range(len(inputs))]
+        return list(response.rollouts)
 
     async def dequeue(self, limit: int = 1, worker_id: str = "", wait_seconds: float = 0.0) -> list[types_pb2.Rollout]:
         """Claims up to ``limit`` queued rollouts for ``worker_id``, each with its new attempt as ``latest_attempt``.
