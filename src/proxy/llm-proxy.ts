@@ -136,7 +136,11 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
   const credentials = credentialsOf(options);
   const scopes = createScopeChecker(options.store);
   const promising = !options.pendingWrites && options.spanPromises !== false;
-  const order = options.pendingWrites ? inProcessOrder : promising ? promisedOrder(options.store, logger) : spanFirstOrder;
+  const order = options.pendingWrites
+    ? inProcessOrder
+    : promising
+      ? promisedOrder(options.store, logger, (request) => recorder.carry(request))
+      : spanFirstOrder;
   const recorder = createSpanRecorder({
     store: options.store,
     scopes,

@@ -1,6 +1,8 @@
 /**
  * When a call's span lands relative to the end of its answer. The guarantee either way: once an agent got its answer,
- * its runner cannot finish the attempt (nor anyone read the attempt's spans) without that call's span.
+ * its runner cannot finish the attempt (nor anyone read the attempt's spans) without that call's span. With the store
+ * elsewhere, each call's span promise rides on the `AddSpans` of the calls before it (`expect`): one store call per LLM
+ * call; against a store that does not read `expect` (one that predates it) promises go alone (`ExpectSpans`).
  */
 import { silentLogger } from "../../src/core/logger.js";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -14,6 +16,7 @@ import type { StoreApi } from "../../src/store/store-api.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { type FakeVllm, startFakeVllm } from "../support/fake-vllm.js";
 import { postJson } from "../support/proxy-harness.js";
+import { claimAttempt } from "../support/store-harness.js";
 
 let store: Store;
 let engine: FakeVllm;
@@ -29,7 +32,10 @@ afterEach(async () => {
   server = client = undefined;
 });
 
-/** A store whose span writes wait until `open()` (the store is slow, or far away), or fail with `fail()`. */
+/**
+ * A store whose span writes wait until `open()` (the store is slow, or far away), or fail with `fail()`. An `AddSpans`
+ * with no spans (it only carries span promises) writes nothing and is not held up.
+ */
 function slowSpanWrites(inner: Store) {
   let open!: () => void;
   let fail!: () => void;
@@ -42,6 +48,7 @@ function slowSpanWrites(inner: Store) {
   const slow: StoreApi = {
     ...inner,
     async addSpans(request, options) {
+      if (!request.spans?.length) return inner.addSpans(request, options);
       await gate;
       const response = await inner.addSpans(request, options);
       stored++;
@@ -134,4 +141,73 @@ describe.each([false, true])("span ordering (stream: %s)", (stream) => {
     expect(stored()).toBe(1);
     expect((await store.querySpans({ rolloutId })).spans).toHaveLength(1);
   });
+});
+
+/** The calls the store server served: per `AddSpans`, its spans and promises; `ExpectSpans` calls counted. */
+async function startCounted(readsExpect: boolean) {
+  store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: 0 });
+  engine = await startFakeVllm();
+  const addSpans: { spans: number; promises: number }[] = [];
+  let expectSpans = 0;
+  const served: StoreApi = {
+    ...store,
+    addSpans(request, options) {
+      addSpans.push({ spans: request.spans?.length ?? 0, promises: request.expect?.length ?? 0 });
+      // A store from before `expect` skips the field it does not know, and answers no `expect_held`.
+      return store.addSpans(readsExpect ? request : { spans: request.spans }, options);
+    },
+    expectSpans(request, options) {
+      expectSpans++;
+      return store.expectSpans(request, options);
+    },
+  };
+  server = await startStoreServer({ store: served, port: 0 });
+  client = createStoreClient({ baseUrl: server.url });
+  // Spans wait for the next call to carry them (or the proxy's close), however slow the machine.
+  proxy = createLlmProxy({
+    store: client,
+    backends: [{ endpoint: engine.url, model: engine.model }],
+    spanBatchMs: 60_000,
+    logger: silentLogger,
+  });
+  const url = await proxy.listen(0);
+  const { rolloutId, attemptId } = await claimAttempt(store);
+  return { addSpans, expectSpans: () => expectSpans, rolloutId, attemptId, baseUrl: `${url}/rollout/${rolloutId}/attempt/${attemptId}/v1` };
+}
+
+describe.each([false, true])("the standalone proxy's span promises (stream: %s)", (stream) => {
+  const body = { model: "fake-model", messages: [{ role: "user", content: "hi" }], stream };
+
+  it.each([true, false])(
+    "one store call per LLM call (store reads expect: %s), and the attempt still waits for its spans",
+    async (readsExpect) => {
+      const { addSpans, expectSpans, rolloutId, attemptId, baseUrl } = await startCounted(readsExpect);
+      const calls = 4;
+      for (let i = 0; i < calls; i++) {
+        const res = await postJson(`${baseUrl}/chat/completions`, body);
+        expect(await res.text()).toContain(stream ? "data: [DONE]" : "chat.completion");
+      }
+      if (readsExpect) {
+        // The first promise goes alone (nothing to ride on) as its answer ends; each later one carries the span before.
+        expect(addSpans).toEqual([
+          { spans: 0, promises: 1 },
+          { spans: 1, promises: 1 },
+          { spans: 1, promises: 1 },
+          { spans: 1, promises: 1 },
+        ]);
+        expect(expectSpans()).toBe(0);
+      } else {
+        // The first promise was not taken with the batch, so it went alone, and every later one too.
+        expect(addSpans.slice(0, 1)).toEqual([{ spans: 0, promises: 1 }]);
+        expect(addSpans.slice(1).every((call) => call.promises === 0)).toBe(true);
+        expect(expectSpans()).toBe(calls);
+      }
+      // The last span still waits for a batch: the attempt's end waits for it.
+      const finished = store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
+      expect(await settledWithin(finished, 100)).toBe(false);
+      await proxy?.close(); // sends what waits
+      expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
+      expect((await store.querySpans({ rolloutId })).spans).toHaveLength(calls);
+    },
+  );
 });
