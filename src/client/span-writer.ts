@@ -34,8 +34,11 @@ export interface WriteSpansResult {
   acks: SpanAck[];
   /** Spans not stored, grouped by the failure that kept them out. */
   failed: RefusedSpans[];
-  /** One per `expect` entry: true when the store holds it (false when the first call failed, or the store said no). */
-  expectHeld: boolean[];
+  /**
+   * The store's `expect_held` for the call that carried `expect`: one per entry, true where it holds that promise;
+   * empty from a store that does not read `expect`; undefined when that call failed (or there were no promises).
+   */
+  expectHeld?: boolean[];
 }
 
 /**
@@ -47,7 +50,7 @@ export interface WriteSpansResult {
  */
 export async function writeSpans(store: StoreApi, spans: readonly Span[], options: WriteSpansOptions = {}): Promise<WriteSpansResult> {
   const expect = options.expect ?? [];
-  const result: WriteSpansResult = { acks: [], failed: [], expectHeld: expect.map(() => false) };
+  const result: WriteSpansResult = { acks: [], failed: [] };
   const maxPerCall = options.maxPerCall ?? 10_000;
   // One call at a time, so the store numbers the spans in the order they were given. The promises ride on the first
   // call only (the only call when there are no spans): a call the store refused took none of them, and they are not
@@ -75,7 +78,7 @@ async function writeBatch(store: StoreApi, batch: Span[], options: WriteSpansOpt
       },
     });
     result.acks.push(...response.acks);
-    for (const [i, held] of response.expectHeld.entries()) if (i < expect.length) result.expectHeld[i] = held;
+    if (expect.length > 0) result.expectHeld = response.expectHeld;
     return;
   } catch (thrown) {
     const error = ConnectError.from(thrown);

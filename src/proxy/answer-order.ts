@@ -63,15 +63,15 @@ export function promisedOrder(store: StoreApi, logger: Logger, carry?: SpanRecor
     const request = { rolloutId: scope.rolloutId, attemptId: scope.attemptId, spanIds: [spanId], ttlMs: promiseTtlMs };
     if (!carry || !carrying) return { held: alone(request), send: () => {} };
     const carried = carry(request);
-    const held = carried.held.then(async (taken) => {
-      if (taken || refused) return taken;
-      // Not taken with the batch: alone, the store either takes it (it does not read `expect`) or says why not.
-      const alsoAlone = await alone(request);
-      if (alsoAlone && carrying) {
+    const held = carried.outcome.then(async (outcome) => {
+      if (outcome === "held" || refused) return outcome === "held";
+      // Alone, the store takes it or says why not (a PostgreSQL store: from then on spans are stored first).
+      const taken = await alone(request);
+      if (outcome === "unread" && carrying) {
         carrying = false;
-        logger.info("the store does not take span promises with AddSpans; each is sent alone (ExpectSpans)");
+        logger.info("the store does not read span promises sent with AddSpans; each is sent alone (ExpectSpans)");
       }
-      return alsoAlone;
+      return taken;
     });
     return { held, send: carried.send };
   };

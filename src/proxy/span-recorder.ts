@@ -26,11 +26,17 @@ export interface SpanRecorder {
   flush(): void;
   /**
    * Sends a span promise with the next batch (`AddSpans.expect`): at once when spans wait for one, otherwise with the
-   * batch it starts, which lingers like any other. `held` resolves true once the store holds the promise; `send()`
-   * sends it now if it is still waiting (its answer is about to end).
+   * batch it starts, which lingers like any other. `outcome` resolves once the store answered; `send()` sends it now
+   * if it is still waiting (its answer is about to end).
    */
-  carry(request: SpanPromise): { held: Promise<boolean>; send(): void };
+  carry(request: SpanPromise): { outcome: Promise<CarriedOutcome>; send(): void };
 }
+
+/**
+ * What came of a carried promise: the store holds it; it answered that it does not (as `ExpectSpans` would have
+ * refused it); it answered without reading `expect` (a store older than it); or the call failed.
+ */
+export type CarriedOutcome = "held" | "refused" | "unread" | "failed";
 
 /** A span promise, as `ExpectSpans` takes it. */
 export type SpanPromise = MessageInitShape<typeof ExpectSpansRequestSchema>;
@@ -56,7 +62,7 @@ export interface SpanRecorderOptions {
 }
 
 type Scoped = CallRecord & { scope: CallScope };
-type Carried = { request: SpanPromise; resolve(held: boolean): void };
+type Carried = { request: SpanPromise; resolve(outcome: CarriedOutcome): void };
 type Batch = { calls: Scoped[]; expect: Carried[]; written: Promise<void>; send(): void };
 
 /** Creates a {@link SpanRecorder}. */
@@ -66,11 +72,13 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
   const lingerMs = options.batchLingerMs ?? 0;
   const maxBatch = options.maxBatch ?? 64;
   const write = async (calls: Scoped[], expect: Carried[] = []) => {
-    let held: boolean[] = [];
+    let held: boolean[] | undefined;
     try {
       held = await writeCalls(calls, expect);
     } finally {
-      for (const [i, carried] of expect.entries()) carried.resolve(held[i] ?? false);
+      for (const [i, carried] of expect.entries()) {
+        carried.resolve(held === undefined ? "failed" : held.length === 0 ? "unread" : held[i] ? "held" : "refused");
+      }
     }
   };
   const writeCalls = async (calls: Scoped[], expect: Carried[]) => {
@@ -136,13 +144,13 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
     flush,
     carry(request) {
       const joined = open();
-      let resolve!: (held: boolean) => void;
-      const held = new Promise<boolean>((r) => (resolve = r));
+      let resolve!: (outcome: CarriedOutcome) => void;
+      const outcome = new Promise<CarriedOutcome>((r) => (resolve = r));
       joined.expect.push({ request, resolve });
       // A call that starts ends the wait of the spans before it: they go now, and the promise with them.
       if (joined.calls.length > 0 || joined.expect.length >= maxBatch) flush();
       return {
-        held,
+        outcome,
         send: () => {
           if (batch === joined) flush();
         },

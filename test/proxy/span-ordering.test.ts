@@ -143,21 +143,27 @@ describe.each([false, true])("span ordering (stream: %s)", (stream) => {
   });
 });
 
-/** The calls the store server served: per `AddSpans`, its spans and promises; `ExpectSpans` calls counted. */
-async function startCounted(readsExpect: boolean) {
+/**
+ * A store server counting its calls: per `AddSpans`, its spans and promises; `ExpectSpans` calls. The store it serves
+ * reads `expect`, predates it (skips the field, as any protobuf decoder skips one it does not know, and answers no
+ * `expect_held`), or cannot hold promises, as a PostgreSQL store answers.
+ */
+async function startCounted(kind: "reads expect" | "predates expect" | "holds no promises") {
   store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: 0 });
   engine = await startFakeVllm();
   const addSpans: { spans: number; promises: number }[] = [];
   let expectSpans = 0;
   const served: StoreApi = {
     ...store,
-    addSpans(request, options) {
+    async addSpans(request, options) {
       addSpans.push({ spans: request.spans?.length ?? 0, promises: request.expect?.length ?? 0 });
-      // A store from before `expect` skips the field it does not know, and answers no `expect_held`.
-      return store.addSpans(readsExpect ? request : { spans: request.spans }, options);
+      if (kind === "reads expect") return store.addSpans(request, options);
+      const response = await store.addSpans({ spans: request.spans }, options);
+      return kind === "predates expect" ? response : { ...response, expectHeld: (request.expect ?? []).map(() => false) };
     },
     expectSpans(request, options) {
       expectSpans++;
+      if (kind === "holds no promises") throw new ConnectError("a PostgreSQL store cannot hold span promises", Code.FailedPrecondition);
       return store.expectSpans(request, options);
     },
   };
@@ -178,16 +184,25 @@ async function startCounted(readsExpect: boolean) {
 describe.each([false, true])("the standalone proxy's span promises (stream: %s)", (stream) => {
   const body = { model: "fake-model", messages: [{ role: "user", content: "hi" }], stream };
 
-  it.each([true, false])(
-    "one store call per LLM call (store reads expect: %s), and the attempt still waits for its spans",
-    async (readsExpect) => {
-      const { addSpans, expectSpans, rolloutId, attemptId, baseUrl } = await startCounted(readsExpect);
+  it.each(["reads expect", "predates expect", "holds no promises"] as const)(
+    "a store that %s: about one store call per LLM call where it can, and the attempt waits for its spans",
+    async (kind) => {
+      const { addSpans, expectSpans, rolloutId, attemptId, baseUrl } = await startCounted(kind);
       const calls = 4;
       for (let i = 0; i < calls; i++) {
         const res = await postJson(`${baseUrl}/chat/completions`, body);
         expect(await res.text()).toContain(stream ? "data: [DONE]" : "chat.completion");
       }
-      if (readsExpect) {
+      const finished = store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
+      if (kind === "holds no promises") {
+        // Refused once (with the batch, then alone): from then on each span is stored before its answer ends.
+        expect(addSpans).toEqual([{ spans: 0, promises: 1 }, ...Array.from({ length: calls }, () => ({ spans: 1, promises: 0 }))]);
+        expect(expectSpans()).toBe(1);
+        expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
+        expect((await store.querySpans({ rolloutId })).spans).toHaveLength(calls);
+        return;
+      }
+      if (kind === "reads expect") {
         // The first promise goes alone (nothing to ride on) as its answer ends; each later one carries the span before.
         expect(addSpans).toEqual([
           { spans: 0, promises: 1 },
@@ -197,15 +212,14 @@ describe.each([false, true])("the standalone proxy's span promises (stream: %s)"
         ]);
         expect(expectSpans()).toBe(0);
       } else {
-        // The first promise was not taken with the batch, so it went alone, and every later one too.
+        // The first promise was not read with the batch, so it went alone, and every later one too.
         expect(addSpans.slice(0, 1)).toEqual([{ spans: 0, promises: 1 }]);
         expect(addSpans.slice(1).every((call) => call.promises === 0)).toBe(true);
         expect(expectSpans()).toBe(calls);
       }
       // The last span still waits for a batch: the attempt's end waits for it.
-      const finished = store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
       expect(await settledWithin(finished, 100)).toBe(false);
-      await proxy?.close(); // sends what waits
+      await proxy.close(); // sends what waits
       expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
       expect((await store.querySpans({ rolloutId })).spans).toHaveLength(calls);
     },
