@@ -83,7 +83,8 @@ export function createSpanStream(store: StoreApi, logger: Logger): SpanStream {
   return {
     addSpans(request, options) {
       if (unsupported || closing) return store.addSpans(request, options);
-      const stream = (open ??= start());
+      open ??= start();
+      const stream = open;
       nextId = (nextId % 0xffff_ffff) + 1;
       const id = nextId;
       return new Promise<AddSpansResponse>((resolve, reject) => {
