@@ -25,7 +25,6 @@
  * The rows are measured in turns of `--block` calls each (default 50), so that drift on a shared machine hits every
  * row alike.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -34,6 +33,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createStoreClient } from "../../src/client/store-client.js";
 import { type ServerProcess, startServerProcess } from "../../test/support/server-process.js";
+import { startListening } from "./start-listening.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -55,22 +55,11 @@ const requests = Number(args.requests);
 const warmup = Number(args.warmup);
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 
-function startEngine(): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/proxy/engine.ts"], {
+const startEngine = () =>
+  startListening(process.execPath, ["--import", "tsx", "bench/proxy/engine.ts"], {
     cwd: repoRoot,
     env: { ...process.env, ENGINE_LATENCY_MS: args["engine-ms"] },
-    stdio: ["ignore", "pipe", "inherit"],
   });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout?.on("data", (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on (\S+)/.exec(out);
-      if (m?.[1]) resolve({ url: m[1], child });
-    });
-    child.once("exit", (code) => reject(new Error(`engine exited with ${code}`)));
-  });
-}
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 

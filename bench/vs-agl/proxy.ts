@@ -9,11 +9,12 @@
  *
  *   npx tsx bench/vs-agl/proxy.ts [--rounds 3] [--requests 1000] [--agl03-requests 300] [--base ../perf-base]
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync } from "node:child_process";
 import * as http from "node:http";
 import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { startListening as startListeningIn } from "../proxy/start-listening.js";
 import { freePort, pythonEnv, treeCpu } from "./agl03-store.js";
 
 const { values: args } = parseArgs({
@@ -28,23 +29,7 @@ const { values: args } = parseArgs({
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const venv = `${repoRoot}${execFileSync(`${repoRoot}bench/vs-agl/setup.sh`, ["proxy"], { encoding: "utf8" }).trim()}`;
 
-/** Spawns a process and resolves once it prints `listening on URL`. */
-function startListening(command: string, argv: string[], env: NodeJS.ProcessEnv): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(command, argv, { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] });
-  let err = "";
-  child.stderr?.on("data", (d: Buffer) => {
-    err = (err + d.toString()).slice(-4000);
-  });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout?.on("data", (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on (\S+)/.exec(out);
-      if (m?.[1]) resolve({ url: m[1], child });
-    });
-    child.once("exit", (code) => reject(new Error(`${command} exited with ${code}:\n${err}`)));
-  });
-}
+const startListening = (command: string, argv: string[], env: NodeJS.ProcessEnv) => startListeningIn(command, argv, { cwd: repoRoot, env });
 const stop = (child: ChildProcess) =>
   new Promise((resolve) => {
     if (child.exitCode !== null) return resolve(undefined);

@@ -1,7 +1,16 @@
 import { create, type DescMessage, type DescMethod, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Transport } from "@connectrpc/connect";
 import type { ClientTls } from "../core/tls.js";
-import { type ChannelCredentials, type ChannelOptions, Client, credentials, Metadata, type ServiceError } from "@grpc/grpc-js";
+import {
+  type ChannelCredentials,
+  type ChannelOptions,
+  Client,
+  type ClientDuplexStream,
+  type ClientReadableStream,
+  credentials,
+  Metadata,
+  type ServiceError,
+} from "@grpc/grpc-js";
 import { headersToMetadata, metadataToHeaders } from "../encoding/grpc-headers.js";
 
 export interface GrpcJsTransportOptions {
@@ -87,22 +96,29 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): GrpcJsTr
     },
 
     async stream(method, signal, timeoutMs, header, input) {
-      if (method.methodKind !== "server_streaming") {
-        throw new ConnectError(`${method.methodKind} calls are not supported by this transport`, Code.Unimplemented);
-      }
-      let request: unknown;
-      for await (const message of input) request = create(method.input, message);
       const { serialize } = codec(method.input);
       const { deserialize } = codec(method.output);
       const metadata = metadataOf(header);
-      const call = client.makeServerStreamRequest(
-        pathOf(method),
-        serialize,
-        deserialize,
-        request as never,
-        metadata,
-        callOptions(timeoutMs),
-      );
+      let call: ClientReadableStream<unknown> | ClientDuplexStream<unknown, unknown>;
+      if (method.methodKind === "server_streaming") {
+        let request: unknown;
+        for await (const message of input) request = create(method.input, message);
+        call = client.makeServerStreamRequest(pathOf(method), serialize, deserialize, request as never, metadata, callOptions(timeoutMs));
+      } else if (method.methodKind === "bidi_streaming") {
+        const duplex = client.makeBidiStreamRequest(pathOf(method), serialize, deserialize, metadata, callOptions(timeoutMs));
+        call = duplex;
+        // Requests are written as the caller yields them; the end of its iterable half-closes the call.
+        void (async () => {
+          try {
+            for await (const message of input) duplex.write(create(method.input, message));
+            duplex.end();
+          } catch {
+            duplex.cancel();
+          }
+        })();
+      } else {
+        throw new ConnectError(`${method.methodKind} calls are not supported by this transport`, Code.Unimplemented);
+      }
       const onAbort = () => call.cancel();
       signal?.addEventListener("abort", onAbort, { once: true });
       async function* messages() {

@@ -1,6 +1,7 @@
 import {
   type DescField,
   type DescMessage,
+  type DescMethodBiDiStreaming,
   type DescMethodServerStreaming,
   type DescMethodUnary,
   type DescService,
@@ -42,7 +43,9 @@ export type PlainJsonClient<S extends DescService> = {
     ? (request: Request<I>, options?: CallOptions) => Promise<MessageShape<O>>
     : S["method"][P] extends DescMethodServerStreaming<infer I, infer O>
       ? (request: Request<I>, options?: CallOptions) => AsyncIterable<MessageShape<O>>
-      : never;
+      : S["method"][P] extends DescMethodBiDiStreaming<infer I, infer O>
+        ? (requests: AsyncIterable<Request<I>>, options?: CallOptions) => AsyncIterable<MessageShape<O>>
+        : never;
 };
 
 const valueCases = new Set(["nullValue", "numberValue", "stringValue", "boolValue", "structValue", "listValue"]);

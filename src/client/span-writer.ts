@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isTransientStoreError, type RetryOptions, withRetries } from "../core/retry.js";
-import type { SpanAck } from "../gen/agl/v1/store_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { ExpectSpansRequestSchema, SpanAck } from "../gen/agl/v1/store_pb.js";
 import type { Span } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
 
@@ -12,6 +13,8 @@ export interface WriteSpansOptions {
   callTimeoutMs?: number;
   /** How transient failures are retried. Default: one try. */
   retry?: RetryOptions;
+  /** Span promises to send with the first call (`AddSpans.expect`); the result's `expectHeld` says which the store took. */
+  expect?: MessageInitShape<typeof ExpectSpansRequestSchema>[];
 }
 
 /** Spans the store did not take, and why. */
@@ -31,6 +34,11 @@ export interface WriteSpansResult {
   acks: SpanAck[];
   /** Spans not stored, grouped by the failure that kept them out. */
   failed: RefusedSpans[];
+  /**
+   * The store's `expect_held` for the call that carried `expect`: one per entry, true where it holds that promise;
+   * empty from a store that does not read `expect`; undefined when that call failed (or there were no promises).
+   */
+  expectHeld?: boolean[];
 }
 
 /**
@@ -41,10 +49,15 @@ export interface WriteSpansResult {
  * drop the others' spans), and a batch too large for the store is halved until only the spans too large alone are left.
  */
 export async function writeSpans(store: StoreApi, spans: readonly Span[], options: WriteSpansOptions = {}): Promise<WriteSpansResult> {
+  const expect = options.expect ?? [];
   const result: WriteSpansResult = { acks: [], failed: [] };
   const maxPerCall = options.maxPerCall ?? 10_000;
-  // One call at a time, so the store numbers the spans in the order they were given.
-  for (let i = 0; i < spans.length; i += maxPerCall) await writeBatch(store, spans.slice(i, i + maxPerCall), options, result);
+  // One call at a time, so the store numbers the spans in the order they were given. The promises ride on the first
+  // call only (the only call when there are no spans): a call the store refused took none of them, and they are not
+  // sent again.
+  for (let i = 0; i < spans.length || (i === 0 && expect.length > 0); i += maxPerCall) {
+    await writeBatch(store, spans.slice(i, i + maxPerCall), { ...options, expect: i === 0 ? expect : [] }, result);
+  }
   return result;
 }
 
@@ -54,7 +67,9 @@ async function writeBatch(store: StoreApi, batch: Span[], options: WriteSpansOpt
   const callOptions = options.callTimeoutMs === undefined ? {} : { timeoutMs: options.callTimeoutMs };
   let tries = 1;
   try {
-    const response = await withRetries(() => store.addSpans({ spans: batch }, callOptions), {
+    const expect = options.expect ?? [];
+    const request = expect.length > 0 ? { spans: batch, expect } : { spans: batch };
+    const response = await withRetries(() => store.addSpans(request, callOptions), {
       tries: 1,
       ...options.retry,
       onRetry(error, n) {
@@ -63,10 +78,13 @@ async function writeBatch(store: StoreApi, batch: Span[], options: WriteSpansOpt
       },
     });
     result.acks.push(...response.acks);
+    if (expect.length > 0) result.expectHeld = response.expectHeld;
     return;
   } catch (thrown) {
     const error = ConnectError.from(thrown);
+    if (batch.length === 0) return; // only promises: not held, as the result already says
     if (isTransientStoreError(error)) return void result.failed.push({ spans: batch, error, refused: false, tries });
+    const parts = { ...options, expect: [] }; // the promises were not taken; they are not sent again
     const perAttempt = new Map<string, Span[]>();
     for (const span of batch) {
       const group = perAttempt.get(attemptOf(span));
@@ -74,12 +92,12 @@ async function writeBatch(store: StoreApi, batch: Span[], options: WriteSpansOpt
       else perAttempt.set(attemptOf(span), [span]);
     }
     if (perAttempt.size > 1)
-      return void (await Promise.all([...perAttempt.values()].map((part) => writeBatch(store, part, options, result))));
+      return void (await Promise.all([...perAttempt.values()].map((part) => writeBatch(store, part, parts, result))));
     if (error.code === Code.ResourceExhausted && batch.length > 1) {
       const half = Math.ceil(batch.length / 2);
       return void (await Promise.all([
-        writeBatch(store, batch.slice(0, half), options, result),
-        writeBatch(store, batch.slice(half), options, result),
+        writeBatch(store, batch.slice(0, half), parts, result),
+        writeBatch(store, batch.slice(half), parts, result),
       ]));
     }
     result.failed.push({ spans: batch, error, refused: true, tries });

@@ -35,6 +35,7 @@ export const RPC_SCOPES: Readonly<Record<string, RpcAccess>> = {
   "agl.v1.LightningStore/UpdateAttempt": { scopes: [R] },
   // The proxy records LLM calls as spans with the trainer's credentials.
   "agl.v1.LightningStore/AddSpans": { scopes: [R, T] },
+  "agl.v1.LightningStore/AddSpansStream": { scopes: [R, T] },
   "agl.v1.LightningStore/QuerySpans": { scopes: [T, D] },
   "agl.v1.LightningStore/ExpectSpans": { scopes: [R, T] },
   "agl.v1.LightningStore/NextSpanSequenceIds": { scopes: [R, T] },

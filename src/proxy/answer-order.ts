@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { StoreApi } from "../store/store-api.js";
 import type { CallScope } from "./scope-check.js";
 import type { Logger } from "../core/logger.js";
+import type { SpanPromise, SpanRecorder } from "./span-recorder.js";
 
 /**
  * Whether a call's answer may end before its span is stored. Either way an attempt cannot finish before its spans
@@ -33,16 +34,21 @@ export const spanFirstOrder: AnswerOrder = { begin: () => no, lost: () => {} };
 const promiseTtlMs = 10_000;
 
 /**
- * The store is another process: promise the span (`ExpectSpans`, a small call the store keeps in memory) as the call
- * starts, so the promise travels while the engine works, and answer first once the store holds it; the span is
- * stored right after. A store that cannot hold promises (PostgreSQL, or a server without the method) is asked once:
- * from then on spans are stored first. Any other failure makes that call store its span first.
+ * The store is another process: promise the span as the call starts, so the promise travels while the engine works,
+ * and answer first once the store holds it; the span is stored right after. The promise rides on the span recorder's
+ * next `AddSpans` (`expect`): at once with the spans of calls that ended just before, otherwise with the next batch,
+ * sent at the latest as the answer is about to end; so a proxy busy with calls makes about one call to the store per
+ * LLM call, not two. Without `carry`, or once a store turned out not to take promises that way (it predates them), each
+ * goes alone (`ExpectSpans`, a small call the store keeps in memory). A store that cannot hold promises (PostgreSQL,
+ * or a server without the method) is asked once: from then on spans are stored first. Any other failure makes that
+ * call store its span first.
  */
-export function promisedOrder(store: StoreApi, logger: Logger): AnswerOrder {
+export function promisedOrder(store: StoreApi, logger: Logger, carry?: SpanRecorder["carry"]): AnswerOrder {
   let refused = false;
-  const promise = async (scope: CallScope, spanId: string): Promise<boolean> => {
+  let carrying = carry !== undefined;
+  const alone = async (request: SpanPromise): Promise<boolean> => {
     try {
-      await store.expectSpans({ rolloutId: scope.rolloutId, attemptId: scope.attemptId, spanIds: [spanId], ttlMs: promiseTtlMs });
+      await store.expectSpans(request);
       return true;
     } catch (error) {
       const e = ConnectError.from(error);
@@ -52,6 +58,22 @@ export function promisedOrder(store: StoreApi, logger: Logger): AnswerOrder {
       }
       return false;
     }
+  };
+  const promise = (scope: CallScope, spanId: string): { held: Promise<boolean>; send(): void } => {
+    const request = { rolloutId: scope.rolloutId, attemptId: scope.attemptId, spanIds: [spanId], ttlMs: promiseTtlMs };
+    if (!carry || !carrying) return { held: alone(request), send: () => {} };
+    const carried = carry(request);
+    const held = carried.outcome.then(async (outcome) => {
+      if (outcome === "held" || refused) return outcome === "held";
+      // Alone, the store takes it or says why not (a PostgreSQL store: from then on spans are stored first).
+      const taken = await alone(request);
+      if (outcome === "unread" && carrying) {
+        carrying = false;
+        logger.info("the store does not read span promises sent with AddSpans; each is sent alone (ExpectSpans)");
+      }
+      return taken;
+    });
+    return { held, send: carried.send };
   };
   return {
     begin(scope, spanId) {
@@ -63,7 +85,8 @@ export function promisedOrder(store: StoreApi, logger: Logger): AnswerOrder {
           sentAt = performance.now();
           promised = promise(scope, spanId);
         }
-        return promised;
+        promised.send();
+        return promised.held;
       };
     },
     lost(scope, spanId) {

@@ -1,4 +1,6 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { writeSpans } from "../client/span-writer.js";
+import type { ExpectSpansRequestSchema } from "../gen/agl/v1/store_pb.js";
 import { AttemptStatus } from "../gen/agl/v1/types_pb.js";
 import type { PendingWrites } from "../store/pending-writes.js";
 import type { StoreApi } from "../store/store-api.js";
@@ -22,7 +24,22 @@ export interface SpanRecorder {
   stats(): RecorderStats;
   /** Sends what waits for a batch now. */
   flush(): void;
+  /**
+   * Sends a span promise with the next batch (`AddSpans.expect`): at once when spans wait for one, otherwise with the
+   * batch it starts, which lingers like any other. `outcome` resolves once the store answered; `send()` sends it now
+   * if it is still waiting (its answer is about to end).
+   */
+  carry(request: SpanPromise): { outcome: Promise<CarriedOutcome>; send(): void };
 }
+
+/**
+ * What came of a carried promise: the store holds it; it answered that it does not (as `ExpectSpans` would have
+ * refused it); it answered without reading `expect` (a store older than it); or the call failed.
+ */
+export type CarriedOutcome = "held" | "refused" | "unread" | "failed";
+
+/** A span promise, as `ExpectSpans` takes it. */
+export type SpanPromise = MessageInitShape<typeof ExpectSpansRequestSchema>;
 
 /** Options of {@link createSpanRecorder}. */
 export interface SpanRecorderOptions {
@@ -45,6 +62,8 @@ export interface SpanRecorderOptions {
 }
 
 type Scoped = CallRecord & { scope: CallScope };
+type Carried = { request: SpanPromise; resolve(outcome: CarriedOutcome): void };
+type Batch = { calls: Scoped[]; expect: Carried[]; written: Promise<void>; send(): void };
 
 /** Creates a {@link SpanRecorder}. */
 export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
@@ -52,9 +71,22 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
   const timeoutMs = options.timeoutMs ?? 5_000;
   const lingerMs = options.batchLingerMs ?? 0;
   const maxBatch = options.maxBatch ?? 64;
-  const write = async (calls: Scoped[]) => {
+  const write = async (calls: Scoped[], expect: Carried[] = []) => {
+    let held: boolean[] | undefined;
+    try {
+      held = await writeCalls(calls, expect);
+    } finally {
+      for (const [i, carried] of expect.entries()) {
+        carried.resolve(held === undefined ? "failed" : held.length === 0 ? "unread" : held[i] ? "held" : "refused");
+      }
+    }
+  };
+  const writeCalls = async (calls: Scoped[], expect: Carried[]) => {
     const bySpan = new Map(calls.map((call) => [call.spanId, call]));
-    const { acks, failed } = await writeSpans(options.store, calls.map(callSpan), { callTimeoutMs: timeoutMs });
+    const { acks, failed, expectHeld } = await writeSpans(options.store, calls.map(callSpan), {
+      callTimeoutMs: timeoutMs,
+      expect: expect.map((carried) => carried.request),
+    });
     stats.spansRecorded += acks.length;
     for (const ack of acks) {
       const scope = bySpan.get(ack.spanId)?.scope;
@@ -70,9 +102,10 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
       );
       for (const call of lost) options.onLost?.(call.scope, call.spanId);
     }
+    return expectHeld;
   };
 
-  let batch: { calls: Scoped[]; written: Promise<void>; send(): void } | undefined;
+  let batch: Batch | undefined;
   let timer: NodeJS.Timeout | undefined;
   const flush = () => {
     clearTimeout(timer);
@@ -81,15 +114,19 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
     batch = undefined;
     full?.send();
   };
-  const join = (call: Scoped): Promise<void> => {
+  const open = (): Batch => {
     if (!batch) {
       let send!: () => void;
       const calls: Scoped[] = [];
-      const written = new Promise<void>((resolve) => (send = () => void write(calls).then(resolve)));
-      batch = { calls, written, send };
+      const expect: Carried[] = [];
+      const written = new Promise<void>((resolve) => (send = () => void write(calls, expect).then(resolve)));
+      batch = { calls, expect, written, send };
       timer = setTimeout(flush, lingerMs);
     }
-    const joined = batch;
+    return batch;
+  };
+  const join = (call: Scoped): Promise<void> => {
+    const joined = open();
     joined.calls.push(call);
     if (joined.calls.length >= maxBatch) flush();
     return joined.written;
@@ -105,5 +142,19 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
     },
     stats: () => ({ ...stats }),
     flush,
+    carry(request) {
+      const joined = open();
+      let resolve!: (outcome: CarriedOutcome) => void;
+      const outcome = new Promise<CarriedOutcome>((r) => (resolve = r));
+      joined.expect.push({ request, resolve });
+      // A call that starts ends the wait of the spans before it: they go now, and the promise with them.
+      if (joined.calls.length > 0 || joined.expect.length >= maxBatch) flush();
+      return {
+        outcome,
+        send: () => {
+          if (batch === joined) flush();
+        },
+      };
+    },
   };
 }

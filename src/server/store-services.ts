@@ -33,6 +33,11 @@ function wellFormedRequest(desc: DescMessage, request: object, ctx: HandlerConte
   return vouchWellFormed(json ? withWellFormedText(desc, request) : request);
 }
 
+/** {@link wellFormedRequest} of each message of a request stream. */
+async function* wellFormedRequests(desc: DescMessage, requests: AsyncIterable<object>, ctx: HandlerContext): AsyncIterable<object> {
+  for await (const request of requests) yield wellFormedRequest(desc, request, ctx);
+}
+
 type AnyMethod = (request: unknown, options: CallOptions) => unknown;
 
 function delegate<S extends DescService>(service: S, client: object): Partial<ServiceImpl<S>> {
@@ -40,9 +45,16 @@ function delegate<S extends DescService>(service: S, client: object): Partial<Se
   for (const method of service.methods) {
     const fn = (client as Record<string, unknown>)[method.localName];
     if (typeof fn !== "function") continue;
-    // Unary methods return a promise and server-streaming ones an AsyncIterable: both are valid handler results.
+    // Unary methods return a promise and streaming ones an AsyncIterable: both are valid handler results.
+    const streamedInput = method.methodKind === "bidi_streaming" || method.methodKind === "client_streaming";
     impl[method.localName] = (request, ctx) =>
-      (fn as AnyMethod).call(client, wellFormedRequest(method.input, request as object, ctx), callOptionsOf(ctx));
+      (fn as AnyMethod).call(
+        client,
+        streamedInput
+          ? wellFormedRequests(method.input, request as AsyncIterable<object>, ctx)
+          : wellFormedRequest(method.input, request as object, ctx),
+        callOptionsOf(ctx),
+      );
   }
   return impl as Partial<ServiceImpl<S>>;
 }

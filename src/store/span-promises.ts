@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
-import { ExpectSpansRequestSchema } from "../gen/agl/v1/store_pb.js";
+import { AddSpansRequestSchema, type ExpectSpansRequest, ExpectSpansRequestSchema } from "../gen/agl/v1/store_pb.js";
 import { AttemptStatus, RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import { requireRollout, type StoreContext } from "./context.js";
 import { failedPrecondition, invalidArgument } from "./errors.js";
@@ -37,6 +37,7 @@ function unlessAborted(promise: Promise<void>, signal: AbortSignal | undefined):
  * updates that finish the rollout's attempt or the rollout (`UpdateAttempt` to succeeded/failed/timeout,
  * `UpdateRollout` to succeeded/failed) wait, so an attempt cannot finish before its spans land. Heartbeats, reads and
  * cancellation never wait. Promises live in this process: a PostgreSQL store, which other servers share, refuses them.
+ * Promises may also ride on `AddSpans` (`expect`): taken after its spans are stored, each reported in `expect_held`.
  */
 export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethods {
   const { limits } = ctx;
@@ -76,31 +77,52 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
     return wait ? wait.then(call) : call();
   };
 
+  /** Rejects a malformed promise (INVALID_ARGUMENT); `at` names where it sits in the request. */
+  const checkPromise = (req: ExpectSpansRequest, at = "") => {
+    checkId(req.rolloutId, `${at}rollout_id`, limits);
+    checkId(req.attemptId, `${at}attempt_id`, limits);
+    checkCount(req.spanIds.length, limits.spansPerBatch, `${at}span_ids`);
+    for (const [i, spanId] of req.spanIds.entries()) checkId(spanId, `${at}span_ids[${i}]`, limits);
+    if (req.ttlMs > maxTtlMs) throw invalidArgument(`${at}ttl_ms: at most ${maxTtlMs}, got ${req.ttlMs}`);
+  };
+  /** Holds (or withdraws) a checked promise; FAILED_PRECONDITION on PostgreSQL, NOT_FOUND for an unknown rollout. */
+  const take = async (req: ExpectSpansRequest) => {
+    if (ctx.backend.name === "postgres") {
+      throw failedPrecondition(
+        "a PostgreSQL store cannot hold span promises (another server may take the rollout's updates): store the spans first",
+      );
+    }
+    if (req.withdraw) {
+      for (const spanId of req.spanIds) settle(req.rolloutId, spanId);
+    } else {
+      await ctx.read((tx) => requireRollout(tx, req.rolloutId));
+      for (const spanId of req.spanIds) promise(req.rolloutId, spanId, req.ttlMs || defaultTtlMs);
+    }
+  };
+
   return {
     async expectSpans(init) {
       const req = create(ExpectSpansRequestSchema, init);
-      checkId(req.rolloutId, "rollout_id", limits);
-      checkId(req.attemptId, "attempt_id", limits);
-      checkCount(req.spanIds.length, limits.spansPerBatch, "span_ids");
-      for (const [i, spanId] of req.spanIds.entries()) checkId(spanId, `span_ids[${i}]`, limits);
-      if (req.ttlMs > maxTtlMs) throw invalidArgument(`ttl_ms: at most ${maxTtlMs}, got ${req.ttlMs}`);
-      if (ctx.backend.name === "postgres") {
-        throw failedPrecondition(
-          "a PostgreSQL store cannot hold span promises (another server may take the rollout's updates): store the spans first",
-        );
-      }
-      if (req.withdraw) {
-        for (const spanId of req.spanIds) settle(req.rolloutId, spanId);
-      } else {
-        await ctx.read((tx) => requireRollout(tx, req.rolloutId));
-        for (const spanId of req.spanIds) promise(req.rolloutId, spanId, req.ttlMs || defaultTtlMs);
-      }
+      checkPromise(req);
+      await take(req);
       return { $typeName: "agl.v1.ExpectSpansResponse" };
     },
 
     async addSpans(init, options) {
-      const response = await held.addSpans(init, options);
+      const req = create(AddSpansRequestSchema, init);
+      checkCount(req.expect.length, limits.spansPerBatch, "expect");
+      for (const [i, entry] of req.expect.entries()) checkPromise(entry, `expect[${i}].`);
+      const response = await held.addSpans(req, options);
       if (promised.size > 0) for (const ack of response.acks) settle(ack.rolloutId, ack.spanId);
+      // Taken once the spans are stored, so a failed call holds nothing; a promise the store cannot take is
+      // reported not held (its sender then stores that span before answering), never a failure of the stored spans.
+      for (const entry of req.expect)
+        response.expectHeld.push(
+          await take(entry).then(
+            () => true,
+            () => false,
+          ),
+        );
       return response;
     },
 

@@ -20,6 +20,7 @@ import { DEFAULT_UNRESPONSIVE_SECONDS, DEFAULT_WORKER_GONE_SECONDS } from "./liv
 import { createDeadlines } from "./deadlines.js";
 import { deadlineOf, scanDue, scanOnce } from "./watchdog.js";
 import { withWellFormedRequests } from "./well-formed-requests.js";
+import { addSpansStreamMethod } from "./add-spans-stream.js";
 import { workerMethods } from "./workers.js";
 import { useNodeTextEncoding } from "../encoding/node-text-encoding.js";
 
@@ -157,19 +158,21 @@ export function createStore(options: StoreOptions): Store {
   const attempts = attemptMethods(ctx);
   const spans = spanMethods(ctx);
   const ordered = afterPendingWrites(pendingWrites, { ...rollouts, ...attempts, ...spans });
+  const methods = withWellFormedRequests({
+    ...rollouts,
+    ...attempts,
+    ...spans,
+    ...ordered,
+    ...spanPromiseMethods(ctx, { addSpans: spans.addSpans, updateAttempt: ordered.updateAttempt, updateRollout: ordered.updateRollout }),
+    ...workerMethods(ctx),
+    ...resourceMethods(ctx),
+    ...aggregateMethods(ctx),
+  });
   return {
     backend,
     pendingWrites,
-    ...withWellFormedRequests({
-      ...rollouts,
-      ...attempts,
-      ...spans,
-      ...ordered,
-      ...spanPromiseMethods(ctx, { addSpans: spans.addSpans, updateAttempt: ordered.updateAttempt, updateRollout: ordered.updateRollout }),
-      ...workerMethods(ctx),
-      ...resourceMethods(ctx),
-      ...aggregateMethods(ctx),
-    }),
+    ...methods,
+    addSpansStream: addSpansStreamMethod(methods.addSpans),
     async getStatistics() {
       const counts = await ctx.read((tx) => tx.counts());
       const byStatus: Record<string, number> = {};

@@ -2,7 +2,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { writeSpans } from "../../src/client/span-writer.js";
-import type { Span } from "../../src/gen/agl/v1/types_pb.js";
+import { AttemptStatus, type Span } from "../../src/gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../../src/store/store-api.js";
 import { claimAttempt, makeSpans, type StoreHarness, startStoreHarness } from "../support/store-harness.js";
 
@@ -20,17 +20,20 @@ afterEach(async () => {
  */
 function observed(store: StoreApi, failures = 0, code = Code.Unavailable, refuse: (spans: Span[]) => boolean = () => false) {
   const calls: number[] = [];
+  /** Per call, how many span promises rode on it. */
+  const promises: number[] = [];
   const wrapped = new Proxy(store, {
     get(target, key, receiver) {
       if (key !== "addSpans") return Reflect.get(target, key, receiver);
-      return async (req: { spans: Span[] }, options?: object) => {
+      return async (req: { spans: Span[]; expect?: { spanIds?: string[] }[] }, options?: object) => {
         calls.push(req.spans.length);
+        promises.push(req.expect?.length ?? 0);
         if (calls.length <= failures || refuse(req.spans)) throw new ConnectError("the store cannot take this", code);
         return target.addSpans(req, options);
       };
     },
   });
-  return { store: wrapped, calls };
+  return { store: wrapped, calls, promises };
 }
 
 describe("writeSpans", () => {
@@ -86,5 +89,47 @@ describe("writeSpans", () => {
     expect(failed.map((f) => f.spans)).toEqual([[tooLarge]]);
     expect(failed[0]?.error.code).toBe(Code.ResourceExhausted);
     expect(acks).toHaveLength(7);
+  });
+  it("sends span promises with the first call only, says which the store holds, and holds them as ExpectSpans does", async () => {
+    const ids = await claimAttempt(h.client);
+    const unknown = { rolloutId: "ro-000000000000", attemptId: "at-00000000" };
+    const promised = makeSpans(ids, 1, "p")[0]!;
+    const { store, calls, promises } = observed(h.client);
+    const result = await writeSpans(store, makeSpans(ids, 5), {
+      maxPerCall: 2,
+      expect: [
+        { ...ids, spanIds: [promised.spanId] },
+        { ...unknown, spanIds: ["p2"] },
+      ],
+    });
+    expect(calls).toEqual([2, 2, 1]);
+    expect(promises).toEqual([2, 0, 0]);
+    expect(result.acks).toHaveLength(5);
+    expect(result.expectHeld).toEqual([true, false]);
+    // The promise holds the attempt's end until its span lands.
+    const finished = h.client.updateAttempt({ ...ids, status: AttemptStatus.SUCCEEDED });
+    const settled = await Promise.race([finished.then(() => true), new Promise((r) => setTimeout(() => r(false), 100))]);
+    expect(settled).toBe(false);
+    // Promises alone: one call, with no spans.
+    const alone = await writeSpans(store, [], { expect: [{ ...ids, spanIds: ["p3"], withdraw: true }] });
+    expect(alone.expectHeld).toEqual([true]);
+    expect(calls.slice(3)).toEqual([0]);
+    await writeSpans(h.client, [promised]);
+    expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
+  });
+
+  it("reports span promises not held when their call is refused, and sends them on no other call", async () => {
+    const ids = await claimAttempt(h.client);
+    const unknown = { rolloutId: "ro-000000000000", attemptId: "at-00000000" };
+    const { store, calls, promises } = observed(h.client);
+    const result = await writeSpans(store, [...makeSpans(ids, 2), ...makeSpans(unknown, 1, "u")], {
+      expect: [{ ...ids, spanIds: ["p1"] }],
+    });
+    expect(calls).toEqual([3, 2, 1]);
+    expect(promises).toEqual([1, 0, 0]);
+    expect(result.acks).toHaveLength(2);
+    expect(result.expectHeld).toBeUndefined();
+    // Nothing holds the attempt's end.
+    expect((await h.client.updateAttempt({ ...ids, status: AttemptStatus.SUCCEEDED })).status).toBe(AttemptStatus.SUCCEEDED);
   });
 });

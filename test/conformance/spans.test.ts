@@ -486,4 +486,49 @@ describe.each(backends)("spans carried by UpdateAttempt [$name]", (def) => {
     await expect(gaveUp).rejects.toMatchObject({ code: Code.DeadlineExceeded });
     expect((await store.getRollout({ rolloutId: other.rolloutId })).status).toBe(RolloutStatus.FAILED);
   });
+
+  it("AddSpans expect: promises ride on a batch, taken once its spans are stored, each reported in expect_held", async () => {
+    const { store } = await openStore(def);
+    const { rolloutId, attemptId } = await startRollout(store, {}, "w");
+    const first = makeSpan(rolloutId, attemptId);
+    const promisedSpan = makeSpan(rolloutId, attemptId);
+    const unknownRollout = { rolloutId: "ro-000000000000", attemptId, spanIds: ["s"] };
+    // A malformed promise fails the whole call, before anything is stored.
+    await expectRejectedUnchanged(
+      store,
+      () => store.addSpans({ spans: [first], expect: [{ rolloutId, attemptId, spanIds: [""] }] }),
+      Code.InvalidArgument,
+      /expect\[0\]\.span_ids\[0\]/,
+    );
+    // A refused batch takes none of its promises.
+    await expect(
+      store.addSpans({
+        spans: [makeSpan("ro-000000000000", attemptId)],
+        expect: [{ rolloutId, attemptId, spanIds: [promisedSpan.spanId] }],
+      }),
+    ).rejects.toMatchObject({ code: Code.NotFound });
+    const response = await store.addSpans({
+      spans: [first],
+      expect: [{ rolloutId, attemptId, spanIds: [promisedSpan.spanId] }, unknownRollout],
+    });
+    expect(response.acks.map((a) => a.spanId)).toEqual([first.spanId]);
+    const settled = (p: Promise<unknown>) => Promise.race([p.then(() => true), sleep(100).then(() => false)]);
+    if (def.name === "postgres") {
+      // Not held, as ExpectSpans would refuse them: the sender stores those spans first. The batch is stored.
+      expect(response.expectHeld).toEqual([false, false]);
+      expect(await settled(store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED }))).toBe(true);
+      return;
+    }
+    expect(response.expectHeld).toEqual([true, false]);
+    const finished = store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
+    expect(await settled(finished)).toBe(false);
+    // A batch of no spans only carries promises; the next batch brings the promised span, and the attempt finishes.
+    expect((await store.addSpans({ spans: [], expect: [{ rolloutId, attemptId, spanIds: ["x1"], withdraw: true }] })).expectHeld).toEqual([
+      true,
+    ]);
+    expect(await settled(finished)).toBe(false);
+    await store.addSpans({ spans: [promisedSpan] });
+    expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
+    expect((await store.querySpans({ rolloutId })).spans.map((s) => s.spanId)).toEqual([first.spanId, promisedSpan.spanId]);
+  });
 });

@@ -1,6 +1,9 @@
 /**
  * When a call's span lands relative to the end of its answer. The guarantee either way: once an agent got its answer,
- * its runner cannot finish the attempt (nor anyone read the attempt's spans) without that call's span.
+ * its runner cannot finish the attempt (nor anyone read the attempt's spans) without that call's span. With the store
+ * elsewhere, each call's span promise rides on the `AddSpans` of the calls before it (`expect`): one store call per LLM
+ * call, each a message on one `AddSpansStream`; against a store that predates both, batches are `AddSpans` calls and
+ * promises go alone (`ExpectSpans`).
  */
 import { silentLogger } from "../../src/core/logger.js";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -9,11 +12,13 @@ import { createStoreClient, type StoreClient } from "../../src/client/store-clie
 import { AttemptStatus, StatusCode } from "../../src/gen/agl/v1/types_pb.js";
 import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
 import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
+import { addSpansStreamMethod } from "../../src/store/add-spans-stream.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import type { StoreApi } from "../../src/store/store-api.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { type FakeVllm, startFakeVllm } from "../support/fake-vllm.js";
 import { postJson } from "../support/proxy-harness.js";
+import { claimAttempt } from "../support/store-harness.js";
 
 let store: Store;
 let engine: FakeVllm;
@@ -29,7 +34,10 @@ afterEach(async () => {
   server = client = undefined;
 });
 
-/** A store whose span writes wait until `open()` (the store is slow, or far away), or fail with `fail()`. */
+/**
+ * A store whose span writes wait until `open()` (the store is slow, or far away), or fail with `fail()`. An `AddSpans`
+ * with no spans (it only carries span promises) writes nothing and is not held up.
+ */
 function slowSpanWrites(inner: Store) {
   let open!: () => void;
   let fail!: () => void;
@@ -39,15 +47,14 @@ function slowSpanWrites(inner: Store) {
   });
   gate.catch(() => {});
   let stored = 0;
-  const slow: StoreApi = {
-    ...inner,
-    async addSpans(request, options) {
-      await gate;
-      const response = await inner.addSpans(request, options);
-      stored++;
-      return response;
-    },
+  const addSpans: StoreApi["addSpans"] = async (request, options) => {
+    if (!request.spans?.length) return inner.addSpans(request, options);
+    await gate;
+    const response = await inner.addSpans(request, options);
+    stored++;
+    return response;
   };
+  const slow: StoreApi = { ...inner, addSpans, addSpansStream: addSpansStreamMethod(addSpans) };
   return { slow, open, fail, stored: () => stored };
 }
 
@@ -134,4 +141,106 @@ describe.each([false, true])("span ordering (stream: %s)", (stream) => {
     expect(stored()).toBe(1);
     expect((await store.querySpans({ rolloutId })).spans).toHaveLength(1);
   });
+});
+
+/**
+ * A store server counting its calls: per `AddSpans`, its spans and promises; `ExpectSpans` calls. The store it serves
+ * reads `expect`, predates it (skips the field, as any protobuf decoder skips one it does not know, and answers no
+ * `expect_held`), or cannot hold promises, as a PostgreSQL store answers.
+ */
+async function startCounted(kind: "reads expect" | "predates expect" | "holds no promises") {
+  store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: 0 });
+  engine = await startFakeVllm();
+  const addSpans: { spans: number; promises: number }[] = [];
+  let expectSpans = 0;
+  let streams = 0;
+  const countedAddSpans: StoreApi["addSpans"] = async (request, options) => {
+    addSpans.push({ spans: request.spans?.length ?? 0, promises: request.expect?.length ?? 0 });
+    if (kind === "reads expect") return store.addSpans(request, options);
+    const response = await store.addSpans({ spans: request.spans }, options);
+    return kind === "predates expect" ? response : { ...response, expectHeld: (request.expect ?? []).map(() => false) };
+  };
+  const served: StoreApi = {
+    ...store,
+    addSpans: countedAddSpans,
+    // A store from before `expect` had no AddSpansStream either: it answers UNIMPLEMENTED.
+    addSpansStream:
+      kind === "predates expect"
+        ? (undefined as never)
+        : (requests, options) => {
+            streams++;
+            return addSpansStreamMethod(countedAddSpans)(requests, options);
+          },
+    expectSpans(request, options) {
+      expectSpans++;
+      if (kind === "holds no promises") throw new ConnectError("a PostgreSQL store cannot hold span promises", Code.FailedPrecondition);
+      return store.expectSpans(request, options);
+    },
+  };
+  server = await startStoreServer({ store: served, port: 0 });
+  client = createStoreClient({ baseUrl: server.url });
+  // Spans wait for the next call to carry them (or the proxy's close), however slow the machine.
+  proxy = createLlmProxy({
+    store: client,
+    backends: [{ endpoint: engine.url, model: engine.model }],
+    spanBatchMs: 60_000,
+    logger: silentLogger,
+  });
+  const url = await proxy.listen(0);
+  const { rolloutId, attemptId } = await claimAttempt(store);
+  return {
+    addSpans,
+    expectSpans: () => expectSpans,
+    streams: () => streams,
+    rolloutId,
+    attemptId,
+    baseUrl: `${url}/rollout/${rolloutId}/attempt/${attemptId}/v1`,
+  };
+}
+
+describe.each([false, true])("the standalone proxy's span promises (stream: %s)", (stream) => {
+  const body = { model: "fake-model", messages: [{ role: "user", content: "hi" }], stream };
+
+  it.each(["reads expect", "predates expect", "holds no promises"] as const)(
+    "a store that %s: about one store call per LLM call where it can, and the attempt waits for its spans",
+    async (kind) => {
+      const { addSpans, expectSpans, streams, rolloutId, attemptId, baseUrl } = await startCounted(kind);
+      const calls = 4;
+      for (let i = 0; i < calls; i++) {
+        const res = await postJson(`${baseUrl}/chat/completions`, body);
+        expect(await res.text()).toContain(stream ? "data: [DONE]" : "chat.completion");
+      }
+      // The span batches went as messages on one AddSpansStream, or as AddSpans calls where the store has no stream.
+      expect(streams()).toBe(kind === "predates expect" ? 0 : 1);
+      const finished = store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
+      if (kind === "holds no promises") {
+        // Refused once (with the batch, then alone): from then on each span is stored before its answer ends.
+        expect(addSpans).toEqual([{ spans: 0, promises: 1 }, ...Array.from({ length: calls }, () => ({ spans: 1, promises: 0 }))]);
+        expect(expectSpans()).toBe(1);
+        expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
+        expect((await store.querySpans({ rolloutId })).spans).toHaveLength(calls);
+        return;
+      }
+      if (kind === "reads expect") {
+        // The first promise goes alone (nothing to ride on) as its answer ends; each later one carries the span before.
+        expect(addSpans).toEqual([
+          { spans: 0, promises: 1 },
+          { spans: 1, promises: 1 },
+          { spans: 1, promises: 1 },
+          { spans: 1, promises: 1 },
+        ]);
+        expect(expectSpans()).toBe(0);
+      } else {
+        // The first promise was not read with the batch, so it went alone, and every later one too.
+        expect(addSpans.slice(0, 1)).toEqual([{ spans: 0, promises: 1 }]);
+        expect(addSpans.slice(1).every((call) => call.promises === 0)).toBe(true);
+        expect(expectSpans()).toBe(calls);
+      }
+      // The last span still waits for a batch: the attempt's end waits for it.
+      expect(await settledWithin(finished, 100)).toBe(false);
+      await proxy.close(); // sends what waits
+      expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
+      expect((await store.querySpans({ rolloutId })).spans).toHaveLength(calls);
+    },
+  );
 });

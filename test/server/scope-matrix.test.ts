@@ -79,8 +79,15 @@ async function rpcCode(method: DescMethod, token: string | undefined, request: o
     headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
   };
   try {
-    const result = client[method.localName]?.(request, opts);
-    if (method.methodKind === "server_streaming") {
+    // A bidi stream (AddSpansStream) gets the request as a stream of one, and is read to its first answer.
+    const bidi = method.methodKind === "bidi_streaming";
+    const input = bidi
+      ? (async function* () {
+          yield request;
+        })()
+      : request;
+    const result = client[method.localName]?.(input, opts);
+    if (method.methodKind === "server_streaming" || bidi) {
       for await (const _ of result as AsyncIterable<unknown>) break;
     } else await result;
     return "ok";

@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agl/v1/store.proto.
  */
 export const file_agl_v1_store: GenFile = /*@__PURE__*/
-  fileDesc("ChJhZ2wvdjEvc3RvcmUucHJvdG8SBmFnbC52MSI/ChZFbnF1ZXVlUm9sbG91dHNSZXF1ZXN0EiUKCHJvbGxvdXRzGAEgAygLMhMuYWdsLnYxLlJvbGxvdXRTcGVjIjwKF0VucXVldWVSb2xsb3V0c1Jlc3BvbnNlEiEKCHJvbGxvdXRzGAEgAygLMg8uYWdsLnYxLlJvbGxvdXQiXwoWRGVxdWV1ZVJvbGxvdXRzUmVxdWVzdBISCgVsaW1pdBgBIAEoDUgAiAEBEhEKCXdvcmtlcl9pZBgCIAEoCRIUCgx3YWl0X3NlY29uZHMYAyABKAFCCAoGX2xpbWl0IjwKF0RlcXVldWVSb2xsb3V0c1Jlc3BvbnNlEiEKCHJvbGxvdXRzGAEgAygLMg8uYWdsLnYxLlJvbGxvdXQiTgoTU3RhcnRSb2xsb3V0UmVxdWVzdBIkCgdyb2xsb3V0GAEgASgLMhMuYWdsLnYxLlJvbGxvdXRTcGVjEhEKCXdvcmtlcl9pZBgCIAEoCSI8ChNTdGFydEF0dGVtcHRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgJIicKEUdldFJvbGxvdXRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAki/gMKFFF1ZXJ5Um9sbG91dHNSZXF1ZXN0EigKCXN0YXR1c19pbhgBIAMoDjIVLmFnbC52MS5Sb2xsb3V0U3RhdHVzEhUKDXJvbGxvdXRfaWRfaW4YAiADKAkSGwoTcm9sbG91dF9pZF9jb250YWlucxgDIAEoCRIQCghncm91cF9pZBgEIAEoCRIpCgxmaWx0ZXJfbG9naWMYBSABKA4yEy5hZ2wudjEuRmlsdGVyTG9naWMSGgoEcGFnZRgGIAEoCzIMLmFnbC52MS5QYWdlEiQKB21vZGVfaW4YByADKA4yEy5hZ2wudjEuUm9sbG91dE1vZGUSFwoPcmVzb3VyY2VzX2lkX2luGAggAygJEhkKEXJlc291cmNlc192ZXJzaW9uGAkgASgNEhwKD3N0YXJ0X3RpbWVfZnJvbRgKIAEoAUgAiAEBEhoKDXN0YXJ0X3RpbWVfdG8YCyABKAFIAYgBARIaCg1lbmRfdGltZV9mcm9tGAwgASgBSAKIAQESGAoLZW5kX3RpbWVfdG8YDSABKAFIA4gBARIdChVpbmNsdWRlX2ZpbmFsX3Jld2FyZHMYDiABKAhCEgoQX3N0YXJ0X3RpbWVfZnJvbUIQCg5fc3RhcnRfdGltZV90b0IQCg5fZW5kX3RpbWVfZnJvbUIOCgxfZW5kX3RpbWVfdG8i1wEKFVF1ZXJ5Um9sbG91dHNSZXNwb25zZRIhCghyb2xsb3V0cxgBIAMoCzIPLmFnbC52MS5Sb2xsb3V0Eh4KBHBhZ2UYAiABKAsyEC5hZ2wudjEuUGFnZUluZm8SRgoNZmluYWxfcmV3YXJkcxgDIAMoCzIvLmFnbC52MS5RdWVyeVJvbGxvdXRzUmVzcG9uc2UuRmluYWxSZXdhcmRzRW50cnkaMwoRRmluYWxSZXdhcmRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASLoAgoUVXBkYXRlUm9sbG91dFJlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRIqCgVpbnB1dBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUgAiAEBEiYKBG1vZGUYAyABKA4yEy5hZ2wudjEuUm9sbG91dE1vZGVIAYgBARIZCgxyZXNvdXJjZXNfaWQYBCABKAlIAogBARIqCgZzdGF0dXMYBSABKA4yFS5hZ2wudjEuUm9sbG91dFN0YXR1c0gDiAEBEioKBmNvbmZpZxgGIAEoCzIVLmFnbC52MS5Sb2xsb3V0Q29uZmlnSASIAQESLgoIbWV0YWRhdGEYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SAWIAQFCCAoGX2lucHV0QgcKBV9tb2RlQg8KDV9yZXNvdXJjZXNfaWRCCQoHX3N0YXR1c0IJCgdfY29uZmlnQgsKCV9tZXRhZGF0YSJfChZXYWl0Rm9yUm9sbG91dHNSZXF1ZXN0EhMKC3JvbGxvdXRfaWRzGAEgAygJEhwKD3RpbWVvdXRfc2Vjb25kcxgCIAEoAUgAiAEBQhIKEF90aW1lb3V0X3NlY29uZHMiPAoXV2FpdEZvclJvbGxvdXRzUmVzcG9uc2USIQoIcm9sbG91dHMYASADKAsyDy5hZ2wudjEuUm9sbG91dCJGChRRdWVyeUF0dGVtcHRzUmVxdWVzdBISCgpyb2xsb3V0X2lkGAEgASgJEhoKBHBhZ2UYAiABKAsyDC5hZ2wudjEuUGFnZSJaChVRdWVyeUF0dGVtcHRzUmVzcG9uc2USIQoIYXR0ZW1wdHMYASADKAsyDy5hZ2wudjEuQXR0ZW1wdBIeCgRwYWdlGAIgASgLMhAuYWdsLnYxLlBhZ2VJbmZvIi0KF0dldExhdGVzdEF0dGVtcHRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkiPAoYR2V0TGF0ZXN0QXR0ZW1wdFJlc3BvbnNlEiAKB2F0dGVtcHQYASABKAsyDy5hZ2wudjEuQXR0ZW1wdCKvAgoUVXBkYXRlQXR0ZW1wdFJlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRISCgphdHRlbXB0X2lkGAIgASgJEioKBnN0YXR1cxgDIAEoDjIVLmFnbC52MS5BdHRlbXB0U3RhdHVzSACIAQESFgoJd29ya2VyX2lkGAQgASgJSAGIAQESIAoTbGFzdF9oZWFydGJlYXRfdGltZRgFIAEoAUgCiAEBEi4KCG1ldGFkYXRhGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgDiAEBEhsKBXNwYW5zGAcgAygLMgwuYWdsLnYxLlNwYW5CCQoHX3N0YXR1c0IMCgpfd29ya2VyX2lkQhYKFF9sYXN0X2hlYXJ0YmVhdF90aW1lQgsKCV9tZXRhZGF0YSIuCg9BZGRTcGFuc1JlcXVlc3QSGwoFc3BhbnMYASADKAsyDC5hZ2wudjEuU3BhbiJwChJFeHBlY3RTcGFuc1JlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRISCgphdHRlbXB0X2lkGAIgASgJEhAKCHNwYW5faWRzGAMgAygJEg4KBnR0bF9tcxgEIAEoDRIQCgh3aXRoZHJhdxgFIAEoCCIVChNFeHBlY3RTcGFuc1Jlc3BvbnNlIpkBCgdTcGFuQWNrEhIKCnJvbGxvdXRfaWQYASABKAkSEgoKYXR0ZW1wdF9pZBgCIAEoCRIPCgdzcGFuX2lkGAMgASgJEhMKC3NlcXVlbmNlX2lkGAQgASgNEhEKCWR1cGxpY2F0ZRgFIAEoCBItCg5hdHRlbXB0X3N0YXR1cxgGIAEoDjIVLmFnbC52MS5BdHRlbXB0U3RhdHVzIjEKEEFkZFNwYW5zUmVzcG9uc2USHQoEYWNrcxgBIAMoCzIPLmFnbC52MS5TcGFuQWNrIskCChFRdWVyeVNwYW5zUmVxdWVzdBISCgpyb2xsb3V0X2lkGAEgASgJEhIKCmF0dGVtcHRfaWQYAiABKAkSEAoIdHJhY2VfaWQYAyABKAkSGQoRdHJhY2VfaWRfY29udGFpbnMYBCABKAkSDwoHc3Bhbl9pZBgFIAEoCRIYChBzcGFuX2lkX2NvbnRhaW5zGAYgASgJEhEKCXBhcmVudF9pZBgHIAEoCRIaChJwYXJlbnRfaWRfY29udGFpbnMYCCABKAkSDAoEbmFtZRgJIAEoCRIVCg1uYW1lX2NvbnRhaW5zGAogASgJEikKDGZpbHRlcl9sb2dpYxgLIAEoDjITLmFnbC52MS5GaWx0ZXJMb2dpYxIZChFhZnRlcl9zZXF1ZW5jZV9pZBgMIAEoDRIaCgRwYWdlGA0gASgLMgwuYWdsLnYxLlBhZ2UiUQoSUXVlcnlTcGFuc1Jlc3BvbnNlEhsKBXNwYW5zGAEgAygLMgwuYWdsLnYxLlNwYW4SHgoEcGFnZRgCIAEoCzIQLmFnbC52MS5QYWdlSW5mbyI7ChFTZXF1ZW5jZUlkUmVxdWVzdBISCgpyb2xsb3V0X2lkGAEgASgJEhIKCmF0dGVtcHRfaWQYAiABKAkiSQoaTmV4dFNwYW5TZXF1ZW5jZUlkc1JlcXVlc3QSKwoIcmVxdWVzdHMYASADKAsyGS5hZ2wudjEuU2VxdWVuY2VJZFJlcXVlc3QiMwobTmV4dFNwYW5TZXF1ZW5jZUlkc1Jlc3BvbnNlEhQKDHNlcXVlbmNlX2lkcxgBIAMoDSJaChNVcGRhdGVXb3JrZXJSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIwCg9oZWFydGJlYXRfc3RhdHMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IiUKEEdldFdvcmtlclJlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJIqEBChNRdWVyeVdvcmtlcnNSZXF1ZXN0EicKCXN0YXR1c19pbhgBIAMoDjIULmFnbC52MS5Xb3JrZXJTdGF0dXMSGgoSd29ya2VyX2lkX2NvbnRhaW5zGAIgASgJEikKDGZpbHRlcl9sb2dpYxgDIAEoDjITLmFnbC52MS5GaWx0ZXJMb2dpYxIaCgRwYWdlGAQgASgLMgwuYWdsLnYxLlBhZ2UiVwoUUXVlcnlXb3JrZXJzUmVzcG9uc2USHwoHd29ya2VycxgBIAMoCzIOLmFnbC52MS5Xb3JrZXISHgoEcGFnZRgCIAEoCzIQLmFnbC52MS5QYWdlSW5mbyIWChRHZXRTdGF0aXN0aWNzUmVxdWVzdCK/AgoKU3RhdGlzdGljcxIPCgdiYWNrZW5kGAEgASgJEhYKDnRvdGFsX3JvbGxvdXRzGAIgASgNEhYKDnRvdGFsX2F0dGVtcHRzGAMgASgNEhMKC3RvdGFsX3NwYW5zGAQgASgNEhcKD3RvdGFsX3Jlc291cmNlcxgFIAEoDRIVCg10b3RhbF93b3JrZXJzGAYgASgNEhQKDHF1ZXVlX2xlbmd0aBgHIAEoDRIWCg51cHRpbWVfc2Vjb25kcxgIIAEoARJEChJyb2xsb3V0c19ieV9zdGF0dXMYCSADKAsyKC5hZ2wudjEuU3RhdGlzdGljcy5Sb2xsb3V0c0J5U3RhdHVzRW50cnkaNwoVUm9sbG91dHNCeVN0YXR1c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoDToCOAEivgEKGUdldFJvbGxvdXRUaW1lbGluZVJlcXVlc3QSFwoKc3RhcnRfdGltZRgBIAEoAUgAiAEBEhUKCGVuZF90aW1lGAIgASgBSAGIAQESFgoOYnVja2V0X3NlY29uZHMYAyABKAESJAoHbW9kZV9pbhgEIAMoDjITLmFnbC52MS5Sb2xsb3V0TW9kZRIXCg9yZXNvdXJjZXNfaWRfaW4YBSADKAlCDQoLX3N0YXJ0X3RpbWVCCwoJX2VuZF90aW1lIn8KFFJvbGxvdXRUaW1lbGluZUNvdW50Eg4KBmJ1Y2tldBgBIAEoDRIhCgRtb2RlGAIgASgOMhMuYWdsLnYxLlJvbGxvdXRNb2RlEiUKBnN0YXR1cxgDIAEoDjIVLmFnbC52MS5Sb2xsb3V0U3RhdHVzEg0KBWNvdW50GAQgASgNIs8BChpHZXRSb2xsb3V0VGltZWxpbmVSZXNwb25zZRISCgpzdGFydF90aW1lGAEgASgBEhAKCGVuZF90aW1lGAIgASgBEhYKDmJ1Y2tldF9zZWNvbmRzGAMgASgBEhQKDGJ1Y2tldF9jb3VudBgEIAEoDRItCgdjcmVhdGVkGAUgAygLMhwuYWdsLnYxLlJvbGxvdXRUaW1lbGluZUNvdW50Ei4KCGZpbmlzaGVkGAYgAygLMhwuYWdsLnYxLlJvbGxvdXRUaW1lbGluZUNvdW50IucBChxHZXRSZXdhcmRzQnlSZXNvdXJjZXNSZXF1ZXN0EhcKD3Jlc291cmNlc19pZF9pbhgBIAMoCRIkCgdtb2RlX2luGAIgAygOMhMuYWdsLnYxLlJvbGxvdXRNb2RlEigKCXN0YXR1c19pbhgDIAMoDjIVLmFnbC52MS5Sb2xsb3V0U3RhdHVzEhwKD3N0YXJ0X3RpbWVfZnJvbRgEIAEoAUgAiAEBEhoKDXN0YXJ0X3RpbWVfdG8YBSABKAFIAYgBAUISChBfc3RhcnRfdGltZV9mcm9tQhAKDl9zdGFydF90aW1lX3RvIuUCCgtSZXdhcmRTdGF0cxIUCgxyZXNvdXJjZXNfaWQYASABKAkSGQoRcmVzb3VyY2VzX3ZlcnNpb24YAiABKA0SIQoEbW9kZRgDIAEoDjITLmFnbC52MS5Sb2xsb3V0TW9kZRIQCghyb2xsb3V0cxgEIAEoDRIQCghyZXdhcmRlZBgFIAEoDRIRCgRtZWFuGAYgASgBSACIAQESEAoDc3RkGAcgASgBSAGIAQESEAoDbWluGAggASgBSAKIAQESEAoDbWF4GAkgASgBSAOIAQESEQoJbGxtX2NhbGxzGAogASgNEhUKDXByb21wdF90b2tlbnMYCyABKAQSFwoPcmVzcG9uc2VfdG9rZW5zGAwgASgEEhgKEGZpcnN0X3N0YXJ0X3RpbWUYDSABKAESFwoPbGFzdF9zdGFydF90aW1lGA4gASgBQgcKBV9tZWFuQgYKBF9zdGRCBgoEX21pbkIGCgRfbWF4IkMKHUdldFJld2FyZHNCeVJlc291cmNlc1Jlc3BvbnNlEiIKBXN0YXRzGAEgAygLMhMuYWdsLnYxLlJld2FyZFN0YXRzMtgMCg5MaWdodG5pbmdTdG9yZRJSCg9FbnF1ZXVlUm9sbG91dHMSHi5hZ2wudjEuRW5xdWV1ZVJvbGxvdXRzUmVxdWVzdBofLmFnbC52MS5FbnF1ZXVlUm9sbG91dHNSZXNwb25zZRJSCg9EZXF1ZXVlUm9sbG91dHMSHi5hZ2wudjEuRGVxdWV1ZVJvbGxvdXRzUmVxdWVzdBofLmFnbC52MS5EZXF1ZXVlUm9sbG91dHNSZXNwb25zZRI8CgxTdGFydFJvbGxvdXQSGy5hZ2wudjEuU3RhcnRSb2xsb3V0UmVxdWVzdBoPLmFnbC52MS5Sb2xsb3V0EjwKDFN0YXJ0QXR0ZW1wdBIbLmFnbC52MS5TdGFydEF0dGVtcHRSZXF1ZXN0Gg8uYWdsLnYxLlJvbGxvdXQSPQoKR2V0Um9sbG91dBIZLmFnbC52MS5HZXRSb2xsb3V0UmVxdWVzdBoPLmFnbC52MS5Sb2xsb3V0IgOQAgESUQoNUXVlcnlSb2xsb3V0cxIcLmFnbC52MS5RdWVyeVJvbGxvdXRzUmVxdWVzdBodLmFnbC52MS5RdWVyeVJvbGxvdXRzUmVzcG9uc2UiA5ACARI+Cg1VcGRhdGVSb2xsb3V0EhwuYWdsLnYxLlVwZGF0ZVJvbGxvdXRSZXF1ZXN0Gg8uYWdsLnYxLlJvbGxvdXQSUgoPV2FpdEZvclJvbGxvdXRzEh4uYWdsLnYxLldhaXRGb3JSb2xsb3V0c1JlcXVlc3QaHy5hZ2wudjEuV2FpdEZvclJvbGxvdXRzUmVzcG9uc2USUQoNUXVlcnlBdHRlbXB0cxIcLmFnbC52MS5RdWVyeUF0dGVtcHRzUmVxdWVzdBodLmFnbC52MS5RdWVyeUF0dGVtcHRzUmVzcG9uc2UiA5ACARJaChBHZXRMYXRlc3RBdHRlbXB0Eh8uYWdsLnYxLkdldExhdGVzdEF0dGVtcHRSZXF1ZXN0GiAuYWdsLnYxLkdldExhdGVzdEF0dGVtcHRSZXNwb25zZSIDkAIBEj4KDVVwZGF0ZUF0dGVtcHQSHC5hZ2wudjEuVXBkYXRlQXR0ZW1wdFJlcXVlc3QaDy5hZ2wudjEuQXR0ZW1wdBI9CghBZGRTcGFucxIXLmFnbC52MS5BZGRTcGFuc1JlcXVlc3QaGC5hZ2wudjEuQWRkU3BhbnNSZXNwb25zZRJICgpRdWVyeVNwYW5zEhkuYWdsLnYxLlF1ZXJ5U3BhbnNSZXF1ZXN0GhouYWdsLnYxLlF1ZXJ5U3BhbnNSZXNwb25zZSIDkAIBEkYKC0V4cGVjdFNwYW5zEhouYWdsLnYxLkV4cGVjdFNwYW5zUmVxdWVzdBobLmFnbC52MS5FeHBlY3RTcGFuc1Jlc3BvbnNlEl4KE05leHRTcGFuU2VxdWVuY2VJZHMSIi5hZ2wudjEuTmV4dFNwYW5TZXF1ZW5jZUlkc1JlcXVlc3QaIy5hZ2wudjEuTmV4dFNwYW5TZXF1ZW5jZUlkc1Jlc3BvbnNlEjsKDFVwZGF0ZVdvcmtlchIbLmFnbC52MS5VcGRhdGVXb3JrZXJSZXF1ZXN0Gg4uYWdsLnYxLldvcmtlchI6CglHZXRXb3JrZXISGC5hZ2wudjEuR2V0V29ya2VyUmVxdWVzdBoOLmFnbC52MS5Xb3JrZXIiA5ACARJOCgxRdWVyeVdvcmtlcnMSGy5hZ2wudjEuUXVlcnlXb3JrZXJzUmVxdWVzdBocLmFnbC52MS5RdWVyeVdvcmtlcnNSZXNwb25zZSIDkAIBEkYKDUdldFN0YXRpc3RpY3MSHC5hZ2wudjEuR2V0U3RhdGlzdGljc1JlcXVlc3QaEi5hZ2wudjEuU3RhdGlzdGljcyIDkAIBEmAKEkdldFJvbGxvdXRUaW1lbGluZRIhLmFnbC52MS5HZXRSb2xsb3V0VGltZWxpbmVSZXF1ZXN0GiIuYWdsLnYxLkdldFJvbGxvdXRUaW1lbGluZVJlc3BvbnNlIgOQAgESaQoVR2V0UmV3YXJkc0J5UmVzb3VyY2VzEiQuYWdsLnYxLkdldFJld2FyZHNCeVJlc291cmNlc1JlcXVlc3QaJS5hZ2wudjEuR2V0UmV3YXJkc0J5UmVzb3VyY2VzUmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_agl_v1_types, file_google_protobuf_struct]);
+  fileDesc("ChJhZ2wvdjEvc3RvcmUucHJvdG8SBmFnbC52MSI/ChZFbnF1ZXVlUm9sbG91dHNSZXF1ZXN0EiUKCHJvbGxvdXRzGAEgAygLMhMuYWdsLnYxLlJvbGxvdXRTcGVjIjwKF0VucXVldWVSb2xsb3V0c1Jlc3BvbnNlEiEKCHJvbGxvdXRzGAEgAygLMg8uYWdsLnYxLlJvbGxvdXQiXwoWRGVxdWV1ZVJvbGxvdXRzUmVxdWVzdBISCgVsaW1pdBgBIAEoDUgAiAEBEhEKCXdvcmtlcl9pZBgCIAEoCRIUCgx3YWl0X3NlY29uZHMYAyABKAFCCAoGX2xpbWl0IjwKF0RlcXVldWVSb2xsb3V0c1Jlc3BvbnNlEiEKCHJvbGxvdXRzGAEgAygLMg8uYWdsLnYxLlJvbGxvdXQiTgoTU3RhcnRSb2xsb3V0UmVxdWVzdBIkCgdyb2xsb3V0GAEgASgLMhMuYWdsLnYxLlJvbGxvdXRTcGVjEhEKCXdvcmtlcl9pZBgCIAEoCSI8ChNTdGFydEF0dGVtcHRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgJIicKEUdldFJvbGxvdXRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAki/gMKFFF1ZXJ5Um9sbG91dHNSZXF1ZXN0EigKCXN0YXR1c19pbhgBIAMoDjIVLmFnbC52MS5Sb2xsb3V0U3RhdHVzEhUKDXJvbGxvdXRfaWRfaW4YAiADKAkSGwoTcm9sbG91dF9pZF9jb250YWlucxgDIAEoCRIQCghncm91cF9pZBgEIAEoCRIpCgxmaWx0ZXJfbG9naWMYBSABKA4yEy5hZ2wudjEuRmlsdGVyTG9naWMSGgoEcGFnZRgGIAEoCzIMLmFnbC52MS5QYWdlEiQKB21vZGVfaW4YByADKA4yEy5hZ2wudjEuUm9sbG91dE1vZGUSFwoPcmVzb3VyY2VzX2lkX2luGAggAygJEhkKEXJlc291cmNlc192ZXJzaW9uGAkgASgNEhwKD3N0YXJ0X3RpbWVfZnJvbRgKIAEoAUgAiAEBEhoKDXN0YXJ0X3RpbWVfdG8YCyABKAFIAYgBARIaCg1lbmRfdGltZV9mcm9tGAwgASgBSAKIAQESGAoLZW5kX3RpbWVfdG8YDSABKAFIA4gBARIdChVpbmNsdWRlX2ZpbmFsX3Jld2FyZHMYDiABKAhCEgoQX3N0YXJ0X3RpbWVfZnJvbUIQCg5fc3RhcnRfdGltZV90b0IQCg5fZW5kX3RpbWVfZnJvbUIOCgxfZW5kX3RpbWVfdG8i1wEKFVF1ZXJ5Um9sbG91dHNSZXNwb25zZRIhCghyb2xsb3V0cxgBIAMoCzIPLmFnbC52MS5Sb2xsb3V0Eh4KBHBhZ2UYAiABKAsyEC5hZ2wudjEuUGFnZUluZm8SRgoNZmluYWxfcmV3YXJkcxgDIAMoCzIvLmFnbC52MS5RdWVyeVJvbGxvdXRzUmVzcG9uc2UuRmluYWxSZXdhcmRzRW50cnkaMwoRRmluYWxSZXdhcmRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASLoAgoUVXBkYXRlUm9sbG91dFJlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRIqCgVpbnB1dBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUgAiAEBEiYKBG1vZGUYAyABKA4yEy5hZ2wudjEuUm9sbG91dE1vZGVIAYgBARIZCgxyZXNvdXJjZXNfaWQYBCABKAlIAogBARIqCgZzdGF0dXMYBSABKA4yFS5hZ2wudjEuUm9sbG91dFN0YXR1c0gDiAEBEioKBmNvbmZpZxgGIAEoCzIVLmFnbC52MS5Sb2xsb3V0Q29uZmlnSASIAQESLgoIbWV0YWRhdGEYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SAWIAQFCCAoGX2lucHV0QgcKBV9tb2RlQg8KDV9yZXNvdXJjZXNfaWRCCQoHX3N0YXR1c0IJCgdfY29uZmlnQgsKCV9tZXRhZGF0YSJfChZXYWl0Rm9yUm9sbG91dHNSZXF1ZXN0EhMKC3JvbGxvdXRfaWRzGAEgAygJEhwKD3RpbWVvdXRfc2Vjb25kcxgCIAEoAUgAiAEBQhIKEF90aW1lb3V0X3NlY29uZHMiPAoXV2FpdEZvclJvbGxvdXRzUmVzcG9uc2USIQoIcm9sbG91dHMYASADKAsyDy5hZ2wudjEuUm9sbG91dCJGChRRdWVyeUF0dGVtcHRzUmVxdWVzdBISCgpyb2xsb3V0X2lkGAEgASgJEhoKBHBhZ2UYAiABKAsyDC5hZ2wudjEuUGFnZSJaChVRdWVyeUF0dGVtcHRzUmVzcG9uc2USIQoIYXR0ZW1wdHMYASADKAsyDy5hZ2wudjEuQXR0ZW1wdBIeCgRwYWdlGAIgASgLMhAuYWdsLnYxLlBhZ2VJbmZvIi0KF0dldExhdGVzdEF0dGVtcHRSZXF1ZXN0EhIKCnJvbGxvdXRfaWQYASABKAkiPAoYR2V0TGF0ZXN0QXR0ZW1wdFJlc3BvbnNlEiAKB2F0dGVtcHQYASABKAsyDy5hZ2wudjEuQXR0ZW1wdCKvAgoUVXBkYXRlQXR0ZW1wdFJlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRISCgphdHRlbXB0X2lkGAIgASgJEioKBnN0YXR1cxgDIAEoDjIVLmFnbC52MS5BdHRlbXB0U3RhdHVzSACIAQESFgoJd29ya2VyX2lkGAQgASgJSAGIAQESIAoTbGFzdF9oZWFydGJlYXRfdGltZRgFIAEoAUgCiAEBEi4KCG1ldGFkYXRhGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgDiAEBEhsKBXNwYW5zGAcgAygLMgwuYWdsLnYxLlNwYW5CCQoHX3N0YXR1c0IMCgpfd29ya2VyX2lkQhYKFF9sYXN0X2hlYXJ0YmVhdF90aW1lQgsKCV9tZXRhZGF0YSJmCg9BZGRTcGFuc1JlcXVlc3QSGwoFc3BhbnMYASADKAsyDC5hZ2wudjEuU3BhbhIqCgZleHBlY3QYAiADKAsyGi5hZ2wudjEuRXhwZWN0U3BhbnNSZXF1ZXN0EgoKAmlkGAMgASgNInAKEkV4cGVjdFNwYW5zUmVxdWVzdBISCgpyb2xsb3V0X2lkGAEgASgJEhIKCmF0dGVtcHRfaWQYAiABKAkSEAoIc3Bhbl9pZHMYAyADKAkSDgoGdHRsX21zGAQgASgNEhAKCHdpdGhkcmF3GAUgASgIIhUKE0V4cGVjdFNwYW5zUmVzcG9uc2UimQEKB1NwYW5BY2sSEgoKcm9sbG91dF9pZBgBIAEoCRISCgphdHRlbXB0X2lkGAIgASgJEg8KB3NwYW5faWQYAyABKAkSEwoLc2VxdWVuY2VfaWQYBCABKA0SEQoJZHVwbGljYXRlGAUgASgIEi0KDmF0dGVtcHRfc3RhdHVzGAYgASgOMhUuYWdsLnYxLkF0dGVtcHRTdGF0dXMiRgoQQWRkU3BhbnNSZXNwb25zZRIdCgRhY2tzGAEgAygLMg8uYWdsLnYxLlNwYW5BY2sSEwoLZXhwZWN0X2hlbGQYAiADKAgiewoWQWRkU3BhbnNTdHJlYW1SZXNwb25zZRIKCgJpZBgBIAEoDRIqCghyZXNwb25zZRgCIAEoCzIYLmFnbC52MS5BZGRTcGFuc1Jlc3BvbnNlEhIKCmVycm9yX2NvZGUYAyABKA0SFQoNZXJyb3JfbWVzc2FnZRgEIAEoCSLJAgoRUXVlcnlTcGFuc1JlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRISCgphdHRlbXB0X2lkGAIgASgJEhAKCHRyYWNlX2lkGAMgASgJEhkKEXRyYWNlX2lkX2NvbnRhaW5zGAQgASgJEg8KB3NwYW5faWQYBSABKAkSGAoQc3Bhbl9pZF9jb250YWlucxgGIAEoCRIRCglwYXJlbnRfaWQYByABKAkSGgoScGFyZW50X2lkX2NvbnRhaW5zGAggASgJEgwKBG5hbWUYCSABKAkSFQoNbmFtZV9jb250YWlucxgKIAEoCRIpCgxmaWx0ZXJfbG9naWMYCyABKA4yEy5hZ2wudjEuRmlsdGVyTG9naWMSGQoRYWZ0ZXJfc2VxdWVuY2VfaWQYDCABKA0SGgoEcGFnZRgNIAEoCzIMLmFnbC52MS5QYWdlIlEKElF1ZXJ5U3BhbnNSZXNwb25zZRIbCgVzcGFucxgBIAMoCzIMLmFnbC52MS5TcGFuEh4KBHBhZ2UYAiABKAsyEC5hZ2wudjEuUGFnZUluZm8iOwoRU2VxdWVuY2VJZFJlcXVlc3QSEgoKcm9sbG91dF9pZBgBIAEoCRISCgphdHRlbXB0X2lkGAIgASgJIkkKGk5leHRTcGFuU2VxdWVuY2VJZHNSZXF1ZXN0EisKCHJlcXVlc3RzGAEgAygLMhkuYWdsLnYxLlNlcXVlbmNlSWRSZXF1ZXN0IjMKG05leHRTcGFuU2VxdWVuY2VJZHNSZXNwb25zZRIUCgxzZXF1ZW5jZV9pZHMYASADKA0iWgoTVXBkYXRlV29ya2VyUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSMAoPaGVhcnRiZWF0X3N0YXRzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIlChBHZXRXb3JrZXJSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCSKhAQoTUXVlcnlXb3JrZXJzUmVxdWVzdBInCglzdGF0dXNfaW4YASADKA4yFC5hZ2wudjEuV29ya2VyU3RhdHVzEhoKEndvcmtlcl9pZF9jb250YWlucxgCIAEoCRIpCgxmaWx0ZXJfbG9naWMYAyABKA4yEy5hZ2wudjEuRmlsdGVyTG9naWMSGgoEcGFnZRgEIAEoCzIMLmFnbC52MS5QYWdlIlcKFFF1ZXJ5V29ya2Vyc1Jlc3BvbnNlEh8KB3dvcmtlcnMYASADKAsyDi5hZ2wudjEuV29ya2VyEh4KBHBhZ2UYAiABKAsyEC5hZ2wudjEuUGFnZUluZm8iFgoUR2V0U3RhdGlzdGljc1JlcXVlc3QivwIKClN0YXRpc3RpY3MSDwoHYmFja2VuZBgBIAEoCRIWCg50b3RhbF9yb2xsb3V0cxgCIAEoDRIWCg50b3RhbF9hdHRlbXB0cxgDIAEoDRITCgt0b3RhbF9zcGFucxgEIAEoDRIXCg90b3RhbF9yZXNvdXJjZXMYBSABKA0SFQoNdG90YWxfd29ya2VycxgGIAEoDRIUCgxxdWV1ZV9sZW5ndGgYByABKA0SFgoOdXB0aW1lX3NlY29uZHMYCCABKAESRAoScm9sbG91dHNfYnlfc3RhdHVzGAkgAygLMiguYWdsLnYxLlN0YXRpc3RpY3MuUm9sbG91dHNCeVN0YXR1c0VudHJ5GjcKFVJvbGxvdXRzQnlTdGF0dXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKA06AjgBIr4BChlHZXRSb2xsb3V0VGltZWxpbmVSZXF1ZXN0EhcKCnN0YXJ0X3RpbWUYASABKAFIAIgBARIVCghlbmRfdGltZRgCIAEoAUgBiAEBEhYKDmJ1Y2tldF9zZWNvbmRzGAMgASgBEiQKB21vZGVfaW4YBCADKA4yEy5hZ2wudjEuUm9sbG91dE1vZGUSFwoPcmVzb3VyY2VzX2lkX2luGAUgAygJQg0KC19zdGFydF90aW1lQgsKCV9lbmRfdGltZSJ/ChRSb2xsb3V0VGltZWxpbmVDb3VudBIOCgZidWNrZXQYASABKA0SIQoEbW9kZRgCIAEoDjITLmFnbC52MS5Sb2xsb3V0TW9kZRIlCgZzdGF0dXMYAyABKA4yFS5hZ2wudjEuUm9sbG91dFN0YXR1cxINCgVjb3VudBgEIAEoDSLPAQoaR2V0Um9sbG91dFRpbWVsaW5lUmVzcG9uc2USEgoKc3RhcnRfdGltZRgBIAEoARIQCghlbmRfdGltZRgCIAEoARIWCg5idWNrZXRfc2Vjb25kcxgDIAEoARIUCgxidWNrZXRfY291bnQYBCABKA0SLQoHY3JlYXRlZBgFIAMoCzIcLmFnbC52MS5Sb2xsb3V0VGltZWxpbmVDb3VudBIuCghmaW5pc2hlZBgGIAMoCzIcLmFnbC52MS5Sb2xsb3V0VGltZWxpbmVDb3VudCLnAQocR2V0UmV3YXJkc0J5UmVzb3VyY2VzUmVxdWVzdBIXCg9yZXNvdXJjZXNfaWRfaW4YASADKAkSJAoHbW9kZV9pbhgCIAMoDjITLmFnbC52MS5Sb2xsb3V0TW9kZRIoCglzdGF0dXNfaW4YAyADKA4yFS5hZ2wudjEuUm9sbG91dFN0YXR1cxIcCg9zdGFydF90aW1lX2Zyb20YBCABKAFIAIgBARIaCg1zdGFydF90aW1lX3RvGAUgASgBSAGIAQFCEgoQX3N0YXJ0X3RpbWVfZnJvbUIQCg5fc3RhcnRfdGltZV90byLlAgoLUmV3YXJkU3RhdHMSFAoMcmVzb3VyY2VzX2lkGAEgASgJEhkKEXJlc291cmNlc192ZXJzaW9uGAIgASgNEiEKBG1vZGUYAyABKA4yEy5hZ2wudjEuUm9sbG91dE1vZGUSEAoIcm9sbG91dHMYBCABKA0SEAoIcmV3YXJkZWQYBSABKA0SEQoEbWVhbhgGIAEoAUgAiAEBEhAKA3N0ZBgHIAEoAUgBiAEBEhAKA21pbhgIIAEoAUgCiAEBEhAKA21heBgJIAEoAUgDiAEBEhEKCWxsbV9jYWxscxgKIAEoDRIVCg1wcm9tcHRfdG9rZW5zGAsgASgEEhcKD3Jlc3BvbnNlX3Rva2VucxgMIAEoBBIYChBmaXJzdF9zdGFydF90aW1lGA0gASgBEhcKD2xhc3Rfc3RhcnRfdGltZRgOIAEoAUIHCgVfbWVhbkIGCgRfc3RkQgYKBF9taW5CBgoEX21heCJDCh1HZXRSZXdhcmRzQnlSZXNvdXJjZXNSZXNwb25zZRIiCgVzdGF0cxgBIAMoCzITLmFnbC52MS5SZXdhcmRTdGF0czKnDQoOTGlnaHRuaW5nU3RvcmUSUgoPRW5xdWV1ZVJvbGxvdXRzEh4uYWdsLnYxLkVucXVldWVSb2xsb3V0c1JlcXVlc3QaHy5hZ2wudjEuRW5xdWV1ZVJvbGxvdXRzUmVzcG9uc2USUgoPRGVxdWV1ZVJvbGxvdXRzEh4uYWdsLnYxLkRlcXVldWVSb2xsb3V0c1JlcXVlc3QaHy5hZ2wudjEuRGVxdWV1ZVJvbGxvdXRzUmVzcG9uc2USPAoMU3RhcnRSb2xsb3V0EhsuYWdsLnYxLlN0YXJ0Um9sbG91dFJlcXVlc3QaDy5hZ2wudjEuUm9sbG91dBI8CgxTdGFydEF0dGVtcHQSGy5hZ2wudjEuU3RhcnRBdHRlbXB0UmVxdWVzdBoPLmFnbC52MS5Sb2xsb3V0Ej0KCkdldFJvbGxvdXQSGS5hZ2wudjEuR2V0Um9sbG91dFJlcXVlc3QaDy5hZ2wudjEuUm9sbG91dCIDkAIBElEKDVF1ZXJ5Um9sbG91dHMSHC5hZ2wudjEuUXVlcnlSb2xsb3V0c1JlcXVlc3QaHS5hZ2wudjEuUXVlcnlSb2xsb3V0c1Jlc3BvbnNlIgOQAgESPgoNVXBkYXRlUm9sbG91dBIcLmFnbC52MS5VcGRhdGVSb2xsb3V0UmVxdWVzdBoPLmFnbC52MS5Sb2xsb3V0ElIKD1dhaXRGb3JSb2xsb3V0cxIeLmFnbC52MS5XYWl0Rm9yUm9sbG91dHNSZXF1ZXN0Gh8uYWdsLnYxLldhaXRGb3JSb2xsb3V0c1Jlc3BvbnNlElEKDVF1ZXJ5QXR0ZW1wdHMSHC5hZ2wudjEuUXVlcnlBdHRlbXB0c1JlcXVlc3QaHS5hZ2wudjEuUXVlcnlBdHRlbXB0c1Jlc3BvbnNlIgOQAgESWgoQR2V0TGF0ZXN0QXR0ZW1wdBIfLmFnbC52MS5HZXRMYXRlc3RBdHRlbXB0UmVxdWVzdBogLmFnbC52MS5HZXRMYXRlc3RBdHRlbXB0UmVzcG9uc2UiA5ACARI+Cg1VcGRhdGVBdHRlbXB0EhwuYWdsLnYxLlVwZGF0ZUF0dGVtcHRSZXF1ZXN0Gg8uYWdsLnYxLkF0dGVtcHQSPQoIQWRkU3BhbnMSFy5hZ2wudjEuQWRkU3BhbnNSZXF1ZXN0GhguYWdsLnYxLkFkZFNwYW5zUmVzcG9uc2USTQoOQWRkU3BhbnNTdHJlYW0SFy5hZ2wudjEuQWRkU3BhbnNSZXF1ZXN0Gh4uYWdsLnYxLkFkZFNwYW5zU3RyZWFtUmVzcG9uc2UoATABEkgKClF1ZXJ5U3BhbnMSGS5hZ2wudjEuUXVlcnlTcGFuc1JlcXVlc3QaGi5hZ2wudjEuUXVlcnlTcGFuc1Jlc3BvbnNlIgOQAgESRgoLRXhwZWN0U3BhbnMSGi5hZ2wudjEuRXhwZWN0U3BhbnNSZXF1ZXN0GhsuYWdsLnYxLkV4cGVjdFNwYW5zUmVzcG9uc2USXgoTTmV4dFNwYW5TZXF1ZW5jZUlkcxIiLmFnbC52MS5OZXh0U3BhblNlcXVlbmNlSWRzUmVxdWVzdBojLmFnbC52MS5OZXh0U3BhblNlcXVlbmNlSWRzUmVzcG9uc2USOwoMVXBkYXRlV29ya2VyEhsuYWdsLnYxLlVwZGF0ZVdvcmtlclJlcXVlc3QaDi5hZ2wudjEuV29ya2VyEjoKCUdldFdvcmtlchIYLmFnbC52MS5HZXRXb3JrZXJSZXF1ZXN0Gg4uYWdsLnYxLldvcmtlciIDkAIBEk4KDFF1ZXJ5V29ya2VycxIbLmFnbC52MS5RdWVyeVdvcmtlcnNSZXF1ZXN0GhwuYWdsLnYxLlF1ZXJ5V29ya2Vyc1Jlc3BvbnNlIgOQAgESRgoNR2V0U3RhdGlzdGljcxIcLmFnbC52MS5HZXRTdGF0aXN0aWNzUmVxdWVzdBoSLmFnbC52MS5TdGF0aXN0aWNzIgOQAgESYAoSR2V0Um9sbG91dFRpbWVsaW5lEiEuYWdsLnYxLkdldFJvbGxvdXRUaW1lbGluZVJlcXVlc3QaIi5hZ2wudjEuR2V0Um9sbG91dFRpbWVsaW5lUmVzcG9uc2UiA5ACARJpChVHZXRSZXdhcmRzQnlSZXNvdXJjZXMSJC5hZ2wudjEuR2V0UmV3YXJkc0J5UmVzb3VyY2VzUmVxdWVzdBolLmFnbC52MS5HZXRSZXdhcmRzQnlSZXNvdXJjZXNSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_agl_v1_types, file_google_protobuf_struct]);
 
 /**
  * @generated from message agl.v1.EnqueueRolloutsRequest
@@ -536,6 +536,22 @@ export type AddSpansRequest = Message<"agl.v1.AddSpansRequest"> & {
    * @generated from field: repeated agl.v1.Span spans = 1;
    */
   spans: Span[];
+
+  /**
+   * Span promises sent with the batch, each as its own ExpectSpans call would be (the LLM proxy promises a call's span
+   * with the previous call's batch: one call to the store per LLM call). They are taken only once the spans are
+   * stored; `expect_held` in the answer says which the store holds.
+   *
+   * @generated from field: repeated agl.v1.ExpectSpansRequest expect = 2;
+   */
+  expect: ExpectSpansRequest[];
+
+  /**
+   * AddSpansStream only: chosen by the client, given back in the answer.
+   *
+   * @generated from field: uint32 id = 3;
+   */
+  id: number;
 };
 
 /**
@@ -565,7 +581,7 @@ export type ExpectSpansRequest = Message<"agl.v1.ExpectSpansRequest"> & {
   spanIds: string[];
 
   /**
-   * How long the promise holds at most (default 30,000 ms, at most 600,000).
+   * How long the promise holds at most (default 10,000 ms, at most 60,000).
    *
    * @generated from field: uint32 ttl_ms = 4;
    */
@@ -655,6 +671,15 @@ export type AddSpansResponse = Message<"agl.v1.AddSpansResponse"> & {
    * @generated from field: repeated agl.v1.SpanAck acks = 1;
    */
   acks: SpanAck[];
+
+  /**
+   * One per `expect` entry of the request, in order: true when the store holds that promise (or withdrew it). False
+   * where ExpectSpans would have failed with NOT_FOUND or FAILED_PRECONDITION (an unknown rollout, a PostgreSQL
+   * store); empty from a store that predates the field. A sender treats every promise not marked true as not held.
+   *
+   * @generated from field: repeated bool expect_held = 2;
+   */
+  expectHeld: boolean[];
 };
 
 /**
@@ -663,6 +688,44 @@ export type AddSpansResponse = Message<"agl.v1.AddSpansResponse"> & {
  */
 export const AddSpansResponseSchema: GenMessage<AddSpansResponse> = /*@__PURE__*/
   messageDesc(file_agl_v1_store, 21);
+
+/**
+ * @generated from message agl.v1.AddSpansStreamResponse
+ */
+export type AddSpansStreamResponse = Message<"agl.v1.AddSpansStreamResponse"> & {
+  /**
+   * The request's `id`.
+   *
+   * @generated from field: uint32 id = 1;
+   */
+  id: number;
+
+  /**
+   * The answer, when the request succeeded.
+   *
+   * @generated from field: agl.v1.AddSpansResponse response = 2;
+   */
+  response?: AddSpansResponse | undefined;
+
+  /**
+   * When it failed: the gRPC status code (never 0) and message AddSpans would have ended with.
+   *
+   * @generated from field: uint32 error_code = 3;
+   */
+  errorCode: number;
+
+  /**
+   * @generated from field: string error_message = 4;
+   */
+  errorMessage: string;
+};
+
+/**
+ * Describes the message agl.v1.AddSpansStreamResponse.
+ * Use `create(AddSpansStreamResponseSchema)` to create a new message.
+ */
+export const AddSpansStreamResponseSchema: GenMessage<AddSpansStreamResponse> = /*@__PURE__*/
+  messageDesc(file_agl_v1_store, 22);
 
 /**
  * @generated from message agl.v1.QuerySpansRequest
@@ -743,7 +806,7 @@ export type QuerySpansRequest = Message<"agl.v1.QuerySpansRequest"> & {
  * Use `create(QuerySpansRequestSchema)` to create a new message.
  */
 export const QuerySpansRequestSchema: GenMessage<QuerySpansRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 22);
+  messageDesc(file_agl_v1_store, 23);
 
 /**
  * @generated from message agl.v1.QuerySpansResponse
@@ -765,7 +828,7 @@ export type QuerySpansResponse = Message<"agl.v1.QuerySpansResponse"> & {
  * Use `create(QuerySpansResponseSchema)` to create a new message.
  */
 export const QuerySpansResponseSchema: GenMessage<QuerySpansResponse> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 23);
+  messageDesc(file_agl_v1_store, 24);
 
 /**
  * @generated from message agl.v1.SequenceIdRequest
@@ -787,7 +850,7 @@ export type SequenceIdRequest = Message<"agl.v1.SequenceIdRequest"> & {
  * Use `create(SequenceIdRequestSchema)` to create a new message.
  */
 export const SequenceIdRequestSchema: GenMessage<SequenceIdRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 24);
+  messageDesc(file_agl_v1_store, 25);
 
 /**
  * @generated from message agl.v1.NextSpanSequenceIdsRequest
@@ -804,7 +867,7 @@ export type NextSpanSequenceIdsRequest = Message<"agl.v1.NextSpanSequenceIdsRequ
  * Use `create(NextSpanSequenceIdsRequestSchema)` to create a new message.
  */
 export const NextSpanSequenceIdsRequestSchema: GenMessage<NextSpanSequenceIdsRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 25);
+  messageDesc(file_agl_v1_store, 26);
 
 /**
  * @generated from message agl.v1.NextSpanSequenceIdsResponse
@@ -821,7 +884,7 @@ export type NextSpanSequenceIdsResponse = Message<"agl.v1.NextSpanSequenceIdsRes
  * Use `create(NextSpanSequenceIdsResponseSchema)` to create a new message.
  */
 export const NextSpanSequenceIdsResponseSchema: GenMessage<NextSpanSequenceIdsResponse> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 26);
+  messageDesc(file_agl_v1_store, 27);
 
 /**
  * @generated from message agl.v1.UpdateWorkerRequest
@@ -843,7 +906,7 @@ export type UpdateWorkerRequest = Message<"agl.v1.UpdateWorkerRequest"> & {
  * Use `create(UpdateWorkerRequestSchema)` to create a new message.
  */
 export const UpdateWorkerRequestSchema: GenMessage<UpdateWorkerRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 27);
+  messageDesc(file_agl_v1_store, 28);
 
 /**
  * @generated from message agl.v1.GetWorkerRequest
@@ -860,7 +923,7 @@ export type GetWorkerRequest = Message<"agl.v1.GetWorkerRequest"> & {
  * Use `create(GetWorkerRequestSchema)` to create a new message.
  */
 export const GetWorkerRequestSchema: GenMessage<GetWorkerRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 28);
+  messageDesc(file_agl_v1_store, 29);
 
 /**
  * @generated from message agl.v1.QueryWorkersRequest
@@ -892,7 +955,7 @@ export type QueryWorkersRequest = Message<"agl.v1.QueryWorkersRequest"> & {
  * Use `create(QueryWorkersRequestSchema)` to create a new message.
  */
 export const QueryWorkersRequestSchema: GenMessage<QueryWorkersRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 29);
+  messageDesc(file_agl_v1_store, 30);
 
 /**
  * @generated from message agl.v1.QueryWorkersResponse
@@ -914,7 +977,7 @@ export type QueryWorkersResponse = Message<"agl.v1.QueryWorkersResponse"> & {
  * Use `create(QueryWorkersResponseSchema)` to create a new message.
  */
 export const QueryWorkersResponseSchema: GenMessage<QueryWorkersResponse> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 30);
+  messageDesc(file_agl_v1_store, 31);
 
 /**
  * @generated from message agl.v1.GetStatisticsRequest
@@ -927,7 +990,7 @@ export type GetStatisticsRequest = Message<"agl.v1.GetStatisticsRequest"> & {
  * Use `create(GetStatisticsRequestSchema)` to create a new message.
  */
 export const GetStatisticsRequestSchema: GenMessage<GetStatisticsRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 31);
+  messageDesc(file_agl_v1_store, 32);
 
 /**
  * @generated from message agl.v1.Statistics
@@ -988,7 +1051,7 @@ export type Statistics = Message<"agl.v1.Statistics"> & {
  * Use `create(StatisticsSchema)` to create a new message.
  */
 export const StatisticsSchema: GenMessage<Statistics> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 32);
+  messageDesc(file_agl_v1_store, 33);
 
 /**
  * @generated from message agl.v1.GetRolloutTimelineRequest
@@ -1035,7 +1098,7 @@ export type GetRolloutTimelineRequest = Message<"agl.v1.GetRolloutTimelineReques
  * Use `create(GetRolloutTimelineRequestSchema)` to create a new message.
  */
 export const GetRolloutTimelineRequestSchema: GenMessage<GetRolloutTimelineRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 33);
+  messageDesc(file_agl_v1_store, 34);
 
 /**
  * The number of rollouts of one mode and status in one bucket.
@@ -1073,7 +1136,7 @@ export type RolloutTimelineCount = Message<"agl.v1.RolloutTimelineCount"> & {
  * Use `create(RolloutTimelineCountSchema)` to create a new message.
  */
 export const RolloutTimelineCountSchema: GenMessage<RolloutTimelineCount> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 34);
+  messageDesc(file_agl_v1_store, 35);
 
 /**
  * @generated from message agl.v1.GetRolloutTimelineResponse
@@ -1123,7 +1186,7 @@ export type GetRolloutTimelineResponse = Message<"agl.v1.GetRolloutTimelineRespo
  * Use `create(GetRolloutTimelineResponseSchema)` to create a new message.
  */
 export const GetRolloutTimelineResponseSchema: GenMessage<GetRolloutTimelineResponse> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 35);
+  messageDesc(file_agl_v1_store, 36);
 
 /**
  * @generated from message agl.v1.GetRewardsByResourcesRequest
@@ -1168,7 +1231,7 @@ export type GetRewardsByResourcesRequest = Message<"agl.v1.GetRewardsByResources
  * Use `create(GetRewardsByResourcesRequestSchema)` to create a new message.
  */
 export const GetRewardsByResourcesRequestSchema: GenMessage<GetRewardsByResourcesRequest> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 36);
+  messageDesc(file_agl_v1_store, 37);
 
 /**
  * Final-reward statistics of the rollouts of one resources snapshot version and mode.
@@ -1267,7 +1330,7 @@ export type RewardStats = Message<"agl.v1.RewardStats"> & {
  * Use `create(RewardStatsSchema)` to create a new message.
  */
 export const RewardStatsSchema: GenMessage<RewardStats> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 37);
+  messageDesc(file_agl_v1_store, 38);
 
 /**
  * @generated from message agl.v1.GetRewardsByResourcesResponse
@@ -1287,7 +1350,7 @@ export type GetRewardsByResourcesResponse = Message<"agl.v1.GetRewardsByResource
  * Use `create(GetRewardsByResourcesResponseSchema)` to create a new message.
  */
 export const GetRewardsByResourcesResponseSchema: GenMessage<GetRewardsByResourcesResponse> = /*@__PURE__*/
-  messageDesc(file_agl_v1_store, 38);
+  messageDesc(file_agl_v1_store, 39);
 
 /**
  * @generated from service agl.v1.LightningStore
@@ -1405,6 +1468,19 @@ export const LightningStore: GenService<{
     methodKind: "unary";
     input: typeof AddSpansRequestSchema;
     output: typeof AddSpansResponseSchema;
+  },
+  /**
+   * AddSpans over one stream held open (the standalone LLM proxy's span writes: a message on an open stream costs a
+   * fraction of a call). Each request is stored as AddSpans stores it and answered on the stream, with its `id`, as
+   * it completes (requests run concurrently); a failed request is answered with its error and the stream goes on.
+   * gRPC only (it needs HTTP/2).
+   *
+   * @generated from rpc agl.v1.LightningStore.AddSpansStream
+   */
+  addSpansStream: {
+    methodKind: "bidi_streaming";
+    input: typeof AddSpansRequestSchema;
+    output: typeof AddSpansStreamResponseSchema;
   },
   /**
    * @generated from rpc agl.v1.LightningStore.QuerySpans

@@ -186,10 +186,14 @@ class UpdateAttemptRequest(_message.Message):
     def __init__(self, rollout_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., status: _Optional[_Union[_types_pb2.AttemptStatus, str]] = ..., worker_id: _Optional[str] = ..., last_heartbeat_time: _Optional[float] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., spans: _Optional[_Iterable[_Union[_types_pb2.Span, _Mapping]]] = ...) -> None: ...
 
 class AddSpansRequest(_message.Message):
-    __slots__ = ("spans",)
+    __slots__ = ("spans", "expect", "id")
     SPANS_FIELD_NUMBER: _ClassVar[int]
+    EXPECT_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
     spans: _containers.RepeatedCompositeFieldContainer[_types_pb2.Span]
-    def __init__(self, spans: _Optional[_Iterable[_Union[_types_pb2.Span, _Mapping]]] = ...) -> None: ...
+    expect: _containers.RepeatedCompositeFieldContainer[ExpectSpansRequest]
+    id: int
+    def __init__(self, spans: _Optional[_Iterable[_Union[_types_pb2.Span, _Mapping]]] = ..., expect: _Optional[_Iterable[_Union[ExpectSpansRequest, _Mapping]]] = ..., id: _Optional[int] = ...) -> None: ...
 
 class ExpectSpansRequest(_message.Message):
     __slots__ = ("rollout_id", "attempt_id", "span_ids", "ttl_ms", "withdraw")
@@ -226,10 +230,24 @@ class SpanAck(_message.Message):
     def __init__(self, rollout_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., span_id: _Optional[str] = ..., sequence_id: _Optional[int] = ..., duplicate: _Optional[bool] = ..., attempt_status: _Optional[_Union[_types_pb2.AttemptStatus, str]] = ...) -> None: ...
 
 class AddSpansResponse(_message.Message):
-    __slots__ = ("acks",)
+    __slots__ = ("acks", "expect_held")
     ACKS_FIELD_NUMBER: _ClassVar[int]
+    EXPECT_HELD_FIELD_NUMBER: _ClassVar[int]
     acks: _containers.RepeatedCompositeFieldContainer[SpanAck]
-    def __init__(self, acks: _Optional[_Iterable[_Union[SpanAck, _Mapping]]] = ...) -> None: ...
+    expect_held: _containers.RepeatedScalarFieldContainer[bool]
+    def __init__(self, acks: _Optional[_Iterable[_Union[SpanAck, _Mapping]]] = ..., expect_held: _Optional[_Iterable[bool]] = ...) -> None: ...
+
+class AddSpansStreamResponse(_message.Message):
+    __slots__ = ("id", "response", "error_code", "error_message")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    response: AddSpansResponse
+    error_code: int
+    error_message: str
+    def __init__(self, id: _Optional[int] = ..., response: _Optional[_Union[AddSpansResponse, _Mapping]] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
 
 class QuerySpansRequest(_message.Message):
     __slots__ = ("rollout_id", "attempt_id", "trace_id", "trace_id_contains", "span_id", "span_id_contains", "parent_id", "parent_id_contains", "name", "name_contains", "filter_logic", "after_sequence_id", "page")

@@ -95,6 +95,11 @@ class LightningStoreStub:
                 request_serializer=agl_dot_v1_dot_store__pb2.AddSpansRequest.SerializeToString,
                 response_deserializer=agl_dot_v1_dot_store__pb2.AddSpansResponse.FromString,
                 _registered_method=True)
+        self.AddSpansStream = channel.stream_stream(
+                '/agl.v1.LightningStore/AddSpansStream',
+                request_serializer=agl_dot_v1_dot_store__pb2.AddSpansRequest.SerializeToString,
+                response_deserializer=agl_dot_v1_dot_store__pb2.AddSpansStreamResponse.FromString,
+                _registered_method=True)
         self.QuerySpans = channel.unary_unary(
                 '/agl.v1.LightningStore/QuerySpans',
                 request_serializer=agl_dot_v1_dot_store__pb2.QuerySpansRequest.SerializeToString,
@@ -222,6 +227,16 @@ class LightningStoreServicer:
     def AddSpans(self, request, context):
         """Stores a batch of spans. Idempotent by (rollout_id, attempt_id, span_id): a retried batch never duplicates.
         The whole batch is validated before anything is stored.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddSpansStream(self, request_iterator, context):
+        """AddSpans over one stream held open (the standalone LLM proxy's span writes: a message on an open stream costs a
+        fraction of a call). Each request is stored as AddSpans stores it and answered on the stream, with its `id`, as
+        it completes (requests run concurrently); a failed request is answered with its error and the stream goes on.
+        gRPC only (it needs HTTP/2).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -356,6 +371,11 @@ def add_LightningStoreServicer_to_server(servicer, server):
                     servicer.AddSpans,
                     request_deserializer=agl_dot_v1_dot_store__pb2.AddSpansRequest.FromString,
                     response_serializer=agl_dot_v1_dot_store__pb2.AddSpansResponse.SerializeToString,
+            ),
+            'AddSpansStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.AddSpansStream,
+                    request_deserializer=agl_dot_v1_dot_store__pb2.AddSpansRequest.FromString,
+                    response_serializer=agl_dot_v1_dot_store__pb2.AddSpansStreamResponse.SerializeToString,
             ),
             'QuerySpans': grpc.unary_unary_rpc_method_handler(
                     servicer.QuerySpans,
@@ -727,6 +747,33 @@ class LightningStore:
             '/agl.v1.LightningStore/AddSpans',
             agl_dot_v1_dot_store__pb2.AddSpansRequest.SerializeToString,
             agl_dot_v1_dot_store__pb2.AddSpansResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddSpansStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/agl.v1.LightningStore/AddSpansStream',
+            agl_dot_v1_dot_store__pb2.AddSpansRequest.SerializeToString,
+            agl_dot_v1_dot_store__pb2.AddSpansStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,
