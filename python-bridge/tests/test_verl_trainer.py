@@ -37,6 +37,7 @@ from agl_bridge.training.task_files import load_tasks  # noqa: E402
 from agl_bridge.verl import VerlBackend, compose_config  # noqa: E402
 from agl_bridge.verl.settings import (  # noqa: E402
     apply_staleness,
+    bypass_mode,
     loop_config,
     max_staleness,
     rollout_correction,
@@ -231,6 +232,29 @@ def test_async_settings_and_rollout_correction_come_from_agl_and_verl_keys():
     metrics = VerlBackend(Recording(cfg), rollout_correction=rollout_correction(cfg)).update_sync(data)
     assert all(torch.allclose(w, torch.full_like(w, 2.0)) for w in seen["weights"].unbind())
     assert metrics["rollout_corr/rollout_is_max"] == pytest.approx(2.0)
+
+
+def test_bypass_mode_takes_the_engine_log_probs_as_old_ones():
+    # VERL's bypass mode: its _compute_old_log_prob copies rollout_log_probs (no forward pass); agl then neither
+    # compares the two (they are the same tensor) nor weights one against the other, even when asynchronous.
+    keys = ["algorithm.rollout_correction.bypass_mode=true", "agl.max_staleness=1"]
+    cfg = compose_config([*keys, "actor_rollout_ref.actor.ppo_mini_batch_size=1", "actor_rollout_ref.rollout.n=3"])
+    assert bypass_mode(cfg) and not bypass_mode(compose_config()) and rollout_correction(cfg) is None
+
+    def batch(logprobs):
+        rs = [
+            rollout(f"r{i}", "g", [triplet([5, 6], [7, 8], logprobs=logprobs)], final_reward=float(i % 2))
+            for i in range(3)
+        ]
+        data, _ = to_dataproto(rs, ConvertOptions(pad_token_id=0))
+        return compute_rollout_level_advantage(data, "grpo")[0]
+
+    workers = FakeWorkers(cfg)
+    metrics = VerlBackend(workers).update_sync(batch([-3.0, -3.0]))
+    assert workers.calls[-2:] == ["update_actor[3]", "update_weights@5"]
+    assert not any(k.startswith(("training/rollout_actor_logprob", "rollout_corr/")) for k in metrics)
+    with pytest.raises(ConfigError, match="bypass_mode=false"):
+        VerlBackend(FakeWorkers(cfg)).update_sync(batch([]))
 
 
 def test_one_staleness_setting_for_agl_and_verl():

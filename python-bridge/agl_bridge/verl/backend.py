@@ -13,7 +13,7 @@ from omegaconf import open_dict, read_write
 from verl import DataProto
 from verl.utils.profiler import simple_timer
 
-from agl_bridge.errors import ProxyAdminError
+from agl_bridge.errors import ConfigError, ProxyAdminError
 from agl_bridge.gen.agl.v1 import types_pb2
 from agl_bridge.log import get_logger
 from agl_bridge.retry import retry
@@ -22,6 +22,7 @@ from agl_bridge.store.network import warn_if_unreachable
 from agl_bridge.store.proxy_admin import ProxyAdmin
 from agl_bridge.training.advantage import shape_batch
 from agl_bridge.training.rollout_correction import apply_rollout_correction
+from agl_bridge.verl.settings import bypass_mode
 from agl_bridge.verl.tq_batch import StepBatches
 
 __all__ = ["VerlBackend"]
@@ -210,6 +211,13 @@ class VerlBackend:
         if shaped is None:
             metrics["training/skipped_step"] = 1.0
             return metrics
+        has_rollout_log_probs = "rollout_log_probs" in shaped.batch.keys()
+        bypass = bypass_mode(cfg)
+        if bypass and not has_rollout_log_probs:
+            raise ConfigError(
+                "algorithm.rollout_correction.bypass_mode=true takes the engine's log-probs as the old log-probs, and "
+                "this step's rollouts have none: have the engine return logprobs, or set bypass_mode=false"
+            )
         timing: dict[str, float] = {}  # VERL's timing_raw: seconds per phase, logged as timing_s/<phase>
         batch = self.batches.put(shaped, int(t.global_steps))
         try:
@@ -218,8 +226,10 @@ class VerlBackend:
             # VERL's V1 step always balances (and pads the batch to a multiple of the data-parallel size).
             batch = t._balance_batch(batch, metrics=metrics)
             with simple_timer("old_log_prob", timing):
+                # In VERL's bypass mode this copies rollout_log_probs to old_log_probs instead of a forward pass.
                 batch = t._compute_old_log_prob(batch, metrics=metrics)
-            batch = self._correct(batch, "rollout_log_probs" in shaped.batch.keys(), metrics)
+            if not bypass:
+                batch = self._correct(batch, has_rollout_log_probs, metrics)
             if getattr(t, "use_reference_policy", False):
                 with simple_timer("ref_log_prob", timing):
                     batch = t._compute_ref_log_prob(batch, metrics=metrics)
