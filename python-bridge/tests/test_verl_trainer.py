@@ -235,8 +235,9 @@ def test_async_settings_and_rollout_correction_come_from_agl_and_verl_keys():
 
 
 def test_bypass_mode_takes_the_engine_log_probs_as_old_ones():
-    # VERL's bypass mode: its _compute_old_log_prob copies rollout_log_probs (no forward pass); agl then neither
-    # compares the two (they are the same tensor) nor weights one against the other, even when asynchronous.
+    # VERL's bypass mode: the engine's log-probs are the old ones (no forward pass to recompute them), written with
+    # the rows; agl then neither compares the two (they are the same tensor) nor weights one against the other, even
+    # when asynchronous.
     keys = ["algorithm.rollout_correction.bypass_mode=true", "agl.max_staleness=1"]
     cfg = compose_config([*keys, "actor_rollout_ref.actor.ppo_mini_batch_size=1", "actor_rollout_ref.rollout.n=3"])
     assert bypass_mode(cfg) and not bypass_mode(compose_config()) and rollout_correction(cfg) is None
@@ -251,7 +252,8 @@ def test_bypass_mode_takes_the_engine_log_probs_as_old_ones():
 
     workers = FakeWorkers(cfg)
     metrics = VerlBackend(workers).update_sync(batch([-3.0, -3.0]))
-    assert workers.calls[-2:] == ["update_actor[3]", "update_weights@5"]
+    assert workers.calls == ["sleep", "balance", "update_actor[3]", "update_weights@5"]
+    assert all(torch.equal(lp, torch.tensor([-3.0, -3.0])) for lp in workers.updated["old_log_probs"].unbind())
     assert not any(k.startswith(("training/rollout_actor_logprob", "rollout_corr/")) for k in metrics)
     with pytest.raises(ConfigError, match="bypass_mode=false"):
         VerlBackend(FakeWorkers(cfg)).update_sync(batch([]))

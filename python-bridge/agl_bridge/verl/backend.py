@@ -202,8 +202,9 @@ class VerlBackend:
 
     def update_sync(self, data: DataProto) -> dict[str, float]:
         """One update through VERL's V1 trainer phases: the kept rows into TransferQueue (``tq_batch``), replicas
-        asleep, ``_balance_batch``, ``_compute_old_log_prob``, the rollout correction, reference log-probs, critic,
-        ``_update_actor``, weights pushed; the rows cleared again whatever happens."""
+        asleep, ``_balance_batch``, ``_compute_old_log_prob`` (skipped in VERL's bypass mode: the engine's log-probs
+        go in with the rows as the old ones), the rollout correction, reference log-probs, critic, ``_update_actor``,
+        weights pushed; the rows cleared again whatever happens."""
         t, cfg = self.trainer, self.trainer.config
         multiple = int(cfg.actor_rollout_ref.actor.ppo_mini_batch_size) * int(cfg.actor_rollout_ref.rollout.n)
         max_rows = multiple * self.max_ppo_update_times if self.max_ppo_update_times else None
@@ -219,16 +220,19 @@ class VerlBackend:
                 "this step's rollouts have none: have the engine return logprobs, or set bypass_mode=false"
             )
         timing: dict[str, float] = {}  # VERL's timing_raw: seconds per phase, logged as timing_s/<phase>
+        if bypass:
+            # VERL's bypass mode, written with the rows: 0.9.1's own (_compute_old_log_prob) puts old_log_probs into
+            # TransferQueue but returns the KVBatchMeta from before, so _update_actor never fetches them (KeyError).
+            shaped.batch["old_log_probs"] = shaped.batch["rollout_log_probs"].clone()
         batch = self.batches.put(shaped, int(t.global_steps))
         try:
             with simple_timer("sleep_replicas", timing):
                 t.checkpoint_manager.sleep_replicas()
             # VERL's V1 step always balances (and pads the batch to a multiple of the data-parallel size).
             batch = t._balance_batch(batch, metrics=metrics)
-            with simple_timer("old_log_prob", timing):
-                # In VERL's bypass mode this copies rollout_log_probs to old_log_probs instead of a forward pass.
-                batch = t._compute_old_log_prob(batch, metrics=metrics)
             if not bypass:
+                with simple_timer("old_log_prob", timing):
+                    batch = t._compute_old_log_prob(batch, metrics=metrics)
                 batch = self._correct(batch, has_rollout_log_probs, metrics)
             if getattr(t, "use_reference_policy", False):
                 with simple_timer("ref_log_prob", timing):

@@ -54,7 +54,9 @@ def to_samples(data: DataProto, step: int) -> tuple[list[str], TensorDict, list[
     prompt_valid = b["attention_mask"][:, :prompt_width].bool()
     columns: dict[str, list[torch.Tensor]] = {k: [] for k in ("prompts", "responses", "input_ids", "position_ids")}
     per_response = [
-        k for k in ("response_mask", "advantages", "returns", "rollout_log_probs", "token_level_scores") if k in b
+        k
+        for k in ("response_mask", "advantages", "returns", "rollout_log_probs", "old_log_probs", "token_level_scores")
+        if k in b
     ]
     columns.update({k: [] for k in per_response})
     tags: list[dict[str, Any]] = []
