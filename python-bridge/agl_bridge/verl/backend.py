@@ -234,12 +234,16 @@ class VerlBackend:
                 with simple_timer("old_log_prob", timing):
                     batch = t._compute_old_log_prob(batch, metrics=metrics)
                 batch = self._correct(batch, has_rollout_log_probs, metrics)
+            # verl 0.9.1's _compute_ref_log_prob and _compute_values put their field into TransferQueue but return
+            # the meta from before, which names only the fields a worker then fetches (KeyError: 'ref_log_prob' in
+            # _update_actor); in VERL's own step the put of _compute_advantage, which agl's rows do not need,
+            # refreshes it.
             if getattr(t, "use_reference_policy", False):
                 with simple_timer("ref_log_prob", timing):
-                    batch = t._compute_ref_log_prob(batch, metrics=metrics)
+                    batch = self.batches.refresh(t._compute_ref_log_prob(batch, metrics=metrics))
             if getattr(t, "use_critic", False):
                 with simple_timer("values", timing):
-                    batch = t._compute_values(batch, metrics=metrics)
+                    batch = self.batches.refresh(t._compute_values(batch, metrics=metrics))
                 with simple_timer("update_critic", timing):
                     batch = t._update_critic(batch, metrics=metrics)
             if cfg.trainer.critic_warmup <= t.global_steps:
