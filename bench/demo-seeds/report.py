@@ -1,16 +1,22 @@
 """Lines of `make demo-seeds`: ``report.py line RUN DIR STARTED`` prints one run's figures (and records them in
-DIR/bench.json); ``report.py summary ROOT RUN...`` prints the summary line (and, for runs named ``seed-N-async-K``,
-the asynchronous/synchronous ratio of the mean step time) and exits 1 when a run missed the rule."""
+DIR/bench.json): first and final reward, the lowest single step of the last ``LAST`` (whether the reward held once
+reached), steps to the target, wall and mean step time, and the 1-minute load average as the run ended; ``report.py
+summary ROOT RUN...`` prints the summary line (and, for runs named ``seed-N-async-K``, the asynchronous/synchronous
+ratio of the mean step time) and exits 1 when a run missed the rule."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 # The demos' rule, shared with `make demo` and `make demo-verl`.
 from agl_bridge.training.demo_rule import FINAL_MIN, FIRST_MAX, WALL_MAX_S, judge, steps_to_target
+
+# The last steps whose lowest reward each line reports.
+LAST = 20
 
 
 def line(run: str, directory: Path, started: float) -> None:
@@ -33,6 +39,8 @@ def line(run: str, directory: Path, started: float) -> None:
         steps_wall = [t["step"] for t in s["timings"] if "step" in t]
         step_s = sum(steps_wall) / len(steps_wall) if steps_wall else float("nan")
         ok = judge(s, wall, wall_max_s=WALL_MAX_S).ok
+        last_min = min(s["rewards"][-LAST:])
+        load = os.getloadavg()[0]
         result = {
             "run": run,
             "ok": ok,
@@ -40,13 +48,15 @@ def line(run: str, directory: Path, started: float) -> None:
             "final": s["final_reward"],
             "steps": len(s["rewards"]),
             "steps_to_target": reached,
+            "last_min": last_min,
+            "load": load,
             "wall_s": wall,
             "step_s": step_s,
         }
         print(
-            f"{run}: first {s['initial_reward']:.3f}  final {s['final_reward']:.3f}  "
+            f"{run}: first {s['initial_reward']:.3f}  final {s['final_reward']:.3f}  min of last {LAST} {last_min:.3f}  "
             f"steps to {FINAL_MIN} {reached if reached is not None else '-'}/{len(s['rewards'])}  wall {wall:.0f} s  "
-            f"step {step_s:.2f} s  "
+            f"step {step_s:.2f} s  load {load:.1f}  "
             f"{'ok' if ok else 'MISSED'}",
             flush=True,
         )
@@ -58,10 +68,12 @@ def summary(root: Path, runs: list[str]) -> int:
     results = [json.loads((root / run / "bench.json").read_text()) for run in runs]
     missed = [r["run"] for r in results if not r["ok"]]
     finals = [r["final"] for r in results if "final" in r]
+    last_mins = [r["last_min"] for r in results if "last_min" in r]
     walls = [r["wall_s"] for r in results]
     print(
         f"agl demo-seeds: {len(results) - len(missed)}/{len(results)} runs met the rule (first <= {FIRST_MAX}, "
         f"final >= {FINAL_MIN}, wall <= {WALL_MAX_S:.0f} s); final min {min(finals, default=float('nan')):.3f}; "
+        f"lowest step of the last {LAST} {min(last_mins, default=float('nan')):.3f}; "
         f"wall max {max(walls):.0f} s"
         + (f"; missed: {' '.join(missed)}" if missed else "")
     )

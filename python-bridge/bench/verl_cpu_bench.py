@@ -10,7 +10,8 @@ first pays one-time costs):
 - weight push: ``checkpoint_manager.update_weights`` (FSDP full tensors -> the replica's server);
 - bridge: agl's own work — triplets from StreamTriplets, DataProto, advantages, proxy pause/drain, publication.
 
-    PYTHONPATH=python-bridge python-bridge/.venv/bin/python python-bridge/bench/verl_cpu_bench.py [--steps 8]
+    PYTHONPATH=python-bridge python-bridge/.venv/bin/python python-bridge/bench/verl_cpu_bench.py [--steps 8] \
+        [algorithm.rollout_correction.bypass_mode=true]   # make demo-verl's synchronous setting: no old log-prob pass
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def main() -> None:
     p.add_argument("--n", type=int, default=8, help="rollouts per task")
     p.add_argument("--workers", type=int, default=1, help="FSDP worker processes (and replicas)")
     p.add_argument("--dir", default=None)
+    p.add_argument("overrides", nargs="*", help="more Hydra overrides for the trainer (e.g. VERL's bypass mode)")
     a = p.parse_args()
     from agl_bridge.verl.kind_files import write_kind_files
 
@@ -57,7 +59,7 @@ def main() -> None:
         f"data.train_files={files.prompts}", f"data.val_files={files.prompts}", "data.max_prompt_length=32",
         "data.max_response_length=8", "trainer.val_before_train=false", "trainer.test_freq=-1", "trainer.save_freq=-1",
         "actor_rollout_ref.actor.ppo_mini_batch_size=8", f"trainer.n_gpus_per_node={a.workers}",
-        f"agl.summary={work / 'summary.json'}",
+        f"agl.summary={work / 'summary.json'}", *a.overrides,
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(REPO / "python-bridge")}
     started = time.perf_counter()
@@ -73,6 +75,7 @@ def main() -> None:
     print(
         f"VERL trainer on CPU: {a.steps} steps of {a.tasks} tasks x {a.n} rollouts, {a.workers} worker(s), "
         f"{wall:.0f} s in all (Ray and model start included); load average {load:.1f} on {os.cpu_count()} cores"
+        + (f"; {' '.join(a.overrides)}" if a.overrides else "")
     )
     print(f"{'phase':<14} {'median s':>9} {'max s':>7}   (steps 2..{a.steps})")
     totals = []

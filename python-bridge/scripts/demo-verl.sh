@@ -24,6 +24,11 @@ started=$(date +%s)
 [ -f "$DIR/files/model/config.json" ] || "$PY" -m agl_bridge.verl.kind_files "$DIR/files" --seed "$SEED" >/dev/null
 rm -rf "$DIR/ckpt" "$DIR"/agl.db*
 F="$DIR/files"
+# Synchronously every row was sampled by the weights being updated, and the replica computes in fp32 as the actor
+# does (their log-probs agree to ~1e-6): VERL's bypass mode takes the engine's log-probs as the old ones instead of
+# recomputing them. Asynchronously the rows span versions: the old log-probs are recomputed (VERL's decoupled mode).
+BYPASS=true
+[ "$ASYNC" = 0 ] || BYPASS=false
 # VERL's settings for the task (a tiny model, 24 words to learn): GRPO, no KL, no entropy bonus, no weight decay, one
 # PPO update per step over all of its rows, a constant lr 7e-4 — the local trainer's (docs/demo-learning.md): at 1e-3
 # shared parameters drift faster than each word's evidence, and runs that reached 0.98 fell back to 0.73-0.99.
@@ -37,6 +42,7 @@ node bin/agl.js train "${DEMO_AGENT:-examples/rl-kind/agent.ts}" --trainer verl 
   actor_rollout_ref.actor.optim.lr_scheduler_type=constant \
   actor_rollout_ref.actor.optim.weight_decay=0 actor_rollout_ref.actor.ppo_mini_batch_size=8 \
   actor_rollout_ref.actor.ppo_epochs=1 actor_rollout_ref.rollout.temperature=1.0 \
-  actor_rollout_ref.actor.data_loader_seed="$SEED" agl.summary="$DIR/summary.json" agl.max_staleness="$ASYNC" "$@" \
+  actor_rollout_ref.actor.data_loader_seed="$SEED" agl.summary="$DIR/summary.json" agl.max_staleness="$ASYNC" \
+  algorithm.rollout_correction.bypass_mode="$BYPASS" "$@" \
   > >(tee "$DIR/train.log" | sed -un 's/^.*\(\[agl\]\)/\1/p') 2>&1
 "$PY" -m agl_bridge.training.demo_rule "$DIR/summary.json" --label "agl demo-verl" --started "$started" --plot

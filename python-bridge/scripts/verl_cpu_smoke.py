@@ -16,6 +16,11 @@ log-probs of a fixed greedy completion. It then checks that
 Ends with ``verl-cpu-smoke: <n> steps, weights changed, served v<k>``; exits non-zero when any check fails.
 
     PYTHONPATH=python-bridge python-bridge/.venv/bin/python python-bridge/scripts/verl_cpu_smoke.py [--steps 2]
+        [--workers 2] [--kl]
+
+``--workers 2``: FSDP world size 2 on gloo and two replicas, both published (``make verl-cpu-smoke-variants``, as
+``--kl``: VERL's KL loss, with the reference policy as a second forward-only FSDP2 model; ``actor/kl_loss`` must be
+logged and non-zero).
 """
 
 from __future__ import annotations
@@ -36,6 +41,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 RESOURCES_ID = "verl-cpu-smoke"
 _drains: set[asyncio.Task[bytes]] = set()
+# --kl: VERL's KL loss against the reference policy (a second, forward-only FSDP2 model on CPU), logged as
+# actor/kl_loss; after the first update the actor has moved, so the loss is no longer exactly 0.
+KL_OVERRIDES = ["actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.actor.kl_loss_coef=0.1"]
+KL_METRICS = ("actor/kl_loss",)
+KL_NONZERO = re.compile(r"actor/kl_loss:(?:np\.float64\()?(?!0\.0\b)[-\d.e]+")
 PROGRESS = re.compile(r"\[agl\] step (\d+)/(\d+) .* served by v([\d,?]+) -> published v(\d+)")
 
 
@@ -97,14 +107,16 @@ async def watch(store: str, replica: ReplicaWatch, stop: asyncio.Event) -> None:
             await asyncio.sleep(0.2)
 
 
-async def store_facts(store: str) -> tuple[int, int]:
+async def store_facts(store: str) -> tuple[int, int, int]:
+    """The published version, the validation rollouts, and how many replicas (``policy-N``) were published."""
     from agl_bridge import StoreClient
     from agl_bridge.gen.agl.v1 import types_pb2
 
     async with StoreClient(store) as client:
-        version = (await client.get_resources(RESOURCES_ID)).version
+        update = await client.get_resources(RESOURCES_ID)
         rollouts = (await client.query_rollouts(limit=10_000)).rollouts
-        return version, sum(r.mode == types_pb2.ROLLOUT_MODE_VAL for r in rollouts)
+        replicas = sum(name.startswith("policy-") for name in update.resources)
+        return update.version, sum(r.mode == types_pb2.ROLLOUT_MODE_VAL for r in rollouts), replicas
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -160,10 +172,11 @@ async def train_and_check(
         f"data.val_files={files.prompts}", "data.max_prompt_length=64", "data.max_response_length=4",
         "trainer.test_freq=1", "trainer.val_before_train=true", "trainer.save_freq=-1",
         "actor_rollout_ref.actor.ppo_mini_batch_size=4", "actor_rollout_ref.actor.optim.lr=1e-3",
-        f"trainer.n_gpus_per_node={args.workers}", *args.overrides,
+        f"trainer.n_gpus_per_node={args.workers}", *(KL_OVERRIDES if args.kl else []), *args.overrides,
     ]  # fmt: skip
     log_path = work / "train.log"
-    print(f"verl-cpu-smoke: {args.steps} steps, {args.workers} worker(s); log {log_path}", flush=True)
+    kl = ", KL on (reference model)" if args.kl else ""
+    print(f"verl-cpu-smoke: {args.steps} steps, {args.workers} worker(s){kl}; log {log_path}", flush=True)
     env = {**os.environ, "PYTHONPATH": f"{REPO / 'python-bridge'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     process = await asyncio.create_subprocess_exec(
         *command, cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
@@ -189,10 +202,14 @@ async def train_and_check(
     steps = [m for line in lines if (m := PROGRESS.search(line))]
     if len(steps) != args.steps:
         fail(f"{len(steps)} progress lines for {args.steps} steps")
-    for name in ("actor/pg_loss", "actor/grad_norm", "actor/ppo_kl", "val/reward_mean"):
+    for name in ("actor/pg_loss", "actor/grad_norm", "actor/ppo_kl", "val/reward_mean", *KL_METRICS * args.kl):
         if name + ":" not in text:
             fail(f"no {name} in VERL's Tracking log")
-    version, n_val = await store_facts(store)
+    if args.kl and not KL_NONZERO.search(text):
+        fail("actor/kl_loss stayed 0: the reference model's log-probs did not reach the loss")
+    version, n_val, replicas = await store_facts(store)
+    if replicas != args.workers:
+        fail(f"{replicas} replicas published, expected one per worker ({args.workers})")
     if version != args.steps + 1:
         fail(f"the store holds {RESOURCES_ID} v{version}, expected v{args.steps + 1} (one per step after the first)")
     if n_val != args.val_tasks * (args.steps + 1):
@@ -226,6 +243,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--workers", type=int, default=1, help="FSDP worker processes (and replicas)")
+    p.add_argument("--kl", action="store_true", help="KL loss on: the reference model as a second FSDP2 model")
     p.add_argument("--val-tasks", type=int, default=8)
     p.add_argument("--warmup-steps", type=int, default=60, help="format warm-up of the tiny model")
     p.add_argument("--dir", default=None, help="working directory (default: a new temporary one)")

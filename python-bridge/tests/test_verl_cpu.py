@@ -68,6 +68,17 @@ def test_cpu_registrations_and_patches():
     assert RolloutReplicaRegistry.get(cpu.CPU_ROLLOUT) is CpuPolicyReplica
     assert get_rollout_class(cpu.CPU_ROLLOUT, "async") is CpuRolloutAdapter
     assert transformer_impl.CPUOffloadPolicy(pin_memory=True).pin_memory is False
+    # The FSDP engine's log-probs without VERL's row loop: the same values and gradients.
+    from verl.utils.torch_functional import logprobs_from_logits_v2
+
+    logits = torch.randn(50, 11, dtype=torch.float32, requires_grad=True)
+    labels = torch.randint(0, 11, (50,))
+    fast = transformer_impl.logprobs_from_logits(logits, labels)
+    (grad_fast,) = torch.autograd.grad(fast.sum(), logits)
+    slow = logprobs_from_logits_v2(logits, labels)
+    (grad_slow,) = torch.autograd.grad(slow.sum(), logits)
+    assert torch.allclose(fast, slow, atol=1e-6) and torch.allclose(grad_fast, grad_slow, atol=1e-6)
+    assert transformer_impl.logprobs_from_logits(logits.bfloat16(), labels).dtype == torch.float32
     # VERL 0.9's own padding helpers without flash-attn (no agl patch any more): pure torch, same results.
     hidden = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(2, 3, 4)
     mask = torch.tensor([[0, 1, 1], [1, 1, 0]])

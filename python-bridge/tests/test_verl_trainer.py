@@ -37,6 +37,7 @@ from agl_bridge.training.task_files import load_tasks  # noqa: E402
 from agl_bridge.verl import VerlBackend, compose_config  # noqa: E402
 from agl_bridge.verl.settings import (  # noqa: E402
     apply_staleness,
+    bypass_mode,
     loop_config,
     max_staleness,
     rollout_correction,
@@ -99,7 +100,9 @@ class MemoryKV:
             if tags is not None:
                 self.tags[(partition_id, key)] = dict(tags[i])
         tags = [self.tags[(partition_id, k)] for k in keys]
-        return KVBatchMeta(keys=list(keys), tags=tags, partition_id=partition_id)
+        # As TransferQueue's, the returned meta names every field the rows hold: what VERL's workers fetch.
+        fields = sorted(set().union(*(self.rows.get((partition_id, k), {}).keys() for k in keys)))
+        return KVBatchMeta(keys=list(keys), tags=tags, partition_id=partition_id, fields=fields)
 
     def kv_batch_get(self, keys, partition_id, select_fields):
         rows = [self.rows[(partition_id, k)] for k in keys]
@@ -147,8 +150,20 @@ class FakeWorkers:
         old = torch.nested.as_nested_tensor([torch.zeros(len(m)) for m in mask.unbind()], layout=torch.jagged)
         return self.kv.kv_batch_put(batch.keys, batch.partition_id, TensorDict({"old_log_probs": old}, [len(batch)]))
 
+    def _compute_ref_log_prob(self, batch, metrics):
+        # As verl 0.9.1's: the field is put, the meta from before returned.
+        self.calls.append("ref_log_prob")
+        mask = self.kv.kv_batch_get(batch.keys, batch.partition_id, ["response_mask"])["response_mask"]
+        ref = torch.nested.as_nested_tensor([torch.full((len(m),), -1.0) for m in mask.unbind()], layout=torch.jagged)
+        self.kv.kv_batch_put(batch.keys, batch.partition_id, TensorDict({"ref_log_prob": ref}, [len(batch)]))
+        return batch
+
     def _update_actor(self, batch, metrics):
         fields = ["advantages", "old_log_probs", "response_mask", "input_ids", "position_ids", "loss_mask"]
+        fields += ["ref_log_prob"] if self.use_reference_policy else []
+        # VERL's workers fetch the fields the meta names (tqbridge): a field missing there is a KeyError.
+        missing = sorted(set(fields) - set(batch.fields or []))
+        assert not missing, f"the meta handed to _update_actor does not name {missing}"
         rows = self.kv.kv_batch_get(batch.keys, batch.partition_id, fields)
         assert all(rows[f].is_nested for f in fields)
         self.calls.append(f"update_actor[{len(batch)}]")
@@ -202,6 +217,23 @@ def test_verl_backend_step_order_shaping_and_resources():
     assert VerlBackend(workers).resources()["main_llm"].llm.endpoint == "http://10.0.0.1:8000/v1"
 
 
+def test_kl_reference_log_probs_reach_the_actor_update():
+    workers = FakeWorkers(
+        compose_config(["actor_rollout_ref.actor.ppo_mini_batch_size=2", "actor_rollout_ref.rollout.n=3"])
+    )
+    workers.use_reference_policy = True
+    VerlBackend(workers).update_sync(make_batch())
+    assert workers.calls == [
+        "sleep",
+        "balance",
+        "old_log_prob[6]",
+        "ref_log_prob",
+        "update_actor[6]",
+        "update_weights@5",
+    ]
+    assert all(torch.equal(r, torch.full_like(r, -1.0)) for r in workers.updated["ref_log_prob"].unbind())
+
+
 def test_async_settings_and_rollout_correction_come_from_agl_and_verl_keys():
     assert loop_config(compose_config()).max_staleness == 0 and rollout_correction(compose_config()) is None
     cfg = compose_config(
@@ -231,6 +263,31 @@ def test_async_settings_and_rollout_correction_come_from_agl_and_verl_keys():
     metrics = VerlBackend(Recording(cfg), rollout_correction=rollout_correction(cfg)).update_sync(data)
     assert all(torch.allclose(w, torch.full_like(w, 2.0)) for w in seen["weights"].unbind())
     assert metrics["rollout_corr/rollout_is_max"] == pytest.approx(2.0)
+
+
+def test_bypass_mode_takes_the_engine_log_probs_as_old_ones():
+    # VERL's bypass mode: the engine's log-probs are the old ones (no forward pass to recompute them), written with
+    # the rows; agl then neither compares the two (they are the same tensor) nor weights one against the other, even
+    # when asynchronous.
+    keys = ["algorithm.rollout_correction.bypass_mode=true", "agl.max_staleness=1"]
+    cfg = compose_config([*keys, "actor_rollout_ref.actor.ppo_mini_batch_size=1", "actor_rollout_ref.rollout.n=3"])
+    assert bypass_mode(cfg) and not bypass_mode(compose_config()) and rollout_correction(cfg) is None
+
+    def batch(logprobs):
+        rs = [
+            rollout(f"r{i}", "g", [triplet([5, 6], [7, 8], logprobs=logprobs)], final_reward=float(i % 2))
+            for i in range(3)
+        ]
+        data, _ = to_dataproto(rs, ConvertOptions(pad_token_id=0))
+        return compute_rollout_level_advantage(data, "grpo")[0]
+
+    workers = FakeWorkers(cfg)
+    metrics = VerlBackend(workers).update_sync(batch([-3.0, -3.0]))
+    assert workers.calls == ["sleep", "balance", "update_actor[3]", "update_weights@5"]
+    assert all(torch.equal(lp, torch.tensor([-3.0, -3.0])) for lp in workers.updated["old_log_probs"].unbind())
+    assert not any(k.startswith(("training/rollout_actor_logprob", "rollout_corr/")) for k in metrics)
+    with pytest.raises(ConfigError, match="bypass_mode=false"):
+        VerlBackend(FakeWorkers(cfg)).update_sync(batch([]))
 
 
 def test_one_staleness_setting_for_agl_and_verl():

@@ -13,7 +13,7 @@ from omegaconf import open_dict, read_write
 from verl import DataProto
 from verl.utils.profiler import simple_timer
 
-from agl_bridge.errors import ProxyAdminError
+from agl_bridge.errors import ConfigError, ProxyAdminError
 from agl_bridge.gen.agl.v1 import types_pb2
 from agl_bridge.log import get_logger
 from agl_bridge.retry import retry
@@ -22,6 +22,7 @@ from agl_bridge.store.network import warn_if_unreachable
 from agl_bridge.store.proxy_admin import ProxyAdmin
 from agl_bridge.training.advantage import shape_batch
 from agl_bridge.training.rollout_correction import apply_rollout_correction
+from agl_bridge.verl.settings import bypass_mode
 from agl_bridge.verl.tq_batch import StepBatches
 
 __all__ = ["VerlBackend"]
@@ -201,8 +202,9 @@ class VerlBackend:
 
     def update_sync(self, data: DataProto) -> dict[str, float]:
         """One update through VERL's V1 trainer phases: the kept rows into TransferQueue (``tq_batch``), replicas
-        asleep, ``_balance_batch``, ``_compute_old_log_prob``, the rollout correction, reference log-probs, critic,
-        ``_update_actor``, weights pushed; the rows cleared again whatever happens."""
+        asleep, ``_balance_batch``, ``_compute_old_log_prob`` (skipped in VERL's bypass mode: the engine's log-probs
+        go in with the rows as the old ones), the rollout correction, reference log-probs, critic, ``_update_actor``,
+        weights pushed; the rows cleared again whatever happens."""
         t, cfg = self.trainer, self.trainer.config
         multiple = int(cfg.actor_rollout_ref.actor.ppo_mini_batch_size) * int(cfg.actor_rollout_ref.rollout.n)
         max_rows = multiple * self.max_ppo_update_times if self.max_ppo_update_times else None
@@ -210,22 +212,38 @@ class VerlBackend:
         if shaped is None:
             metrics["training/skipped_step"] = 1.0
             return metrics
+        has_rollout_log_probs = "rollout_log_probs" in shaped.batch.keys()
+        bypass = bypass_mode(cfg)
+        if bypass and not has_rollout_log_probs:
+            raise ConfigError(
+                "algorithm.rollout_correction.bypass_mode=true takes the engine's log-probs as the old log-probs, and "
+                "this step's rollouts have none: have the engine return logprobs, or set bypass_mode=false"
+            )
         timing: dict[str, float] = {}  # VERL's timing_raw: seconds per phase, logged as timing_s/<phase>
+        if bypass:
+            # VERL's bypass mode, written with the rows: 0.9.1's own (_compute_old_log_prob) puts old_log_probs into
+            # TransferQueue but returns the KVBatchMeta from before, so _update_actor never fetches them (KeyError).
+            shaped.batch["old_log_probs"] = shaped.batch["rollout_log_probs"].clone()
         batch = self.batches.put(shaped, int(t.global_steps))
         try:
             with simple_timer("sleep_replicas", timing):
                 t.checkpoint_manager.sleep_replicas()
             # VERL's V1 step always balances (and pads the batch to a multiple of the data-parallel size).
             batch = t._balance_batch(batch, metrics=metrics)
-            with simple_timer("old_log_prob", timing):
-                batch = t._compute_old_log_prob(batch, metrics=metrics)
-            batch = self._correct(batch, "rollout_log_probs" in shaped.batch.keys(), metrics)
+            if not bypass:
+                with simple_timer("old_log_prob", timing):
+                    batch = t._compute_old_log_prob(batch, metrics=metrics)
+                batch = self._correct(batch, has_rollout_log_probs, metrics)
+            # verl 0.9.1's _compute_ref_log_prob and _compute_values put their field into TransferQueue but return
+            # the meta from before, which names only the fields a worker then fetches (KeyError: 'ref_log_prob' in
+            # _update_actor); in VERL's own step the put of _compute_advantage, which agl's rows do not need,
+            # refreshes it.
             if getattr(t, "use_reference_policy", False):
                 with simple_timer("ref_log_prob", timing):
-                    batch = t._compute_ref_log_prob(batch, metrics=metrics)
+                    batch = self.batches.refresh(t._compute_ref_log_prob(batch, metrics=metrics))
             if getattr(t, "use_critic", False):
                 with simple_timer("values", timing):
-                    batch = t._compute_values(batch, metrics=metrics)
+                    batch = self.batches.refresh(t._compute_values(batch, metrics=metrics))
                 with simple_timer("update_critic", timing):
                     batch = t._update_critic(batch, metrics=metrics)
             if cfg.trainer.critic_warmup <= t.global_steps:

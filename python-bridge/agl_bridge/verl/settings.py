@@ -17,7 +17,15 @@ from agl_bridge.errors import ConfigError
 from agl_bridge.training.config import LoopConfig, loop_fields
 from agl_bridge.training.rollout_correction import resolve_rollout_correction
 
-__all__ = ["agl_token", "apply_staleness", "loop_config", "max_staleness", "rollout_correction", "val_sampling"]
+__all__ = [
+    "agl_token",
+    "apply_staleness",
+    "bypass_mode",
+    "loop_config",
+    "max_staleness",
+    "rollout_correction",
+    "val_sampling",
+]
 
 
 def val_sampling(config: Any) -> dict[str, Any] | None:
@@ -142,9 +150,18 @@ def apply_staleness(config: Any) -> None:
         config.trainer.v1.sampler.max_off_policy_threshold = k + 1
 
 
+def bypass_mode(config: Any) -> bool:
+    """VERL's ``algorithm.rollout_correction.bypass_mode``: the engine's log-probs are the update's old log-probs
+    (no forward pass to recompute them; PPO's ratio is then taken against the weights that sampled each token)."""
+    return bool((config.algorithm.get("rollout_correction") or {}).get("bypass_mode", False))
+
+
 def rollout_correction(config: Any) -> dict[str, Any] | None:
     """The update's off-policy correction (``agl_bridge.training.rollout_correction``) from VERL's
-    ``algorithm.rollout_correction``, ``agl.max_staleness`` and ``agl.rollout_correction``."""
+    ``algorithm.rollout_correction``, ``agl.max_staleness`` and ``agl.rollout_correction``; None in VERL's bypass
+    mode, where there is no separate old policy to weight against (VERL's V1 trainer skips it there too)."""
+    if bypass_mode(config):
+        return None
     configured = config.algorithm.get("rollout_correction")
     settings = OmegaConf.to_container(configured, resolve=True) if configured is not None else None
     if settings is not None and not isinstance(settings, dict):

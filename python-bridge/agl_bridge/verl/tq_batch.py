@@ -37,6 +37,10 @@ class StepBatches(Protocol):
         """Writes right-padded per-response ``fields`` back (as VERL stores them); returns the updated meta."""
         ...
 
+    def refresh(self, meta: Any) -> Any:
+        """``meta`` naming every field its rows hold now (what a worker fetches), its extra info kept."""
+        ...
+
     def clear(self, meta: Any) -> None: ...
 
 
@@ -54,7 +58,9 @@ def to_samples(data: DataProto, step: int) -> tuple[list[str], TensorDict, list[
     prompt_valid = b["attention_mask"][:, :prompt_width].bool()
     columns: dict[str, list[torch.Tensor]] = {k: [] for k in ("prompts", "responses", "input_ids", "position_ids")}
     per_response = [
-        k for k in ("response_mask", "advantages", "returns", "rollout_log_probs", "token_level_scores") if k in b
+        k
+        for k in ("response_mask", "advantages", "returns", "rollout_log_probs", "old_log_probs", "token_level_scores")
+        if k in b
     ]
     columns.update({k: [] for k in per_response})
     tags: list[dict[str, Any]] = []
@@ -119,6 +125,12 @@ class TransferQueueBatches:
         return self.kv.kv_batch_put(
             keys=meta.keys, partition_id=meta.partition_id, fields=TensorDict(nested, batch_size=[len(meta.keys)])
         )
+
+    def refresh(self, meta: Any) -> Any:
+        # A put of the tags alone returns the meta with every persisted field (TransferQueue's kv_batch_put).
+        fresh = self.kv.kv_batch_put(keys=meta.keys, partition_id=meta.partition_id, tags=meta.tags)
+        fresh.extra_info = dict(meta.extra_info or {})
+        return fresh
 
     def clear(self, meta: Any) -> None:
         self.kv.kv_clear(keys=meta.keys, partition_id=meta.partition_id)
