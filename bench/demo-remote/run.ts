@@ -63,7 +63,7 @@ const verlTrainer = (c: TrainerContext) => ({
     "algorithm.adv_estimator=grpo",
     "actor_rollout_ref.actor.use_kl_loss=false",
     "actor_rollout_ref.actor.entropy_coeff=0",
-    "actor_rollout_ref.actor.optim.lr=1e-3",
+    "actor_rollout_ref.actor.optim.lr=7e-4",
     "actor_rollout_ref.actor.optim.lr_scheduler_type=constant",
     "actor_rollout_ref.actor.optim.weight_decay=0",
     "actor_rollout_ref.actor.ppo_mini_batch_size=8",

@@ -17,14 +17,16 @@ import { createStoreClient } from "../../src/client/store-client.js";
 import { RolloutMode, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { createTripletClient } from "../../src/triplets/triplet-client.js";
 import type { LanLink } from "../support/lan.js";
-import { startTopology, TOPOLOGY_TOKENS, type Topology } from "../support/topology.js";
+import { localTrainer, startTopology, TOPOLOGY_TOKENS, type Topology, type TrainerContext } from "../support/topology.js";
 
 // The demo's rule: the mean reward of the last 5 steps reaches 0.9; the test stops the trainer there (at most STEPS).
-const STEPS = 200;
+const STEPS = 150;
 const TARGET = 0.9;
 const TASKS = 8;
-const N = 8;
+const N = 16;
 const CUT_MS = 5_000;
+// Rollouts a cut waits to see running before it starts (on the cut runner, for the runner's link).
+const MIN_IN_FLIGHT = 8;
 
 const dir = mkdtempSync(join(tmpdir(), "agl-multi-host-"));
 let topology: Topology | undefined;
@@ -54,7 +56,10 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.le
 
 describe("multi-host topology over TLS with scoped tokens, each link cut once", () => {
   it("trains the demo task to its target and loses or repeats nothing", async () => {
-    topology = await startTopology({ dir, steps: STEPS, tasksPerStep: TASKS, n: N });
+    // The demo's settings (8 tasks x 16 rollouts, lr 7e-4, seed 0); the trainer's keepalive 1 s, so that its cut
+    // breaks the calls it has in flight.
+    const trainer = (c: TrainerContext) => ({ ...localTrainer(c), env: { AGL_KEEPALIVE_S: "1" } });
+    topology = await startTopology({ dir, steps: STEPS, tasksPerStep: TASKS, n: N, trainer });
     const t = topology;
     expect(t.storeUrl).toMatch(/^https:\/\//);
     const stepsDone = () => t.trainer.rewards().length;
@@ -67,15 +72,31 @@ describe("multi-host topology over TLS with scoped tokens, each link cut once", 
       }
     };
 
-    // One cut per link, a few steps apart, each while the trainer is training.
-    const cuts: { link: string; atStep: number; restoredAt: number; nextStepAfterS?: number }[] = [];
-    const cut = async (name: string, link: LanLink, atStep: number) => {
+    // One cut per link, a few steps apart, each started when the store shows the work the cut must hit in flight:
+    // the step's rollouts running (the trainer waiting on them, its triplet stream open), and for the runner's link
+    // rollouts that runner holds. A cut lasts CUT_MS: longer than the keepalives of the cut side (the runner's 2 s,
+    // the trainer's 1 s: its calls in flight fail and are made again), shorter than the store's 30 s before it takes
+    // a silent runner as gone.
+    const observer = createStoreClient({ baseUrl: t.storeUrl, token: TOPOLOGY_TOKENS.reader, caFile: t.caFile, timeoutMs: 5_000 });
+    const running = async (workerId?: string) => {
+      const { rollouts } = await observer.queryRollouts({ statusIn: [RolloutStatus.RUNNING], modeIn: [RolloutMode.TRAIN] });
+      return rollouts.filter((r) => workerId === undefined || r.latestAttempt?.workerId === workerId).length;
+    };
+    const cuts: { link: string; atStep: number; inFlight: number; restoredAt: number; nextStepAfterS?: number }[] = [];
+    const cut = async (name: string, link: LanLink, atStep: number, workerId?: string) => {
       await untilStep(atStep, 200_000);
-      await sleep(300);
+      const giveUp = Date.now() + 60_000;
+      let inFlight = await running(workerId);
+      while (inFlight < MIN_IN_FLIGHT) {
+        if (Date.now() > giveUp) throw new Error(`no rollouts in flight for the ${name} cut\n${await storeState(t)}`);
+        await sleep(20);
+        inFlight = await running(workerId);
+      }
+      const during = stepsDone();
       link.cut();
       await sleep(CUT_MS);
       link.restore();
-      const entry: (typeof cuts)[number] = { link: name, atStep, restoredAt: Date.now() };
+      const entry: (typeof cuts)[number] = { link: name, atStep: during, inFlight, restoredAt: Date.now() };
       cuts.push(entry);
       // How long after the restore training went on (what a cut costs beyond itself).
       untilStep(stepsDone() + 1, 120_000).then(
@@ -83,9 +104,18 @@ describe("multi-host topology over TLS with scoped tokens, each link cut once", 
         () => {},
       );
     };
-    await cut("runner-a <-> store", t.hosts.runnerA.link, 8);
-    await cut("trainer <-> store", t.hosts.trainer.link, 20);
-    await cut("proxy <-> engine", t.engineLink, 32);
+    try {
+      await cut("runner-a <-> store", t.hosts.runnerA.link, 4, "runner-a");
+      await cut("trainer <-> store", t.hosts.trainer.link, 12);
+      await cut("proxy <-> engine", t.engineLink, 20);
+    } finally {
+      observer.close();
+    }
+    // The trainer's calls in flight during its cut broke (its keepalive) and were made again: the wait for the step's
+    // rollouts for the time left, the triplet stream from its cursor.
+    const trainerLog = t.trainer.log();
+    expect(trainerLog, t.logs()).toMatch(/the wait for rollouts broke .*; waiting again/);
+    expect(trainerLog, t.logs()).toMatch(/the triplet stream broke .*; resuming from its cursor/);
 
     // Learning: the demo's rule; the trainer is stopped once it holds (a stopped trainer resumes from its checkpoint).
     const finalReward = () => (stepsDone() < 5 ? 0 : mean(t.trainer.rewards().slice(-5)));
@@ -161,8 +191,6 @@ describe("multi-host topology over TLS with scoped tokens, each link cut once", 
     } finally {
       client.close();
     }
-    // The trainer's triplet stream either broke in its cut and was resumed from its cursor, or carried on over the
-    // same connection; nothing was lost or read twice either way (above).
     const resumed = (t.trainer.log().match(/resuming from its cursor/g) ?? []).length;
     process.stderr.write(`multi-host: the triplet stream was resumed from its cursor ${resumed} time(s)\n`);
     for (const runner of t.runners) runner.child.kill("SIGTERM");

@@ -210,12 +210,34 @@ class TrainingLoop:
             timings["generation_idle"] = asyncio.get_running_loop().time() - self._generation_done_at
         with simple_timer("enqueue", timings):
             ids = await self._enqueue(step)
-        with simple_timer("wait", timings):
-            finished = await self.rollouts.wait(ids)
-        self._generation_done_at = asyncio.get_running_loop().time()
-        with simple_timer("collect", timings):
-            samples = await self.source.collect(finished, self.config.collect_timeout)
+        # The triplets are read while the rollouts run, so a far trainer does not pay the stream's round trips after
+        # the wait; when some rollouts were cancelled, the read ahead stops and the finished ones are collected.
+        reading = asyncio.ensure_future(
+            self.source.collect(ids, self.config.rollout_timeout + self.config.collect_timeout)
+        )
+        try:
+            with simple_timer("wait", timings):
+                finished = await self.rollouts.wait(ids)
+            self._generation_done_at = asyncio.get_running_loop().time()
+            with simple_timer("collect", timings):
+                samples = await self._collect(reading, ids, finished)
+        finally:
+            reading.cancel()
         return await self._finish_step(step, Gathered(samples), timings)
+
+    async def _collect(
+        self, reading: asyncio.Future[list[RolloutTriplets]], ids: list[str], finished: list[str]
+    ) -> list[RolloutTriplets]:
+        """The triplets of ``finished`` from ``reading`` (the read ahead of all ``ids``), within ``collect_timeout``."""
+        timeout = self.config.collect_timeout
+        if len(finished) == len(ids):
+            await asyncio.wait({reading}, timeout=timeout)
+            if reading.done():
+                return reading.result()
+            timeout = 0.0  # what had arrived by then
+        reading.cancel()
+        await asyncio.gather(reading, return_exceptions=True)
+        return await self.source.collect(finished, timeout)
 
     async def _finish_step(self, step: int, gathered: Gathered, timings: dict[str, float]) -> StepResult | None:
         """Trains ``gathered`` as step ``step``, publishes the new weights, checkpoints and records the step."""
