@@ -188,6 +188,11 @@ describe("multi-host topology over TLS with scoped tokens, each link cut once", 
         return attempt?.workerId === "runner-a" && (attempt.startTime ?? 0) * 1000 > restoredAt + 1_000;
       });
       expect(afterCut.length, t.logs()).toBeGreaterThan(0);
+      const retried = rollouts.filter((r) => trainedSet.has(r.rolloutId) && (r.latestAttempt?.sequenceId ?? 1) > 1);
+      process.stderr.write(
+        `multi-host: ${retried.length} trained rollouts needed more than one attempt: ${JSON.stringify(retried.slice(0, 5).map((r) => [r.rolloutId, r.latestAttempt?.sequenceId, r.latestAttempt?.workerId]))}\n` +
+          `--- runner-a\n${t.runners[0]?.stderr().slice(-3000)}\n`,
+      );
     } finally {
       client.close();
     }
