@@ -75,11 +75,15 @@ const fmt = (s: number) => `${(s * 1000).toFixed(0)} ms`;
 const direct = await run(false);
 const delayed = await run(true);
 console.log(`multi-host bench: ${steps} steps of 8 tasks x 16 rollouts each (medians of steps ${skip + 1}-${steps})`);
-console.log("| trainer <-> store link | step | waiting for rollouts | update | bridge (enqueue, collect, convert, publish) | of which collect | load |");
+console.log(
+  "| trainer <-> store link | step | waiting for rollouts | update | bridge (enqueue, collect, convert, publish) | of which collect | load |",
+);
 console.log("|---|---|---|---|---|---|---|");
 for (const [name, r] of [
   ["direct", direct],
   [`+${rttMs} ms RTT (relay)`, delayed],
 ] as const) {
-  console.log(`| ${name} | ${fmt(r.step)} | ${fmt(r.wait)} | ${fmt(r.update)} | ${fmt(r.bridge)} | ${fmt(r.collect)} | ${r.load.toFixed(1)} |`);
+  console.log(
+    `| ${name} | ${fmt(r.step)} | ${fmt(r.wait)} | ${fmt(r.update)} | ${fmt(r.bridge)} | ${fmt(r.collect)} | ${r.load.toFixed(1)} |`,
+  );
 }

@@ -16,7 +16,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createStoreClient } from "../../src/client/store-client.js";
 import { RolloutMode, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { createTripletClient } from "../../src/triplets/triplet-client.js";
-import type { LanLink } from "../support/lan.js";
+import { cutWhileBusy, type LinkCut } from "../support/link-cuts.js";
 import { localTrainer, startTopology, TOPOLOGY_TOKENS, type Topology, type TrainerContext } from "../support/topology.js";
 
 // The demo's rule: the mean reward of the last 5 steps reaches 0.9; the test stops the trainer there (at most STEPS).
@@ -36,22 +36,6 @@ afterAll(async () => {
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** For a failure message: how many rollouts the store holds in each status, and the workers it knows. */
-async function storeState(t: Topology): Promise<string> {
-  const client = createStoreClient({ baseUrl: t.storeUrl, token: TOPOLOGY_TOKENS.admin, caFile: t.caFile, maxTries: 1, timeoutMs: 5_000 });
-  try {
-    const { rollouts } = await client.queryRollouts({});
-    const counts: Record<string, number> = {};
-    for (const r of rollouts) counts[RolloutStatus[r.status]] = (counts[RolloutStatus[r.status]] ?? 0) + 1;
-    const { workers } = await client.queryWorkers({});
-    return `store: rollouts ${JSON.stringify(counts)}, workers ${JSON.stringify(workers.map((w) => [w.workerId, w.status]))}`;
-  } catch (error) {
-    return `store: unreadable (${(error as Error).message})`;
-  } finally {
-    client.close();
-  }
-}
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
 describe("multi-host topology over TLS with scoped tokens, each link cut once", () => {
@@ -63,54 +47,19 @@ describe("multi-host topology over TLS with scoped tokens, each link cut once", 
     const t = topology;
     expect(t.storeUrl).toMatch(/^https:\/\//);
     const stepsDone = () => t.trainer.rewards().length;
-    const untilStep = async (step: number, timeoutMs: number) => {
-      for (const giveUp = Date.now() + timeoutMs; stepsDone() < step; await sleep(200)) {
-        if (Date.now() > giveUp) {
-          throw new Error(`the trainer did not reach step ${step} in ${timeoutMs} ms\n${await storeState(t)}\n${t.logs()}`);
-        }
-        if (t.trainer.child.exitCode !== null) throw new Error(`the trainer exited with ${t.trainer.child.exitCode}\n${t.logs()}`);
-      }
-    };
 
     // One cut per link, a few steps apart, each started when the store shows the work the cut must hit in flight:
     // the step's rollouts running (the trainer waiting on them, its triplet stream open), and for the runner's link
     // rollouts that runner holds. A cut lasts CUT_MS: longer than the keepalives of the cut side (the runner's 2 s,
     // the trainer's 1 s: its calls in flight fail and are made again), shorter than the store's 30 s before it takes
     // a silent runner as gone.
-    const observer = createStoreClient({ baseUrl: t.storeUrl, token: TOPOLOGY_TOKENS.reader, caFile: t.caFile, timeoutMs: 5_000 });
-    const running = async (workerId?: string) => {
-      const { rollouts } = await observer.queryRollouts({ statusIn: [RolloutStatus.RUNNING], modeIn: [RolloutMode.TRAIN] });
-      return rollouts.filter((r) => workerId === undefined || r.latestAttempt?.workerId === workerId).length;
-    };
-    const cuts: { link: string; atStep: number; inFlight: number; restoredAt: number; nextStepAfterS?: number }[] = [];
-    const cut = async (name: string, link: LanLink, atStep: number, workerId?: string) => {
-      await untilStep(atStep, 200_000);
-      const giveUp = Date.now() + 60_000;
-      let inFlight = await running(workerId);
-      while (inFlight < MIN_IN_FLIGHT) {
-        if (Date.now() > giveUp) throw new Error(`no rollouts in flight for the ${name} cut\n${await storeState(t)}`);
-        await sleep(20);
-        inFlight = await running(workerId);
-      }
-      const during = stepsDone();
-      link.cut();
-      await sleep(CUT_MS);
-      link.restore();
-      const entry: (typeof cuts)[number] = { link: name, atStep: during, inFlight, restoredAt: Date.now() };
-      cuts.push(entry);
-      // How long after the restore training went on (what a cut costs beyond itself).
-      untilStep(stepsDone() + 1, 120_000).then(
-        () => (entry.nextStepAfterS = (Date.now() - entry.restoredAt) / 1000),
-        () => {},
-      );
-    };
-    try {
-      await cut("runner-a <-> store", t.hosts.runnerA.link, 4, "runner-a");
-      await cut("trainer <-> store", t.hosts.trainer.link, 12);
-      await cut("proxy <-> engine", t.engineLink, 20);
-    } finally {
-      observer.close();
-    }
+    const cuts: LinkCut[] = [];
+    const cut = { minInFlight: MIN_IN_FLIGHT, ms: CUT_MS };
+    cuts.push(
+      await cutWhileBusy(t, { ...cut, name: "runner-a <-> store", link: t.hosts.runnerA.link, afterStep: 4, workerId: "runner-a" }),
+    );
+    cuts.push(await cutWhileBusy(t, { ...cut, name: "trainer <-> store", link: t.hosts.trainer.link, afterStep: 12 }));
+    cuts.push(await cutWhileBusy(t, { ...cut, name: "proxy <-> engine", link: t.engineLink, afterStep: 20 }));
     // The trainer's calls in flight during its cut broke (its keepalive) and were made again: the wait for the step's
     // rollouts for the time left, the triplet stream from its cursor.
     const trainerLog = t.trainer.log();
