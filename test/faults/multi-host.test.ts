@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createStoreClient } from "../../src/client/store-client.js";
-import { RolloutMode, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
+import { AttemptStatus, RolloutMode, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { createTripletClient } from "../../src/triplets/triplet-client.js";
 import { cutWhileBusy, type LinkCut } from "../support/link-cuts.js";
 import { localTrainer, startTopology, TOPOLOGY_TOKENS, type Topology, type TrainerContext } from "../support/topology.js";
@@ -137,10 +137,23 @@ describe("multi-host topology over TLS with scoped tokens, each link cut once", 
         return attempt?.workerId === "runner-a" && (attempt.startTime ?? 0) * 1000 > restoredAt + 1_000;
       });
       expect(afterCut.length, t.logs()).toBeGreaterThan(0);
+      // Its calls in flight during the cut failed and were made again.
+      const runnerLog = (t.runners[0]?.stderr() ?? "").split("\n").filter((l) => !l.includes("ECONNREFUSED"));
+      expect(runnerLog.join("\n"), t.logs()).toMatch(/(dequeue|heartbeat) failed/);
+      // A claim whose answer the cut lost leaves its rollouts bound to the cut runner, which never heard of them, until
+      // the store's watchdog marks them unresponsive (30 s) and they run again elsewhere: attempt 2, trained once.
       const retried = rollouts.filter((r) => trainedSet.has(r.rolloutId) && (r.latestAttempt?.sequenceId ?? 1) > 1);
+      const earlier = await Promise.all(
+        retried.map(async (r) => {
+          const { attempts } = await client.queryAttempts({ rolloutId: r.rolloutId });
+          const first = attempts.find((a) => a.sequenceId === 1);
+          const { spans } = await client.querySpans({ rolloutId: r.rolloutId, attemptId: first?.attemptId ?? "" });
+          return { rollout: r.rolloutId, worker: first?.workerId, status: AttemptStatus[first?.status ?? 0], spans: spans.length };
+        }),
+      );
       process.stderr.write(
-        `multi-host: ${retried.length} trained rollouts needed more than one attempt: ${JSON.stringify(retried.slice(0, 5).map((r) => [r.rolloutId, r.latestAttempt?.sequenceId, r.latestAttempt?.workerId]))}\n` +
-          `--- runner-a\n${t.runners[0]?.stderr().slice(-3000)}\n`,
+        `multi-host: ${retried.length} trained rollouts ran a second attempt; their first: ${JSON.stringify(earlier)}\n` +
+          `--- runner-a (its warnings)\n${runnerLog.filter((l) => l.includes("warn")).join("\n")}\n`,
       );
     } finally {
       client.close();
