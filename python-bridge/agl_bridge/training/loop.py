@@ -210,8 +210,7 @@ class TrainingLoop:
             timings["generation_idle"] = asyncio.get_running_loop().time() - self._generation_done_at
         with simple_timer("enqueue", timings):
             ids = await self._enqueue(step)
-        # The triplets are read while the rollouts run, so a far trainer does not pay the stream's round trips after
-        # the wait; when some rollouts were cancelled, the read ahead stops and the finished ones are collected.
+        # The triplets are read while the rollouts run, so that after the wait only the last ones are left to read.
         reading = asyncio.ensure_future(
             self.source.collect(ids, self.config.rollout_timeout + self.config.collect_timeout)
         )
@@ -228,16 +227,14 @@ class TrainingLoop:
     async def _collect(
         self, reading: asyncio.Future[list[RolloutTriplets]], ids: list[str], finished: list[str]
     ) -> list[RolloutTriplets]:
-        """The triplets of ``finished`` from ``reading`` (the read ahead of all ``ids``), within ``collect_timeout``."""
-        timeout = self.config.collect_timeout
-        if len(finished) == len(ids):
-            await asyncio.wait({reading}, timeout=timeout)
-            if reading.done():
-                return reading.result()
-            timeout = 0.0  # what had arrived by then
+        """The triplets of ``finished``: what ``reading`` (the read ahead of all ``ids``) got, and the rest from the
+        cursor on a new stream, which answers at once (the read ahead's following stream would see them only at its
+        next poll of the store); within ``collect_timeout``."""
+        if len(finished) == len(ids) and reading.done() and not reading.cancelled() and reading.exception() is None:
+            return reading.result()
         reading.cancel()
         await asyncio.gather(reading, return_exceptions=True)
-        return await self.source.collect(finished, timeout)
+        return await self.source.collect(finished, self.config.collect_timeout)
 
     async def _finish_step(self, step: int, gathered: Gathered, timings: dict[str, float]) -> StepResult | None:
         """Trains ``gathered`` as step ``step``, publishes the new weights, checkpoints and records the step."""
