@@ -40,7 +40,7 @@ help:
 	@echo "  make test              everything CI runs: generated code, lint, types, both suites, other Node lines"
 	@echo "  make test-ts           the TypeScript suite (vitest) against a real PostgreSQL, browser tests included"
 	@echo "  make test-py           the Python suite (pytest)"
-	@echo "  make test-multi-host   the multi-host topology (network namespaces, TLS, a cut per link); not in make test yet"
+	@echo "  make test-multi-host   the multi-host topology alone (network namespaces, TLS, a cut per link; also in make test)"
 	@echo "  make test-node-lines   the smoke subset on Node $(NODE_SMOKE_LINES)"
 	@echo "  make chromium          install Debian's Chromium for the browser tests when missing"
 	@echo "Demos (RL end to end on CPU)"
@@ -167,7 +167,8 @@ NODE_SMOKE_LINES := 22 26
 test-node-lines:
 	scripts/node-smoke.sh $(NODE_SMOKE_LINES)
 
-# Root only (network namespaces): store, two runner hosts and a trainer host, each link cut once (docs/deployment.md).
+# Root only (network namespaces): store, two runner hosts and a trainer host, each link cut once (docs/deployment.md);
+# the one test of make test-ts that this runs alone.
 test-multi-host: deps
 	npx vitest run --config vitest.multi-host.config.ts
 

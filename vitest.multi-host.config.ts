@@ -1,6 +1,6 @@
 import { defineConfig } from "vitest/config";
 
-// `make test-multi-host`: the topology test alone (vitest.config.ts excludes it from the main suite).
+// `make test-multi-host`: the topology test alone (it also runs in `make test`).
 export default defineConfig({
   test: {
     include: ["test/faults/multi-host.test.ts"],

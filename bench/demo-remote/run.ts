@@ -2,8 +2,8 @@
  * make demo-remote (root: network namespaces): the demo task trained by VERL's own trainer on CPU on a trainer host,
  * with the store (and its LLM proxy) on a store host and two runner pools on runner hosts — the topology of
  * docs/deployment.md (test/support/topology.ts), TLS everywhere (the CPU replica included), scoped tokens — while each
- * link (runner ↔ store, trainer ↔ store, proxy ↔ engine) is cut once for 5 s and restored. Prints where each part
- * ran and which cuts it came through, and ends with one line:
+ * link (runner ↔ store, trainer ↔ store, proxy ↔ engine) is cut once for 5 s while rollouts run, and restored. Prints
+ * where each part ran and which cuts it came through, and ends with one line:
  *
  *   demo-remote: <n> steps, initial <a>, final <b>, <k> link cuts survived, <s> s: reached|missed
  *
@@ -16,6 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { LanLink } from "../../test/support/lan.js";
+import { cutWhileBusy, untilStep } from "../../test/support/link-cuts.js";
 import { startTopology, type TrainerContext } from "../../test/support/topology.js";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
@@ -63,7 +64,7 @@ const verlTrainer = (c: TrainerContext) => ({
     "algorithm.adv_estimator=grpo",
     "actor_rollout_ref.actor.use_kl_loss=false",
     "actor_rollout_ref.actor.entropy_coeff=0",
-    "actor_rollout_ref.actor.optim.lr=1e-3",
+    "actor_rollout_ref.actor.optim.lr=7e-4",
     "actor_rollout_ref.actor.optim.lr_scheduler_type=constant",
     "actor_rollout_ref.actor.optim.weight_decay=0",
     "actor_rollout_ref.actor.ppo_mini_batch_size=8",
@@ -91,25 +92,14 @@ try {
   say(
     `runner pools on ${h.runnerA.address} and ${h.runnerB.address} (runner tokens); VERL's trainer on CPU on ${h.trainer.address}, its engine on the direct link to the store host; files and logs in ${dir}`,
   );
-  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-  const untilStep = async (step: number) => {
-    while (topology.trainer.rewards().length < step) {
-      if (topology.trainer.child.exitCode !== null)
-        throw new Error(`the trainer exited with ${topology.trainer.child.exitCode}\n${topology.logs()}`);
-      await sleep(500);
-    }
-  };
-  const cut = async (name: string, link: LanLink, atStep: number) => {
-    await untilStep(atStep);
-    link.cut();
-    await sleep(5_000);
-    link.restore();
-    const at = topology.trainer.rewards().length;
-    await untilStep(at + 1);
+  // Each cut once the trainer is past a step and the store shows rollouts running (of runner-a, for its link).
+  const cut = async (name: string, link: LanLink, afterStep: number, workerId?: string) => {
+    const done = await cutWhileBusy(topology, { name, link, afterStep, workerId, minInFlight: 8, ms: 5_000 });
+    await untilStep(topology, done.duringStep + 1, 600_000);
     survived.push(name);
-    say(`cut ${name} for 5 s during step ${at}; training went on`);
+    say(`cut ${name} for 5 s during step ${done.duringStep + 1} (${done.inFlight} rollouts running); training went on`);
   };
-  await cut("runner-a <-> store", h.runnerA.link, 8);
+  await cut("runner-a <-> store", h.runnerA.link, 8, "runner-a");
   await cut("trainer <-> store", h.trainer.link, 20);
   await cut("proxy <-> engine", topology.engineLink, 32);
   const exit = await topology.trainer.exited;

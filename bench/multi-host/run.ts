@@ -3,7 +3,8 @@
  * runner hosts, a trainer host, TLS, scoped tokens) trained for a few steps with the trainer talking to the store
  * directly, then through a delaying TCP relay adding a round trip of `--rtt-ms` (default 20) on that link. Prints, per
  * setting, the median step time and its parts from the trainer's history: waiting for the rollouts, the update, and
- * the bridge (enqueue + collect + convert + publish: what crosses the trainer's link).
+ * the bridge (enqueue + collect + convert + publish: what crosses the trainer's link), and the 1-minute load average
+ * at the end of the run.
  *
  *   npx tsx bench/multi-host/run.ts [--steps 12] [--rtt-ms 20]
  */
@@ -32,7 +33,7 @@ async function run(delayed: boolean) {
     dir,
     steps,
     tasksPerStep: 8,
-    n: 8,
+    n: 16,
     // The relay runs here, on this host's end of the switch; the store's certificate names that address too.
     trainerStoreUrl: delayed
       ? async (storeUrl, lan) => {
@@ -61,6 +62,7 @@ async function run(delayed: boolean) {
       wait: part(["wait"]),
       update: part(["update"]),
       bridge: part(["enqueue", "collect", "convert", "publish"]),
+      collect: part(["collect"]),
     };
   } finally {
     await topology.close();
@@ -72,12 +74,16 @@ async function run(delayed: boolean) {
 const fmt = (s: number) => `${(s * 1000).toFixed(0)} ms`;
 const direct = await run(false);
 const delayed = await run(true);
-console.log(`multi-host bench: ${steps} steps of 8 tasks x 8 rollouts each (medians of steps ${skip + 1}-${steps})`);
-console.log("| trainer <-> store link | step | waiting for rollouts | update | bridge (enqueue, collect, convert, publish) |");
-console.log("|---|---|---|---|---|");
+console.log(`multi-host bench: ${steps} steps of 8 tasks x 16 rollouts each (medians of steps ${skip + 1}-${steps})`);
+console.log(
+  "| trainer <-> store link | step | waiting for rollouts | update | bridge (enqueue, collect, convert, publish) | of which collect | load |",
+);
+console.log("|---|---|---|---|---|---|---|");
 for (const [name, r] of [
   ["direct", direct],
   [`+${rttMs} ms RTT (relay)`, delayed],
 ] as const) {
-  console.log(`| ${name} | ${fmt(r.step)} | ${fmt(r.wait)} | ${fmt(r.update)} | ${fmt(r.bridge)} |`);
+  console.log(
+    `| ${name} | ${fmt(r.step)} | ${fmt(r.wait)} | ${fmt(r.update)} | ${fmt(r.bridge)} | ${fmt(r.collect)} | ${r.load.toFixed(1)} |`,
+  );
 }

@@ -62,6 +62,7 @@ class FlakyStore(store_pb2_grpc.LightningStoreServicer):
         self.failures = failures
         self.calls: dict[str, int] = {}
         self.authorization: list[str | bytes | None] = []
+        self.waits: list[float] = []
 
     async def _count(self, name: str, context: grpc.aio.ServicerContext) -> None:
         self.calls[name] = self.calls.get(name, 0) + 1
@@ -90,6 +91,7 @@ class FlakyStore(store_pb2_grpc.LightningStoreServicer):
         return types_pb2.Attempt()
 
     async def WaitForRollouts(self, request, context):  # noqa: N802
+        self.waits.append(request.timeout_seconds)
         await self._count("WaitForRollouts", context)
         await asyncio.sleep(request.timeout_seconds)
         return store_pb2.WaitForRolloutsResponse()
@@ -166,6 +168,15 @@ async def test_long_poll_deadline_exceeds_the_wait() -> None:
         await server.stop(None)
 
 
+async def test_a_wait_broken_by_the_link_is_made_again_for_the_time_left(flaky: tuple[FlakyStore, str]) -> None:
+    servicer, address = flaky
+    async with StoreClient(address) as client:
+        assert await client.wait_for_rollouts(["ro-1"], timeout_seconds=0.6) == []
+    assert servicer.calls == {"WaitForRollouts": 3}
+    assert servicer.waits[0] == pytest.approx(0.6, abs=0.01)
+    assert servicer.waits[0] > servicer.waits[1] > servicer.waits[2] > 0, "each try waits only for the time left"
+
+
 async def test_unreachable_server_is_unavailable() -> None:
     server, address = await _serve(FlakyStore(failures=0))
     await server.stop(None)  # nothing listens on that port any more
@@ -227,5 +238,48 @@ async def test_triplet_stream_that_breaks_resumes_from_its_cursor() -> None:
         assert [r.rollout_id for r in got] == ["ro-a", "ro-b"]
         assert servicer.cursors == ["", "c1"], "the second stream must start where the first broke off"
         assert source.resumed == 1 and source.cursor == "c2"
+    finally:
+        await server.stop(None)
+
+
+class SlowTriplets(triplets_pb2_grpc.TripletServiceServicer):
+    """Streams ``ro-a`` (cursor ``c1``) and ``ro-b`` (``c2``) from the request's cursor on, then nothing more (the
+    other rollouts still run)."""
+
+    def __init__(self) -> None:
+        self.cursors: list[str] = []
+
+    async def StreamTriplets(self, request, context):  # noqa: N802 (gRPC method name)
+        self.cursors.append(request.cursor)
+        after = {"": 0, "c1": 1, "c2": 2}[request.cursor]
+        for rollout_id, cursor in (("ro-a", "c1"), ("ro-b", "c2"))[after:]:
+            yield triplets_pb2.StreamTripletsResponse(
+                rollout=triplets_pb2.RolloutTriplets(rollout_id=rollout_id), cursor=cursor
+            )
+        await asyncio.sleep(60)
+
+
+async def test_what_a_cancelled_read_ahead_read_is_collected_next_and_never_read_again() -> None:
+    servicer = SlowTriplets()
+    server = grpc.aio.server()
+    triplets_pb2_grpc.add_TripletServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with StoreClient(f"http://127.0.0.1:{port}") as client:
+            source = StreamTripletSource(client)
+            # The loop reads ahead for the whole step; ro-c is cancelled and never comes.
+            reading = asyncio.ensure_future(source.collect(["ro-a", "ro-b", "ro-c"], timeout=30))
+            while source.cursor != "c2":
+                await asyncio.sleep(0.01)
+            reading.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await reading
+            got = await source.collect(["ro-b"], timeout=5)
+            assert [r.rollout_id for r in got] == ["ro-b"]
+            assert servicer.cursors == [""], "what was read ahead is not read again"
+            assert source.skipped == 1, "ro-a, read ahead and not asked for, is passed over"
+            assert await source.collect(["ro-a"], timeout=0.2) == [], "and not held any longer"
+        assert servicer.cursors == ["", "c2"] and source.cursor == "c2"
     finally:
         await server.stop(None)

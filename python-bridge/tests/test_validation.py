@@ -287,6 +287,24 @@ async def test_a_failed_update_is_the_error_the_caller_sees_even_when_after_upda
     assert any("could not resume the LLM proxy" in line for line in caplog.messages)
 
 
+async def test_a_step_trains_the_groups_that_finished_when_others_outlast_rollout_timeout(store_address):
+    # The loop reads the step's triplets while its rollouts run; those cancelled at rollout_timeout never come, and
+    # the step trains the finished ones, each once.
+    agents = ScriptedAgents(store_address, "res-part")
+    task = asyncio.create_task(agents.run())
+    backend = RecordingBackend()
+    try:
+        async with StoreClient(store_address) as client:
+            dataset = [{"rewards": [1.0, 0.0]}, {"hang": True}]
+            loop = TrainingLoop(client, backend, dataset, _config("res-part", total_steps=1, rollout_timeout=2))
+            await loop.run()
+            statuses = sorted(r.status for r in await all_rollouts(client))
+    finally:
+        task.cancel()
+    assert statuses == [5, 5, 6, 6]  # two SUCCEEDED, two CANCELLED
+    assert len(backend.trained) == 1 and len(set(backend.trained[0])) == len(backend.trained[0]) == 2
+
+
 async def test_rollouts_that_outlast_rollout_timeout_are_cancelled_and_left_out(store_address, caplog):
     caplog.set_level(logging.INFO, logger="agl_bridge")
     async with StoreClient(store_address) as client:

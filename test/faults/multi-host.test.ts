@@ -14,17 +14,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createStoreClient } from "../../src/client/store-client.js";
-import { RolloutMode, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
+import { AttemptStatus, RolloutMode, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { createTripletClient } from "../../src/triplets/triplet-client.js";
-import type { LanLink } from "../support/lan.js";
-import { startTopology, TOPOLOGY_TOKENS, type Topology } from "../support/topology.js";
+import { cutWhileBusy, type LinkCut } from "../support/link-cuts.js";
+import { localTrainer, startTopology, TOPOLOGY_TOKENS, type Topology, type TrainerContext } from "../support/topology.js";
 
 // The demo's rule: the mean reward of the last 5 steps reaches 0.9; the test stops the trainer there (at most STEPS).
-const STEPS = 200;
+const STEPS = 150;
 const TARGET = 0.9;
 const TASKS = 8;
-const N = 8;
+const N = 16;
 const CUT_MS = 5_000;
+// Rollouts a cut waits to see running before it starts (on the cut runner, for the runner's link).
+const MIN_IN_FLIGHT = 8;
 
 const dir = mkdtempSync(join(tmpdir(), "agl-multi-host-"));
 let topology: Topology | undefined;
@@ -34,58 +36,35 @@ afterAll(async () => {
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** For a failure message: how many rollouts the store holds in each status, and the workers it knows. */
-async function storeState(t: Topology): Promise<string> {
-  const client = createStoreClient({ baseUrl: t.storeUrl, token: TOPOLOGY_TOKENS.admin, caFile: t.caFile, maxTries: 1, timeoutMs: 5_000 });
-  try {
-    const { rollouts } = await client.queryRollouts({});
-    const counts: Record<string, number> = {};
-    for (const r of rollouts) counts[RolloutStatus[r.status]] = (counts[RolloutStatus[r.status]] ?? 0) + 1;
-    const { workers } = await client.queryWorkers({});
-    return `store: rollouts ${JSON.stringify(counts)}, workers ${JSON.stringify(workers.map((w) => [w.workerId, w.status]))}`;
-  } catch (error) {
-    return `store: unreadable (${(error as Error).message})`;
-  } finally {
-    client.close();
-  }
-}
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
 describe("multi-host topology over TLS with scoped tokens, each link cut once", () => {
   it("trains the demo task to its target and loses or repeats nothing", async () => {
-    topology = await startTopology({ dir, steps: STEPS, tasksPerStep: TASKS, n: N });
+    // The demo's settings (8 tasks x 16 rollouts, lr 7e-4, seed 0); the trainer's keepalive 1 s, so that its cut
+    // breaks the calls it has in flight.
+    const trainer = (c: TrainerContext) => ({ ...localTrainer(c), env: { AGL_KEEPALIVE_S: "1" } });
+    topology = await startTopology({ dir, steps: STEPS, tasksPerStep: TASKS, n: N, trainer });
     const t = topology;
     expect(t.storeUrl).toMatch(/^https:\/\//);
     const stepsDone = () => t.trainer.rewards().length;
-    const untilStep = async (step: number, timeoutMs: number) => {
-      for (const giveUp = Date.now() + timeoutMs; stepsDone() < step; await sleep(200)) {
-        if (Date.now() > giveUp) {
-          throw new Error(`the trainer did not reach step ${step} in ${timeoutMs} ms\n${await storeState(t)}\n${t.logs()}`);
-        }
-        if (t.trainer.child.exitCode !== null) throw new Error(`the trainer exited with ${t.trainer.child.exitCode}\n${t.logs()}`);
-      }
-    };
 
-    // One cut per link, a few steps apart, each while the trainer is training.
-    const cuts: { link: string; atStep: number; restoredAt: number; nextStepAfterS?: number }[] = [];
-    const cut = async (name: string, link: LanLink, atStep: number) => {
-      await untilStep(atStep, 200_000);
-      await sleep(300);
-      link.cut();
-      await sleep(CUT_MS);
-      link.restore();
-      const entry: (typeof cuts)[number] = { link: name, atStep, restoredAt: Date.now() };
-      cuts.push(entry);
-      // How long after the restore training went on (what a cut costs beyond itself).
-      untilStep(stepsDone() + 1, 120_000).then(
-        () => (entry.nextStepAfterS = (Date.now() - entry.restoredAt) / 1000),
-        () => {},
-      );
-    };
-    await cut("runner-a <-> store", t.hosts.runnerA.link, 8);
-    await cut("trainer <-> store", t.hosts.trainer.link, 20);
-    await cut("proxy <-> engine", t.engineLink, 32);
+    // One cut per link, a few steps apart, each started when the store shows the work the cut must hit in flight:
+    // the step's rollouts running (the trainer waiting on them, its triplet stream open), and for the runner's link
+    // rollouts that runner holds. A cut lasts CUT_MS: longer than the keepalives of the cut side (the runner's 2 s,
+    // the trainer's 1 s: its calls in flight fail and are made again), shorter than the store's 30 s before it takes
+    // a silent runner as gone.
+    const cuts: LinkCut[] = [];
+    const cut = { minInFlight: MIN_IN_FLIGHT, ms: CUT_MS };
+    cuts.push(
+      await cutWhileBusy(t, { ...cut, name: "runner-a <-> store", link: t.hosts.runnerA.link, afterStep: 4, workerId: "runner-a" }),
+    );
+    cuts.push(await cutWhileBusy(t, { ...cut, name: "trainer <-> store", link: t.hosts.trainer.link, afterStep: 12 }));
+    cuts.push(await cutWhileBusy(t, { ...cut, name: "proxy <-> engine", link: t.engineLink, afterStep: 20 }));
+    // The trainer's calls in flight during its cut broke (its keepalive) and were made again: the wait for the step's
+    // rollouts for the time left, the triplet stream from its cursor.
+    const trainerLog = t.trainer.log();
+    expect(trainerLog, t.logs()).toMatch(/the wait for rollouts broke .*; waiting again/);
+    expect(trainerLog, t.logs()).toMatch(/the triplet stream broke .*; resuming from its cursor/);
 
     // Learning: the demo's rule; the trainer is stopped once it holds (a stopped trainer resumes from its checkpoint).
     const finalReward = () => (stepsDone() < 5 ? 0 : mean(t.trainer.rewards().slice(-5)));
@@ -158,11 +137,27 @@ describe("multi-host topology over TLS with scoped tokens, each link cut once", 
         return attempt?.workerId === "runner-a" && (attempt.startTime ?? 0) * 1000 > restoredAt + 1_000;
       });
       expect(afterCut.length, t.logs()).toBeGreaterThan(0);
+      // Its calls in flight during the cut failed and were made again.
+      const runnerLog = (t.runners[0]?.stderr() ?? "").split("\n").filter((l) => !l.includes("ECONNREFUSED"));
+      expect(runnerLog.join("\n"), t.logs()).toMatch(/(dequeue|heartbeat) failed/);
+      // A claim whose answer the cut lost leaves its rollouts bound to the cut runner, which never heard of them, until
+      // the store's watchdog marks them unresponsive (30 s) and they run again elsewhere: attempt 2, trained once.
+      const retried = rollouts.filter((r) => trainedSet.has(r.rolloutId) && (r.latestAttempt?.sequenceId ?? 1) > 1);
+      const earlier = await Promise.all(
+        retried.map(async (r) => {
+          const { attempts } = await client.queryAttempts({ rolloutId: r.rolloutId });
+          const first = attempts.find((a) => a.sequenceId === 1);
+          const { spans } = await client.querySpans({ rolloutId: r.rolloutId, attemptId: first?.attemptId ?? "" });
+          return { rollout: r.rolloutId, worker: first?.workerId, status: AttemptStatus[first?.status ?? 0], spans: spans.length };
+        }),
+      );
+      process.stderr.write(
+        `multi-host: ${retried.length} trained rollouts ran a second attempt; their first: ${JSON.stringify(earlier)}\n` +
+          `--- runner-a (its warnings)\n${runnerLog.filter((l) => l.includes("warn")).join("\n")}\n`,
+      );
     } finally {
       client.close();
     }
-    // The trainer's triplet stream either broke in its cut and was resumed from its cursor, or carried on over the
-    // same connection; nothing was lost or read twice either way (above).
     const resumed = (t.trainer.log().match(/resuming from its cursor/g) ?? []).length;
     process.stderr.write(`multi-host: the triplet stream was resumed from its cursor ${resumed} time(s)\n`);
     for (const runner of t.runners) runner.child.kill("SIGTERM");

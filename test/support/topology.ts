@@ -53,7 +53,7 @@ export function localTrainer(c: TrainerContext): { args: string[]; env?: NodeJS.
   const args = ["-m", "agl_bridge.local", "--store", c.storeUrl, "--token", c.token, "--ca-file", c.caFile, "--proxy", c.proxyUrl];
   args.push("--host", c.engineAddress, "--tls-cert", c.engineCert.cert, "--tls-key", c.engineCert.key);
   args.push("--steps", String(o.steps), "--tasks-per-step", String(o.tasksPerStep), "--n", String(o.n));
-  args.push("--lr", "1e-3", "--seed", String(o.seed ?? 0), "--checkpoint-dir", c.checkpointDir, "--rollout-timeout", "120");
+  args.push("--lr", "7e-4", "--seed", String(o.seed ?? 0), "--checkpoint-dir", c.checkpointDir, "--rollout-timeout", "120");
   return { args };
 }
 

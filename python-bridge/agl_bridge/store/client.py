@@ -2,29 +2,36 @@
 
 Errors are ``agl_bridge.errors.StoreError`` with the store's gRPC code (``error.code``: ``NOT_FOUND``,
 ``INVALID_ARGUMENT``, ``UNAUTHENTICATED``...) and message (``error.details``); bad arguments are ``ConfigError``s,
-raised before any call. Reads and ``AddSpans`` (idempotent by span id) are retried on ``UNAVAILABLE``; calls that
-change state are never retried automatically, since a retry could apply them twice.
+raised before any call. Reads (``WaitForRollouts`` included) and ``AddSpans`` (idempotent by span id) are retried on
+``UNAVAILABLE``; calls that change state are never retried automatically, since a retry could apply them twice.
 """
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+import time
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from agl_bridge.errors import ConfigError
+import grpc
+
+from agl_bridge.errors import ConfigError, StoreError
 from agl_bridge.gen.agl.v1 import (
     resources_pb2,
     store_pb2,
     triplets_pb2,
     types_pb2,
 )
+from agl_bridge.log import get_logger
 from agl_bridge.store import requests as build
-from agl_bridge.store.connection import StoreConnection, parse_address
+from agl_bridge.store.connection import RETRY_ATTEMPTS, RETRY_BASE_DELAY_S, StoreConnection, parse_address
 from agl_bridge.store.convert import to_struct, to_value
 from agl_bridge.store.requests import AttemptStatusLike, RolloutStatusLike
 
 __all__ = ["StoreClient", "new_group_id", "parse_address"]
+
+log = get_logger("store")
 
 # How much longer than a server-side wait the gRPC deadline is, so the server answers before the deadline fires.
 LONG_POLL_MARGIN_S: Final = 5.0
@@ -213,16 +220,26 @@ class StoreClient(StoreConnection):
     ) -> list[types_pb2.Rollout]:
         """Waits server-side until every listed rollout is finished or ``timeout_seconds`` pass, and returns the
         finished ones in input order. ``None`` waits without limit; 0 or less returns at once. The gRPC deadline is
-        the timeout plus a margin. Not retried."""
-        request = store_pb2.WaitForRolloutsRequest(rollout_ids=list(rollout_ids))
-        deadline: float | None = None
-        if timeout_seconds is not None:
-            request.timeout_seconds = timeout_seconds
-            deadline = max(timeout_seconds, 0.0) + LONG_POLL_MARGIN_S
-        response: store_pb2.WaitForRolloutsResponse = await self._call(
-            self.store.WaitForRollouts, request, timeout=deadline
-        )
-        return list(response.rollouts)
+        the timeout plus a margin. A wait only reads: one broken by a dropped link (``UNAVAILABLE``) is made again
+        for the time left, like the other reads."""
+        ends = None if timeout_seconds is None else time.monotonic() + timeout_seconds
+        for attempt in range(RETRY_ATTEMPTS):
+            request = store_pb2.WaitForRolloutsRequest(rollout_ids=list(rollout_ids))
+            deadline: float | None = None
+            if ends is not None:
+                request.timeout_seconds = ends - time.monotonic()
+                deadline = max(request.timeout_seconds, 0.0) + LONG_POLL_MARGIN_S
+            try:
+                response: store_pb2.WaitForRolloutsResponse = await self._call(
+                    self.store.WaitForRollouts, request, timeout=deadline
+                )
+                return list(response.rollouts)
+            except StoreError as error:
+                if error.code != grpc.StatusCode.UNAVAILABLE or attempt == RETRY_ATTEMPTS - 1:
+                    raise
+                log.warning("the wait for rollouts broke (%s); waiting again for the time left", error.details)
+                await asyncio.sleep(RETRY_BASE_DELAY_S * 2**attempt)
+        raise AssertionError("unreachable")
 
     # -- attempts and spans ------------------------------------------------------------------------------------
 

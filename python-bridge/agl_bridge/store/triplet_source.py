@@ -35,7 +35,8 @@ class TripletSource(Protocol):
 
     async def collect(self, rollout_ids: Sequence[str], timeout: float) -> list[RolloutTriplets]:
         """The triplets of each listed (finished) rollout, in the order given; rollouts not delivered within
-        ``timeout`` seconds are left out."""
+        ``timeout`` seconds are left out. The training loop starts it while the rollouts still run and may cancel
+        it, then collect those that finished: what a cancelled call read must be returned by the next one."""
         ...
 
     def state(self) -> dict[str, Any]:
@@ -65,7 +66,8 @@ class StreamTripletSource:
     """Reads ``StreamTriplets`` (``mode`` rollouts, following) from the saved cursor until every wanted rollout
     arrived. Messages of other rollouts (late stragglers of earlier steps) are passed over and counted in
     ``skipped``; the cursor moves past everything read, so a restarted trainer never reads a rollout twice, and a stream
-    that breaks (``UNAVAILABLE``: the link dropped) is reopened from it until ``timeout``.
+    that breaks (``UNAVAILABLE``: the link dropped) is reopened from it until ``timeout``. What a cancelled ``collect``
+    read is held for the next one (the loop reads ahead while rollouts run, then collects those that finished).
     ``options`` (``TripletOptions`` or its JSON form, e.g. ``{"mode": "TRIPLET_MODE_TRAJECTORY"}``) choose how the
     adapter builds them."""
 
@@ -77,12 +79,22 @@ class StreamTripletSource:
         self.skipped = 0
         # Times the stream broke (UNAVAILABLE) and was reopened from its cursor.
         self.resumed = 0
+        # Read past the cursor by a collect that was cancelled, for the next one.
+        self._held: dict[str, RolloutTriplets] = {}
 
     async def collect(self, rollout_ids: Sequence[str], timeout: float) -> list[RolloutTriplets]:
-        wanted = set(rollout_ids)
-        got: dict[str, RolloutTriplets] = {}
+        held = self._held
+        await self._read(set(rollout_ids) - held.keys(), held, timeout)
+        found = [held[r] for r in rollout_ids if r in held]
+        # Held rollouts not asked for now (read ahead, then left out of the step: cancelled) are passed over.
+        self.skipped += len(held) - len(found)
+        held.clear()
+        return found
+
+    async def _read(self, missing: set[str], got: dict[str, RolloutTriplets], timeout: float) -> None:
+        """Reads from the cursor into ``got`` until no rollout of ``missing`` is missing, or ``timeout``."""
         deadline = time.monotonic() + timeout
-        while len(got) < len(wanted) and (remaining := deadline - time.monotonic()) > 0:
+        while missing and (remaining := deadline - time.monotonic()) > 0:
             stream = read_triplets(
                 self.client, cursor=self.cursor, follow=True, mode=self.mode, options=self.options, timeout=remaining
             )
@@ -90,13 +102,14 @@ class StreamTripletSource:
                 async for message in stream:
                     if message.HasField("rollout"):
                         rollout_id = message.rollout.rollout_id
-                        if rollout_id in wanted:
+                        if rollout_id in missing:
                             got[rollout_id] = message.rollout
+                            missing.discard(rollout_id)
                         else:
                             self.skipped += 1
                     if message.cursor:
                         self.cursor = message.cursor
-                    if len(got) == len(wanted):
+                    if not missing:
                         break
             except StoreError as error:
                 if error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
@@ -110,7 +123,6 @@ class StreamTripletSource:
                 await asyncio.sleep(min(RESUME_DELAY_S, max(0.0, deadline - time.monotonic())))
             finally:
                 await stream.aclose()
-        return [got[r] for r in rollout_ids if r in got]
 
     def state(self) -> dict[str, Any]:
         return {"cursor": self.cursor}

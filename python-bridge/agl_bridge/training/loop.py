@@ -210,12 +210,31 @@ class TrainingLoop:
             timings["generation_idle"] = asyncio.get_running_loop().time() - self._generation_done_at
         with simple_timer("enqueue", timings):
             ids = await self._enqueue(step)
-        with simple_timer("wait", timings):
-            finished = await self.rollouts.wait(ids)
-        self._generation_done_at = asyncio.get_running_loop().time()
-        with simple_timer("collect", timings):
-            samples = await self.source.collect(finished, self.config.collect_timeout)
+        # The triplets are read while the rollouts run, so that after the wait only the last ones are left to read.
+        reading = asyncio.ensure_future(
+            self.source.collect(ids, self.config.rollout_timeout + self.config.collect_timeout)
+        )
+        try:
+            with simple_timer("wait", timings):
+                finished = await self.rollouts.wait(ids)
+            self._generation_done_at = asyncio.get_running_loop().time()
+            with simple_timer("collect", timings):
+                samples = await self._collect(reading, ids, finished)
+        finally:
+            reading.cancel()
         return await self._finish_step(step, Gathered(samples), timings)
+
+    async def _collect(
+        self, reading: asyncio.Future[list[RolloutTriplets]], ids: list[str], finished: list[str]
+    ) -> list[RolloutTriplets]:
+        """The triplets of ``finished``: what ``reading`` (the read ahead of all ``ids``) got, and the rest from the
+        cursor on a new stream, which answers at once (the read ahead's following stream would see them only at its
+        next poll of the store); within ``collect_timeout``."""
+        if len(finished) == len(ids) and reading.done() and not reading.cancelled() and reading.exception() is None:
+            return reading.result()
+        reading.cancel()
+        await asyncio.gather(reading, return_exceptions=True)
+        return await self.source.collect(finished, self.config.collect_timeout)
 
     async def _finish_step(self, step: int, gathered: Gathered, timings: dict[str, float]) -> StepResult | None:
         """Trains ``gathered`` as step ``step``, publishes the new weights, checkpoints and records the step."""
