@@ -34,8 +34,8 @@ from agl_bridge.training.advantage import compute_rollout_level_advantage, drop_
 from agl_bridge.training.config import LoopConfig
 from agl_bridge.training.dataproto import ConvertOptions, to_dataproto
 from agl_bridge.training.interfaces import MetricsSink, PolicyBackend, StepResult
-from agl_bridge.training.report import format_progress, format_validation, run_summary
 from agl_bridge.training.prompt_templates import load_prompt_templates
+from agl_bridge.training.report import format_progress, format_validation, run_summary
 from agl_bridge.training.rollouts import Rollouts
 from agl_bridge.training.run_dir import RunDirectory, record_ids
 from agl_bridge.training.scheduler import AsyncScheduler, Gathered
