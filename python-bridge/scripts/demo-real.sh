@@ -6,7 +6,7 @@
 # and exits non-zero when missed (target: a gain of at least +0.15 with the CI above 0); the same split sampled at
 # training's temperature (one rollout a problem) is reported beside it. The agent's prompt is a template resource the
 # trainer publishes (prompts/DEMO_PROMPT.txt). Environment: TRAINER (verl|local), DEMO_SEED (0), DEMO_STEPS (16),
-# DEMO_N (rollouts per task, 4), DEMO_LR (2e-6), DEMO_PROMPT (five-shot), DEMO_DIR (a new temporary directory).
+# DEMO_N (rollouts per task, 4), DEMO_LR (2e-6), DEMO_PROMPT (seven-shot), DEMO_DIR (a new temporary directory).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/node-env.sh
@@ -16,7 +16,7 @@ STEPS="${DEMO_STEPS:-16}"
 N="${DEMO_N:-4}"
 SEED="${DEMO_SEED:-0}"
 LR="${DEMO_LR:-2e-6}"
-PROMPT="$PWD/examples/word-math/prompts/${DEMO_PROMPT:-five-shot}.txt"
+PROMPT="$PWD/examples/word-math/prompts/${DEMO_PROMPT:-seven-shot}.txt"
 PY=python-bridge/.venv/bin/python
 MODEL="$PWD/.cache/models/gemma3-270m/gemma-3-270m-q4_k_m.gguf.hf"
 export PYTHONPATH="$PWD/python-bridge${PYTHONPATH:+:$PYTHONPATH}"

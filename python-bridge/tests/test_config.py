@@ -39,7 +39,7 @@ def _other_value(f: dataclasses.Field[Any]) -> Any:
     if f.name == "val_sampling":
         return {"temperature": 0.5}
     if f.name == "prompt_templates":
-        return {"word_math": "examples/word-math/prompts/five-shot.txt"}
+        return {"word_math": "examples/word-math/prompts/seven-shot.txt"}
     if kind == "bool":
         return not default
     if kind == "int":
