@@ -6,7 +6,9 @@
 # and exits non-zero when missed (target: a gain of at least +0.15 with the CI above 0); the same split sampled at
 # training's temperature (one rollout a problem) is reported beside it. The agent's prompt is a template resource the
 # trainer publishes (prompts/DEMO_PROMPT.txt). Environment: TRAINER (verl|local), DEMO_SEED (0), DEMO_STEPS (16),
-# DEMO_N (rollouts per task, 4), DEMO_LR (2e-6), DEMO_PROMPT (seven-shot), DEMO_DIR (a new temporary directory).
+# DEMO_N (rollouts per task, 4), DEMO_LR (2e-6), DEMO_PROMPT (instructed), DEMO_DIR (a new temporary directory).
+# DEMO_SCORE=1 only scores the prompt, greedily on the validation split, through the same agent (local trainer, no
+# training): how the starting prompt was chosen (docs/rl-training.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/node-env.sh
@@ -16,7 +18,7 @@ STEPS="${DEMO_STEPS:-16}"
 N="${DEMO_N:-4}"
 SEED="${DEMO_SEED:-0}"
 LR="${DEMO_LR:-2e-6}"
-PROMPT="$PWD/examples/word-math/prompts/${DEMO_PROMPT:-seven-shot}.txt"
+PROMPT="$PWD/examples/word-math/prompts/${DEMO_PROMPT:-instructed}.txt"
 PY=python-bridge/.venv/bin/python
 MODEL="$PWD/.cache/models/gemma3-270m/gemma-3-270m-q4_k_m.gguf.hf"
 export PYTHONPATH="$PWD/python-bridge${PYTHONPATH:+:$PYTHONPATH}"
@@ -28,17 +30,27 @@ echo "agl demo-real: Gemma 3 270M, $TRAINER trainer, seed $SEED, $STEPS steps of
   "prompt $(basename "$PROMPT" .txt);" \
   "held-out test split $(wc -l < "$T/test.jsonl") tasks; files and logs in $DIR"
 started=$(date +%s)
+VAL="$T/test.jsonl" EXTRA=()
+if [ -n "${DEMO_SCORE:-}" ]; then TRAINER=local VAL="$T/val.jsonl" EXTRA=(--val-only --val-sampled-n 0); fi
 # Stable settings for a real model (docs/rl-training.md): a small constant lr, gradient clipping 1.0, embeddings
 # frozen (most of the parameters, and what a high lr damages first), log-probs on response tokens only.
 if [ "$TRAINER" = local ]; then
   node bin/agl.js train examples/word-math/agent.ts --trainer local --database "$DIR/agl.db" --steps "$STEPS" \
-    --tasks-per-step 4 --n "$N" --concurrency 32 --dataset "$T/train.jsonl" --val-dataset "$T/test.jsonl" \
+    --tasks-per-step 4 --n "$N" --concurrency 32 --dataset "$T/train.jsonl" --val-dataset "$VAL" \
     --model "$MODEL" -- \
     --seed "$SEED" --lr "$LR" --grad-clip 1.0 --freeze-embeddings --micro-batch 8 --max-tokens 24 \
     --prompt-templates "{\"word_math\": \"$PROMPT\"}" --temperature 1.0 --val-temperature 0 --val-sampled-n 1 \
     --test-freq "$STEPS" --threads 2 --rollout-timeout 3600 \
     --attempt-timeout 1800 --max-batch 64 \
-    --summary "$DIR/summary.json" > >(tee "$DIR/train.log") 2>&1
+    --summary "$DIR/summary.json" "${EXTRA[@]}" > >(tee "$DIR/train.log") 2>&1
+  if [ -n "${DEMO_SCORE:-}" ]; then
+    "$PY" - "$DIR/summary.json" "$(basename "$PROMPT" .txt)" <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))["validation"][0]
+print(f"demo-real: prompt {sys.argv[2]} scores {v['reward_mean']:.3f} greedy on {v['n']} validation problems")
+PY
+    exit 0
+  fi
 else
   "$PY" - "$T" <<'PY'
 import json, sys, pandas as pd
