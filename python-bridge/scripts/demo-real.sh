@@ -36,7 +36,7 @@ if [ -n "${DEMO_SCORE:-}" ]; then TRAINER=local VAL="$T/val.jsonl" EXTRA=(--val-
 # frozen (most of the parameters, and what a high lr damages first), log-probs on response tokens only.
 if [ "$TRAINER" = local ]; then
   node bin/agl.js train examples/word-math/agent.ts --trainer local --database "$DIR/agl.db" --steps "$STEPS" \
-    --tasks-per-step 4 --n "$N" --concurrency 32 --dataset "$T/train.jsonl" --val-dataset "$VAL" \
+    --tasks-per-step 4 --n "$N" --concurrency 64 --dataset "$T/train.jsonl" --val-dataset "$VAL" \
     --model "$MODEL" -- \
     --seed "$SEED" --lr "$LR" --grad-clip 1.0 --freeze-embeddings --micro-batch 8 --max-tokens 24 \
     --prompt-templates "{\"word_math\": \"$PROMPT\"}" --temperature 1.0 --val-temperature 0 --val-sampled-n 1 \

@@ -193,22 +193,24 @@ class TrainingLoop:
     async def validate(self) -> ValidationResult:
         """Runs the validation set against the current policy (``validation.run_validation``); the result is kept
         in ``val_history`` (and ``validation.jsonl`` in the run's folder). With ``val_sampled_n``, a second run
-        with training's sampling follows (``val_sampled_history``; its metrics join the result's as
+        with training's sampling goes beside it (``val_sampled_history``; its metrics join the result's as
         ``val_sampled/...``)."""
         if not self.val_dataset:
             raise ConfigError("no validation dataset")
-        cfg = self.config
-        result = await run_validation(
-            self.rollouts, self.resources(), self.val_dataset, cfg, step=self.step, version=self.version
-        )
+        cfg, resources = self.config, self.resources()
+
+        def run(config: LoopConfig) -> Any:
+            return run_validation(
+                self.rollouts, resources, self.val_dataset, config, step=self.step, version=self.version
+            )
+
+        # Both at once when sampled too: the engine batches their calls together.
+        sampled_cfg = replace(cfg, val_sampling=None, val_n=cfg.val_sampled_n) if cfg.val_sampled_n > 0 else None
+        result, sampled = await asyncio.gather(run(cfg), run(sampled_cfg) if sampled_cfg else asyncio.sleep(0))
         self.val_history.append(result)
         self.run_dir.append_validation(asdict(result))
         log.info("%s", format_validation(result, cfg.total_steps))
-        if cfg.val_sampled_n > 0:
-            sampled_cfg = replace(cfg, val_sampling=None, val_n=cfg.val_sampled_n)
-            sampled = await run_validation(
-                self.rollouts, self.resources(), self.val_dataset, sampled_cfg, step=self.step, version=self.version
-            )
+        if sampled is not None:
             self.val_sampled_history.append(sampled)
             self.run_dir.append_validation({**asdict(sampled), "sampled": True})
             log.info("sampled %s", format_validation(sampled, cfg.total_steps))
