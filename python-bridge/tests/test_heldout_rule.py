@@ -36,5 +36,5 @@ def test_the_sampled_validation_is_reported_but_the_greedy_one_decides(tmp_path,
     path.write_text(json.dumps(summary))
     assert main([str(path), "--started", "0"]) == 1
     lines = capsys.readouterr().out.strip().splitlines()
-    assert "sampled (temperature 1) held-out accuracy 0.200 -> 0.500 (+0.300" in lines[-2]
+    assert "sampled held-out accuracy (training temperature) 0.200 -> 0.500 (+0.300" in lines[-2]
     assert lines[-1].startswith("demo-real: held-out accuracy 0.300 -> 0.350 (+0.050") and lines[-1].endswith("missed")
