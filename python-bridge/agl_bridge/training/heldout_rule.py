@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     if summary.get("validation_sampled"):
         r = judge_heldout(summary, "validation_sampled")
         print(
-            f"demo-real: sampled held-out accuracy (training temperature) {r.before:.3f} -> {r.after:.3f} ({r.gain:+.3f},"
-            f" 95% CI [{r.low:.3f}, {r.high:.3f}])",
+            f"demo-real: sampled held-out accuracy (training temperature) {r.before:.3f} -> {r.after:.3f}"
+            f" ({r.gain:+.3f}, 95% CI [{r.low:.3f}, {r.high:.3f}])",
             flush=True,
         )
     r = judge_heldout(summary)
