@@ -94,6 +94,26 @@ def _tiny_model_dir(path: Path) -> Path:
     return path
 
 
+def test_weight_delta_carries_every_changed_tensor_and_no_unchanged_one_twice():
+    from agl_bridge.verl.cpu_rollout import WeightDelta
+
+    delta = WeightDelta()
+    weights = {"a": torch.zeros(10_000), "b": torch.ones(3)}
+
+    def push() -> list[str]:
+        return [k for k, v in weights.items() if delta.changed(k, v)]
+
+    assert push() == ["a", "b"]  # the first push: everything
+    assert push() == []
+    weights["a"][1] = 1.0  # one value between the sampled ones (every 2nd): found by the whole-tensor digest
+    assert push() == ["a"]
+    weights["b"] += 1.0  # found by the sample
+    assert push() == ["b"]
+    # Changed by its sample last time, "b" has no whole digest yet: it goes once more, then stays behind.
+    assert push() == ["b"]
+    assert push() == []
+
+
 async def test_cpu_replica_engine_serves_and_swaps_weights(tmp_path):
     """The replica's engine (what ``CpuPolicyReplica`` runs as a Ray actor): vLLM-style token ids over HTTP, VERL's
     token-in/token-out ``generate``, and a weight swap that changes what it serves."""
