@@ -266,7 +266,7 @@ class CpuRolloutAdapter(BaseRollout):
 
     async def update_weights(self, weights: Any, global_steps: int | None = None, **_: Any) -> None:
         # Only what changed since this worker's last push travels (WeightDelta); the replica checks that it still
-        # serves the version that push made.
+        # serves the weights that push left.
         sender = self.rollout_rank == 0
         state: dict[str, torch.Tensor] = {}
         async for name, tensor in ensure_async_iterator(weights):
