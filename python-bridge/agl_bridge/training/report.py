@@ -67,8 +67,9 @@ def run_summary(
     sampled: Sequence[ValidationResult] = (),
 ) -> dict[str, Any]:
     """The run so far as the trainers' summary JSON: reward, step, published version, versions seen, response
-    tokens, timings and metrics per step, the validations and, once a step ran, the initial and final reward (mean
-    of the last ``FINAL_WINDOW`` steps), which it also logs with the text reward plot."""
+    tokens, timings and metrics per step, the validations (``sampled`` ones, with training's sampling, apart as
+    ``validation_sampled``) and, once a step ran, the initial and final reward (mean of the last ``FINAL_WINDOW``
+    steps), which it also logs with the text reward plot."""
     rewards = [r.reward_mean for r in history]
     summary: dict[str, Any] = {
         "rewards": rewards,
