@@ -26,12 +26,12 @@ mkdir -p "$DIR"
 rm -rf "$DIR/ckpt" "$DIR"/agl.db*
 npx tsx examples/word-math/tasks.ts "$DIR/tasks"
 T="$DIR/tasks"
-echo "agl demo-real: Gemma 3 270M, $TRAINER trainer, seed $SEED, $STEPS steps of 4 tasks x $N rollouts, lr $LR," \
-  "prompt $(basename "$PROMPT" .txt);" \
-  "held-out test split $(wc -l < "$T/test.jsonl") tasks; files and logs in $DIR"
-started=$(date +%s)
 VAL="$T/test.jsonl" EXTRA=()
 if [ -n "${DEMO_SCORE:-}" ]; then TRAINER=local VAL="$T/val.jsonl" EXTRA=(--val-only --val-sampled-n 0); fi
+echo "agl demo-real: Gemma 3 270M, $TRAINER trainer, seed $SEED, $STEPS steps of 4 tasks x $N rollouts, lr $LR," \
+  "prompt $(basename "$PROMPT" .txt);" \
+  "held-out $(basename "$VAL" .jsonl) split $(wc -l < "$VAL") tasks; files and logs in $DIR"
+started=$(date +%s)
 # Stable settings for a real model (docs/rl-training.md): a small constant lr, gradient clipping 1.0, embeddings
 # frozen (most of the parameters, and what a high lr damages first), log-probs on response tokens only.
 if [ "$TRAINER" = local ]; then
