@@ -1,12 +1,14 @@
 """What a training step costs on a real model (``make bench-real-model``): Gemma 3 270M (``make model-gemma``), the
-word-math agent's first call (its four-shot prompt), ROWS rows of it.
+word-math agent's first call (its seven-shot prompt), ROWS rows of it.
 
 Prints seconds and bytes for each phase of a step of the local trainer and of what VERL's CPU replica does:
 
 - generation: ROWS requests sampled in one batch by the policy server's sampler (shared prefix computed once);
 - old log-prob: a no-grad pass over the rows (VERL's ``compute_log_prob``; the local trainer skips it on-policy);
 - update: one GRPO update over the rows in micro-batches (frozen embeddings, AdamW), old log-probs included;
-- weight push: the full state dict as VERL's CPU replica receives it (pickled, as Ray sends it) and loaded;
+- weight push: the full state dict as VERL's CPU replica used to receive it (pickled, as Ray sends it) and loaded,
+  against what it receives now: only the tensors an update changed (``WeightDelta``: a digest per tensor; with
+  frozen embeddings the embedding stays behind), hashed, pickled and loaded;
 - bridge: triplets to ``DataProto`` and GRPO advantages for the rows;
 - memory: the process's peak resident set.
 
@@ -30,12 +32,13 @@ from agl_bridge.local.policy import GrpoConfig, Policy
 from agl_bridge.store.triplets import RolloutTriplets, Triplet
 from agl_bridge.training.advantage import compute_rollout_level_advantage
 from agl_bridge.training.dataproto import ConvertOptions, to_dataproto
+from agl_bridge.verl.cpu_rollout import WeightDelta
 
 REPO = Path(__file__).resolve().parents[2]
 GEMMA = REPO / ".cache/models/gemma3-270m/gemma-3-270m-q4_k_m.gguf.hf"
 QUESTIONS = [
-    "Ann has {a} apples and gets {b} more. How many apples does Ann have now?",
-    "Ben had {a} books and gave {b} away. How many books are left?",
+    "Ann has {a} apples and buys 4 bags with {b} apples in each. How many apples does Ann have now?",
+    "Ben is 9 years old. Ben had {a} books and gave 3 friends {b} books each. How many books are left?",
 ]
 
 
@@ -53,9 +56,11 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     (model, tokenizer), load_s = _timed(lambda: load_model(GEMMA))
     policy = Policy(model, tokenizer, GrpoConfig(lr=1e-6, freeze_embeddings=True, micro_batch_size=8, ppo_epochs=1))
-    template = (REPO / "examples/word-math/prompts/instructed.txt").read_text().rstrip("\n")
+    delta = WeightDelta()
+    _, first_hash_s = _timed(lambda: [delta.changed(k, v) for k, v in model.state_dict().items()])
+    template = (REPO / "examples/word-math/prompts/seven-shot.txt").read_text().rstrip("\n")
     prompts = [
-        policy.encode_text(template.replace("{question}", QUESTIONS[i % 2].format(a=20 + i, b=11 + i)))
+        policy.encode_text(template.replace("{question}", QUESTIONS[i % 2].format(a=40 + i, b=2 + i % 9)))
         for i in range(a.rows)
     ]
     requests = [SampleRequest(ids, 12, temperature=1.0, stop_texts=("\n",), seed=i) for i, ids in enumerate(prompts)]
@@ -96,6 +101,10 @@ def main() -> None:
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     blob, pickle_s = _timed(lambda: pickle.dumps(state, protocol=5))
     _, load_weights_s = _timed(lambda: model.load_state_dict(pickle.loads(blob)))
+    changed, hash_s = _timed(lambda: {k: v for k, v in state.items() if delta.changed(k, v)})
+    small, small_pickle_s = _timed(lambda: pickle.dumps(changed, protocol=5))
+    _, small_load_s = _timed(lambda: model.load_state_dict(pickle.loads(small), strict=False))
+    small_s = hash_s + small_pickle_s + small_load_s
     peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(
         f"real-model bench: Gemma 3 270M fp32, {a.rows} rows of the word-math prompt ({len(prompts[0])} tokens),"
@@ -110,6 +119,11 @@ def main() -> None:
     print(
         f"  weight push   {pickle_s + load_weights_s:7.2f} s  ({len(blob) / 2**20:.0f} MiB pickled in {pickle_s:.2f} s,"
         f" loaded in {load_weights_s:.2f} s)"
+    )
+    print(
+        f"  changed only  {small_s:7.2f} s  ({len(small) / 2**20:.0f} MiB, {len(changed)} of {len(state)} tensors:"
+        f" hashed in {hash_s:.2f} s, pickled in {small_pickle_s:.2f} s, loaded in {small_load_s:.2f} s;"
+        f" the first push hashes all in {first_hash_s:.2f} s)"
     )
     print(f"  bridge        {bridge_s:7.2f} s  (triplets -> DataProto -> GRPO advantages)")
     print(

@@ -47,6 +47,11 @@ class ScriptedAgents:
                 "resources_version": snapshot.version,
                 "temperature": from_struct(llm.sampling_parameters).get("temperature"),
                 "policy_version": policy.version,
+                "templates": {
+                    name: r.prompt_template.template
+                    for name, r in snapshot.resources.items()
+                    if r.WhichOneof("kind") == "prompt_template"
+                },
             }
         )
         if task.get("fail"):

@@ -38,6 +38,8 @@ def _other_value(f: dataclasses.Field[Any]) -> Any:
         return {"mode": "TRIPLET_MODE_TRAJECTORY"}
     if f.name == "val_sampling":
         return {"temperature": 0.5}
+    if f.name == "prompt_templates":
+        return {"word_math": "examples/word-math/prompts/seven-shot.txt"}
     if kind == "bool":
         return not default
     if kind == "int":

@@ -315,3 +315,58 @@ async def test_rollouts_that_outlast_rollout_timeout_are_cancelled_and_left_out(
         statuses = {r.rollout_id: r.status for r in await all_rollouts(client) if r.rollout_id in set(ids)}
     assert len(ids) == 6 and set(statuses.values()) == {6}  # ROLLOUT_STATUS_CANCELLED
     assert "6 rollouts did not finish within 0 s: 6 cancelled" in caplog.messages
+
+
+async def test_sampled_validation_beside_the_greedy_one_and_prompt_templates_published(store_address, tmp_path):
+    """``val_sampled_n``: each validation is followed by one with training's sampling (the training snapshot), kept
+    apart in the summary; ``prompt_templates`` reach every snapshot, training's and validation's."""
+    template = tmp_path / "prompt.txt"
+    template.write_text("Q: {question}\nA:\n")
+    agents = ScriptedAgents(store_address, "res-s")
+    task = asyncio.create_task(agents.run())
+    config = _config(
+        "res-s",
+        total_steps=1,
+        val_n=1,
+        val_sampled_n=2,
+        val_sampling={"temperature": 0.0},
+        prompt_templates={"word_math": str(template)},
+    )
+    try:
+        async with StoreClient(store_address) as client:
+            loop = TrainingLoop(client, RecordingBackend(), [{"rewards": [1.0, 0.0]}], config, val_dataset=VAL_TASKS)
+            await loop.run()
+    finally:
+        task.cancel()
+    assert [(v.step, v.n) for v in loop.val_history] == [(0, 4), (1, 4)]
+    assert [(v.step, v.n, v.resources_id) for v in loop.val_sampled_history] == [(0, 8, "res-s"), (1, 8, "res-s")]
+    for v in loop.val_sampled_history:
+        runs = [r for r in agents.runs if r["rollout_id"] in set(v.rollout_ids)]
+        assert len({r["rollout_id"] for r in runs}) == 8 and {r["temperature"] for r in runs} == {1.0}
+        assert v.metrics["val/reward_mean"] == pytest.approx(0.375)  # the scripted rewards, two per task
+    greedy = {rid for v in loop.val_history for rid in v.rollout_ids}
+    assert {r["temperature"] for r in agents.runs if r["rollout_id"] in greedy} == {0.0}
+    assert {r["resources_id"] for r in agents.runs} == {"res-s", "res-s-val"}
+    assert all(r["templates"] == {"word_math": "Q: {question}\nA:"} for r in agents.runs)
+    summary = loop.summary()
+    assert [v["n"] for v in summary["validation_sampled"]] == [8, 8] and len(summary["validation"]) == 2
+
+
+def test_prompt_templates_that_cannot_be_read_are_refused(tmp_path):
+    from agl_bridge.errors import ConfigError
+
+    def loop(templates):
+        return TrainingLoop(
+            StoreClient("http://127.0.0.1:9"), RecordingBackend(), [{}], LoopConfig(prompt_templates=templates)
+        )
+
+    with pytest.raises(ConfigError, match="cannot read"):
+        loop({"p": str(tmp_path / "missing.txt")})
+    with pytest.raises(ConfigError, match='give {"name": "file"} pairs'):
+        loop({"p": 3})
+    (tmp_path / "big.txt").write_text("x" * (256 * 1024 + 1))
+    with pytest.raises(ConfigError, match="over"):
+        loop({"p": str(tmp_path / "big.txt")})
+    (tmp_path / "ok.txt").write_text("Q: {question}")
+    with pytest.raises(ConfigError, match="main_llm already name"):
+        loop({"main_llm": str(tmp_path / "ok.txt")}).resources()

@@ -5,6 +5,7 @@ the replica's weights and a fixed prompt's log-probs change, VERL's ``actor/*`` 
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 import sys
@@ -104,10 +105,30 @@ def _tiny_model_dir(path: Path) -> Path:
     return path
 
 
+def test_weight_delta_carries_every_changed_tensor_and_no_unchanged_one_twice():
+    from agl_bridge.verl.cpu_rollout import WeightDelta
+
+    delta = WeightDelta()
+    weights = {"a": torch.zeros(10_000), "b": torch.ones(3)}
+
+    def push() -> list[str]:
+        return [k for k, v in weights.items() if delta.changed(k, v)]
+
+    assert push() == ["a", "b"]  # the first push: everything
+    assert push() == []
+    weights["a"][1] = 1.0  # one value between the sampled ones (every 2nd): found by the whole-tensor digest
+    assert push() == ["a"]
+    weights["b"] += 1.0  # found by the sample
+    assert push() == ["b"]
+    # Changed by its sample last time, "b" has no whole digest yet: it goes once more, then stays behind.
+    assert push() == ["b"]
+    assert push() == []
+
+
 async def test_cpu_replica_engine_serves_and_swaps_weights(tmp_path):
     """The replica's engine (what ``CpuPolicyReplica`` runs as a Ray actor): vLLM-style token ids over HTTP, VERL's
     token-in/token-out ``generate``, and a weight swap that changes what it serves."""
-    from agl_bridge.verl.cpu_rollout import CpuPolicyServer
+    from agl_bridge.verl.cpu_rollout import CpuPolicyServer, WeightDelta, weights_digest
 
     model_dir = _tiny_model_dir(tmp_path / "model")
     config = types.SimpleNamespace(response_length=4)
@@ -137,6 +158,20 @@ async def test_cpu_replica_engine_serves_and_swaps_weights(tmp_path):
         assert lps[0] != lps[1]
         with pytest.raises(KeyError, match="do not match"):
             await server.update_weights({"no.such.weight": torch.zeros(1)})
+
+        # A worker's pushes (CpuRolloutAdapter): the first carries every tensor, the next only what changed, on the
+        # weights the replica still serves; the digest is then that of the sender's whole model.
+        trained = copy.deepcopy(server.policy.model)
+        delta = WeightDelta()
+        full = {k: v for k, v in trained.state_dict().items() if delta.changed(k, v)}
+        served = await server.update_weights(full, 2)
+        with torch.no_grad():
+            trained.get_parameter("model.norm.weight").add_(0.5)
+        changed = {k: v for k, v in trained.state_dict().items() if delta.changed(k, v)}
+        assert list(changed) == ["model.norm.weight"] and len(full) > 5
+        assert await server.update_weights(changed, 3, served) == weights_digest(trained) != served
+        with pytest.raises(KeyError, match="push every tensor"):
+            await server.update_weights(changed, 4, served)  # no longer what the replica serves
     finally:
         await server.server.stop()
         server.policy.close()

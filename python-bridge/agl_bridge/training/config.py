@@ -39,6 +39,11 @@ class LoopConfig:
     reward_fillna: float = _setting(0.0, "reward of a rollout that reported none")
     resources_id: str = _setting("agl-policy", "the resources snapshot the policy is published as")
     llm_name: str = _setting("main_llm", "the LLM resource's name in it (what the agents ask for)")
+    prompt_templates: dict[str, Any] | None = _setting(
+        None,
+        'prompt template resources published beside the LLM, as JSON {"name": "file"} (f-string templates, read at'
+        " start; an agent reads one with resources.promptTemplate(name))",
+    )
     triplet_options: dict[str, Any] | None = _setting(
         None,
         'how the store builds triplets: agl.v1.TripletOptions as JSON, e.g. {"mode": "TRIPLET_MODE_TRAJECTORY"}'
@@ -76,6 +81,11 @@ class LoopConfig:
         'sampling of validation rollouts as JSON, e.g. {"temperature": 0} (default: training\'s)',
         "actor_rollout_ref.rollout.val_kwargs",
     )
+    val_sampled_n: int = _setting(
+        0,
+        "also validate with training's sampling, K rollouts per task, beside the greedy (val_sampling) validation"
+        " (0: not)",
+    )
     val_timeout: float | None = _setting(None, "seconds to wait for a validation's rollouts (default: rollout_timeout)")
     # Asynchronous training (``agl_bridge.training.staleness``): the runners work on the next k steps' groups while a
     # step trains, on calls at most k updates stale. 0: synchronous.
@@ -87,6 +97,8 @@ class LoopConfig:
     def __post_init__(self) -> None:
         if self.val_n < 1:
             raise ConfigError(f"val_n must be at least 1, got {self.val_n}")
+        if self.val_sampled_n < 0:
+            raise ConfigError(f"val_sampled_n must be 0 (off) or more, got {self.val_sampled_n}")
         if self.max_staleness < 0:
             raise ConfigError(f"max_staleness must be 0 (synchronous) or more, got {self.max_staleness}")
         if self.n < 1 or self.tasks_per_step < 1:

@@ -4,7 +4,8 @@ is the unpaired normal one for a difference of two proportions (a paired one, pe
 
     python -m agl_bridge.training.heldout_rule SUMMARY.json --started EPOCH_S
 
-prints the text reward plot and ``demo-real: held-out accuracy A -> B (+D, 95% CI [LO, HI]), N steps, S s:
+prints the text reward plot, the sampled held-out accuracy before and after when the summary has it (not judged),
+and ``demo-real: held-out accuracy A -> B (+D, 95% CI [LO, HI]), N steps, S s:
 reached|missed``, and exits 0 when reached, else 1.
 """
 
@@ -38,11 +39,12 @@ class HeldOut:
         return self.after - self.before
 
 
-def judge_heldout(summary: Mapping[str, Any]) -> HeldOut:
-    """The rule applied to a trainer's summary JSON (its ``validation`` list: before training, after the last step)."""
-    validations = summary.get("validation") or []
+def judge_heldout(summary: Mapping[str, Any], key: str = "validation") -> HeldOut:
+    """The rule applied to a trainer's summary JSON: its ``key`` list (``validation``, greedy; or
+    ``validation_sampled``, with training's sampling), before training and after the last step."""
+    validations = summary.get(key) or []
     if len(validations) < 2:
-        raise ValueError("the summary needs a validation before training and one after it")
+        raise ValueError(f"the summary needs a {key} before training and one after it")
     first, last = validations[0], validations[-1]
     a, b = float(first["reward_mean"]), float(last["reward_mean"])
     half = 1.96 * math.sqrt(a * (1 - a) / max(1, int(first["n"])) + b * (1 - b) / max(1, int(last["n"])))
@@ -58,6 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     with open(a.summary) as f:
         summary = json.load(f)
     print("\nreward per step (sampled, training tasks)\n" + reward_plot(summary["rewards"]))
+    if summary.get("validation_sampled"):
+        r = judge_heldout(summary, "validation_sampled")
+        print(
+            f"demo-real: sampled held-out accuracy (training temperature) {r.before:.3f} -> {r.after:.3f}"
+            f" ({r.gain:+.3f}, 95% CI [{r.low:.3f}, {r.high:.3f}])",
+            flush=True,
+        )
     r = judge_heldout(summary)
     print(
         f"demo-real: held-out accuracy {r.before:.3f} -> {r.after:.3f} ({r.gain:+.3f}, 95% CI [{r.low:.3f}, "

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from verl.utils.profiler import simple_timer
@@ -34,6 +34,7 @@ from agl_bridge.training.advantage import compute_rollout_level_advantage, drop_
 from agl_bridge.training.config import LoopConfig
 from agl_bridge.training.dataproto import ConvertOptions, to_dataproto
 from agl_bridge.training.interfaces import MetricsSink, PolicyBackend, StepResult
+from agl_bridge.training.prompt_templates import load_prompt_templates
 from agl_bridge.training.report import format_progress, format_validation, run_summary
 from agl_bridge.training.rollouts import Rollouts
 from agl_bridge.training.run_dir import RunDirectory, record_ids
@@ -64,6 +65,7 @@ class TrainingLoop:
         if config.val_only and not val_dataset:
             raise ConfigError("val_only needs a validation dataset")
         self.client, self.backend, self.dataset, self.config = client, backend, list(dataset), config
+        self.templates = load_prompt_templates(config.prompt_templates)
         self.val_dataset = list(val_dataset or [])
         self.source = source or StreamTripletSource(client, options=config.triplet_options)
         self.metrics_sink = metrics_sink
@@ -71,6 +73,8 @@ class TrainingLoop:
         self.version = 0
         self.history: list[StepResult] = []
         self.val_history: list[ValidationResult] = []
+        # With val_sampled_n: the validations with training's sampling, beside val_history's.
+        self.val_sampled_history: list[ValidationResult] = []
         self.run_dir = RunDirectory(config.checkpoint_dir, keep_checkpoints=config.keep_checkpoints)
         self.rollouts = Rollouts(client, config)
         self.scheduler = (
@@ -148,11 +152,17 @@ class TrainingLoop:
 
     # -- store side --------------------------------------------------------------------------------------------
 
+    def resources(self) -> dict[str, Any]:
+        """What a version of the policy publishes: the backend's LLM resources and the ``prompt_templates``."""
+        llms = self.backend.resources()
+        if clash := sorted(llms.keys() & self.templates.keys()):
+            raise ConfigError(f"prompt_templates: {', '.join(clash)} already name the policy's LLM resources")
+        return {**llms, **self.templates}
+
     async def publish(self) -> int:
-        """Publishes the backend's endpoints as the next version of ``resources_id``; returns the version."""
-        update = await self.client.update_resources(
-            self.config.resources_id, self.backend.resources(), create_if_missing=True
-        )
+        """Publishes the backend's endpoints (and the prompt templates) as the next version of ``resources_id``;
+        returns the version."""
+        update = await self.client.update_resources(self.config.resources_id, self.resources(), create_if_missing=True)
         self.version = update.version
         if self.scheduler is not None:
             self.scheduler.published(self.version, self.step)
@@ -182,15 +192,29 @@ class TrainingLoop:
 
     async def validate(self) -> ValidationResult:
         """Runs the validation set against the current policy (``validation.run_validation``); the result is kept
-        in ``val_history`` (and ``validation.jsonl`` in the run's folder)."""
+        in ``val_history`` (and ``validation.jsonl`` in the run's folder). With ``val_sampled_n``, a second run
+        with training's sampling goes beside it (``val_sampled_history``; its metrics join the result's as
+        ``val_sampled/...``)."""
         if not self.val_dataset:
             raise ConfigError("no validation dataset")
-        result = await run_validation(
-            self.rollouts, self.backend.resources(), self.val_dataset, self.config, step=self.step, version=self.version
-        )
+        cfg, resources = self.config, self.resources()
+
+        def run(config: LoopConfig) -> Any:
+            return run_validation(
+                self.rollouts, resources, self.val_dataset, config, step=self.step, version=self.version
+            )
+
+        # Both at once when sampled too: the engine batches their calls together.
+        sampled_cfg = replace(cfg, val_sampling=None, val_n=cfg.val_sampled_n) if cfg.val_sampled_n > 0 else None
+        result, sampled = await asyncio.gather(run(cfg), run(sampled_cfg) if sampled_cfg else asyncio.sleep(0))
         self.val_history.append(result)
         self.run_dir.append_validation(asdict(result))
-        log.info("%s", format_validation(result, self.config.total_steps))
+        log.info("%s", format_validation(result, cfg.total_steps))
+        if sampled is not None:
+            self.val_sampled_history.append(sampled)
+            self.run_dir.append_validation({**asdict(sampled), "sampled": True})
+            log.info("sampled %s", format_validation(sampled, cfg.total_steps))
+            result.metrics.update({f"val_sampled/{k[4:]}": v for k, v in sampled.metrics.items() if k[:4] == "val/"})
         return result
 
     def _emit(self, metrics: dict[str, float], step: int) -> None:
@@ -317,7 +341,7 @@ class TrainingLoop:
 
     def summary(self) -> dict[str, Any]:
         """The run so far as the trainers' summary JSON (``report.run_summary``)."""
-        return run_summary(self.history, self.val_history)
+        return run_summary(self.history, self.val_history, self.val_sampled_history)
 
     async def run(self) -> list[StepResult]:
         """Resumes if a checkpoint exists, publishes the current policy, validates before training (when asked),

@@ -54,10 +54,22 @@ def format_validation(r: ValidationResult, total_steps: int) -> str:
     )
 
 
-def run_summary(history: Sequence[StepResult], validations: Sequence[ValidationResult]) -> dict[str, Any]:
+def _validation_rows(validations: Sequence[ValidationResult]) -> list[dict[str, Any]]:
+    return [
+        {"step": v.step, "version": v.version, "reward_mean": v.reward_mean, "n": v.n, "metrics": v.metrics}
+        for v in validations
+    ]
+
+
+def run_summary(
+    history: Sequence[StepResult],
+    validations: Sequence[ValidationResult],
+    sampled: Sequence[ValidationResult] = (),
+) -> dict[str, Any]:
     """The run so far as the trainers' summary JSON: reward, step, published version, versions seen, response
-    tokens, timings and metrics per step, the validations and, once a step ran, the initial and final reward (mean
-    of the last ``FINAL_WINDOW`` steps), which it also logs with the text reward plot."""
+    tokens, timings and metrics per step, the validations (``sampled`` ones, with training's sampling, apart as
+    ``validation_sampled``) and, once a step ran, the initial and final reward (mean of the last ``FINAL_WINDOW``
+    steps), which it also logs with the text reward plot."""
     rewards = [r.reward_mean for r in history]
     summary: dict[str, Any] = {
         "rewards": rewards,
@@ -67,11 +79,10 @@ def run_summary(history: Sequence[StepResult], validations: Sequence[ValidationR
         "response_tokens": [r.response_tokens for r in history],
         "timings": [r.timings for r in history],
         "metrics": [r.metrics for r in history],
-        "validation": [
-            {"step": v.step, "version": v.version, "reward_mean": v.reward_mean, "n": v.n, "metrics": v.metrics}
-            for v in validations
-        ],
+        "validation": _validation_rows(validations),
     }
+    if sampled:
+        summary["validation_sampled"] = _validation_rows(sampled)
     if rewards:
         tail = rewards[-FINAL_WINDOW:]
         summary["initial_reward"], summary["final_reward"] = rewards[0], sum(tail) / len(tail)
