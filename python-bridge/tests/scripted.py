@@ -15,11 +15,11 @@ from agl_bridge.store.triplets import mode_name
 
 class ScriptedAgents:
     """Claims rollouts and answers each without an LLM: one chat span with token ids (as the TypeScript fetch hook
-        records them) and the reward its task asks for. A task ``{"rewards": [r0, r1, ...]}`` gives the k-th rollout of
-        its group ``r_k`` (``None``: no reward span); ``{"fail": true}`` fails every attempt; ``{"hang": true}`` is claimed
-    and never answered (the loop cancels it at ``rollout_timeout``). ``runs`` records each
-        attempt: rollout id, mode, the snapshot it ran against and its temperature, and the training snapshot's version
-        at that moment (``policy_version``)."""
+    records them) and the reward its task asks for. A task ``{"rewards": [r0, r1, ...]}`` gives the k-th rollout of
+    its group ``r_k`` (``None``: no reward span); ``{"fail": true}`` fails every attempt; ``{"hang": true}`` is
+    claimed and never answered (the loop cancels it at ``rollout_timeout``). ``runs`` records each attempt: rollout
+    id, mode, the snapshot it ran against and its temperature, and the training snapshot's version at that moment
+    (``policy_version``)."""
 
     def __init__(self, address: str, policy_resources_id: str, llm_name: str = "main_llm") -> None:
         self.address, self.policy_resources_id, self.llm_name = address, policy_resources_id, llm_name

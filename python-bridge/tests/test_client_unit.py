@@ -225,14 +225,19 @@ class BreakingTriplets(triplets_pb2_grpc.TripletServiceServicer):
         yield triplets_pb2.StreamTripletsResponse(rollout=triplets_pb2.RolloutTriplets(rollout_id="ro-b"), cursor="c2")
 
 
-async def test_triplet_stream_that_breaks_resumes_from_its_cursor() -> None:
-    servicer = BreakingTriplets()
+async def _serve_triplets(servicer: triplets_pb2_grpc.TripletServiceServicer) -> tuple[grpc.aio.Server, str]:
     server = grpc.aio.server()
     triplets_pb2_grpc.add_TripletServiceServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
+    return server, f"http://127.0.0.1:{port}"
+
+
+async def test_triplet_stream_that_breaks_resumes_from_its_cursor() -> None:
+    servicer = BreakingTriplets()
+    server, address = await _serve_triplets(servicer)
     try:
-        async with StoreClient(f"http://127.0.0.1:{port}") as client:
+        async with StoreClient(address) as client:
             source = StreamTripletSource(client)
             got = await source.collect(["ro-a", "ro-b"], timeout=10)
         assert [r.rollout_id for r in got] == ["ro-a", "ro-b"]
@@ -261,12 +266,9 @@ class SlowTriplets(triplets_pb2_grpc.TripletServiceServicer):
 
 async def test_what_a_cancelled_read_ahead_read_is_collected_next_and_never_read_again() -> None:
     servicer = SlowTriplets()
-    server = grpc.aio.server()
-    triplets_pb2_grpc.add_TripletServiceServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
+    server, address = await _serve_triplets(servicer)
     try:
-        async with StoreClient(f"http://127.0.0.1:{port}") as client:
+        async with StoreClient(address) as client:
             source = StreamTripletSource(client)
             # The loop reads ahead for the whole step; ro-c is cancelled and never comes.
             reading = asyncio.ensure_future(source.collect(["ro-a", "ro-b", "ro-c"], timeout=30))

