@@ -155,6 +155,8 @@ describe("multi-host topology over TLS with scoped tokens, each link cut once", 
         `multi-host: ${retried.length} trained rollouts ran a second attempt; their first: ${JSON.stringify(earlier)}\n` +
           `--- runner-a (its warnings)\n${runnerLog.filter((l) => l.includes("warn")).join("\n")}\n`,
       );
+      // ...and ran nowhere: no span of that first attempt (work done twice would show here).
+      expect(earlier.filter((e) => e.status !== "UNRESPONSIVE" || e.spans > 0)).toEqual([]);
     } finally {
       client.close();
     }
