@@ -3,7 +3,6 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["src/**/*.test.ts", "test/**/*.test.ts", "ui/src/**/*.test.ts"],
-    exclude: ["**/node_modules/**"],
     // A real PostgreSQL server for the PostgreSQL backend's tests (started here unless AGL_TEST_POSTGRES_URL is set).
     globalSetup: ["test/support/postgres-global-setup.ts"],
     pool: "forks",

@@ -2,7 +2,8 @@
  * Across machines (`test/support/topology.ts`): a store host (`agl serve` with the LLM proxy), two runner hosts (an
  * `agl run` pool each) and a trainer host (the local trainer and its policy server), each a network namespace with
  * its own address, over TLS (a CA the test makes) with scoped tokens. The demo task trains to the demo's target while
- * each link — runner ↔ store, trainer ↔ store, proxy ↔ engine — is cut once for a few seconds and restored.
+ * each link — runner ↔ store, trainer ↔ store, proxy ↔ engine — is cut once for a few seconds while rollouts run,
+ * and restored (`link-cuts.ts`); the trainer's calls in flight break and are made again (its stream from its cursor).
  * Afterwards: every trained rollout succeeded and was trained exactly once, every step trained all its groups, every
  * rollout's spans are there once (its LLM call with token ids, its reward), nothing enqueued is unaccounted for, and
  * the cut runner reconnected and went on claiming by itself. A cut that lost or repeated work fails one of these.
@@ -155,6 +156,8 @@ describe("multi-host topology over TLS with scoped tokens, each link cut once", 
         `multi-host: ${retried.length} trained rollouts ran a second attempt; their first: ${JSON.stringify(earlier)}\n` +
           `--- runner-a (its warnings)\n${runnerLog.filter((l) => l.includes("warn")).join("\n")}\n`,
       );
+      // ...and ran nowhere: no span of that first attempt (work done twice would show here).
+      expect(earlier.filter((e) => e.status !== "UNRESPONSIVE" || e.spans > 0)).toEqual([]);
     } finally {
       client.close();
     }
