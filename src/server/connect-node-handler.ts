@@ -40,6 +40,18 @@ export function createConnectNodeHandler(
   return (req, res) => {
     const handler = handlers.get(req.url?.split("?", 2)[0] ?? "");
     if (handler === undefined) return fallback(req, res);
+    // connect-es answers a bidirectional stream over HTTP/1.1 with a bare 505; say what to use instead.
+    if (handler.method.methodKind === "bidi_streaming") {
+      const { name } = handler.method;
+      const unary = handler.service.methods.find((m) => m.methodKind === "unary" && `${m.name}Stream` === name);
+      const error = new ConnectError(
+        `${name} is a bidirectional stream, which needs gRPC over HTTP/2${unary ? `; over HTTP/1.1 call ${unary.name}` : ""}`,
+        Code.Unimplemented,
+      );
+      return void universalResponseToNodeResponse(errorResponse(String(req.headers["content-type"] ?? ""), error), res).catch(() =>
+        res.destroy(),
+      );
+    }
     handler(universalRequestFromNodeRequest(req, res, undefined, undefined))
       .catch((reason: unknown) => errorResponse(String(req.headers["content-type"] ?? ""), answerFor(reason, handler.requestPath, logger)))
       .then((response) => universalResponseToNodeResponse(response, res))

@@ -54,4 +54,17 @@ describe("AddSpansStream", () => {
       [a, b, promised].map((s) => s?.spanId),
     );
   });
+
+  it("over HTTP/1.1 (Connect) is refused as UNIMPLEMENTED, naming HTTP/2 and the unary method to call instead", async () => {
+    // fetch speaks HTTP/1.1 to the server's port (gRPC clients negotiate HTTP/2 on the same port).
+    const res = await fetch(`${h.url}/agl.v1.LightningStore/AddSpansStream`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "connect-protocol-version": "1" },
+      body: JSON.stringify({ spans: [] }),
+    });
+    expect(res.status).toBe(501);
+    const error = (await res.json()) as { code: string; message: string };
+    expect(error.code).toBe("unimplemented");
+    expect(error.message).toMatch(/needs gRPC over HTTP\/2; over HTTP\/1\.1 call AddSpans$/);
+  });
 });

@@ -6,7 +6,7 @@ import { LightningStore } from "../../../src/gen/agl/v1/store_pb.js";
 import { TripletService } from "../../../src/gen/agl/v1/triplets_pb.js";
 import type { IdPool } from "./random-message.js";
 
-/** Every method of the store's services (unary and server-streaming). */
+/** Every method of the store's services (unary, server-streaming and the bidirectional AddSpansStream). */
 export const fuzzedMethods: readonly DescMethod[] = [LightningStore, ResourceService, TripletService].flatMap((s) => s.methods);
 
 /**
