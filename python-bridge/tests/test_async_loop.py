@@ -315,3 +315,20 @@ async def test_training_a_copy_lets_the_served_model_generate_during_the_update(
     assert all(torch.equal(v, copied.train_model.state_dict()[k]) for k, v in copied.model.state_dict().items())
     shared.close()
     copied.close()
+
+
+async def test_a_stop_during_the_enqueue_records_the_rollouts_the_store_took(store_address, tmp_path):
+    ckpt = tmp_path / "ck"
+    loop = _loop(store_address, VersionRecordingBackend(), _tasks([]), 1, 0, ckpt)
+    await loop.publish()  # the policy's resources exist, and the channel is open: the enqueue is one call in flight
+    enqueue = asyncio.ensure_future(loop._enqueue(0))
+    for _ in range(3):  # _enqueue starts its call, the call is sent
+        await asyncio.sleep(0)
+    enqueue.cancel()  # as SIGTERM cancels the trainer's task
+    with pytest.raises(asyncio.CancelledError):
+        await enqueue
+    pending = loop.run_dir.pending(0)
+    assert pending is not None and len(pending) == 2 * 2, "the rollouts the store took were not recorded"
+    stored = await loop.client.query_rollouts()
+    assert {r.rollout_id for r in stored.rollouts} == set(pending)
+    await loop.client.close()

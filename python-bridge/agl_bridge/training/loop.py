@@ -177,13 +177,24 @@ class TrainingLoop:
         if pending is not None:
             log.info("step %d: reusing its %d rollouts enqueued before a restart", step, len(pending))
             return pending
-        groups = await self.rollouts.enqueue(
-            self.tasks_for(step),
-            self.config.n,
-            mode="train",
-            resources_id=self.config.resources_id,
-            metadata={"step": step},
+        enqueuing = asyncio.ensure_future(
+            self.rollouts.enqueue(
+                self.tasks_for(step),
+                self.config.n,
+                mode="train",
+                resources_id=self.config.resources_id,
+                metadata={"step": step},
+            )
         )
+        try:
+            groups = await asyncio.shield(enqueuing)
+        except asyncio.CancelledError:
+            # A stop during the call: the store may already hold the rollouts, so the call is let finish (within its
+            # deadline; a second stop ends the wait) and they are recorded, for the restart to train them.
+            await asyncio.wait([enqueuing])
+            if not enqueuing.cancelled() and enqueuing.exception() is None:
+                self.run_dir.set_pending(step, [r.rollout_id for group in enqueuing.result() for r in group])
+            raise
         ids = [r.rollout_id for group in groups for r in group]
         self.run_dir.set_pending(step, ids)
         return ids
