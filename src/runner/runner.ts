@@ -88,7 +88,7 @@ export function createRunner(options: RunnerOptions): Runner {
     const { rolloutId } = entry.rollout;
     entry.ending = true;
     await heartbeats?.quiet(entry);
-    const { dropped } = await shipper.settle(rolloutId, entry.attemptId, outcome.spans);
+    const { dropped, spans } = await shipper.handOver(rolloutId, entry.attemptId, outcome.spans);
     const overheadMs = performance.now() - entry.dispatchedAt - outcome.agentMs;
     try {
       await finishAttempt(store, {
@@ -96,6 +96,8 @@ export function createRunner(options: RunnerOptions): Runner {
         attemptId: entry.attemptId,
         outcome,
         droppedSpans: dropped,
+        spans,
+        shipApart: async (refused) => (await shipper.settle(rolloutId, entry.attemptId, refused)).dropped,
         metadata: entry.rollout.latestAttempt?.metadata ?? {},
         settledByStore: entry.settledByStore,
         retryForMs,

@@ -56,6 +56,12 @@ export interface SpanShipper {
    * resolves, the attempt's status can be reported: no span of the attempt reaches the store after it.
    */
   settle(rolloutId: string, attemptId: string, last?: readonly Span[]): Promise<{ dropped: number }>;
+  /**
+   * As `settle`, except that the attempt's queued spans and its last ones, when they fit in one batch, are handed
+   * back (in `spans`) rather than shipped, for the caller to store with the attempt's final update: one call to the
+   * store rather than two. Resolves once the attempt's batches already in flight are acknowledged or dropped.
+   */
+  handOver(rolloutId: string, attemptId: string, last?: readonly Span[]): Promise<{ dropped: number; spans: Span[] }>;
   /** When a batch of the attempt was last acknowledged (epoch ms), if ever. */
   lastShippedMs(rolloutId: string, attemptId: string): number | undefined;
   /** More than half of `maxQueued` is waiting: a runner should take no new work. */
@@ -166,6 +172,25 @@ export function createSpanShipper(options: SpanShipperOptions): SpanShipper {
     }
   };
 
+  const end = async (rolloutId: string, attemptId: string, last: readonly Span[], handOver: boolean) => {
+    const key = keyOf({ rolloutId, attemptId });
+    // The attempt's queued spans go now, whatever the linger, with its last ones (which bypass `maxQueued`: the
+    // attempt is ending, so they are the last it adds).
+    const mine: Span[] = [];
+    const others: Span[] = [];
+    for (const span of queue) (keyOf(span) === key ? mine : others).push(span);
+    queue = others;
+    stats.queued = queue.length;
+    mine.push(...last);
+    const kept = handOver && mine.length <= batchSize ? mine : [];
+    if (kept.length === 0) for (let i = 0; i < mine.length; i += batchSize) send(mine.slice(i, i + batchSize));
+    const acc = accounts.get(key);
+    if (!acc) return { dropped: 0, spans: kept };
+    await Promise.all([...acc.inFlight]);
+    accounts.delete(key);
+    return { dropped: acc.dropped, spans: kept };
+  };
+
   return {
     enqueue(spans) {
       const refused: Span[] = [];
@@ -176,23 +201,8 @@ export function createSpanShipper(options: SpanShipperOptions): SpanShipper {
       if (refused.length > 0) drop(refused, `more than ${maxQueued} spans are waiting for a slow store`);
       pump(false);
     },
-    async settle(rolloutId, attemptId, last = []) {
-      const key = keyOf({ rolloutId, attemptId });
-      // The attempt's queued spans go now, whatever the linger, with its last ones (which bypass `maxQueued`: the
-      // attempt is ending, so they are the last it adds).
-      const mine: Span[] = [];
-      const others: Span[] = [];
-      for (const span of queue) (keyOf(span) === key ? mine : others).push(span);
-      queue = others;
-      stats.queued = queue.length;
-      mine.push(...last);
-      for (let i = 0; i < mine.length; i += batchSize) send(mine.slice(i, i + batchSize));
-      const acc = accounts.get(key);
-      if (!acc) return { dropped: 0 };
-      await Promise.all([...acc.inFlight]);
-      accounts.delete(key);
-      return { dropped: acc.dropped };
-    },
+    settle: (rolloutId, attemptId, last = []) => end(rolloutId, attemptId, last, false).then(({ dropped }) => ({ dropped })),
+    handOver: (rolloutId, attemptId, last = []) => end(rolloutId, attemptId, last, true),
     lastShippedMs: (rolloutId, attemptId) => accounts.get(keyOf({ rolloutId, attemptId }))?.lastShippedMs,
     get congested() {
       return queue.length > maxQueued / 2;

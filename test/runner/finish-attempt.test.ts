@@ -2,7 +2,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AttemptStatus, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { finishAttempt } from "../../src/runner/finish-attempt.js";
-import { claimAttempt, type StoreHarness, startStoreHarness } from "../support/store-harness.js";
+import { claimAttempt, makeSpans, type StoreHarness, startStoreHarness } from "../support/store-harness.js";
 
 let h: StoreHarness;
 beforeEach(async () => {
@@ -37,6 +37,55 @@ describe("finishAttempt", () => {
     expect(attempt?.metadata).toMatchObject({ kept: true, spans_dropped: 2, error: { type: "Error", message: "boom" } });
     expect((await h.client.getRollout({ rolloutId: ids.rolloutId })).status).toBe(RolloutStatus.CANCELLED);
     expect(logger.messages.filter((m) => m.includes("stays cancelled"))).toHaveLength(1);
+  });
+
+  it("stores the last spans with the end, in one call", async () => {
+    const ids = await claimAttempt(h.client);
+    await finishAttempt(h.client, {
+      ...ids,
+      outcome: { end: "succeeded", spans: [], lateSpans: 0, agentMs: 1 },
+      droppedSpans: 0,
+      spans: makeSpans(ids, 3),
+      shipApart: () => Promise.reject(new Error("not expected")),
+      metadata: {},
+      settledByStore: false,
+      retryForMs: 5_000,
+      logger: recordingLogger(),
+    });
+    expect((await h.client.querySpans({ rolloutId: ids.rolloutId })).spans.map((s) => s.spanId)).toEqual(
+      makeSpans(ids, 3).map((s) => s.spanId),
+    );
+    expect((await h.client.getRollout({ rolloutId: ids.rolloutId })).status).toBe(RolloutStatus.SUCCEEDED);
+  });
+
+  it("spans the store refuses with the end are sent apart, the refused ones counted, and the end still lands", async () => {
+    const ids = await claimAttempt(h.client);
+    const good = makeSpans(ids, 2);
+    const bad = { ...makeSpans(ids, 1, "b")[0]!, spanId: "" };
+    const apart: string[][] = [];
+    const logger = recordingLogger();
+    await finishAttempt(h.client, {
+      ...ids,
+      outcome: { end: "succeeded", spans: [], lateSpans: 0, agentMs: 1 },
+      droppedSpans: 1,
+      spans: [...good, bad],
+      // As the runner's shipper would: each span stored on its own, the refused one dropped.
+      shipApart: async (spans) => {
+        apart.push(spans.map((s) => s.spanId));
+        await h.client.addSpans({ spans: spans.filter((s) => s.spanId !== "") });
+        return spans.filter((s) => s.spanId === "").length;
+      },
+      metadata: {},
+      settledByStore: false,
+      retryForMs: 5_000,
+      logger,
+    });
+    expect(apart).toEqual([[...good.map((s) => s.spanId), ""]]);
+    expect(logger.messages.join("\n")).toMatch(/refused the last spans with the update/);
+    expect((await h.client.querySpans({ rolloutId: ids.rolloutId })).spans).toHaveLength(2);
+    const [attempt] = (await h.client.queryAttempts({ rolloutId: ids.rolloutId })).attempts;
+    expect(attempt?.status).toBe(AttemptStatus.SUCCEEDED);
+    expect(attempt?.metadata).toMatchObject({ spans_dropped: 2 });
   });
 
   it("any other refusal is the caller's to handle", async () => {

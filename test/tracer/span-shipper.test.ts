@@ -151,4 +151,28 @@ describe("span shipper", () => {
     await shipper.flush();
     expect((await h.client.querySpans({ rolloutId: other.rolloutId })).spans).toHaveLength(3);
   });
+
+  it("hands an attempt's queued and last spans over when they fit in a batch, after its batches in flight are stored", async () => {
+    const ids = await claimAttempt(h.client);
+    const shipper = createSpanShipper({ store: client, batchSize: 10, lingerMs: 60_000 });
+    shipper.enqueue(makeSpans(ids, 10));
+    shipper.enqueue(makeSpans(ids, 3, "q"));
+    const { dropped, spans } = await shipper.handOver(ids.rolloutId, ids.attemptId, makeSpans(ids, 2, "l"));
+    expect(dropped).toBe(0);
+    expect(spans.map((s) => s.spanId)).toEqual([...makeSpans(ids, 3, "q"), ...makeSpans(ids, 2, "l")].map((s) => s.spanId));
+    // The full batch went out as it filled and was stored before the hand-over; the handed-over ones were not sent.
+    const stored = (await h.client.querySpans({ rolloutId: ids.rolloutId })).spans;
+    expect(stored.map((s) => s.spanId).sort()).toEqual(
+      makeSpans(ids, 10)
+        .map((s) => s.spanId)
+        .sort(),
+    );
+    expect(shipper.stats()).toMatchObject({ queued: 0, inFlight: 0, shipped: 10 });
+
+    // More than a batch: shipped as settle does, nothing handed over.
+    const big = await claimAttempt(h.client);
+    const handed = await shipper.handOver(big.rolloutId, big.attemptId, makeSpans(big, 11));
+    expect(handed).toEqual({ dropped: 0, spans: [] });
+    expect((await h.client.querySpans({ rolloutId: big.rolloutId })).spans).toHaveLength(11);
+  });
 });
