@@ -1,34 +1,53 @@
 /**
- * The store's CPU per rollout on `make demo`'s workload: `agl train` of examples/rl-kind/agent.ts with the local
- * trainer, 8 tasks × 16 rollouts a step, against a SQLite `agl serve` started here (as `make demo` would start it,
- * through bin/agl.js), so that its process can be read. Prints the CPU seconds (user + system, from /proc) of the store
- * and of each other process of the run (the standalone proxy, the runner pool, the trainer) per rollout, the wall time
- * and the load average. CPU time depends far less than wall time on what else the machine runs.
+ * The store's CPU per rollout on `make demo`'s workload: examples/rl-kind/agent.ts in a runner pool (`agl run`), its
+ * calls through the standalone `agl proxy`, 8 tasks × 16 rollouts a step, against a SQLite `agl serve` started here
+ * (through bin/agl.js, as `make demo` starts it). Prints the CPU seconds (user + system, from /proc) of the store and
+ * of each other process per rollout, the wall time and the load average; CPU time depends far less than wall time on
+ * what else the machine runs.
  *
- *   npx tsx bench/demo-store/run.ts [--steps 20] [--seed 0]
- *   npx tsx bench/demo-store/run.ts --agl-root ../base        # another checkout's store, proxy, runners and trainer
+ * Two trainers:
+ * - `--trainer sim` (default): the trainer's store calls alone, made here as the local trainer makes them each step
+ *   (publish the resources, enqueue the step's groups in one call, read their triplets on a following stream while
+ *   they run, wait for them), the model a loopback engine (test/support/fake-vllm.ts) answering after `--engine-ms`,
+ *   and `--update-ms` for the update. Light enough to run beside other work.
+ * - `--trainer local`: `agl train --trainer local` itself (the tiny model, the policy server, GRPO), as `make demo`.
+ *
+ *   npx tsx bench/demo-store/run.ts [--steps 20] [--trainer sim|local]
+ *   npx tsx bench/demo-store/run.ts --agl-root ../base        # another checkout's store, proxy, runners (and trainer)
  *   npx tsx bench/demo-store/run.ts --profile /tmp/prof        # the store's V8 CPU profile, written when it stops
  */
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import Database from "better-sqlite3";
 import { createStoreClient } from "../../src/client/store-client.js";
+import { RolloutMode } from "../../src/gen/agl/v1/types_pb.js";
+import { createTripletClient } from "../../src/triplets/triplet-client.js";
+import { startFakeVllm } from "../../test/support/fake-vllm.js";
 import { startServerProcess } from "../../test/support/server-process.js";
 
 const { values: args } = parseArgs({
   options: {
     steps: { type: "string", default: "20" },
+    trainer: { type: "string", default: "sim" },
+    "engine-ms": { type: "string", default: "300" },
+    "update-ms": { type: "string", default: "500" },
     seed: { type: "string", default: "0" },
     "agl-root": { type: "string" },
     profile: { type: "string" },
     keep: { type: "boolean", default: false },
   },
 });
+if (args.trainer !== "sim" && args.trainer !== "local") throw new Error("--trainer is sim or local");
 const root = resolve(args["agl-root"] ?? new URL("../..", import.meta.url).pathname);
+const cli = join(root, "bin/agl.js");
 const dir = mkdtempSync(join(tmpdir(), "agl-bench-demo-store-"));
+const steps = Number(args.steps);
+const tasksPerStep = 8;
+const n = 16;
 
 /** CPU seconds (user + system) of a live process, from /proc; undefined once it is gone. */
 function cpuSeconds(pid: number): number | undefined {
@@ -65,60 +84,127 @@ const load = () =>
   loadavg()
     .map((x) => x.toFixed(1))
     .join(" ");
+let stderr = "";
+const capture = (child: ChildProcess) =>
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-20_000);
+  });
+
+/** `agl train --trainer local` against the store started here: `make demo`'s run. */
+function trainLocal(storeUrl: string): ChildProcess {
+  const argv = ["train", "examples/rl-kind/agent.ts", "--store", storeUrl, "--trainer", "local", "--steps", String(steps)];
+  argv.push("--tasks-per-step", String(tasksPerStep), "--n", String(n), "--checkpoint-dir", join(dir, "ckpt"), "--");
+  argv.push("--seed", args.seed, "--lr", "7e-4", "--summary", join(dir, "summary.json"));
+  const child = spawn(process.execPath, [cli, ...argv], { cwd: root, stdio: ["ignore", "ignore", "pipe"] });
+  capture(child);
+  return child;
+}
+
+/** The local trainer's store calls, step by step, with the proxy and runner pool `agl train` would start. */
+async function trainSim(storeUrl: string, started: (child: ChildProcess) => void): Promise<void> {
+  const word = /kind of (\S+) \?/;
+  const engine = await startFakeVllm({
+    model: "agl-local-policy",
+    latencyMs: Number(args["engine-ms"]),
+    policy: ({ messages }) => ({ content: `${word.exec(String(messages.at(-1)?.content ?? ""))?.[1] ?? "?"} animal` }),
+  });
+  const proxy = await startServerProcess(["--store", storeUrl], { root, command: "proxy" });
+  // On a busy machine the agent's worker thread may wait for CPU a long while: starved, not blocked.
+  const runner = spawn(process.execPath, [cli, "run", "examples/rl-kind/agent.ts", "--store", storeUrl, "--blocked-worker-ms", "120000"], {
+    cwd: root,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  capture(runner);
+  started(proxy.child);
+  started(runner);
+  const client = createStoreClient({ baseUrl: storeUrl });
+  const triplets = createTripletClient({ baseUrl: storeUrl });
+  const llm = { model: engine.model, samplingParameters: { temperature: 1.0 } };
+  try {
+    for (let step = 0; step < steps; step++) {
+      await client.updateResources({
+        resourcesId: "demo",
+        createIfMissing: true,
+        resources: {
+          main_llm: { kind: { case: "proxyLlm", value: { endpoint: `${proxy.url}/v1`, ...llm } } },
+          policy: { kind: { case: "llm", value: { endpoint: engine.url, ...llm } } },
+        },
+      });
+      const specs = Array.from({ length: tasksPerStep * n }, (_, i) => ({
+        input: { word: `w${step}x${Math.floor(i / n)}`, answer: "animal" },
+        mode: RolloutMode.TRAIN,
+        groupId: `step${step}-group${Math.floor(i / n)}`,
+        resourcesId: "demo",
+        metadata: { step },
+      }));
+      const ids = (await client.enqueueRollouts({ rollouts: specs })).rollouts.map((r) => r.rolloutId);
+      const abort = new AbortController();
+      const reading = (async () => {
+        let got = 0;
+        for await (const message of triplets.streamTriplets({ rolloutIds: ids, follow: true }, { signal: abort.signal })) {
+          if (message.rollout && ++got === ids.length) return;
+        }
+      })();
+      await client.waitForRollouts({ rolloutIds: ids, timeoutSeconds: 600 });
+      await reading;
+      abort.abort();
+      await new Promise((r) => setTimeout(r, Number(args["update-ms"])));
+      process.stderr.write(`step ${step + 1}/${steps} done (${((performance.now() - startedAt) / 1000).toFixed(1)} s)\n`);
+    }
+  } finally {
+    client.close();
+    await proxy.stop();
+    runner.kill("SIGTERM");
+    await once(runner, "exit");
+    await engine.close();
+  }
+}
+
 const loadBefore = load();
 const nodeArgs = args.profile ? ["--cpu-prof", "--cpu-prof-interval=500", `--cpu-prof-dir=${resolve(args.profile)}`] : [];
 const store = await startServerProcess(["--database", join(dir, "agl.db")], { root, nodeArgs });
 const storeStart = cpuSeconds(store.pid) ?? 0;
-const started = performance.now();
-const train = spawn(
-  process.execPath,
-  [
-    join(root, "bin/agl.js"),
-    "train",
-    "examples/rl-kind/agent.ts",
-    "--store",
-    store.url,
-    "--trainer",
-    "local",
-    "--steps",
-    args.steps,
-    "--tasks-per-step",
-    "8",
-    "--n",
-    "16",
-    "--checkpoint-dir",
-    join(dir, "ckpt"),
-    "--",
-    "--seed",
-    args.seed,
-    "--lr",
-    "7e-4",
-    "--summary",
-    join(dir, "summary.json"),
-  ],
-  { cwd: root, stdio: ["ignore", "ignore", "pipe"] },
-);
-let stderr = "";
-train.stderr?.on("data", (chunk: Buffer) => {
-  stderr += chunk.toString();
-});
-// The last CPU reading of every process under `agl train` (each exits before the run's end, so it is sampled).
+const startedAt = performance.now();
+// The last CPU reading of every other process of the run, and of theirs (sampled: each exits before the run ends).
+const roots: ChildProcess[] = [];
 const last = new Map<number, { role: string; cpu: number }>();
 const sample = () => {
-  const pending = [train.pid as number];
+  const pending = roots.map((c) => c.pid as number);
   while (pending.length > 0) {
     const pid = pending.pop() as number;
     const cpu = cpuSeconds(pid);
     if (cpu === undefined) continue;
-    last.set(pid, { role: last.get(pid)?.role ?? role(pid), cpu });
+    const seen = last.get(pid);
+    last.set(pid, { role: seen?.role ?? role(pid), cpu });
     pending.push(...children(pid));
   }
 };
-const sampler = setInterval(sample, 100);
-const [code] = (await once(train, "exit")) as [number | null];
-clearInterval(sampler);
-const wall = (performance.now() - started) / 1000;
-const storeCpu = (cpuSeconds(store.pid) ?? Number.NaN) - storeStart;
+// The first step is left out of the steady figure: the store's lazily loaded modules and its JIT warm up there.
+const db = new Database(join(dir, "agl.db"), { readonly: true, fileMustExist: true });
+const finishedCount = db.prepare("SELECT count(*) AS n FROM rollouts WHERE end_time IS NOT NULL");
+let warm: { cpu: number; rollouts: number } | undefined;
+const sampler = setInterval(() => {
+  sample();
+  if (warm) return;
+  const finished = (finishedCount.get() as { n: number }).n;
+  if (finished >= tasksPerStep * n) warm = { cpu: cpuSeconds(store.pid) ?? Number.NaN, rollouts: finished };
+}, 100);
+let code: number | null = 0;
+try {
+  if (args.trainer === "local") {
+    const train = trainLocal(store.url);
+    roots.push(train);
+    [code] = (await once(train, "exit")) as [number | null];
+  } else {
+    await trainSim(store.url, (child) => roots.push(child));
+  }
+} finally {
+  clearInterval(sampler);
+}
+const wall = (performance.now() - startedAt) / 1000;
+const storeEnd = cpuSeconds(store.pid) ?? Number.NaN;
+const storeCpu = storeEnd - storeStart;
+db.close();
 const client = createStoreClient({ baseUrl: store.url });
 const byStatus = (await client.getStatistics({})).rolloutsByStatus;
 client.close();
@@ -127,11 +213,16 @@ const rollouts = Object.values(byStatus).reduce((a, b) => a + b, 0);
 if (code !== 0) console.error(`agl train exited with ${code}:\n${stderr.split("\n").slice(-15).join("\n")}`);
 
 const perRollout = (cpu: number) => `${((cpu * 1000) / rollouts).toFixed(2)} ms`;
-console.log(`demo workload: ${args.steps} steps × 8 tasks × 16 rollouts; ${root}`);
+console.log(`demo workload, trainer ${args.trainer}: ${steps} steps × ${tasksPerStep} tasks × ${n} rollouts; ${root}`);
 console.log(`rollouts: ${rollouts} (${JSON.stringify(byStatus)}), wall ${wall.toFixed(1)} s, load ${loadBefore} → ${load()}`);
 console.log(`store CPU: ${storeCpu.toFixed(2)} s, ${perRollout(storeCpu)} per rollout`);
+if (warm) {
+  const steady = (storeEnd - warm.cpu) / (rollouts - warm.rollouts);
+  console.log(`store CPU after the first step: ${(steady * 1000).toFixed(2)} ms per rollout (${rollouts - warm.rollouts} rollouts)`);
+}
+// The others' CPU from their start (the proxy's and runner pool's start-up included).
 const byRole = new Map<string, number>();
 for (const { role, cpu } of last.values()) byRole.set(role, (byRole.get(role) ?? 0) + cpu);
-for (const [name, cpu] of byRole) console.log(`${name} CPU: ${cpu.toFixed(2)} s, ${perRollout(cpu)} per rollout`);
+for (const [name, cpu] of byRole) console.log(`${name} CPU: ${cpu.toFixed(2)} s, ${perRollout(cpu)} per rollout (start-up included)`);
 if (!args.keep) rmSync(dir, { recursive: true, force: true });
 else console.log(`kept ${dir}`);

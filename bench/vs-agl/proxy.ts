@@ -30,10 +30,12 @@ const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const venv = `${repoRoot}${execFileSync(`${repoRoot}bench/vs-agl/setup.sh`, ["proxy"], { encoding: "utf8" }).trim()}`;
 
 const startListening = (command: string, argv: string[], env: NodeJS.ProcessEnv) => startListeningIn(command, argv, { cwd: repoRoot, env });
+/** SIGTERM (AGL's script then stops its proxy's process and its store), SIGKILL if it has not exited within 20 s. */
 const stop = (child: ChildProcess) =>
   new Promise((resolve) => {
     if (child.exitCode !== null) return resolve(undefined);
-    child.once("exit", resolve);
+    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+    child.once("exit", () => resolve(clearTimeout(timer)));
     child.kill("SIGTERM");
   });
 
