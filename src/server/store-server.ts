@@ -47,6 +47,12 @@ export interface StoreServerOptions {
   fallback?: HttpFallback;
   /** Cap on concurrent HTTP/2 streams per gRPC connection. Default: grpc-js's (unlimited). */
   maxConcurrentStreams?: number;
+  /**
+   * Keep the bytes each span arrived in over gRPC, for a backend that stores them as they came (SQLite, PostgreSQL;
+   * see `src/store/span-wire.ts`). Default true. The memory backend keeps decoded spans: there the check those bytes
+   * need first costs time for nothing.
+   */
+  keepSpanBytes?: boolean;
 }
 
 /** A running store server. */
@@ -96,7 +102,7 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
     shutdownSignal: shutdown.signal,
     maxSendMessageBytes: maxMessageBytes,
     onError: (error: unknown, method: DescMethod) => logger.error(`unexpected error in /${method.parent.typeName}/${method.name}:`, error),
-    onRequest: rememberReceivedSpans,
+    ...(options.keepSpanBytes === false ? {} : { onRequest: rememberReceivedSpans }),
   };
   for (const registration of [...served, ...reflection]) addConnectService(grpcServer, registration, adapterOptions);
   const injector = grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());
