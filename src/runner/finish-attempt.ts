@@ -4,7 +4,7 @@ import type { Logger } from "../core/logger.js";
 import { type Attempt, AttemptStatus, RolloutStatus, type Span } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
 import type { AttemptEnd, AttemptOutcome } from "./attempt-task.js";
-import { withRetries } from "../core/retry.js";
+import { isTransientStoreError, withRetries } from "../core/retry.js";
 
 const statusOf: Record<Exclude<AttemptEnd, "interrupted">, AttemptStatus> = {
   succeeded: AttemptStatus.SUCCEEDED,
@@ -81,18 +81,18 @@ export async function finishAttempt(store: StoreApi, input: FinishInput): Promis
       attempt = await send();
     } catch (error) {
       const { code, rawMessage } = ConnectError.from(error);
-      if (spans.length > 0 && input.shipApart && code === Code.InvalidArgument) {
-        // One span the store refuses fails the whole update: the spans go as AddSpans would take them (a refused one
-        // dropped and counted) and the end is reported without them.
+      if (status !== undefined && code === Code.FailedPrecondition) {
+        // The store finished the attempt before us (its rollout was cancelled): it keeps that status; the metadata still lands.
+        input.logger.info(`${rolloutId} ${attemptId}: ${rawMessage}; reporting it without a status`);
+        status = undefined;
+      } else if (spans.length > 0 && input.shipApart && !isTransientStoreError(error)) {
+        // A span the store refuses (invalid; or all of them too large together) fails the whole update: the spans go as
+        // AddSpans takes them (split, a refused one dropped and counted) and the end is reported without them.
         input.logger.warn(
           `${rolloutId} ${attemptId}: the store refused the last spans with the update (${rawMessage}); sending them apart`,
         );
         dropped += await input.shipApart(spans);
         spans = [];
-      } else if (status !== undefined && code === Code.FailedPrecondition) {
-        // The store finished the attempt before us (its rollout was cancelled): it keeps that status; the metadata still lands.
-        input.logger.info(`${rolloutId} ${attemptId}: ${rawMessage}; reporting it without a status`);
-        status = undefined;
       } else {
         throw error;
       }

@@ -1,7 +1,11 @@
 /** Reporting an attempt's end to a real store server, when the store has already finished the attempt. */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AttemptStatus, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { AttemptStatus, AttributeValueSchema, RolloutStatus, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
+import { createStoreClient } from "../../src/client/store-client.js";
+import { writeSpans } from "../../src/client/span-writer.js";
 import { finishAttempt } from "../../src/runner/finish-attempt.js";
+import { startStoreServer } from "../../src/server/store-server.js";
 import { claimAttempt, makeSpans, type StoreHarness, startStoreHarness } from "../support/store-harness.js";
 
 let h: StoreHarness;
@@ -86,6 +90,37 @@ describe("finishAttempt", () => {
     const [attempt] = (await h.client.queryAttempts({ rolloutId: ids.rolloutId })).attempts;
     expect(attempt?.status).toBe(AttemptStatus.SUCCEEDED);
     expect(attempt?.metadata).toMatchObject({ spans_dropped: 2 });
+  });
+
+  it("last spans too large for one message together: sent apart (split as AddSpans does), and the end lands", async () => {
+    const server = await startStoreServer({ store: h.store, port: 0, maxMessageBytes: 8_192 });
+    const client = createStoreClient({ baseUrl: server.url });
+    try {
+      const ids = await claimAttempt(client);
+      const text = create(AttributeValueSchema, { value: { case: "stringValue", value: "x".repeat(3_000) } });
+      const spans = makeSpans(ids, 4).map((span) => create(SpanSchema, { ...span, attributes: { text } }));
+      const logger = recordingLogger();
+      await finishAttempt(client, {
+        ...ids,
+        outcome: { end: "succeeded", spans: [], lateSpans: 0, agentMs: 1 },
+        droppedSpans: 0,
+        spans,
+        shipApart: async (apart) => (await writeSpans(client, apart)).failed.reduce((n, f) => n + f.spans.length, 0),
+        metadata: {},
+        settledByStore: false,
+        retryForMs: 5_000,
+        logger,
+      });
+      expect(logger.messages.join("\n")).toMatch(/refused the last spans with the update \(.*\); sending them apart/);
+      // Read through the harness's server: four such spans make an answer too large for this one.
+      expect((await h.client.querySpans({ rolloutId: ids.rolloutId })).spans).toHaveLength(4);
+      const [attempt] = (await h.client.queryAttempts({ rolloutId: ids.rolloutId })).attempts;
+      expect(attempt?.status).toBe(AttemptStatus.SUCCEEDED);
+      expect(attempt?.metadata).toEqual({});
+    } finally {
+      client.close();
+      await server.close();
+    }
   });
 
   it("any other refusal is the caller's to handle", async () => {
