@@ -39,9 +39,9 @@ export interface FinishInput {
  * Reports an attempt's end to the store in one call, once the shipper has stored its earlier spans: its last spans
  * (stored first, in the same transaction), its status, with the error and dropped-span count in the attempt's
  * metadata, retried for up to `retryForMs` while the store cannot be reached (repeating the update is safe: it sets
- * the same fields, and spans are idempotent by id). An interrupted attempt is handed back: its rollout
- * goes back to the queue (which ends the attempt at the store and frees its worker), unless the store has already
- * finished the attempt.
+ * the same fields, and spans are idempotent by id). An interrupted attempt is handed back: its rollout goes back to
+ * the queue (which ends the attempt at the store and frees its worker), unless the store has already finished the
+ * attempt.
  */
 export async function finishAttempt(store: StoreApi, input: FinishInput): Promise<void> {
   const { rolloutId, attemptId, outcome } = input;
