@@ -18,7 +18,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -57,6 +57,22 @@ function cpuSeconds(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** CPU seconds (user, system) of each thread of a process, summed by thread name (V8's, libuv's, SQLite's worker). */
+function threadCpu(pid: number): Map<string, { user: number; system: number }> {
+  const byName = new Map<string, { user: number; system: number }>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const [name, rest] = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8")
+        .split(/ \((.*)\) /)
+        .slice(1);
+      const fields = rest?.split(" ") ?? [];
+      const seen = byName.get(name ?? "?") ?? { user: 0, system: 0 };
+      byName.set(name ?? "?", { user: seen.user + Number(fields[11]) / 100, system: seen.system + Number(fields[12]) / 100 });
+    } catch {}
+  }
+  return byName;
 }
 
 function children(pid: number): number[] {
@@ -203,6 +219,7 @@ try {
 }
 const wall = (performance.now() - startedAt) / 1000;
 const storeEnd = cpuSeconds(store.pid) ?? Number.NaN;
+const storeThreads = threadCpu(store.pid);
 const storeCpu = storeEnd - storeStart;
 db.close();
 const client = createStoreClient({ baseUrl: store.url });
@@ -220,6 +237,14 @@ if (warm) {
   const steady = (storeEnd - warm.cpu) / (rollouts - warm.rollouts);
   console.log(`store CPU after the first step: ${(steady * 1000).toFixed(2)} ms per rollout (${rollouts - warm.rollouts} rollouts)`);
 }
+// Where the store's CPU went by thread (from its start): the JS thread is the process's own name.
+const threads = [...storeThreads].sort((a, b) => b[1].user + b[1].system - (a[1].user + a[1].system));
+console.log(
+  `store threads (CPU s since start, user+system): ${threads
+    .filter(([, t]) => t.user + t.system > 0)
+    .map(([name, t]) => `${name} ${t.user.toFixed(2)}+${t.system.toFixed(2)}`)
+    .join(", ")}`,
+);
 // The others' CPU from their start (the proxy's and runner pool's start-up included).
 const byRole = new Map<string, number>();
 for (const { role, cpu } of last.values()) byRole.set(role, (byRole.get(role) ?? 0) + cpu);
