@@ -4,7 +4,8 @@
 # VERL 0.9's V1 trainer machinery (FSDP2 actor on gloo in fp32, VERL's log-probs and PPO update, weights pushed to
 # agl's CPU rollout replica). Same model and warm-up as `make demo`; the same progress lines, reward plot and pass/fail
 # rule (agl_bridge/training/demo_rule.py: first step <= 0.3, final, the mean of the last 5 steps, >= 0.9). Run from
-# the repository root after `make deps`. Environment: DEMO_STEPS (default 150), DEMO_SEED (default 0), DEMO_DIR (default a new temporary
+# the repository root after `make deps`. Environment: DEMO_STEPS (default 150), DEMO_SEED (default 0; seeds the model,
+# the warm-up, the task order and the replica's sampling, as in `make demo`), DEMO_DIR (default a new temporary
 # directory), ASYNC (default 0; k > 0: agl.max_staleness=k), DEMO_AGENT (default the demo's agent; another agent
 # module for the same task); extra arguments are Hydra overrides for the trainer.
 set -euo pipefail
@@ -42,7 +43,7 @@ node bin/agl.js train "${DEMO_AGENT:-examples/rl-kind/agent.ts}" --trainer verl 
   actor_rollout_ref.actor.optim.lr_scheduler_type=constant \
   actor_rollout_ref.actor.optim.weight_decay=0 actor_rollout_ref.actor.ppo_mini_batch_size=8 \
   actor_rollout_ref.actor.ppo_epochs=1 actor_rollout_ref.rollout.temperature=1.0 \
-  actor_rollout_ref.actor.data_loader_seed="$SEED" agl.summary="$DIR/summary.json" agl.max_staleness="$ASYNC" \
+  actor_rollout_ref.actor.data_loader_seed="$SEED" actor_rollout_ref.rollout.seed="$SEED" agl.summary="$DIR/summary.json" agl.max_staleness="$ASYNC" \
   algorithm.rollout_correction.bypass_mode="$BYPASS" "$@" \
   > >(tee "$DIR/train.log" | sed -un 's/^.*\(\[agl\]\)/\1/p') 2>&1
 "$PY" -m agl_bridge.training.demo_rule "$DIR/summary.json" --label "agl demo-verl" --started "$started" --plot

@@ -177,6 +177,29 @@ async def test_cpu_replica_engine_serves_and_swaps_weights(tmp_path):
         server.policy.close()
 
 
+async def test_cpu_replica_sampling_follows_the_rollout_seed(tmp_path):
+    """The replica samples from VERL's ``rollout.seed`` as the local policy server does from its ``--seed``: the same
+    seed draws the same ids for the same prompts in the same order of draws (a VERL run can be repeated), another
+    seed other ids; successive draws of one prompt differ."""
+    from agl_bridge.verl.cpu_rollout import CpuPolicyServer
+
+    model = types.SimpleNamespace(path=str(_tiny_model_dir(tmp_path / "model")))
+    prompt = [3, 6, 7, 22, 8, 5, 4]
+    sampling = {"temperature": 1.0, "max_tokens": 6}
+
+    async def draws(seed: int | None) -> list[list[int]]:
+        server = CpuPolicyServer(types.SimpleNamespace(response_length=6, seed=seed), model, replica_rank=0)
+        try:
+            return [(await server.generate(prompt, sampling, f"r{i}")).token_ids for i in range(4)]
+        finally:
+            server.policy.close()
+
+    first, again, other = await draws(7), await draws(7), await draws(8)
+    assert first == again
+    assert first != other
+    assert len({tuple(ids) for ids in first}) > 1
+
+
 @cpu_only
 def test_verl_cpu_smoke(tmp_path):
     """Two real VERL training steps on CPU, end to end (``make verl-cpu-smoke``)."""
