@@ -1,0 +1,172 @@
+"""Whether VERL's actor update is the local trainer's: the same rows, from the same weights, through both.
+
+Each step samples 8 tasks x 16 rollouts of the demo task from the local policy (seeded), computes agl's GRPO
+advantages, then updates (a) the local trainer's ``Policy.update_sync`` and (b) VERL 0.9's own actor worker —
+``ActorRolloutRefWorker`` with its FSDP2 engine, ``ppo_loss`` and optimizer, in this process (world size 1, gloo), fed
+the rows in the TransferQueue layout ``VerlBackend`` writes, in VERL's bypass mode as ``make demo-verl`` runs it —
+and compares the two weight changes and gradient norms. Prints one line per step; exits 1 when the relative
+difference of the accumulated weight changes exceeds ``--tolerance``.
+
+    PYTHONPATH=python-bridge python-bridge/.venv/bin/python python-bridge/scripts/verl_same_update.py [--steps 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import sys
+import tempfile
+from typing import Any
+
+import numpy as np
+import torch
+
+
+def _rows(policy: Any, tasks: list[dict[str, Any]], n: int, no_std: bool) -> Any:
+    """One step's batch: ``n`` samples per task from ``policy``, exact-match rewards, agl's GRPO advantages."""
+    from verl import DataProto
+
+    from agl_bridge.local import tasks as kind
+    from agl_bridge.local.batching import SampleRequest
+    from agl_bridge.training.advantage import compute_rollout_level_advantage
+
+    tok = policy.tokenizer
+    eos, pad = tok.eos_token_id, int(tok.pad_token_id or 0)
+    prompts = [policy.encode_chat([{"role": "user", "content": kind.format_prompt(t)}]) for t in tasks]
+    requests = [SampleRequest(list(p), 8, temperature=1.0) for p in prompts for _ in range(n)]
+    outs = policy.generate_batch_sync(requests)
+    b, p_len, r_len = len(outs), max(map(len, prompts)), max(len(g.token_ids) for g in outs)
+    ids: np.ndarray = np.full((b, p_len + r_len), pad)
+    attention: np.ndarray = np.zeros((b, p_len + r_len), dtype=np.int64)
+    scores: np.ndarray = np.zeros((b, r_len), np.float32)
+    log_probs: np.ndarray = np.zeros((b, r_len), np.float32)
+    for i, g in enumerate(outs):
+        task, prompt, k = tasks[i // n], prompts[i // n], len(g.token_ids)
+        ids[i, p_len - len(prompt) : p_len], ids[i, p_len : p_len + k] = prompt, g.token_ids
+        attention[i, p_len - len(prompt) : p_len + k] = 1
+        answer = tok.decode([t for t in g.token_ids if t != eos], skip_special_tokens=True)
+        scores[i, k - 1], log_probs[i, :k] = kind.reward(task, answer), g.logprobs
+    mask = torch.from_numpy(attention)
+    data = DataProto.from_dict(
+        tensors={
+            "prompts": torch.from_numpy(ids[:, :p_len]),
+            "responses": torch.from_numpy(ids[:, p_len:]),
+            "input_ids": torch.from_numpy(ids),
+            "attention_mask": mask,
+            "position_ids": torch.clamp(mask.cumsum(1) - 1, min=0),
+            "response_mask": mask[:, p_len:].clone(),
+            "token_level_scores": torch.from_numpy(scores),
+            "rollout_log_probs": torch.from_numpy(log_probs),
+        },
+        non_tensors={
+            "uid": np.array([f"task-{i // n}" for i in range(b)], dtype=object),
+            "rollout_id_list": np.array([f"rollout-{i}" for i in range(b)], dtype=object),
+        },
+    )
+    data, _ = compute_rollout_level_advantage(data, "grpo", norm_adv_by_std_in_grpo=not no_std)
+    return data
+
+
+def _verl_worker(model_dir: str, lr: float, rows: int) -> Any:
+    from agl_bridge.verl import compose_config, cpu
+
+    config = compose_config(
+        [
+            "agl_device=cpu",
+            f"actor_rollout_ref.model.path={model_dir}",
+            f"actor_rollout_ref.rollout.n={rows}",
+            "actor_rollout_ref.actor.ppo_mini_batch_size=1",
+            f"actor_rollout_ref.actor.optim.lr={lr}",
+            "actor_rollout_ref.actor.optim.lr_scheduler_type=constant",
+            "actor_rollout_ref.actor.optim.weight_decay=0",
+            "actor_rollout_ref.actor.optim.total_training_steps=100",
+            "actor_rollout_ref.actor.use_kl_loss=false",
+            "actor_rollout_ref.actor.entropy_coeff=0",
+        ]
+    )
+    worker = cpu.cpu_actor_rollout_worker()(config.actor_rollout_ref, role="actor")
+    worker.init_model()
+    return worker
+
+
+def _verl_update(worker: Any, data: Any, step: int) -> float:
+    """``_update_actor``'s call, as a worker receives it: the rows' fields and the trainer's extra info."""
+    from verl.utils import tensordict_utils as tu
+
+    from agl_bridge.verl.tq_batch import to_samples
+
+    shaped = copy.deepcopy(data)
+    shaped.batch["old_log_probs"] = shaped.batch["rollout_log_probs"].clone()  # VERL's bypass mode, as VerlBackend
+    _, fields, _ = to_samples(shaped, step)
+    extra = {
+        "calculate_entropy": False,
+        "distillation_use_topk": False,
+        "distillation_only": False,
+        "global_batch_size": len(data),
+        "mini_batch_size": len(data),
+        "epochs": 1,
+        "seed": 0,
+        "dataloader_kwargs": {"shuffle": False},
+        "temperature": 1.0,
+    }
+    for key, value in extra.items():
+        tu.assign_non_tensor_data(fields, key, value)
+    metrics = tu.get(worker.actor.train_mini_batch(fields), "metrics")
+    return float(np.ravel(metrics["grad_norm"])[0])
+
+
+def _verl_weights(worker: Any) -> dict[str, torch.Tensor]:
+    state = worker.actor.engine.module.state_dict()
+    return {k: (v.full_tensor() if hasattr(v, "full_tensor") else v).detach().clone() for k, v in state.items()}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lr", type=float, default=7e-4)
+    p.add_argument("--no-std", action="store_true", help="GRPO advantages without the group's std")
+    p.add_argument("--tolerance", type=float, default=1e-4, help="largest relative difference of the weight changes")
+    a = p.parse_args()
+    # One FSDP rank in this process, on gloo, with agl's CPU platform: what cpu.yaml gives VERL's Ray workers.
+    os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1")
+    os.environ.update(VERL_PLATFORM="cpu", VERL_USE_EXTERNAL_MODULES="agl_bridge.verl.cpu")
+    os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
+    torch.set_num_threads(1)
+    from agl_bridge.local import tasks as kind
+    from agl_bridge.local.model import load_model
+    from agl_bridge.local.policy import GrpoConfig, Policy
+    from agl_bridge.verl.kind_files import write_kind_files
+
+    files = write_kind_files(tempfile.mkdtemp(prefix="agl-verl-same-update-"), seed=a.seed, warmup_steps=100)
+    model, tokenizer = load_model(str(files.model))
+    start = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    local = Policy(model, tokenizer, GrpoConfig(lr=a.lr), sampling_seed=a.seed)
+    tasks = kind.make_tasks(8 * a.steps, seed=a.seed + 7)
+    worker = _verl_worker(str(files.model), a.lr, 8 * 16)
+    worst = 0.0
+    for step in range(a.steps):
+        data = _rows(local, tasks[8 * step : 8 * step + 8], 16, a.no_std)
+        verl_norm = _verl_update(worker, data, step + 1)
+        local_norm = local.update_sync(copy.deepcopy(data))["actor/grad_norm"]
+        served, trained = local.model.state_dict(), _verl_weights(worker)
+        d_local = torch.cat([(served[k] - start[k]).flatten() for k in start])
+        d_verl = torch.cat([(trained[k] - start[k]).flatten() for k in start])
+        relative = float((d_verl - d_local).norm() / d_local.norm())
+        worst = max(worst, relative)
+        reward = float(data.batch["token_level_scores"].sum(-1).mean())
+        print(
+            f"step {step + 1}: reward {reward:.3f}  grad norm local {local_norm:.6f} VERL {verl_norm:.6f}  "
+            f"|weight change| {float(d_local.norm()):.4e}, VERL - local {float((d_verl - d_local).norm()):.2e} "
+            f"({relative:.1e} of it)",
+            flush=True,
+        )
+    torch.distributed.destroy_process_group()
+    ok = worst <= a.tolerance
+    print(f"verl-same-update: {'same' if ok else 'DIFFERENT'} update (largest relative difference {worst:.1e})")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
