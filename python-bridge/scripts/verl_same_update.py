@@ -68,7 +68,7 @@ def _rows(policy: Any, tasks: list[dict[str, Any]], n: int, no_std: bool) -> Any
     return data
 
 
-def _verl_worker(model_dir: str, lr: float, rows: int) -> Any:
+def _verl_worker(model_dir: str, lr: float, rows: int, kl: float) -> Any:
     from agl_bridge.verl import compose_config, cpu
 
     config = compose_config(
@@ -81,7 +81,9 @@ def _verl_worker(model_dir: str, lr: float, rows: int) -> Any:
             "actor_rollout_ref.actor.optim.lr_scheduler_type=constant",
             "actor_rollout_ref.actor.optim.weight_decay=0",
             "actor_rollout_ref.actor.optim.total_training_steps=100",
-            "actor_rollout_ref.actor.use_kl_loss=false",
+            f"actor_rollout_ref.actor.use_kl_loss={str(kl > 0).lower()}",
+            f"actor_rollout_ref.actor.kl_loss_coef={kl}",
+            "actor_rollout_ref.actor.kl_loss_type=low_var_kl",
             "actor_rollout_ref.actor.entropy_coeff=0",
         ]
     )
@@ -93,12 +95,15 @@ def _verl_worker(model_dir: str, lr: float, rows: int) -> Any:
 def _verl_update(worker: Any, data: Any, step: int) -> float:
     """``_update_actor``'s call, as a worker receives it: the rows' fields and the trainer's extra info."""
     from verl.utils import tensordict_utils as tu
+    from verl.workers.utils.padding import response_to_nested
 
     from agl_bridge.verl.tq_batch import to_samples
 
     shaped = copy.deepcopy(data)
     shaped.batch["old_log_probs"] = shaped.batch["rollout_log_probs"].clone()  # VERL's bypass mode, as VerlBackend
     _, fields, _ = to_samples(shaped, step)
+    if "ref_log_prob" in data.batch.keys():  # as VERL's _compute_ref_log_prob writes it
+        fields["ref_log_prob"] = response_to_nested(data.batch["ref_log_prob"], fields["response_mask"])
     extra = {
         "calculate_entropy": False,
         "distillation_use_topk": False,
@@ -127,6 +132,7 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=7e-4)
     p.add_argument("--no-std", action="store_true", help="GRPO advantages without the group's std")
+    p.add_argument("--kl", type=float, default=0.0, help="KL loss coefficient (the reference: the starting weights)")
     p.add_argument("--tolerance", type=float, default=1e-4, help="largest relative difference of the weight changes")
     a = p.parse_args()
     # One FSDP rank in this process, on gloo, with agl's CPU platform: what cpu.yaml gives VERL's Ray workers.
@@ -142,12 +148,17 @@ def main() -> int:
     files = write_kind_files(tempfile.mkdtemp(prefix="agl-verl-same-update-"), seed=a.seed, warmup_steps=100)
     model, tokenizer = load_model(str(files.model))
     start = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    local = Policy(model, tokenizer, GrpoConfig(lr=a.lr), sampling_seed=a.seed)
+    local = Policy(model, tokenizer, GrpoConfig(lr=a.lr, kl_coef=a.kl), sampling_seed=a.seed)
+    local.set_reference()
     tasks = kind.make_tasks(8 * a.steps, seed=a.seed + 7)
-    worker = _verl_worker(str(files.model), a.lr, 8 * 16)
+    worker = _verl_worker(str(files.model), a.lr, 8 * 16, a.kl)
     worst = 0.0
     for step in range(a.steps):
         data = _rows(local, tasks[8 * step : 8 * step + 8], 16, a.no_std)
+        if a.kl > 0:  # what VERL's _compute_ref_log_prob adds to the rows (the reference model's forward pass)
+            with torch.no_grad():
+                ref = local.response_log_probs(data, local.reference)
+            data.batch["ref_log_prob"] = ref * data.batch["response_mask"]
         verl_norm = _verl_update(worker, data, step + 1)
         local_norm = local.update_sync(copy.deepcopy(data))["actor/grad_norm"]
         served, trained = local.model.state_dict(), _verl_weights(worker)

@@ -203,11 +203,12 @@ async def test_cpu_replica_sampling_follows_the_rollout_seed(tmp_path):
 @cpu_only
 def test_verl_actor_update_is_the_local_trainers_on_the_same_rows():
     """VERL's own actor worker (FSDP2 engine, ``ppo_loss``, optimizer) and the local trainer, fed the same rows from
-    the same weights, make the same update for three steps (``scripts/verl_same_update.py``): the loss's scaling over
-    tokens and micro-batches, the advantages, the optimizer and the clipping agree, to float rounding."""
+    the same weights, make the same update for three steps (``scripts/verl_same_update.py``, with the demos' KL loss):
+    the loss's scaling over tokens and micro-batches, the KL term, the optimizer and the clipping agree, to float
+    rounding."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "python-bridge")}
     result = subprocess.run(
-        [sys.executable, str(REPO / "python-bridge" / "scripts" / "verl_same_update.py"), "--steps", "3"],
+        [sys.executable, str(REPO / "python-bridge" / "scripts" / "verl_same_update.py"), "--kl", "0.01"],
         cwd=REPO,
         env=env,
         capture_output=True,
