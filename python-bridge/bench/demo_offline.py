@@ -19,15 +19,12 @@ import json
 import sys
 from typing import Any
 
-import numpy as np
 import torch
-from verl import DataProto
 
 from agl_bridge.local import tasks as kind
-from agl_bridge.local.batching import SampleRequest
+from agl_bridge.local.kind_batch import kind_batch
 from agl_bridge.local.policy import Policy
 from agl_bridge.local.run import LocalTrainerOptions, build_policy
-from agl_bridge.training.advantage import compute_rollout_level_advantage
 from agl_bridge.training.demo_rule import FINAL_MIN, steps_to_target
 
 TASKS, N, LAST, WATCH = 8, 16, 20, 30
@@ -35,46 +32,15 @@ TASKS, N, LAST, WATCH = 8, 16, 20, 30
 
 def _step(policy: Policy, batch: list[dict[str, Any]], no_std: bool) -> tuple[float, dict[str, str]]:
     """One step: samples, rewards, advantages, update. The mean reward and the words with no right answer."""
-    tok = policy.tokenizer
-    eos, pad = tok.eos_token_id, int(tok.pad_token_id or 0)
-    prompts = [policy.encode_chat([{"role": "user", "content": kind.format_prompt(t)}]) for t in batch]
-    outs = policy.generate_batch_sync([SampleRequest(list(p), 8, temperature=1.0) for p in prompts for _ in range(N)])
-    b, p_len, r_len = len(outs), max(map(len, prompts)), max(len(g.token_ids) for g in outs)
-    ids: np.ndarray = np.full((b, p_len + r_len), pad)
-    attention: np.ndarray = np.zeros((b, p_len + r_len), dtype=np.int64)
-    scores: np.ndarray = np.zeros((b, r_len), np.float32)
-    answers: dict[str, list[tuple[float, str]]] = collections.defaultdict(list)
-    for i, g in enumerate(outs):
-        task, prompt, k = batch[i // N], prompts[i // N], len(g.token_ids)
-        ids[i, p_len - len(prompt) : p_len], ids[i, p_len : p_len + k] = prompt, g.token_ids
-        attention[i, p_len - len(prompt) : p_len + k] = 1
-        text = tok.decode([t for t in g.token_ids if t != eos], skip_special_tokens=True)
-        scores[i, k - 1] = kind.reward(task, text)
-        answers[task["word"]].append((float(scores[i, k - 1]), text))
-    mask = torch.from_numpy(attention)
-    data = DataProto.from_dict(
-        tensors={
-            "prompts": torch.from_numpy(ids[:, :p_len]),
-            "responses": torch.from_numpy(ids[:, p_len:]),
-            "input_ids": torch.from_numpy(ids),
-            "attention_mask": mask,
-            "position_ids": torch.clamp(mask.cumsum(1) - 1, min=0),
-            "response_mask": mask[:, p_len:].clone(),
-            "token_level_scores": torch.from_numpy(scores),
-        },
-        non_tensors={
-            "uid": np.array([f"task-{i // N}" for i in range(b)], dtype=object),
-            "rollout_id_list": np.array([f"rollout-{i}" for i in range(b)], dtype=object),
-        },
-    )
-    data, _ = compute_rollout_level_advantage(data, "grpo", norm_adv_by_std_in_grpo=not no_std)
+    data, answers = kind_batch(policy, batch, N, norm_adv_by_std=not no_std)
     policy.update_sync(data)
     failed = {
         word: collections.Counter(text for _, text in got).most_common(1)[0][0]
         for word, got in answers.items()
         if not any(reward for reward, _ in got)
     }
-    return float(scores.sum() / b), failed
+    rewards = [reward for got in answers.values() for reward, _ in got]
+    return sum(rewards) / len(rewards), failed
 
 
 def run(seed: int, a: argparse.Namespace) -> dict[str, Any]:

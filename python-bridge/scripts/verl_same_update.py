@@ -23,51 +23,6 @@ import numpy as np
 import torch
 
 
-def _rows(policy: Any, tasks: list[dict[str, Any]], n: int, no_std: bool) -> Any:
-    """One step's batch: ``n`` samples per task from ``policy``, exact-match rewards, agl's GRPO advantages."""
-    from verl import DataProto
-
-    from agl_bridge.local import tasks as kind
-    from agl_bridge.local.batching import SampleRequest
-    from agl_bridge.training.advantage import compute_rollout_level_advantage
-
-    tok = policy.tokenizer
-    eos, pad = tok.eos_token_id, int(tok.pad_token_id or 0)
-    prompts = [policy.encode_chat([{"role": "user", "content": kind.format_prompt(t)}]) for t in tasks]
-    requests = [SampleRequest(list(p), 8, temperature=1.0) for p in prompts for _ in range(n)]
-    outs = policy.generate_batch_sync(requests)
-    b, p_len, r_len = len(outs), max(map(len, prompts)), max(len(g.token_ids) for g in outs)
-    ids: np.ndarray = np.full((b, p_len + r_len), pad)
-    attention: np.ndarray = np.zeros((b, p_len + r_len), dtype=np.int64)
-    scores: np.ndarray = np.zeros((b, r_len), np.float32)
-    log_probs: np.ndarray = np.zeros((b, r_len), np.float32)
-    for i, g in enumerate(outs):
-        task, prompt, k = tasks[i // n], prompts[i // n], len(g.token_ids)
-        ids[i, p_len - len(prompt) : p_len], ids[i, p_len : p_len + k] = prompt, g.token_ids
-        attention[i, p_len - len(prompt) : p_len + k] = 1
-        answer = tok.decode([t for t in g.token_ids if t != eos], skip_special_tokens=True)
-        scores[i, k - 1], log_probs[i, :k] = kind.reward(task, answer), g.logprobs
-    mask = torch.from_numpy(attention)
-    data = DataProto.from_dict(
-        tensors={
-            "prompts": torch.from_numpy(ids[:, :p_len]),
-            "responses": torch.from_numpy(ids[:, p_len:]),
-            "input_ids": torch.from_numpy(ids),
-            "attention_mask": mask,
-            "position_ids": torch.clamp(mask.cumsum(1) - 1, min=0),
-            "response_mask": mask[:, p_len:].clone(),
-            "token_level_scores": torch.from_numpy(scores),
-            "rollout_log_probs": torch.from_numpy(log_probs),
-        },
-        non_tensors={
-            "uid": np.array([f"task-{i // n}" for i in range(b)], dtype=object),
-            "rollout_id_list": np.array([f"rollout-{i}" for i in range(b)], dtype=object),
-        },
-    )
-    data, _ = compute_rollout_level_advantage(data, "grpo", norm_adv_by_std_in_grpo=not no_std)
-    return data
-
-
 def _verl_worker(model_dir: str, lr: float, rows: int, kl: float) -> Any:
     from agl_bridge.verl import compose_config, cpu
 
@@ -141,6 +96,7 @@ def main() -> int:
     os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
     torch.set_num_threads(1)
     from agl_bridge.local import tasks as kind
+    from agl_bridge.local.kind_batch import kind_batch
     from agl_bridge.local.model import load_model
     from agl_bridge.local.policy import GrpoConfig, Policy
     from agl_bridge.verl.kind_files import write_kind_files
@@ -154,7 +110,7 @@ def main() -> int:
     worker = _verl_worker(str(files.model), a.lr, 8 * 16, a.kl)
     worst = 0.0
     for step in range(a.steps):
-        data = _rows(local, tasks[8 * step : 8 * step + 8], 16, a.no_std)
+        data, _ = kind_batch(local, tasks[8 * step : 8 * step + 8], 16, norm_adv_by_std=not a.no_std)
         if a.kl > 0:  # what VERL's _compute_ref_log_prob adds to the rows (the reference model's forward pass)
             with torch.no_grad():
                 ref = local.response_log_probs(data, local.reference)
