@@ -6,12 +6,14 @@ first pays one-time costs):
 
 - generation: the step's rollouts, enqueue to all finished (runners -> proxy -> CPU replica);
 - old log-prob: VERL's ``_compute_old_log_prob`` on the FSDP2 actor;
+- ref log-prob: VERL's ``_compute_ref_log_prob`` on the reference model (with the KL loss: the demos' setting);
 - actor update: VERL's ``_update_actor`` (PPO mini-batches);
 - weight push: ``checkpoint_manager.update_weights`` (FSDP full tensors -> the replica's server);
 - bridge: agl's own work — triplets from StreamTriplets, DataProto, advantages, proxy pause/drain, publication.
 
     PYTHONPATH=python-bridge python-bridge/.venv/bin/python python-bridge/bench/verl_cpu_bench.py [--steps 8] \
         [algorithm.rollout_correction.bypass_mode=true]   # make demo-verl's synchronous setting: no old log-prob pass
+        [actor_rollout_ref.actor.use_kl_loss=true actor_rollout_ref.actor.kl_loss_coef=0.01]   # and its KL loss
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 PHASES = {
     "generation": ("enqueue", "wait"),
     "old log-prob": ("old_log_prob",),
+    "ref log-prob": ("ref_log_prob",),
     "actor update": ("update_actor",),
     "weight push": ("update_weights",),
     "replica sleep": ("sleep_replicas",),

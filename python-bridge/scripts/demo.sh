@@ -18,6 +18,6 @@ mkdir -p "$DIR"
 echo "agl demo: seed $SEED, $STEPS steps of 8 tasks x 16 rollouts, max staleness $ASYNC; store, checkpoints and logs in $DIR"
 started=$(date +%s)
 node bin/agl.js train "${DEMO_AGENT:-examples/rl-kind/agent.ts}" --trainer local --database "$DIR/agl.db" --steps "$STEPS" \
-  --tasks-per-step 8 --n 16 --checkpoint-dir "$DIR/ckpt" -- --seed "$SEED" --lr 7e-4 --summary "$DIR/summary.json" \
+  --tasks-per-step 8 --n 16 --checkpoint-dir "$DIR/ckpt" -- --seed "$SEED" --lr 7e-4 --kl-coef 0.01 --summary "$DIR/summary.json" \
   --target 0.9 --max-staleness "$ASYNC" "$@"
 python-bridge/.venv/bin/python -m agl_bridge.training.demo_rule "$DIR/summary.json" --label "agl demo" --started "$started"

@@ -347,3 +347,43 @@ async def test_local_trainer_validates_and_prints(store_address, caplog, tmp_pat
     assert json.loads((tmp_path / "summary.json").read_text())["rewards"] == summary["rewards"]
     assert png == tmp_path / "summary-rewards.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+
+
+def test_kl_loss_holds_the_update_to_the_weights_rl_started_from(tmp_path):
+    """``kl_coef``: VERL's KL loss against the weights the first update started from — 0 on that update, positive
+    after, keeping the weights closer to those than the same updates without it; a checkpoint keeps the reference."""
+    from rollouts import rollout, triplet
+
+    from agl_bridge.training.advantage import compute_rollout_level_advantage
+    from agl_bridge.training.dataproto import ConvertOptions, to_dataproto
+
+    batch = [
+        rollout(f"r{i}", "g", [triplet([3, 6, 7], [8 + i % 3, 5])], final_reward=float(i % 3 == 0)) for i in range(6)
+    ]
+
+    def data() -> Any:
+        d, _ = to_dataproto(batch, ConvertOptions(pad_token_id=0))
+        return compute_rollout_level_advantage(d, "grpo")[0]
+
+    plain, held = tiny_policy(warm=False), tiny_policy(warm=False)
+    held.grpo.kl_coef = 1.0
+    start = {k: v.clone() for k, v in held.model.state_dict().items()}
+    kl = [held.update_sync(data())["actor/kl_loss"] for _ in range(6)]
+    for _ in range(6):
+        assert "actor/kl_loss" not in plain.update_sync(data())
+
+    def moved(policy: Policy) -> float:
+        return sum(float((v - start[k]).norm() ** 2) for k, v in policy.model.state_dict().items()) ** 0.5
+
+    assert kl[0] == pytest.approx(0.0, abs=1e-7) and all(k > 0 for k in kl[1:])
+    assert moved(held) < moved(plain)
+    assert held.reference is not None and plain.reference is None
+    server = PolicyServer(held, "tiny")
+    LocalBackend(held, server).save(tmp_path)
+    resumed = tiny_policy(seed=1, warm=False)
+    LocalBackend(resumed, PolicyServer(resumed, "tiny")).load(tmp_path)
+    assert resumed.reference is not None
+    for k, v in resumed.reference.state_dict().items():
+        assert torch.equal(v, start[k])
+    for policy in (plain, held, resumed):
+        policy.close()

@@ -110,6 +110,13 @@ def parse_args(argv: list[str] | None = None) -> LocalTrainerOptions:
     p.add_argument("--freeze-embeddings", action="store_true", help="leave the (tied) embeddings untrained")
     p.add_argument("--grad-clip", type=float, default=1.0, help="gradient norm clipping")
     p.add_argument("--max-batch", type=int, default=32, help="requests the policy server samples in one batch")
+    p.add_argument(
+        "--kl-coef",
+        type=float,
+        default=0.0,
+        help="KL loss coefficient against the weights RL started from (VERL's actor.kl_loss_coef; 0: none)",
+    )
+    p.add_argument("--kl-type", default="low_var_kl", help="VERL's KL estimator (actor.kl_loss_type)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     _loop_arguments(p)

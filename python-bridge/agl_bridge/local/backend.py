@@ -14,6 +14,9 @@ from agl_bridge.store.convert import llm_resource
 
 __all__ = ["LocalBackend"]
 
+# Where a checkpoint keeps the KL loss's reference weights (``--kl-coef`` > 0).
+REFERENCE_FILE = "reference.pt"
+
 
 class LocalBackend:
     """Publishes the policy server (as ``llm_name``: a ``proxy_llm`` pointing at ``proxy_url`` when the agl LLM
@@ -66,6 +69,9 @@ class LocalBackend:
             {"optimizer": self.policy.optimizer.state_dict(), "weights_version": self.policy.weights_version},
             directory / "optimizer.pt",
         )
+        if self.policy.reference is not None:
+            # The KL loss's reference: the weights RL started from, which a resumed run has no other record of.
+            torch.save(self.policy.reference.state_dict(), directory / REFERENCE_FILE)
 
     def load(self, directory: Path) -> None:
         from transformers import AutoModelForCausalLM
@@ -77,3 +83,5 @@ class LocalBackend:
         state = torch.load(directory / "optimizer.pt", weights_only=False)
         self.policy.optimizer.load_state_dict(state["optimizer"])
         self.policy.weights_version = int(state.get("weights_version", 0))
+        if (directory / REFERENCE_FILE).exists():
+            self.policy.set_reference(torch.load(directory / REFERENCE_FILE, weights_only=True))

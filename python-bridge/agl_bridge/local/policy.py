@@ -56,6 +56,10 @@ class GrpoConfig:
     # parameters, and what a few RL steps at a high learning rate damage first.
     freeze_embeddings: bool = False
     rollout_correction: dict[str, Any] | None = None
+    # VERL's KL loss (actor.use_kl_loss with kl_loss_coef, kl_loss_type): ``kl_coef`` × the token-mean KL estimate
+    # between the weights trained and the reference ones (those the first update started from), added to the loss.
+    kl_coef: float = 0.0
+    kl_type: str = "low_var_kl"
 
     def actor_config(self) -> ActorConfig:
         return ActorConfig(
@@ -94,6 +98,8 @@ class Policy:
         if self.grpo.freeze_embeddings:
             self.model.get_input_embeddings().weight.requires_grad_(False)
         self.optimizer = self._make_optimizer()
+        # The frozen weights the KL loss is measured against (``kl_coef`` > 0): set by the first update, or loaded.
+        self.reference: torch.nn.Module | None = None
         self._actor_config = self.grpo.actor_config()
         self._loss_fn = core_algos.get_policy_loss_fn(self.grpo.loss_mode)
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agl-policy")
@@ -228,13 +234,20 @@ class Policy:
 
     # -- training ----------------------------------------------------------------------------------------------
 
-    def response_log_probs(self, data: DataProto) -> torch.Tensor:
-        """Log-probs [B, R] of ``responses`` under the weights being trained (with grad when enabled); logits only
-        at the positions that predict a response token (a 262k-token vocabulary makes them the pass's largest
-        tensor)."""
+    def set_reference(self, state: dict[str, torch.Tensor] | None = None) -> None:
+        """The KL loss's reference: a frozen copy of the weights trained now, or of ``state``."""
+        reference = copy.deepcopy(self.train_model).eval().requires_grad_(False)
+        if state is not None:
+            reference.load_state_dict(state)
+        self.reference = reference
+
+    def response_log_probs(self, data: DataProto, model: torch.nn.Module | None = None) -> torch.Tensor:
+        """Log-probs [B, R] of ``responses`` under the weights being trained (or ``model``; with grad when enabled);
+        logits only at the positions that predict a response token (a 262k-token vocabulary makes them the pass's
+        largest tensor)."""
         batch = data.batch
         r_len = batch["responses"].shape[1]
-        logits = self.train_model(
+        logits = (model or self.train_model)(
             input_ids=batch["input_ids"],
             attention_mask=batch["attention_mask"],
             position_ids=batch["position_ids"],
@@ -285,8 +298,10 @@ class Policy:
         data, correction_metrics = apply_rollout_correction(data, cfg.rollout_correction)
         metrics.update(correction_metrics)
         weighted = "rollout_is_weights" in data.batch.keys()
+        if cfg.kl_coef > 0 and self.reference is None:
+            self.set_reference()
         self.train_model.train()
-        losses, kls, clipfracs, norms = [], [], [], []
+        losses, kls, clipfracs, norms, kl_losses = [], [], [], [], []
         try:
             for epoch in range(cfg.ppo_epochs):
                 order = torch.randperm(n, generator=torch.Generator().manual_seed(self.weights_version * 131 + epoch))
@@ -310,6 +325,10 @@ class Policy:
                             config=self._actor_config,
                             rollout_is_weights=mb.batch["rollout_is_weights"] if weighted else None,
                         )
+                        if cfg.kl_coef > 0:
+                            kl_loss = self._kl_loss(mb, log_prob)
+                            loss = loss + cfg.kl_coef * kl_loss
+                            kl_losses.append(float(kl_loss.detach()))
                         # The mini-batch's loss is its micro-batches' weighted by their share of its tokens (token
                         # means) or of its rows (the other modes).
                         if cfg.loss_agg_mode == "token-mean":
@@ -336,7 +355,19 @@ class Policy:
                 "actor/n_updates": float(len(losses)),
             }
         )
+        if kl_losses:
+            metrics["actor/kl_loss"] = sum(kl_losses) / len(kl_losses)
         return metrics
+
+    def _kl_loss(self, mb: DataProto, log_prob: torch.Tensor) -> torch.Tensor:
+        """VERL's KL loss of a micro-batch: ``kl_penalty`` (``kl_type``) against the reference, token-mean."""
+        assert self.reference is not None
+        with torch.no_grad():
+            ref = self.response_log_probs(mb, self.reference)
+        kld = core_algos.kl_penalty(logprob=log_prob, ref_logprob=ref, kl_penalty=self.grpo.kl_type)
+        return core_algos.agg_loss(
+            loss_mat=kld, loss_mask=mb.batch["response_mask"], loss_agg_mode=self.grpo.loss_agg_mode
+        )
 
     async def update(self, data: DataProto) -> dict[str, float]:
         if self._train_thread is None:

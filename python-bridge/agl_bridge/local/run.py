@@ -84,6 +84,9 @@ class LocalTrainerOptions:
     freeze_embeddings: bool = False
     grad_clip: float = 1.0
     max_batch: int = 32
+    # VERL's KL loss against the weights RL started from (actor.kl_loss_coef, kl_loss_type); 0: none.
+    kl_coef: float = 0.0
+    kl_type: str = "low_var_kl"
 
 
 def _dataset(options: LocalTrainerOptions) -> list[Any]:
@@ -126,6 +129,8 @@ def build_policy(options: LocalTrainerOptions) -> Policy:
         freeze_embeddings=options.freeze_embeddings,
         grad_clip=options.grad_clip,
         rollout_correction=correction,
+        kl_coef=options.kl_coef,
+        kl_type=options.kl_type,
     )
     if options.model:
         template = Path(options.chat_template).read_text() if options.chat_template else None

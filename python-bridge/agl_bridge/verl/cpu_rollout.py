@@ -107,7 +107,11 @@ class CpuPolicyServer:
         torch.set_num_threads(1)
         self.config, self.replica_rank = config, replica_rank
         model, tokenizer = load_model(copy_to_local(str(model_config.path)))
-        self.policy = Policy(model, tokenizer)
+        # VERL's rollout.seed (vLLM's sampling seed), as the local policy server's --seed: a request without a seed
+        # of its own draws from (seed, weights version, prompt, draw number), whatever order the runners' requests
+        # come in, so a run can be repeated. None (a config without the key): unseeded.
+        seed = getattr(config, "seed", None)
+        self.policy = Policy(model, tokenizer, sampling_seed=None if seed is None else int(seed))
         # Across machines: listen on $AGL_ENGINE_HOST (default loopback) and report $AGL_ENGINE_ADVERTISE_HOST, the
         # address the proxy dials, to VERL (which agl publishes); TLS with $AGL_ENGINE_TLS_CERT and _KEY. Ray actors
         # inherit the driver's environment.
