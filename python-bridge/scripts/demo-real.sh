@@ -7,6 +7,7 @@
 # training's temperature (one rollout a problem) is reported beside it. The agent's prompt is a template resource the
 # trainer publishes (prompts/DEMO_PROMPT.txt). Environment: TRAINER (verl|local), DEMO_SEED (0), DEMO_STEPS (16),
 # DEMO_N (rollouts per task, 4), DEMO_LR (2e-6), DEMO_PROMPT (instructed), DEMO_DIR (a new temporary directory).
+# Choosing settings: DEMO_HELDOUT=val scores the validation split instead of test, every DEMO_TEST_FREQ steps (local).
 # DEMO_SCORE=1 only scores the prompt, greedily on the validation split, through the same agent (local trainer, no
 # training): how the starting prompt was chosen (docs/rl-training.md).
 set -euo pipefail
@@ -26,7 +27,7 @@ mkdir -p "$DIR"
 rm -rf "$DIR/ckpt" "$DIR"/agl.db*
 npx tsx examples/word-math/tasks.ts "$DIR/tasks"
 T="$DIR/tasks"
-VAL="$T/test.jsonl" EXTRA=()
+VAL="$T/${DEMO_HELDOUT:-test}.jsonl" EXTRA=()
 if [ -n "${DEMO_SCORE:-}" ]; then TRAINER=local VAL="$T/val.jsonl" EXTRA=(--val-only --val-sampled-n 0); fi
 echo "agl demo-real: Gemma 3 270M, $TRAINER trainer, seed $SEED, $STEPS steps of 4 tasks x $N rollouts, lr $LR," \
   "prompt $(basename "$PROMPT" .txt);" \
@@ -38,9 +39,9 @@ if [ "$TRAINER" = local ]; then
   node bin/agl.js train examples/word-math/agent.ts --trainer local --database "$DIR/agl.db" --steps "$STEPS" \
     --tasks-per-step 4 --n "$N" --concurrency 64 --dataset "$T/train.jsonl" --val-dataset "$VAL" \
     --model "$MODEL" -- \
-    --seed "$SEED" --lr "$LR" --grad-clip 1.0 --freeze-embeddings --micro-batch 8 --max-tokens 24 \
+    --seed "$SEED" --lr "$LR" --grad-clip 1.0 --freeze-embeddings --micro-batch 16 --max-tokens 24 \
     --prompt-templates "{\"word_math\": \"$PROMPT\"}" --temperature 1.0 --val-temperature 0 --val-sampled-n 1 \
-    --test-freq "$STEPS" --threads 2 --rollout-timeout 3600 \
+    --test-freq "${DEMO_TEST_FREQ:-$STEPS}" --threads 2 --rollout-timeout 3600 \
     --attempt-timeout 1800 --max-batch 64 \
     --summary "$DIR/summary.json" "${EXTRA[@]}" > >(tee "$DIR/train.log") 2>&1
   if [ -n "${DEMO_SCORE:-}" ]; then
@@ -60,7 +61,7 @@ pd.DataFrame({"prompt": [[{"role": "user", "content": r["question"]}] for r in r
               "reward_model": [{"ground_truth": str(r["answer"])} for r in rows[:64]]}).to_parquet(f"{sys.argv[1]}/prompts.parquet")
 PY
   node bin/agl.js train examples/word-math/agent.ts --trainer verl --database "$DIR/agl.db" --steps "$STEPS" \
-    --dataset "$T/train.jsonl" --val-dataset "$T/test.jsonl" --model "$MODEL" --n "$N" --tasks-per-step 4 \
+    --dataset "$T/train.jsonl" --val-dataset "$VAL" --model "$MODEL" --n "$N" --tasks-per-step 4 \
     --concurrency 32 -- \
     trainer.device=cpu hydra.run.dir="$DIR/hydra" data.train_files="$T/prompts.parquet" \
     data.val_files="$T/prompts.parquet" data.max_prompt_length=768 data.max_response_length=24 \

@@ -17,11 +17,11 @@ import torch
 from transformers import PreTrainedTokenizerBase
 from verl import DataProto
 from verl.trainer.ppo import core_algos
-from verl.utils.torch_functional import logprobs_from_logits
 from verl.workers.config import ActorConfig
 
 from agl_bridge.errors import ConfigError
 from agl_bridge.local.batching import Generation, SampleRequest, sample_batch
+from agl_bridge.local.prefix_forward import response_log_probs
 from agl_bridge.training.rollout_correction import apply_rollout_correction
 
 __all__ = ["NO_CHAT_TEMPLATE", "Generation", "GrpoConfig", "Policy"]
@@ -229,18 +229,9 @@ class Policy:
     # -- training ----------------------------------------------------------------------------------------------
 
     def response_log_probs(self, data: DataProto) -> torch.Tensor:
-        """Log-probs [B, R] of ``responses`` under the weights being trained (with grad when enabled); logits only
-        at the positions that predict a response token (a 262k-token vocabulary makes them the pass's largest
-        tensor)."""
-        batch = data.batch
-        r_len = batch["responses"].shape[1]
-        logits = self.train_model(
-            input_ids=batch["input_ids"],
-            attention_mask=batch["attention_mask"],
-            position_ids=batch["position_ids"],
-            logits_to_keep=r_len + 1,
-        ).logits
-        return logprobs_from_logits(logits[:, :-1].float(), batch["responses"])
+        """Log-probs [B, R] of ``responses`` under the weights being trained (with grad when enabled), the prompts'
+        shared prefix computed once (``prefix_forward``)."""
+        return response_log_probs(self.train_model, data.batch)
 
     @staticmethod
     def _rollout_diff(data: DataProto, old: torch.Tensor, metrics: dict[str, float]) -> None:

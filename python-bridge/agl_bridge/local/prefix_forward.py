@@ -1,0 +1,69 @@
+"""Response log-probs of a batch whose prompts share a long prefix (a few-shot template: ~400 of a real task's ~460
+prompt tokens), with that prefix computed once: a forward pass of the prefix at batch 1, its KV cache repeated for
+every row, then the rows' own tokens over it. With grad enabled the gradient is exact: the repeated cache's
+gradients sum into the one prefix pass, as the rows' would.
+
+Rows follow ``training/dataproto``'s layout: prompts left-padded to ``P``, responses right-padded to ``R``."""
+
+from __future__ import annotations
+
+import torch
+from verl.utils.torch_functional import logprobs_from_logits
+
+__all__ = ["MIN_SHARED_PREFIX", "response_log_probs", "shared_prompt_prefix"]
+
+# Below this many shared tokens the plain forward pass is used: the saving would not pay for a second pass.
+MIN_SHARED_PREFIX = 16
+
+
+def shared_prompt_prefix(prompts: torch.Tensor, prompt_mask: torch.Tensor) -> int:
+    """How many leading real prompt tokens every row shares, leaving each row at least its last prompt token (whose
+    logits predict the first response token)."""
+    lengths = prompt_mask.sum(-1)
+    p_len, shortest = prompts.shape[1], int(lengths.min())
+    if prompts.shape[0] < 2 or shortest < 2:
+        return 0
+    # Each row's real prompt, left-aligned; columns where every row equals the first row's.
+    starts = p_len - lengths
+    cols = torch.arange(shortest - 1)
+    aligned = prompts[torch.arange(prompts.shape[0])[:, None], starts[:, None] + cols[None, :]]
+    same = (aligned == aligned[:1]).all(0)
+    return int(same.long().cumprod(0).sum())
+
+
+def response_log_probs(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Log-probs [B, R] of ``responses`` (with grad when enabled), logits only at the positions that predict a
+    response token (a 262k-token vocabulary makes them the pass's largest tensor)."""
+    responses, input_ids, mask = batch["responses"], batch["input_ids"], batch["attention_mask"]
+    r_len = responses.shape[1]
+    p_len = input_ids.shape[1] - r_len
+    shared = shared_prompt_prefix(input_ids[:, :p_len], mask[:, :p_len])
+    if shared < MIN_SHARED_PREFIX:
+        logits = model(
+            input_ids=input_ids, attention_mask=mask, position_ids=batch["position_ids"], logits_to_keep=r_len + 1
+        ).logits
+        return logprobs_from_logits(logits[:, :-1].float(), responses)
+    rows = input_ids.shape[0]
+    lengths = mask[:, :p_len].sum(-1)
+    first = p_len - int(lengths[0])
+    prefix = model(input_ids=input_ids[:1, first : first + shared], use_cache=True, logits_to_keep=1)
+    past = prefix.past_key_values
+    past.batch_repeat_interleave(rows)
+    # Each row's own tokens stay where they are (right-aligned at P, responses after); the prefix tokens left in the
+    # window are masked out (they are in the cache), and positions continue from the prefix.
+    width = int(lengths.max()) - shared
+    window = slice(p_len - width, None)
+    own_start = (p_len - lengths + shared)[:, None]
+    cols = torch.arange(p_len - width, input_ids.shape[1])[None, :]
+    own_mask = mask[:, window] * (cols >= own_start).long()
+    positions = shared + (own_mask.cumsum(-1) - 1).clamp(min=0)
+    full_mask = torch.cat([torch.ones((rows, shared), dtype=own_mask.dtype), own_mask], dim=1)
+    logits = model(
+        input_ids=input_ids[:, window],
+        attention_mask=full_mask,
+        position_ids=positions,
+        past_key_values=past,
+        use_cache=True,
+        logits_to_keep=r_len + 1,
+    ).logits
+    return logprobs_from_logits(logits[:, :-1].float(), responses)
