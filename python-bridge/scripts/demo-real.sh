@@ -70,6 +70,7 @@ PY
     actor_rollout_ref.actor.optim.lr="$LR" actor_rollout_ref.actor.optim.lr_scheduler_type=constant \
     actor_rollout_ref.actor.optim.weight_decay=0 actor_rollout_ref.actor.grad_clip=1.0 \
     actor_rollout_ref.actor.ppo_mini_batch_size=4 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8 \
+    +actor_rollout_ref.model.override_config.agl_freeze_embeddings=true \
     actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8 actor_rollout_ref.rollout.temperature=1.0 \
     actor_rollout_ref.rollout.response_length=24 actor_rollout_ref.rollout.val_kwargs.temperature=0 \
     "agl.prompt_templates={word_math:'$PROMPT'}" agl.val_sampled_n=1 \

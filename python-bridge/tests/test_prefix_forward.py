@@ -14,9 +14,17 @@ from agl_bridge.local.prefix_forward import MIN_SHARED_PREFIX, response_log_prob
 def _model() -> torch.nn.Module:
     torch.manual_seed(0)
     config = Gemma3TextConfig(
-        vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=2,
-        num_key_value_heads=1, head_dim=16, sliding_window=128, layer_types=["sliding_attention", "sliding_attention",
-        "full_attention"], max_position_embeddings=256, attn_implementation="eager",
+        vocab_size=97,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        sliding_window=128,
+        layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+        max_position_embeddings=256,
+        attn_implementation="eager",
     )
     return Gemma3ForCausalLM(config).float()
 
@@ -48,8 +56,12 @@ def _batch(prefix_len: int) -> dict[str, torch.Tensor]:
 
 def _plain(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     r_len = batch["responses"].shape[1]
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                   position_ids=batch["position_ids"], logits_to_keep=r_len + 1).logits
+    logits = model(
+        input_ids=batch["input_ids"],
+        attention_mask=batch["attention_mask"],
+        position_ids=batch["position_ids"],
+        logits_to_keep=r_len + 1,
+    ).logits
     return logprobs_from_logits(logits[:, :-1].float(), batch["responses"])
 
 

@@ -1,0 +1,111 @@
+"""VERL's FSDP language-model engine on CPU, with two changes a real model needs there.
+
+- **Logits only where the loss reads them.** VERL 0.9.1's ``FSDPEngineWithLMHead`` computes full-vocabulary logits
+  at every position of every row and takes log-probs over the whole sequence, of which the actor's loss and the old
+  log-prob pass read only the response positions (``no_padding_2_padding``). With Gemma 3's 262k-token vocabulary
+  that is 262k × ~500 positions × rows: 4 GiB of logits for 8 rows, and most of a CPU step. Here the model computes
+  logits on the columns that predict a response token of some row of the micro-batch (``logits_to_keep``, a window
+  from the earliest to the last such column) and the log-probs (and entropy) of each row's own response positions
+  are placed where VERL's full-length outputs have them, zeros elsewhere. Only the padded path (CPU's
+  ``use_remove_padding: false``) without fused kernels, distillation or Σπ² is changed; anything else is VERL's.
+- **Frozen input embeddings**, which VERL has no option for: ``+actor_rollout_ref.model.override_config.
+  agl_freeze_embeddings=true`` (VERL copies ``override_config`` into the HF config, which the engine reads) leaves
+  the input embedding (and Gemma's output head tied to it) untrained, as the local trainer's ``--freeze-embeddings``
+  does. FSDP2 shards frozen parameters like any other; the optimizer skips them (no grad), so the CPU replica's
+  changed-only weight push leaves them behind (383 of 1,663 MiB for Gemma 3 270M).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from verl.utils import tensordict_utils as tu
+from verl.utils.dataset.dataset_utils import DatasetPadMode
+from verl.workers.engine.fsdp import transformer_impl
+
+__all__ = ["FREEZE_EMBEDDINGS", "CpuLMHeadEngine", "log_probs_of", "response_columns"]
+
+# The HF config attribute (set through VERL's model.override_config) that freezes the input embeddings.
+FREEZE_EMBEDDINGS = "agl_freeze_embeddings"
+
+
+def log_probs_of(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """log softmax(logits)[label] for every row at once (``logits_labels - logsumexp``, VERL's own formula; in fp32
+    at least, where VERL's row loop takes log_softmax for bf16 because logsumexp is unstable there)."""
+    if logits.dtype not in (torch.float32, torch.float64):
+        logits = logits.float()
+    return torch.gather(logits, -1, labels.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+
+
+def response_columns(micro_batch: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's prompt and response lengths, as VERL's ``no_padding_2_padding`` reads them."""
+    prompts, responses = micro_batch["prompts"], micro_batch["responses"]
+    if prompts.is_nested:
+        return prompts.offsets().diff(), responses.offsets().diff()
+    mask = micro_batch["attention_mask"]
+    return mask[:, : prompts.shape[1]].sum(1), mask[:, prompts.shape[1] :].sum(1)
+
+
+def _applies(micro_batch: Any) -> bool:
+    flags = ("use_remove_padding", "use_fused_kernels", "distillation_use_topk", "calculate_sum_pi_squared")
+    return not any(tu.get_non_tensor_data(data=micro_batch, key=k, default=False) for k in flags) and (
+        tu.get_non_tensor_data(data=micro_batch, key="pad_mode", default=DatasetPadMode.NO_PADDING)
+        == DatasetPadMode.NO_PADDING
+    )
+
+
+class CpuLMHeadEngine(transformer_impl.FSDPEngineWithLMHead):
+    """``FSDPEngineWithLMHead`` with logits at response positions only and optionally frozen input embeddings (the
+    module doc)."""
+
+    def _build_module(self) -> torch.nn.Module:
+        module = super()._build_module()
+        if getattr(self.model_config.hf_config, FREEZE_EMBEDDINGS, False):
+            module.get_input_embeddings().weight.requires_grad_(False)
+        return module
+
+    def prepare_model_inputs(self, micro_batch: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        model_inputs, output_args = super().prepare_model_inputs(micro_batch)
+        if _applies(micro_batch) and "prompts" in micro_batch and "responses" in micro_batch:
+            prompt_lens, response_lens = response_columns(micro_batch)
+            # Row i's response tokens are predicted at columns p_i - 1 ... p_i + r_i - 2 (rows are right-padded).
+            first = int((prompt_lens - 1).min())
+            last = int((prompt_lens + response_lens - 2).max())
+            model_inputs["logits_to_keep"] = torch.arange(first, last + 1, device=model_inputs["input_ids"].device)
+            output_args["agl_response_window"] = (first, prompt_lens, response_lens)
+        return model_inputs, output_args
+
+    def prepare_model_outputs(
+        self, output: Any, output_args: dict[str, Any], micro_batch: Any, logits_processor_func: Any
+    ) -> dict[str, Any]:
+        if "agl_response_window" not in output_args:
+            return super().prepare_model_outputs(output, output_args, micro_batch, logits_processor_func)
+        first, prompt_lens, response_lens = output_args["agl_response_window"]
+        logits = output.logits  # [B, W, V]: the window's columns only
+        cu_seqlens = micro_batch["input_ids"].offsets()
+        rows = torch.repeat_interleave(torch.arange(len(prompt_lens)), response_lens)
+        # Within each row, the k-th response token is predicted at column p_i - 1 + k.
+        k = torch.arange(int(response_lens.sum())) - torch.repeat_interleave(
+            response_lens.cumsum(0) - response_lens, response_lens
+        )
+        cols = prompt_lens[rows] - 1 + k
+        flat = cu_seqlens[:-1].cpu()[rows] + cols
+        selected = logits[rows.to(logits.device), (cols - first).to(logits.device)]  # [K, V]
+        temperature = output_args["temperature"].to(selected.device)[rows.to(selected.device)]
+        selected = transformer_impl._scale_logits_by_temperature(
+            selected, temperature.unsqueeze(-1), is_unit_temperature=output_args.get("temperature_is_one", False)
+        )
+        labels = output_args["input_ids_rmpad_rolled"][flat.to(selected.device)]
+        total = int(cu_seqlens[-1])
+        model_output: dict[str, Any] = {}
+
+        def placed(values: torch.Tensor) -> torch.Tensor:
+            full = values.new_zeros(total).index_put((flat.to(values.device),), values)
+            return torch.nested.nested_tensor_from_jagged(full, cu_seqlens)
+
+        if not tu.get_non_tensor_data(data=micro_batch, key="distillation_only", default=False):
+            model_output["log_probs"] = placed(log_probs_of(selected, labels))
+        if tu.get_non_tensor_data(data=micro_batch, key="calculate_entropy", default=False):
+            model_output["entropy"] = placed(transformer_impl.verl_F.entropy_from_logits(selected))
+        return model_output
