@@ -63,7 +63,7 @@ def _micro_batch() -> TensorDict:
     return data
 
 
-def _engine(cls: type) -> FSDPEngineWithLMHead:
+def _engine(cls: type[FSDPEngineWithLMHead]) -> FSDPEngineWithLMHead:
     # The attributes the padded path reads (the rest of an engine is FSDP and optimizer state, not used here).
     engine = cls.__new__(cls)
     engine.pad_to_length = None
