@@ -65,7 +65,7 @@ def _micro_batch() -> TensorDict:
 
 def _engine(cls: type[FSDPEngineWithLMHead]) -> FSDPEngineWithLMHead:
     # The attributes the padded path reads (the rest of an engine is FSDP and optimizer state, not used here).
-    engine = cls.__new__(cls)
+    engine = object.__new__(cls)
     engine.pad_to_length = None
     engine.engine_config = types.SimpleNamespace(entropy_checkpointing=False)
     return engine
