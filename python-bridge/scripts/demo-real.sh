@@ -6,7 +6,7 @@
 # and exits non-zero when missed (target: a gain of at least +0.15 with the CI above 0); the same split sampled at
 # training's temperature (one rollout a problem) is reported beside it. The agent's prompt is a template resource the
 # trainer publishes (prompts/DEMO_PROMPT.txt). Environment: TRAINER (verl|local), DEMO_SEED (0), DEMO_STEPS (16),
-# DEMO_N (rollouts per task, 4), DEMO_LR (2e-6), DEMO_PROMPT (instructed), DEMO_DIR (a new temporary directory).
+# DEMO_N (rollouts per task, 4), DEMO_LR (2e-6), DEMO_TEMP (training's sampling temperature, 1.0), DEMO_PROMPT (instructed), DEMO_DIR (a new temporary directory).
 # Choosing settings: DEMO_HELDOUT=val scores the validation split instead of test, every DEMO_TEST_FREQ steps (local).
 # DEMO_SCORE=1 only scores the prompt, greedily on the validation split, through the same agent (local trainer, no
 # training): how the starting prompt was chosen (docs/rl-training.md).
@@ -19,6 +19,7 @@ STEPS="${DEMO_STEPS:-16}"
 N="${DEMO_N:-4}"
 SEED="${DEMO_SEED:-0}"
 LR="${DEMO_LR:-2e-6}"
+TEMP="${DEMO_TEMP:-1.0}"
 PROMPT="$PWD/examples/word-math/prompts/${DEMO_PROMPT:-instructed}.txt"
 PY=python-bridge/.venv/bin/python
 MODEL="$PWD/.cache/models/gemma3-270m/gemma-3-270m-q4_k_m.gguf.hf"
@@ -28,6 +29,8 @@ rm -rf "$DIR/ckpt" "$DIR"/agl.db*
 npx tsx examples/word-math/tasks.ts "$DIR/tasks"
 T="$DIR/tasks"
 VAL="$T/${DEMO_HELDOUT:-test}.jsonl" EXTRA=()
+# DEMO_HELDOUT_LIMIT=K keeps the held-out split's first K problems (a quick check of the path, not a result).
+if [ -n "${DEMO_HELDOUT_LIMIT:-}" ]; then head -n "$DEMO_HELDOUT_LIMIT" "$VAL" > "$T/heldout.jsonl"; VAL="$T/heldout.jsonl"; fi
 if [ -n "${DEMO_SCORE:-}" ]; then TRAINER=local VAL="$T/val.jsonl" EXTRA=(--val-only --val-sampled-n 0); fi
 echo "agl demo-real: Gemma 3 270M, $TRAINER trainer, seed $SEED, $STEPS steps of 4 tasks x $N rollouts, lr $LR," \
   "prompt $(basename "$PROMPT" .txt);" \
@@ -40,7 +43,7 @@ if [ "$TRAINER" = local ]; then
     --tasks-per-step 4 --n "$N" --concurrency 64 --dataset "$T/train.jsonl" --val-dataset "$VAL" \
     --model "$MODEL" -- \
     --seed "$SEED" --lr "$LR" --grad-clip 1.0 --freeze-embeddings --micro-batch 16 --max-tokens 24 \
-    --prompt-templates "{\"word_math\": \"$PROMPT\"}" --temperature 1.0 --val-temperature 0 --val-sampled-n 1 \
+    --prompt-templates "{\"word_math\": \"$PROMPT\"}" --temperature "$TEMP" --val-temperature 0 --val-sampled-n 1 \
     --test-freq "${DEMO_TEST_FREQ:-$STEPS}" --threads 2 --rollout-timeout 3600 \
     --attempt-timeout 1800 --max-batch 64 \
     --summary "$DIR/summary.json" "${EXTRA[@]}" > >(tee "$DIR/train.log") 2>&1
@@ -65,16 +68,17 @@ PY
     --concurrency 32 -- \
     trainer.device=cpu hydra.run.dir="$DIR/hydra" data.train_files="$T/prompts.parquet" \
     data.val_files="$T/prompts.parquet" data.max_prompt_length=768 data.max_response_length=24 \
-    trainer.val_before_train=true trainer.test_freq="$STEPS" trainer.save_freq=-1 algorithm.adv_estimator=grpo \
+    trainer.val_before_train=true trainer.test_freq="${DEMO_TEST_FREQ:-$STEPS}" trainer.save_freq=-1 algorithm.adv_estimator=grpo \
     actor_rollout_ref.actor.use_kl_loss=false actor_rollout_ref.actor.entropy_coeff=0 \
     actor_rollout_ref.actor.optim.lr="$LR" actor_rollout_ref.actor.optim.lr_scheduler_type=constant \
     actor_rollout_ref.actor.optim.weight_decay=0 actor_rollout_ref.actor.grad_clip=1.0 \
     actor_rollout_ref.actor.ppo_mini_batch_size=4 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8 \
     +actor_rollout_ref.model.override_config.agl_freeze_embeddings=true \
-    actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8 actor_rollout_ref.rollout.temperature=1.0 \
+    actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8 actor_rollout_ref.rollout.temperature="$TEMP" \
     actor_rollout_ref.rollout.response_length=24 actor_rollout_ref.rollout.val_kwargs.temperature=0 \
     "agl.prompt_templates={word_math:'$PROMPT'}" agl.val_sampled_n=1 \
-    actor_rollout_ref.actor.data_loader_seed="$SEED" agl.summary="$DIR/summary.json" "$@" \
+    actor_rollout_ref.actor.data_loader_seed="$SEED" ray_kwargs.ray_init.runtime_env.env_vars.OMP_NUM_THREADS=2 \
+    agl.summary="$DIR/summary.json" "$@" \
     > >(tee "$DIR/train.log" | sed -un 's/^.*\(\[agl\]\)/\1/p') 2>&1
 fi
 "$PY" -m agl_bridge.training.heldout_rule "$DIR/summary.json" --started "$started"

@@ -1,13 +1,18 @@
-"""The update's shared-prefix forward pass (``local/prefix_forward``) gives the plain forward pass's log-probs and
-gradients, on a small Gemma 3 (sliding and full attention layers, as the real one) built from its config."""
+"""The update's shared-prefix forward pass (``local/prefix_forward``) gives each row's own forward pass: its
+log-probs and the summed gradients, on a small Gemma 3 built from its config whose rows are longer than its sliding
+window (as the real one's: 512 tokens, a word-math prompt 500-540); and the policy server's batched sampling gives
+each prompt's own, shared prefix or not."""
 
 from __future__ import annotations
+
+import types
 
 import pytest
 import torch
 from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 from verl.utils.torch_functional import logprobs_from_logits
 
+from agl_bridge.local.batching import SampleRequest, sample_batch
 from agl_bridge.local.prefix_forward import MIN_SHARED_PREFIX, response_log_probs, shared_prompt_prefix
 
 
@@ -21,7 +26,7 @@ def _model() -> torch.nn.Module:
         num_attention_heads=2,
         num_key_value_heads=1,
         head_dim=16,
-        sliding_window=128,
+        sliding_window=24,
         layer_types=["sliding_attention", "sliding_attention", "full_attention"],
         max_position_embeddings=256,
         attn_implementation="eager",
@@ -54,15 +59,17 @@ def _batch(prefix_len: int) -> dict[str, torch.Tensor]:
     }
 
 
-def _plain(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    r_len = batch["responses"].shape[1]
-    logits = model(
-        input_ids=batch["input_ids"],
-        attention_mask=batch["attention_mask"],
-        position_ids=batch["position_ids"],
-        logits_to_keep=r_len + 1,
-    ).logits
-    return logprobs_from_logits(logits[:, :-1].float(), batch["responses"])
+def _alone(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Each row's response log-probs from a forward pass of that row alone, without padding."""
+    out = torch.zeros(batch["responses"].shape)
+    p_len = batch["input_ids"].shape[1] - batch["responses"].shape[1]
+    for i, row in enumerate(batch["input_ids"]):
+        real = batch["attention_mask"][i].bool()
+        ids = row[real][None]
+        n_r = int(batch["attention_mask"][i, p_len:].sum())
+        logits = model(input_ids=ids, logits_to_keep=n_r + 1).logits
+        out[i, :n_r] = logprobs_from_logits(logits[:, :-1].float(), ids[:, -n_r:])[0]
+    return out
 
 
 def _grads(model: torch.nn.Module, logp: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -80,11 +87,11 @@ def test_the_shared_prefix_is_the_rows_common_real_prompt():
 
 
 @pytest.mark.parametrize("prefix_len", [30, 4])
-def test_log_probs_and_gradients_equal_the_plain_forward_pass(prefix_len):
+def test_log_probs_and_gradients_equal_each_rows_own_forward_pass(prefix_len):
     model = _model().train()
     batch = _batch(prefix_len)
     mask = batch["response_mask"].float()
-    plain = _plain(model, batch)
+    plain = _alone(model, batch)
     plain_grads = _grads(model, plain, mask)
     shared = response_log_probs(model, batch)
     shared_grads = _grads(model, shared, mask)
@@ -93,3 +100,23 @@ def test_log_probs_and_gradients_equal_the_plain_forward_pass(prefix_len):
     assert shared_grads.keys() == plain_grads.keys()
     for name, grad in plain_grads.items():
         torch.testing.assert_close(shared_grads[name], grad, atol=1e-6, rtol=1e-4, msg=name)
+
+
+@pytest.mark.parametrize("window", [24, 128])
+def test_batched_sampling_equals_each_prompt_alone(window):
+    # Prompts longer than the window are left-padded whole (no shared prefix); shorter ones share it.
+    model = _model().eval()
+    model.config.sliding_window = window
+    tokenizer = types.SimpleNamespace(eos_token_id=1, decode=lambda ids, **_: "")
+    g = torch.Generator().manual_seed(2)
+    prefix = torch.randint(3, 97, (20,), generator=g).tolist()
+    prompts = [[2, *prefix, *torch.randint(3, 97, (n,), generator=g).tolist()] for n in (3, 8, 1)]
+
+    def requests() -> list[SampleRequest]:
+        return [SampleRequest(list(p), 6, temperature=0) for p in prompts]
+
+    batched = sample_batch(model, tokenizer, requests(), pad_id=0)
+    for request, out in zip(requests(), batched, strict=True):
+        alone = sample_batch(model, tokenizer, [request], pad_id=0)[0]
+        assert out.token_ids == alone.token_ids
+        torch.testing.assert_close(torch.tensor(out.logprobs), torch.tensor(alone.logprobs), atol=1e-5, rtol=1e-5)

@@ -59,14 +59,24 @@ def _stop_text(tokenizer: PreTrainedTokenizerBase, req: SampleRequest) -> str | 
 MIN_SHARED_PREFIX = 16
 
 
-def _shared_prefix(model: torch.nn.Module, prompts: list[list[int]], device: torch.device) -> tuple[Any, int]:
+def _shared_prefix(
+    model: torch.nn.Module, prompts: list[list[int]], max_new: int, device: torch.device
+) -> tuple[Any, int]:
     """The KV cache of the prompts' common prefix, repeated for every row, and its length (0 and None when not
-    worth it). Each row keeps at least its last prompt token, whose logits start its answer."""
+    worth it, or not exact). Each row keeps at least its last prompt token, whose logits start its answer.
+
+    The pads of shorter rows sit between the prefix and the row's own tokens. A sliding-window attention layer
+    (Gemma's: 512 tokens) counts them within its window, so a row padded so would see fewer real tokens than alone
+    once the batch is longer than the window: then every row is left-padded whole instead (exact)."""
     shared = min(len(p) for p in prompts) - 1
     first = prompts[0]
     for p in prompts[1:]:
         shared = next((k for k in range(shared) if p[k] != first[k]), shared)
     if len(prompts) < 2 or shared < MIN_SHARED_PREFIX:
+        return None, 0
+    window = getattr(getattr(model, "config", None), "sliding_window", None)
+    padded = len({len(p) for p in prompts}) > 1
+    if window and padded and max(len(p) for p in prompts) + max_new > window:
         return None, 0
     out = model(input_ids=torch.tensor([first[:shared]], device=device), use_cache=True, logits_to_keep=1)
     out.past_key_values.batch_repeat_interleave(len(prompts))
@@ -85,7 +95,8 @@ def sample_batch(
     if generation_eos is not None:
         eos_ids |= set(generation_eos if isinstance(generation_eos, list) else [generation_eos])
     device = next(model.parameters()).device
-    past, shared = _shared_prefix(model, [r.prompt_ids for r in requests], device)
+    max_new = max(r.max_tokens for r in requests)
+    past, shared = _shared_prefix(model, [r.prompt_ids for r in requests], max_new, device)
     width = max(len(r.prompt_ids) - shared for r in requests)
     ids = torch.full((len(requests), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(requests), width), dtype=torch.long)
@@ -97,7 +108,7 @@ def sample_batch(
     mask = torch.cat([torch.ones((len(requests), shared), dtype=torch.long), mask], dim=1)
     generators = [torch.Generator().manual_seed(r.seed) if r.seed is not None else None for r in requests]
     live = [True] * len(requests)
-    for step in range(max(r.max_tokens for r in requests)):
+    for step in range(max_new):
         out = model(
             input_ids=ids.to(device),
             attention_mask=mask.to(device),

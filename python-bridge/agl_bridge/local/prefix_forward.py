@@ -1,7 +1,8 @@
 """Response log-probs of a batch whose prompts share a long prefix (a few-shot template: ~400 of a real task's ~460
 prompt tokens), with that prefix computed once: a forward pass of the prefix at batch 1, its KV cache repeated for
 every row, then the rows' own tokens over it. With grad enabled the gradient is exact: the repeated cache's
-gradients sum into the one prefix pass, as the rows' would.
+gradients sum into the one prefix pass, as the rows' would. Each row's tokens sit at the index of their position (no
+padding before them), so the values are the row's own forward pass alone, sliding-window layers included.
 
 Rows follow ``training/dataproto``'s layout: prompts left-padded to ``P``, responses right-padded to ``R``."""
 
@@ -49,21 +50,27 @@ def response_log_probs(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -
     prefix = model(input_ids=input_ids[:1, first : first + shared], use_cache=True, logits_to_keep=1)
     past = prefix.past_key_values
     past.batch_repeat_interleave(rows)
-    # Each row's own tokens stay where they are (right-aligned at P, responses after); the prefix tokens left in the
-    # window are masked out (they are in the cache), and positions continue from the prefix.
-    width = int(lengths.max()) - shared
-    window = slice(p_len - width, None)
-    own_start = (p_len - lengths + shared)[:, None]
-    cols = torch.arange(p_len - width, input_ids.shape[1])[None, :]
-    own_mask = mask[:, window] * (cols >= own_start).long()
-    positions = shared + (own_mask.cumsum(-1) - 1).clamp(min=0)
-    full_mask = torch.cat([torch.ones((rows, shared), dtype=own_mask.dtype), own_mask], dim=1)
+    # Each row's own prompt tokens and its response follow the prefix at once, padded on the right: every real
+    # token's index is its position, so a sliding-window layer (Gemma's 512) sees exactly what the row alone would.
+    own = lengths - shared
+    width = int(own.max()) + r_len
+    ids = torch.zeros((rows, width), dtype=input_ids.dtype)
+    own_mask = torch.zeros((rows, width), dtype=mask.dtype)
+    for i in range(rows):
+        n = int(own[i])
+        ids[i, :n], ids[i, n : n + r_len] = input_ids[i, p_len - n : p_len], responses[i]
+        own_mask[i, :n], own_mask[i, n : n + r_len] = 1, mask[i, p_len:]
+    # Row i's response tokens are predicted at columns own_i - 1 ... own_i + R - 2.
+    lo = int(own.min()) - 1
+    keep = torch.arange(lo, int(own.max()) + r_len - 1)
     logits = model(
-        input_ids=input_ids[:, window],
-        attention_mask=full_mask,
-        position_ids=positions,
+        input_ids=ids.to(input_ids.device),
+        attention_mask=torch.cat([torch.ones((rows, shared), dtype=mask.dtype), own_mask], dim=1).to(mask.device),
+        position_ids=(shared + torch.arange(width)).expand(rows, width).to(input_ids.device),
         past_key_values=past,
         use_cache=True,
-        logits_to_keep=r_len + 1,
+        logits_to_keep=keep.to(input_ids.device),
     ).logits
-    return logprobs_from_logits(logits[:, :-1].float(), responses)
+    cols = (own[:, None] - 1 - lo + torch.arange(r_len)[None, :]).to(logits.device)
+    picked = logits[torch.arange(rows, device=logits.device)[:, None], cols]
+    return logprobs_from_logits(picked.float(), responses)
