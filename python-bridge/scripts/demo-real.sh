@@ -6,7 +6,8 @@
 # and exits non-zero when missed (target: a gain of at least +0.15 with the CI above 0); the same split sampled at
 # training's temperature (one rollout a problem) is reported beside it. The agent's prompt is a template resource the
 # trainer publishes (prompts/DEMO_PROMPT.txt). Environment: TRAINER (verl|local), DEMO_SEED (0), DEMO_STEPS (16),
-# DEMO_N (rollouts per task, 4), DEMO_LR (2e-6), DEMO_TEMP (training's sampling temperature, 1.0), DEMO_PROMPT (instructed), DEMO_DIR (a new temporary directory).
+# DEMO_N (rollouts per task, 4), DEMO_LR (2e-6), DEMO_TEMP (training's sampling temperature, 1.0), DEMO_PROMPT
+# (instructed), DEMO_DIR (a new temporary directory).
 # Choosing settings: DEMO_HELDOUT=val scores the validation split instead of test, every DEMO_TEST_FREQ steps (local).
 # DEMO_SCORE=1 only scores the prompt, greedily on the validation split, through the same agent (local trainer, no
 # training): how the starting prompt was chosen (docs/rl-training.md).
@@ -33,7 +34,7 @@ VAL="$T/${DEMO_HELDOUT:-test}.jsonl" EXTRA=()
 if [ -n "${DEMO_HELDOUT_LIMIT:-}" ]; then head -n "$DEMO_HELDOUT_LIMIT" "$VAL" > "$T/heldout.jsonl"; VAL="$T/heldout.jsonl"; fi
 if [ -n "${DEMO_SCORE:-}" ]; then TRAINER=local VAL="$T/val.jsonl" EXTRA=(--val-only --val-sampled-n 0); fi
 echo "agl demo-real: Gemma 3 270M, $TRAINER trainer, seed $SEED, $STEPS steps of 4 tasks x $N rollouts, lr $LR," \
-  "prompt $(basename "$PROMPT" .txt);" \
+  "temperature $TEMP, prompt $(basename "$PROMPT" .txt);" \
   "held-out $(basename "$VAL" .jsonl) split $(wc -l < "$VAL") tasks; files and logs in $DIR"
 started=$(date +%s)
 # Stable settings for a real model (docs/rl-training.md): a small constant lr, gradient clipping 1.0, embeddings
@@ -77,7 +78,7 @@ PY
     actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8 actor_rollout_ref.rollout.temperature="$TEMP" \
     actor_rollout_ref.rollout.response_length=24 actor_rollout_ref.rollout.val_kwargs.temperature=0 \
     "agl.prompt_templates={word_math:'$PROMPT'}" agl.val_sampled_n=1 \
-    actor_rollout_ref.actor.data_loader_seed="$SEED" ray_kwargs.ray_init.runtime_env.env_vars.OMP_NUM_THREADS=2 \
+    actor_rollout_ref.actor.data_loader_seed="$SEED" 'ray_kwargs.ray_init.runtime_env.env_vars.OMP_NUM_THREADS="2"' \
     agl.summary="$DIR/summary.json" "$@" \
     > >(tee "$DIR/train.log" | sed -un 's/^.*\(\[agl\]\)/\1/p') 2>&1
 fi

@@ -1,5 +1,6 @@
 """agl's CPU language-model engine (``verl/cpu_engine``) against VERL's own ``FSDPEngineWithLMHead``: with logits
-computed only over the columns that predict response tokens, the log-probs and entropy at every response position,
+computed only over the columns that predict response tokens and a shared prompt prefix computed once (rows longer
+than the model's sliding window), the log-probs and entropy at every response position,
 and their gradients, equal VERL's full-vocabulary pass over every position. VERL's own code builds the micro-batch
 (``left_right_2_no_padding``) and reads the outputs (``no_padding_2_padding``); the model is a small Gemma 3."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import types
 
+import pytest
 import torch
 from tensordict import TensorDict
 from transformers import Gemma3ForCausalLM, Gemma3TextConfig
@@ -14,7 +16,7 @@ from verl.utils import tensordict_utils as tu
 from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
 from verl.workers.utils.padding import left_right_2_no_padding, no_padding_2_padding
 
-from agl_bridge.verl.cpu_engine import CpuLMHeadEngine
+from agl_bridge.verl.cpu_engine import CpuLMHeadEngine, _PrefixOnce
 
 
 def _model() -> torch.nn.Module:
@@ -27,23 +29,25 @@ def _model() -> torch.nn.Module:
         num_attention_heads=2,
         num_key_value_heads=1,
         head_dim=16,
-        sliding_window=128,
+        sliding_window=24,
         max_position_embeddings=256,
         attn_implementation="sdpa",
     )
     return Gemma3ForCausalLM(config).float().train()
 
 
-def _micro_batch() -> TensorDict:
-    """Three rows, VERL's left-right padded layout (prompts of 5, 11 and 8 tokens; responses of 3, 6 and 1)."""
+def _micro_batch(shared: int = 20) -> TensorDict:
+    """Three rows, VERL's left-right padded layout: prompts of ``shared`` common tokens (a template) and 5, 11 and 8
+    of their own; responses of 3, 6 and 1."""
     g = torch.Generator().manual_seed(3)
-    shapes = [(5, 3), (11, 6), (8, 1)]
+    template = torch.randint(2, 131, (shared,), generator=g)
+    shapes = [(shared + 5, 3), (shared + 11, 6), (shared + 8, 1)]
     p_len, r_len = max(p for p, _ in shapes), max(r for _, r in shapes)
     prompts = torch.zeros((3, p_len), dtype=torch.long)
     responses = torch.zeros((3, r_len), dtype=torch.long)
     mask = torch.zeros((3, p_len + r_len), dtype=torch.long)
     for i, (p, r) in enumerate(shapes):
-        prompts[i, p_len - p :] = torch.randint(2, 131, (p,), generator=g)
+        prompts[i, p_len - p :] = torch.cat([template, torch.randint(2, 131, (p - shared,), generator=g)])
         responses[i, :r] = torch.randint(2, 131, (r,), generator=g)
         mask[i, p_len - p : p_len + r] = 1
     data = TensorDict(
@@ -73,7 +77,8 @@ def _engine(cls: type[FSDPEngineWithLMHead]) -> FSDPEngineWithLMHead:
 
 def _responses(engine: FSDPEngineWithLMHead, model: torch.nn.Module, data: TensorDict) -> dict[str, torch.Tensor]:
     inputs, args = engine.prepare_model_inputs(data)
-    out = engine.prepare_model_outputs(model(**inputs, use_cache=False), args, data, None)
+    # As CpuLMHeadEngine.forward_step calls the module (VERL's forward_step, use_cache=False).
+    out = engine.prepare_model_outputs(_PrefixOnce(model)(**inputs, use_cache=False), args, data, None)
     return {k: no_padding_2_padding(v, data) for k, v in out.items()}
 
 
@@ -83,8 +88,9 @@ def _grads(model: torch.nn.Module, out: dict[str, torch.Tensor], mask: torch.Ten
     return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
-def test_response_log_probs_entropy_and_gradients_equal_verls_full_pass():
-    model, data = _model(), _micro_batch()
+@pytest.mark.parametrize("shared", [20, 0])
+def test_response_log_probs_entropy_and_gradients_equal_verls_full_pass(shared):
+    model, data = _model(), _micro_batch(shared)
     mask = (
         data["response_mask"].to_padded_tensor(0).float()
         if data["response_mask"].is_nested
@@ -93,8 +99,9 @@ def test_response_log_probs_entropy_and_gradients_equal_verls_full_pass():
     theirs = _responses(_engine(FSDPEngineWithLMHead), model, data)
     their_grads = _grads(model, theirs, mask)
     inputs, _ = _engine(CpuLMHeadEngine).prepare_model_inputs(data)
-    # Columns 4 (row 0's last prompt token) to 15 (row 1's last response token but one): 12 of 17.
-    assert inputs["logits_to_keep"].tolist() == list(range(4, 16))
+    # Columns from row 0's last prompt token to row 1's last response token but one; the template, once.
+    assert inputs["logits_to_keep"].tolist() == list(range(shared + 4, shared + 16))
+    assert inputs["agl_shared_prefix"] == shared
     ours = _responses(_engine(CpuLMHeadEngine), model, data)
     our_grads = _grads(model, ours, mask)
     for key in ("log_probs", "entropy"):
