@@ -102,9 +102,13 @@ def test_response_log_probs_entropy_and_gradients_equal_verls_full_pass(shared):
     # Columns from row 0's last prompt token to row 1's last response token but one; the template, once.
     assert inputs["logits_to_keep"].tolist() == list(range(shared + 4, shared + 16))
     assert inputs["agl_shared_prefix"] == shared
+    # Without grad (the old log-prob pass) the template runs once; with grad (the update) in the same pass as the rest.
+    with torch.no_grad():
+        once = _responses(_engine(CpuLMHeadEngine), model, data)
     ours = _responses(_engine(CpuLMHeadEngine), model, data)
     our_grads = _grads(model, ours, mask)
     for key in ("log_probs", "entropy"):
+        torch.testing.assert_close(once[key] * mask, theirs[key].detach() * mask, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(ours[key] * mask, theirs[key] * mask, atol=1e-5, rtol=1e-5)
     assert our_grads.keys() == their_grads.keys()
     for name, grad in their_grads.items():

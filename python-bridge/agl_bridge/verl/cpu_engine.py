@@ -13,7 +13,8 @@
   through the model once, at batch 1, and the rest of each row runs over that KV cache repeated for every row; the
   gradient of the repeated cache sums into the one prefix pass, as the rows' would, and each token keeps its index
   = its position, so sliding-window layers see what they would (``local/prefix_forward`` does the same for the local
-  trainer).
+  trainer). Only where no gradient is taken (the old log-prob pass): FSDP2 reshards a layer after a backward through
+  it, so the prefix pass's own backward would find its parameters freed.
 - **Frozen input embeddings**, which VERL has no option for: ``+actor_rollout_ref.model.override_config.
   agl_freeze_embeddings=true`` (VERL copies ``override_config`` into the HF config, which the engine reads) leaves
   the input embedding (and Gemma's output head tied to it) untrained, as the local trainer's ``--freeze-embeddings``
@@ -74,7 +75,10 @@ class _PrefixOnce:
 
     def __call__(self, **inputs: Any) -> Any:
         shared = inputs.pop(_SHARED, 0)
-        if not shared:
+        # With grad, FSDP2 frees each layer's unsharded parameters after a backward through it, which the prefix
+        # pass's own backward then needs ("setStorage: ... out of bounds for storage of size 0" in a VERL run): the
+        # update takes one pass; the old log-prob pass (no grad) takes two.
+        if not shared or torch.is_grad_enabled():
             return self.module(**inputs)
         ids, positions, keep = inputs["input_ids"], inputs["position_ids"], inputs["logits_to_keep"]
         past = self.module(
@@ -106,7 +110,8 @@ class CpuLMHeadEngine(transformer_impl.FSDPEngineWithLMHead):
     optionally frozen input embeddings (the module doc)."""
 
     def forward_step(self, micro_batch: Any, loss_function: Any, forward_only: bool) -> Any:
-        module, self.module = self.module, _PrefixOnce(self.module)
+        module: torch.nn.Module = self.module
+        self.module = _PrefixOnce(module)
         try:
             return super().forward_step(micro_batch, loss_function, forward_only)
         finally:
