@@ -110,7 +110,7 @@ class CpuLMHeadEngine(transformer_impl.FSDPEngineWithLMHead):
     optionally frozen input embeddings (the module doc)."""
 
     def forward_step(self, micro_batch: Any, loss_function: Any, forward_only: bool) -> Any:
-        module: torch.nn.Module = self.module
+        module: torch.nn.Module = self.module  # type: ignore[has-type]  # set by VERL's untyped engine
         self.module = _PrefixOnce(module)
         try:
             return super().forward_step(micro_batch, loss_function, forward_only)
