@@ -1,4 +1,4 @@
-"""Response log-probs of a batch whose prompts share a long prefix (a few-shot template: ~400 of a real task's ~460
+"""Response log-probs of a batch whose prompts share a long prefix (a few-shot template: 477 of word-math's 505–540
 prompt tokens), with that prefix computed once: a forward pass of the prefix at batch 1, its KV cache repeated for
 every row, then the rows' own tokens over it. With grad enabled the gradient is exact: the repeated cache's
 gradients sum into the one prefix pass, as the rows' would. Each row's tokens sit at the index of their position (no

@@ -8,7 +8,7 @@
   from the earliest to the last such column) and the log-probs (and entropy) of each row's own response positions
   are placed where VERL's full-length outputs have them, zeros elsewhere. Only the padded path (CPU's
   ``use_remove_padding: false``) without fused kernels, distillation or Σπ² is changed; anything else is VERL's.
-- **The shared prompt prefix computed once.** A few-shot template is most of every row's prompt (~400 of ~500
+- **The shared prompt prefix computed once.** A few-shot template is most of every row's prompt (477 of 505–540
   tokens on word-math). The rows of a micro-batch start together (right-padded), so their common leading tokens run
   through the model once, at batch 1, and the rest of each row runs over that KV cache repeated for every row; the
   gradient of the repeated cache sums into the one prefix pass, as the rows' would, and each token keeps its index
