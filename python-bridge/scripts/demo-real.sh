@@ -67,7 +67,7 @@ PY
   node bin/agl.js train examples/word-math/agent.ts --trainer verl --database "$DIR/agl.db" --steps "$STEPS" \
     --dataset "$T/train.jsonl" --val-dataset "$VAL" --model "$MODEL" --n "$N" --tasks-per-step 4 \
     --concurrency 32 -- \
-    trainer.device=cpu hydra.run.dir="$DIR/hydra" data.train_files="$T/prompts.parquet" \
+    trainer.device=cpu hydra.run.dir="$DIR/hydra" trainer.default_local_dir="$DIR/ckpt" data.train_files="$T/prompts.parquet" \
     data.val_files="$T/prompts.parquet" data.max_prompt_length=768 data.max_response_length=24 \
     trainer.val_before_train=true trainer.test_freq="${DEMO_TEST_FREQ:-$STEPS}" trainer.save_freq=-1 algorithm.adv_estimator=grpo \
     actor_rollout_ref.actor.use_kl_loss=false actor_rollout_ref.actor.entropy_coeff=0 \
