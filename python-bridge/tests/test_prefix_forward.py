@@ -59,8 +59,8 @@ def _batch(prefix_len: int) -> dict[str, torch.Tensor]:
     }
 
 
-def _alone(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Each row's response log-probs from a forward pass of that row alone, without padding."""
+def _alone(model: torch.nn.Module, batch: dict[str, torch.Tensor], temperature: float) -> torch.Tensor:
+    """Each row's response log-probs at ``temperature`` from a forward pass of that row alone, without padding."""
     out = torch.zeros(batch["responses"].shape)
     p_len = batch["input_ids"].shape[1] - batch["responses"].shape[1]
     for i, row in enumerate(batch["input_ids"]):
@@ -68,7 +68,7 @@ def _alone(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tens
         ids = row[real][None]
         n_r = int(batch["attention_mask"][i, p_len:].sum())
         logits = model(input_ids=ids, logits_to_keep=n_r + 1).logits
-        out[i, :n_r] = logprobs_from_logits(logits[:, :-1].float(), ids[:, -n_r:])[0]
+        out[i, :n_r] = logprobs_from_logits(logits[:, :-1].float() / temperature, ids[:, -n_r:])[0]
     return out
 
 
@@ -86,14 +86,14 @@ def test_the_shared_prefix_is_the_rows_common_real_prompt():
     assert shared_prompt_prefix(batch["input_ids"][:1, :p_len], batch["attention_mask"][:1, :p_len]) == 0
 
 
-@pytest.mark.parametrize("prefix_len", [30, 4])
-def test_log_probs_and_gradients_equal_each_rows_own_forward_pass(prefix_len):
+@pytest.mark.parametrize(("prefix_len", "temperature"), [(30, 1.0), (30, 0.7), (4, 0.7)])
+def test_log_probs_and_gradients_equal_each_rows_own_forward_pass(prefix_len, temperature):
     model = _model().train()
     batch = _batch(prefix_len)
     mask = batch["response_mask"].float()
-    plain = _alone(model, batch)
+    plain = _alone(model, batch, temperature)
     plain_grads = _grads(model, plain, mask)
-    shared = response_log_probs(model, batch)
+    shared = response_log_probs(model, batch, temperature)
     shared_grads = _grads(model, shared, mask)
     assert (prefix_len + 1 >= MIN_SHARED_PREFIX) == (prefix_len == 30)
     torch.testing.assert_close(shared * mask, plain * mask, atol=1e-5, rtol=1e-4)

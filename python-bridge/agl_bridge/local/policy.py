@@ -55,6 +55,9 @@ class GrpoConfig:
     # Leaves the input embeddings (and an output head tied to them: Gemma's) untrained: most of a small real model's
     # parameters, and what a few RL steps at a high learning rate damage first.
     freeze_embeddings: bool = False
+    # Training's sampling temperature: the loss is on the distribution that sampled (logits / temperature), as
+    # VERL's actor computes it (``actor_rollout_ref.rollout.temperature``).
+    temperature: float = 1.0
     rollout_correction: dict[str, Any] | None = None
 
     def actor_config(self) -> ActorConfig:
@@ -229,9 +232,9 @@ class Policy:
     # -- training ----------------------------------------------------------------------------------------------
 
     def response_log_probs(self, data: DataProto) -> torch.Tensor:
-        """Log-probs [B, R] of ``responses`` under the weights being trained (with grad when enabled), the prompts'
-        shared prefix computed once (``prefix_forward``)."""
-        return response_log_probs(self.train_model, data.batch)
+        """Log-probs [B, R] of ``responses`` under the weights being trained at training's sampling temperature (with
+        grad when enabled), the prompts' shared prefix computed once (``prefix_forward``)."""
+        return response_log_probs(self.train_model, data.batch, self.grpo.temperature)
 
     @staticmethod
     def _rollout_diff(data: DataProto, old: torch.Tensor, metrics: dict[str, float]) -> None:

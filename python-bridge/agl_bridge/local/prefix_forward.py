@@ -32,9 +32,12 @@ def shared_prompt_prefix(prompts: torch.Tensor, prompt_mask: torch.Tensor) -> in
     return int(same.long().cumprod(0).sum())
 
 
-def response_log_probs(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Log-probs [B, R] of ``responses`` (with grad when enabled), logits only at the positions that predict a
-    response token (a 262k-token vocabulary makes them the pass's largest tensor)."""
+def response_log_probs(
+    model: torch.nn.Module, batch: dict[str, torch.Tensor], temperature: float = 1.0
+) -> torch.Tensor:
+    """Log-probs [B, R] of ``responses`` at ``temperature`` (with grad when enabled), logits only at the positions
+    that predict a response token (a 262k-token vocabulary makes them the pass's largest tensor)."""
+    scale = 1.0 / temperature if temperature > 0 else 1.0
     responses, input_ids, mask = batch["responses"], batch["input_ids"], batch["attention_mask"]
     r_len = responses.shape[1]
     p_len = input_ids.shape[1] - r_len
@@ -43,7 +46,7 @@ def response_log_probs(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -
         logits = model(
             input_ids=input_ids, attention_mask=mask, position_ids=batch["position_ids"], logits_to_keep=r_len + 1
         ).logits
-        return logprobs_from_logits(logits[:, :-1].float(), responses)
+        return logprobs_from_logits(logits[:, :-1].float() * scale, responses)
     rows = input_ids.shape[0]
     lengths = mask[:, :p_len].sum(-1)
     first = p_len - int(lengths[0])
@@ -73,4 +76,4 @@ def response_log_probs(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -
     ).logits
     cols = (own[:, None] - 1 - lo + torch.arange(r_len)[None, :]).to(logits.device)
     picked = logits[torch.arange(rows, device=logits.device)[:, None], cols]
-    return logprobs_from_logits(picked.float(), responses)
+    return logprobs_from_logits(picked.float() * scale, responses)

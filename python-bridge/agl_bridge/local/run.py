@@ -125,6 +125,7 @@ def build_policy(options: LocalTrainerOptions) -> Policy:
         micro_batch_size=options.micro_batch,
         freeze_embeddings=options.freeze_embeddings,
         grad_clip=options.grad_clip,
+        temperature=options.temperature,
         rollout_correction=correction,
     )
     if options.model:
