@@ -6,7 +6,7 @@
 # and exits non-zero when missed (target: a gain of at least +0.15 with the CI above 0); the same split sampled at
 # training's temperature (one rollout a problem) is reported beside it. The agent's prompt is a template resource the
 # trainer publishes (prompts/DEMO_PROMPT.txt). Environment: TRAINER (verl|local), DEMO_SEED (0), DEMO_STEPS (16),
-# DEMO_N (rollouts per task, 4), DEMO_LR (2e-6), DEMO_TEMP (training's sampling temperature, 1.0), DEMO_PROMPT
+# DEMO_N (rollouts per task, 4), DEMO_LR (2e-6), DEMO_TEMP (training's sampling temperature, 0.7), DEMO_PROMPT
 # (instructed), DEMO_DIR (a new temporary directory).
 # Choosing settings: DEMO_HELDOUT=val scores the validation split instead of test, every DEMO_TEST_FREQ steps (local).
 # DEMO_SCORE=1 only scores the prompt, greedily on the validation split, through the same agent (local trainer, no
@@ -20,7 +20,7 @@ STEPS="${DEMO_STEPS:-16}"
 N="${DEMO_N:-4}"
 SEED="${DEMO_SEED:-0}"
 LR="${DEMO_LR:-2e-6}"
-TEMP="${DEMO_TEMP:-1.0}"
+TEMP="${DEMO_TEMP:-0.7}"
 PROMPT="$PWD/examples/word-math/prompts/${DEMO_PROMPT:-instructed}.txt"
 PY=python-bridge/.venv/bin/python
 MODEL="$PWD/.cache/models/gemma3-270m/gemma-3-270m-q4_k_m.gguf.hf"
