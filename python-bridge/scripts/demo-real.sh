@@ -6,8 +6,8 @@
 # and exits non-zero when missed (target: a gain of at least +0.15 with the CI above 0); the same split sampled at
 # training's temperature (one rollout a problem) is reported beside it. The agent's prompt is a template resource the
 # trainer publishes (prompts/DEMO_PROMPT.txt). Environment: TRAINER (verl|local), DEMO_SEED (0), DEMO_STEPS (16),
-# DEMO_N (rollouts per task, 4), DEMO_LR (2e-6), DEMO_TEMP (training's sampling temperature, 0.7), DEMO_PROMPT
-# (instructed), DEMO_DIR (a new temporary directory).
+# DEMO_TASKS (tasks per step, 4), DEMO_N (rollouts per task, 4), DEMO_LR (2e-6), DEMO_TEMP (training's sampling
+# temperature, 0.7), DEMO_PROMPT (instructed), DEMO_DIR (a new temporary directory).
 # Choosing settings: DEMO_HELDOUT=val scores the validation split instead of test, every DEMO_TEST_FREQ steps (local).
 # DEMO_SCORE=1 only scores the prompt, greedily on the validation split, through the same agent (local trainer, no
 # training): how the starting prompt was chosen (docs/rl-training.md).
@@ -18,6 +18,7 @@ TRAINER="${TRAINER:-verl}"
 DIR="${DEMO_DIR:-$(mktemp -d -t agl-demo-real-XXXXXX)}"
 STEPS="${DEMO_STEPS:-16}"
 N="${DEMO_N:-4}"
+TASKS="${DEMO_TASKS:-4}"
 SEED="${DEMO_SEED:-0}"
 LR="${DEMO_LR:-2e-6}"
 TEMP="${DEMO_TEMP:-0.7}"
@@ -33,7 +34,7 @@ VAL="$T/${DEMO_HELDOUT:-test}.jsonl" EXTRA=()
 # DEMO_HELDOUT_LIMIT=K keeps the held-out split's first K problems (a quick check of the path, not a result).
 if [ -n "${DEMO_HELDOUT_LIMIT:-}" ]; then head -n "$DEMO_HELDOUT_LIMIT" "$VAL" > "$T/heldout.jsonl"; VAL="$T/heldout.jsonl"; fi
 if [ -n "${DEMO_SCORE:-}" ]; then TRAINER=local VAL="$T/val.jsonl" EXTRA=(--val-only --val-sampled-n 0); fi
-echo "agl demo-real: Gemma 3 270M, $TRAINER trainer, seed $SEED, $STEPS steps of 4 tasks x $N rollouts, lr $LR," \
+echo "agl demo-real: Gemma 3 270M, $TRAINER trainer, seed $SEED, $STEPS steps of $TASKS tasks x $N rollouts, lr $LR," \
   "temperature $TEMP, prompt $(basename "$PROMPT" .txt);" \
   "held-out $(basename "$VAL" .jsonl) split $(wc -l < "$VAL") tasks; files and logs in $DIR"
 started=$(date +%s)
@@ -41,7 +42,7 @@ started=$(date +%s)
 # frozen (most of the parameters, and what a high lr damages first), log-probs on response tokens only.
 if [ "$TRAINER" = local ]; then
   node bin/agl.js train examples/word-math/agent.ts --trainer local --database "$DIR/agl.db" --steps "$STEPS" \
-    --tasks-per-step 4 --n "$N" --concurrency 64 --dataset "$T/train.jsonl" --val-dataset "$VAL" \
+    --tasks-per-step "$TASKS" --n "$N" --concurrency 64 --dataset "$T/train.jsonl" --val-dataset "$VAL" \
     --model "$MODEL" -- \
     --seed "$SEED" --lr "$LR" --grad-clip 1.0 --freeze-embeddings --micro-batch 16 --max-tokens 24 \
     --prompt-templates "{\"word_math\": \"$PROMPT\"}" --temperature "$TEMP" --val-temperature 0 --val-sampled-n 1 \
@@ -65,7 +66,7 @@ pd.DataFrame({"prompt": [[{"role": "user", "content": r["question"]}] for r in r
               "reward_model": [{"ground_truth": str(r["answer"])} for r in rows[:64]]}).to_parquet(f"{sys.argv[1]}/prompts.parquet")
 PY
   node bin/agl.js train examples/word-math/agent.ts --trainer verl --database "$DIR/agl.db" --steps "$STEPS" \
-    --dataset "$T/train.jsonl" --val-dataset "$VAL" --model "$MODEL" --n "$N" --tasks-per-step 4 \
+    --dataset "$T/train.jsonl" --val-dataset "$VAL" --model "$MODEL" --n "$N" --tasks-per-step "$TASKS" \
     --concurrency 32 -- \
     trainer.device=cpu hydra.run.dir="$DIR/hydra" trainer.default_local_dir="$DIR/ckpt" data.train_files="$T/prompts.parquet" \
     data.val_files="$T/prompts.parquet" data.max_prompt_length=768 data.max_response_length=24 \
