@@ -9,7 +9,7 @@ import types
 
 import pytest
 import torch
-from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+from small_gemma import small_gemma
 from verl.utils.torch_functional import logprobs_from_logits
 
 from agl_bridge.local.batching import SampleRequest, sample_batch
@@ -17,21 +17,7 @@ from agl_bridge.local.prefix_forward import MIN_SHARED_PREFIX, response_log_prob
 
 
 def _model() -> torch.nn.Module:
-    torch.manual_seed(0)
-    config = Gemma3TextConfig(
-        vocab_size=97,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=3,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        sliding_window=24,
-        layer_types=["sliding_attention", "sliding_attention", "full_attention"],
-        max_position_embeddings=256,
-        attn_implementation="eager",
-    )
-    return Gemma3ForCausalLM(config).float()
+    return small_gemma(97, ["sliding_attention", "sliding_attention", "full_attention"], "eager")
 
 
 def _batch(prefix_len: int) -> dict[str, torch.Tensor]:

@@ -10,8 +10,8 @@ import types
 
 import pytest
 import torch
+from small_gemma import small_gemma
 from tensordict import TensorDict
-from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 from verl.utils import tensordict_utils as tu
 from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
 from verl.workers.utils.padding import left_right_2_no_padding, no_padding_2_padding
@@ -20,20 +20,7 @@ from agl_bridge.verl.cpu_engine import CpuLMHeadEngine, _PrefixOnce
 
 
 def _model() -> torch.nn.Module:
-    torch.manual_seed(0)
-    config = Gemma3TextConfig(
-        vocab_size=131,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        sliding_window=24,
-        max_position_embeddings=256,
-        attn_implementation="sdpa",
-    )
-    return Gemma3ForCausalLM(config).float().train()
+    return small_gemma(131, ["sliding_attention", "full_attention"], "sdpa").train()
 
 
 def _micro_batch(shared: int = 20) -> TensorDict:
