@@ -5,8 +5,8 @@
 # the run ends with one line, `demo-real: held-out accuracy A -> B (+D, 95% CI [LO, HI]), N steps, S s: reached|missed`,
 # and exits non-zero when missed (target: a gain of at least +0.15 with the CI above 0); the same split sampled at
 # training's temperature (one rollout a problem) is reported beside it. The agent's prompt is a template resource the
-# trainer publishes (prompts/DEMO_PROMPT.txt). Environment: TRAINER (verl|local), DEMO_SEED (0), DEMO_STEPS (16; VERL 12),
-# DEMO_TASKS (tasks per step, 4), DEMO_N (rollouts per task, 4), DEMO_LR (2e-6), DEMO_TEMP (training's sampling
+# trainer publishes (prompts/DEMO_PROMPT.txt). Environment: TRAINER (verl|local), DEMO_SEED (0), DEMO_STEPS (12; VERL 6),
+# DEMO_TASKS (tasks per step, 8), DEMO_N (rollouts per task, 4), DEMO_LR (1e-6), DEMO_TEMP (training's sampling
 # temperature, 0.7), DEMO_PROMPT (instructed), DEMO_DIR (a new temporary directory).
 # Choosing settings: DEMO_HELDOUT=val scores the validation split instead of test, every DEMO_TEST_FREQ steps (local).
 # DEMO_SCORE=1 only scores the prompt, greedily on the validation split, through the same agent (local trainer, no
@@ -16,12 +16,12 @@ cd "$(dirname "$0")/../.."
 source scripts/node-env.sh
 TRAINER="${TRAINER:-verl}"
 DIR="${DEMO_DIR:-$(mktemp -d -t agl-demo-real-XXXXXX)}"
-# VERL's step is ~3 min here against ~40 s for the local trainer (docs/rl-training.md): fewer steps fit its 45 minutes.
-if [ "$TRAINER" = local ]; then STEPS="${DEMO_STEPS:-16}"; else STEPS="${DEMO_STEPS:-12}"; fi
+# VERL's update is ~5x the local trainer's here (docs/rl-training.md): fewer steps fit its 45 minutes.
+if [ "$TRAINER" = local ]; then STEPS="${DEMO_STEPS:-12}"; else STEPS="${DEMO_STEPS:-6}"; fi
 N="${DEMO_N:-4}"
-TASKS="${DEMO_TASKS:-4}"
+TASKS="${DEMO_TASKS:-8}"
 SEED="${DEMO_SEED:-0}"
-LR="${DEMO_LR:-2e-6}"
+LR="${DEMO_LR:-1e-6}"
 TEMP="${DEMO_TEMP:-0.7}"
 PROMPT="$PWD/examples/word-math/prompts/${DEMO_PROMPT:-instructed}.txt"
 PY=python-bridge/.venv/bin/python
