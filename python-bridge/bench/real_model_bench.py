@@ -1,11 +1,12 @@
 """What a training step costs on a real model (``make bench-real-model``): Gemma 3 270M (``make model-gemma``), the
-word-math agent's first call (its seven-shot prompt), ROWS rows of it.
+word-math agent's first call (its instructed prompt), ROWS rows of it.
 
 Prints seconds and bytes for each phase of a step of the local trainer and of what VERL's CPU replica does:
 
 - generation: ROWS requests sampled in one batch by the policy server's sampler (shared prefix computed once);
 - old log-prob: a no-grad pass over the rows (VERL's ``compute_log_prob``; the local trainer skips it on-policy);
-- update: one GRPO update over the rows in micro-batches (frozen embeddings, AdamW), old log-probs included;
+- update: one GRPO update over the rows in micro-batches (frozen embeddings, AdamW), old log-probs included; the
+  prompts' shared prefix once per micro-batch (``prefix_forward``), and without it for comparison;
 - weight push: the full state dict as VERL's CPU replica used to receive it (pickled, as Ray sends it) and loaded,
   against what it receives now: only the tensors an update changed (``WeightDelta``: a digest per tensor; with
   frozen embeddings the embedding stays behind), hashed, pickled and loaded;
@@ -26,6 +27,7 @@ from pathlib import Path
 import torch
 
 from agl_bridge.gen.agl.v1 import types_pb2
+from agl_bridge.local import prefix_forward
 from agl_bridge.local.batching import SampleRequest
 from agl_bridge.local.model import load_model
 from agl_bridge.local.policy import GrpoConfig, Policy
@@ -58,7 +60,7 @@ def main() -> None:
     policy = Policy(model, tokenizer, GrpoConfig(lr=1e-6, freeze_embeddings=True, micro_batch_size=8, ppo_epochs=1))
     delta = WeightDelta()
     _, first_hash_s = _timed(lambda: [delta.changed(k, v) for k, v in model.state_dict().items()])
-    template = (REPO / "examples/word-math/prompts/seven-shot.txt").read_text().rstrip("\n")
+    template = (REPO / "examples/word-math/prompts/instructed.txt").read_text().rstrip("\n")
     prompts = [
         policy.encode_text(template.replace("{question}", QUESTIONS[i % 2].format(a=40 + i, b=2 + i % 9)))
         for i in range(a.rows)
@@ -98,6 +100,10 @@ def main() -> None:
     _, update2_s = _timed(lambda: policy.update_sync(bridge()))
     policy.grpo.ppo_epochs = 1
     _, update_s = _timed(lambda: policy.update_sync(bridge()))
+    # The same update with every row's whole prompt in the pass (no shared prefix), as before prefix_forward.
+    shared_min, prefix_forward.MIN_SHARED_PREFIX = prefix_forward.MIN_SHARED_PREFIX, 1 << 30
+    _, plain_update_s = _timed(lambda: policy.update_sync(bridge()))
+    prefix_forward.MIN_SHARED_PREFIX = shared_min
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     blob, pickle_s = _timed(lambda: pickle.dumps(state, protocol=5))
     _, load_weights_s = _timed(lambda: model.load_state_dict(pickle.loads(blob)))
@@ -114,7 +120,7 @@ def main() -> None:
     print(f"  old log-prob  {old_s:7.2f} s  (no-grad pass over {len(data)} rows)")
     print(
         f"  update        {update_s:7.2f} s  (1 epoch on-policy, no separate old pass);"
-        f" {update2_s:.2f} s for 2 epochs with the old pass"
+        f" {update2_s:.2f} s for 2 epochs with the old pass; {plain_update_s:.2f} s without the shared prefix"
     )
     print(
         f"  weight push   {pickle_s + load_weights_s:7.2f} s  ({len(blob) / 2**20:.0f} MiB pickled in {pickle_s:.2f} s,"

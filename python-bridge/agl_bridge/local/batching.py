@@ -1,6 +1,7 @@
 """Sampling many requests in one batch: left-padded prompts, one forward pass per new token for the whole batch,
 with a KV cache (the prompts' shared prefix, a few-shot template, computed once), each row stopping on its own (EOS,
-stop ids, stop strings, ``max_tokens``)."""
+stop ids, stop strings, ``max_tokens``). A model with sliding-window layers gets attention masks by position, so a
+row padded after the shared prefix sees what it would alone."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from transformers import PreTrainedTokenizerBase
+from transformers import DynamicCache, PreTrainedTokenizerBase
 
 __all__ = ["Generation", "SampleRequest", "sample_batch"]
 
@@ -59,18 +60,45 @@ def _stop_text(tokenizer: PreTrainedTokenizerBase, req: SampleRequest) -> str | 
 MIN_SHARED_PREFIX = 16
 
 
+def _sliding_window(model: torch.nn.Module) -> int | None:
+    """The model's attention window when some of its layers use one (Gemma 3: 512 tokens, 5 layers in 6)."""
+    config = getattr(model, "config", None)
+    window = getattr(config, "sliding_window", None)
+    return window if window and "sliding_attention" in (getattr(config, "layer_types", None) or ()) else None
+
+
+def _position_masks(
+    kv_pos: torch.Tensor, kv_real: torch.Tensor, q_pos: torch.Tensor, window: int, dtype: torch.dtype
+) -> dict[str, torch.Tensor]:
+    """Additive attention masks [B, 1, Q, KV] by position, not by index: a query sees the real keys at or before its
+    position, and a sliding-window layer those fewer than ``window`` positions back. HF's masks count indices, and the
+    pads between the shared prefix and a shorter row's own tokens would then fill part of the row's window."""
+    seen = kv_real[:, None, :] & (kv_pos[:, None, :] <= q_pos[:, :, None])
+    near = seen & (q_pos[:, :, None] - kv_pos[:, None, :] < window)
+    low = torch.finfo(dtype).min
+
+    def additive(allowed: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, low)[:, None]
+
+    return {"full_attention": additive(seen), "sliding_attention": additive(near)}
+
+
 def _shared_prefix(model: torch.nn.Module, prompts: list[list[int]], device: torch.device) -> tuple[Any, int]:
-    """The KV cache of the prompts' common prefix, repeated for every row, and its length (0 and None when not
-    worth it). Each row keeps at least its last prompt token, whose logits start its answer."""
+    """The KV cache of the prompts' common prefix, repeated for every row, and its length (0 and a new cache when
+    not worth it). Each row keeps at least its last prompt token, whose logits start its answer. The cache keeps
+    every key (no sliding-window trimming, which goes by index): the masks select by position."""
     shared = min(len(p) for p in prompts) - 1
     first = prompts[0]
     for p in prompts[1:]:
         shared = next((k for k in range(shared) if p[k] != first[k]), shared)
+    cache = DynamicCache()
     if len(prompts) < 2 or shared < MIN_SHARED_PREFIX:
-        return None, 0
-    out = model(input_ids=torch.tensor([first[:shared]], device=device), use_cache=True, logits_to_keep=1)
-    out.past_key_values.batch_repeat_interleave(len(prompts))
-    return out.past_key_values, shared
+        return cache, 0
+    model(
+        input_ids=torch.tensor([first[:shared]], device=device), past_key_values=cache, use_cache=True, logits_to_keep=1
+    )
+    cache.batch_repeat_interleave(len(prompts))
+    return cache, shared
 
 
 @torch.no_grad()
@@ -85,7 +113,9 @@ def sample_batch(
     if generation_eos is not None:
         eos_ids |= set(generation_eos if isinstance(generation_eos, list) else [generation_eos])
     device = next(model.parameters()).device
+    max_new = max(r.max_tokens for r in requests)
     past, shared = _shared_prefix(model, [r.prompt_ids for r in requests], device)
+    window = _sliding_window(model)
     width = max(len(r.prompt_ids) - shared for r in requests)
     ids = torch.full((len(requests), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(requests), width), dtype=torch.long)
@@ -95,12 +125,18 @@ def sample_batch(
     # Pads sit between the shared prefix and each row's own tokens: masked, and not counted in the positions.
     positions = shared + (mask.cumsum(-1) - 1).clamp(min=0)
     mask = torch.cat([torch.ones((len(requests), shared), dtype=torch.long), mask], dim=1)
+    kv_pos = torch.cat([torch.arange(shared).expand(len(requests), shared), positions], dim=1)
+    dtype = next(model.parameters()).dtype
     generators = [torch.Generator().manual_seed(r.seed) if r.seed is not None else None for r in requests]
     live = [True] * len(requests)
-    for step in range(max(r.max_tokens for r in requests)):
+    for step in range(max_new):
+        attention: Any = mask.to(device)
+        if window:
+            masks = _position_masks(kv_pos, mask.bool(), positions, window, dtype)
+            attention = {kind: m.to(device) for kind, m in masks.items()}
         out = model(
             input_ids=ids.to(device),
-            attention_mask=mask.to(device),
+            attention_mask=attention,
             position_ids=positions.to(device),
             past_key_values=past,
             use_cache=True,
@@ -128,4 +164,5 @@ def sample_batch(
         ids = nxt
         mask = torch.cat([mask, torch.ones((len(requests), 1), dtype=torch.long)], dim=1)
         positions = positions[:, -1:] + 1
+        kv_pos = torch.cat([kv_pos, positions], dim=1)
     return [r.out for r in requests]

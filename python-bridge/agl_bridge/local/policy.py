@@ -17,11 +17,11 @@ import torch
 from transformers import PreTrainedTokenizerBase
 from verl import DataProto
 from verl.trainer.ppo import core_algos
-from verl.utils.torch_functional import logprobs_from_logits
 from verl.workers.config import ActorConfig
 
 from agl_bridge.errors import ConfigError
 from agl_bridge.local.batching import Generation, SampleRequest, sample_batch
+from agl_bridge.local.prefix_forward import response_log_probs
 from agl_bridge.training.rollout_correction import apply_rollout_correction
 
 __all__ = ["NO_CHAT_TEMPLATE", "Generation", "GrpoConfig", "Policy"]
@@ -55,6 +55,9 @@ class GrpoConfig:
     # Leaves the input embeddings (and an output head tied to them: Gemma's) untrained: most of a small real model's
     # parameters, and what a few RL steps at a high learning rate damage first.
     freeze_embeddings: bool = False
+    # Training's sampling temperature: the loss is on the distribution that sampled (logits / temperature), as
+    # VERL's actor computes it (``actor_rollout_ref.rollout.temperature``).
+    temperature: float = 1.0
     rollout_correction: dict[str, Any] | None = None
     # VERL's KL loss (actor.use_kl_loss with kl_loss_coef, kl_loss_type): ``kl_coef`` × the token-mean KL estimate
     # between the weights trained and the reference ones (those the first update started from), added to the loss.
@@ -242,18 +245,10 @@ class Policy:
         self.reference = reference
 
     def response_log_probs(self, data: DataProto, model: torch.nn.Module | None = None) -> torch.Tensor:
-        """Log-probs [B, R] of ``responses`` under the weights being trained (or ``model``; with grad when enabled);
-        logits only at the positions that predict a response token (a 262k-token vocabulary makes them the pass's
-        largest tensor)."""
-        batch = data.batch
-        r_len = batch["responses"].shape[1]
-        logits = (model or self.train_model)(
-            input_ids=batch["input_ids"],
-            attention_mask=batch["attention_mask"],
-            position_ids=batch["position_ids"],
-            logits_to_keep=r_len + 1,
-        ).logits
-        return logprobs_from_logits(logits[:, :-1].float(), batch["responses"])
+        """Log-probs [B, R] of ``responses`` under the weights being trained (or ``model``: the KL loss's reference) at
+        training's sampling temperature (with grad when enabled), the prompts' shared prefix computed once
+        (``prefix_forward``)."""
+        return response_log_probs(model or self.train_model, data.batch, self.grpo.temperature)
 
     @staticmethod
     def _rollout_diff(data: DataProto, old: torch.Tensor, metrics: dict[str, float]) -> None:

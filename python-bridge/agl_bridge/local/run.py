@@ -128,6 +128,7 @@ def build_policy(options: LocalTrainerOptions) -> Policy:
         micro_batch_size=options.micro_batch,
         freeze_embeddings=options.freeze_embeddings,
         grad_clip=options.grad_clip,
+        temperature=options.temperature,
         rollout_correction=correction,
         kl_coef=options.kl_coef,
         kl_type=options.kl_type,

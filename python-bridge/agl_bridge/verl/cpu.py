@@ -178,10 +178,13 @@ def _register_platform() -> None:
 def _register_engines() -> None:
     # VERL registers its FSDP engines for devices cuda and npu only ("No engine registered for device='cpu'" in
     # EngineRegistry); the same classes run on CPU. EngineRegistry.register is VERL's public hook.
+    # The language-model engine is VERL's with logits at response positions only (cpu_engine.py).
     from verl.workers.engine.base import EngineRegistry
-    from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead, FSDPEngineWithValueHead
+    from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithValueHead
 
-    EngineRegistry.register(model_type="language_model", backend=["fsdp", "fsdp2"], device="cpu")(FSDPEngineWithLMHead)
+    from agl_bridge.verl.cpu_engine import CpuLMHeadEngine
+
+    EngineRegistry.register(model_type="language_model", backend=["fsdp", "fsdp2"], device="cpu")(CpuLMHeadEngine)
     EngineRegistry.register(model_type="value_model", backend=["fsdp", "fsdp2"], device="cpu")(FSDPEngineWithValueHead)
 
 
@@ -219,14 +222,6 @@ def _patch_unpinned_offload() -> None:
     transformer_impl.CPUOffloadPolicy = UnpinnedCPUOffloadPolicy
 
 
-def _log_probs(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """log softmax(logits)[label] for every row at once (``logits_labels - logsumexp``, VERL's own formula; in fp32
-    at least, where VERL's row loop takes log_softmax for bf16 because logsumexp is unstable there)."""
-    if logits.dtype not in (torch.float32, torch.float64):
-        logits = logits.float()
-    return torch.gather(logits, -1, labels.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
-
-
 def _patch_row_loop_log_probs() -> None:
     # Without flash-attn's cross-entropy kernel, VERL's logprobs_from_logits falls back to logprobs_from_logits_v2,
     # which loops over the rows (one logsumexp per token, to bound GPU memory with a large vocabulary): on CPU a
@@ -234,8 +229,10 @@ def _patch_row_loop_log_probs() -> None:
     # under 1 ms vectorized (same values). The FSDP engine's module-level name is the one its forward calls.
     from verl.workers.engine.fsdp import transformer_impl
 
+    from agl_bridge.verl.cpu_engine import log_probs_of
+
     def logprobs_from_logits(logits: torch.Tensor, labels: torch.Tensor, inplace_backward: bool = True) -> torch.Tensor:
-        return _log_probs(logits, labels)
+        return log_probs_of(logits, labels)
 
     transformer_impl.logprobs_from_logits = logprobs_from_logits
 

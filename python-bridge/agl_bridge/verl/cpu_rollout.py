@@ -104,7 +104,8 @@ class CpuPolicyServer:
         from agl_bridge.local.policy import Policy
         from agl_bridge.local.server import PolicyServer
 
-        torch.set_num_threads(1)
+        # OMP_NUM_THREADS from the Ray runtime env (cpu.yaml: 1; make demo-real: 2, a real model on its own phase).
+        torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS") or 1)))
         self.config, self.replica_rank = config, replica_rank
         model, tokenizer = load_model(copy_to_local(str(model_config.path)))
         # VERL's rollout.seed (vLLM's sampling seed), as the local policy server's --seed: a request without a seed
