@@ -99,10 +99,11 @@ def test_batched_sampling_equals_each_prompt_alone(window):
     prompts = [[2, *prefix, *torch.randint(3, 97, (n,), generator=g).tolist()] for n in (3, 8, 1)]
 
     def requests() -> list[SampleRequest]:
-        return [SampleRequest(list(p), 6, temperature=0) for p in prompts]
+        # Rows stop at different steps, leaving the batch (and its cache) while the others go on.
+        return [SampleRequest(list(p), n, temperature=0) for p, n in zip(prompts, (6, 2, 4), strict=True)]
 
     batched = sample_batch(model, tokenizer, requests(), pad_id=0)
     for request, out in zip(requests(), batched, strict=True):
         alone = sample_batch(model, tokenizer, [request], pad_id=0)[0]
-        assert out.token_ids == alone.token_ids
+        assert out.token_ids == alone.token_ids and len(out.token_ids) == request.max_tokens
         torch.testing.assert_close(torch.tensor(out.logprobs), torch.tensor(alone.logprobs), atol=1e-5, rtol=1e-5)

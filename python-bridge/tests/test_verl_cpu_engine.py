@@ -1,8 +1,10 @@
 """agl's CPU language-model engine (``verl/cpu_engine``) against VERL's own ``FSDPEngineWithLMHead``: with logits
-computed only over the columns that predict response tokens and a shared prompt prefix computed once (rows longer
+computed only at the positions that predict response tokens and a shared prompt prefix computed once (rows longer
 than the model's sliding window), the log-probs and entropy at every response position,
-and their gradients, equal VERL's full-vocabulary pass over every position. VERL's own code builds the micro-batch
-(``left_right_2_no_padding``) and reads the outputs (``no_padding_2_padding``); the model is a small Gemma 3."""
+and their gradients, equal VERL's full-vocabulary pass over every position; under FSDP2 (VERL's ``apply_fsdp2`` on a
+one-rank gloo group) the prefix's gradient too, through gradient accumulation and an optimizer step. VERL's own code
+builds the micro-batch (``left_right_2_no_padding``) and reads the outputs (``no_padding_2_padding``); the model is a
+small Gemma 3."""
 
 from __future__ import annotations
 
@@ -10,13 +12,16 @@ import types
 
 import pytest
 import torch
+import torch.distributed as dist
 from small_gemma import small_gemma
 from tensordict import TensorDict
+from torch.distributed.device_mesh import init_device_mesh
 from verl.utils import tensordict_utils as tu
+from verl.utils.fsdp_utils import apply_fsdp2
 from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
 from verl.workers.utils.padding import left_right_2_no_padding, no_padding_2_padding
 
-from agl_bridge.verl.cpu_engine import CpuLMHeadEngine, _PrefixOnce
+from agl_bridge.verl.cpu_engine import CpuLMHeadEngine, _PrefixOnce, _unsharded_until_step
 
 
 def _model() -> torch.nn.Module:
@@ -69,6 +74,11 @@ def _responses(engine: FSDPEngineWithLMHead, model: torch.nn.Module, data: Tenso
     return {k: no_padding_2_padding(v, data) for k, v in out.items()}
 
 
+def _mask(data: TensorDict) -> torch.Tensor:
+    mask = data["response_mask"]
+    return (mask.to_padded_tensor(0) if mask.is_nested else mask).float()
+
+
 def _grads(model: torch.nn.Module, out: dict[str, torch.Tensor], mask: torch.Tensor) -> dict[str, torch.Tensor]:
     model.zero_grad(set_to_none=True)
     ((out["log_probs"] + 0.1 * out["entropy"]) * mask).sum().backward()
@@ -78,18 +88,16 @@ def _grads(model: torch.nn.Module, out: dict[str, torch.Tensor], mask: torch.Ten
 @pytest.mark.parametrize("shared", [20, 0])
 def test_response_log_probs_entropy_and_gradients_equal_verls_full_pass(shared):
     model, data = _model(), _micro_batch(shared)
-    mask = (
-        data["response_mask"].to_padded_tensor(0).float()
-        if data["response_mask"].is_nested
-        else data["response_mask"].float()
-    )
+    mask = _mask(data)
     theirs = _responses(_engine(FSDPEngineWithLMHead), model, data)
     their_grads = _grads(model, theirs, mask)
     inputs, _ = _engine(CpuLMHeadEngine).prepare_model_inputs(data)
-    # Columns from row 0's last prompt token to row 1's last response token but one; the template, once.
-    assert inputs["logits_to_keep"].tolist() == list(range(shared + 4, shared + 16))
+    # The output head sees each row's columns that predict its response tokens only; the template runs once.
+    rows, cols = inputs["agl_pick"]
+    assert rows.tolist() == [0] * 3 + [1] * 6 + [2]
+    assert (cols - shared).tolist() == [4, 5, 6, 10, 11, 12, 13, 14, 15, 7]
     assert inputs["agl_shared_prefix"] == shared
-    # Without grad (the old log-prob pass) the template runs once; with grad (the update) in the same pass as the rest.
+    # The template runs once, without grad (the old log-prob pass) and with it (the update).
     with torch.no_grad():
         once = _responses(_engine(CpuLMHeadEngine), model, data)
     ours = _responses(_engine(CpuLMHeadEngine), model, data)
@@ -106,4 +114,43 @@ def test_other_paths_are_verls():
     data = _micro_batch()
     tu.assign_non_tensor_data(data, "use_fused_kernels", True)
     inputs, args = _engine(CpuLMHeadEngine).prepare_model_inputs(data)
-    assert "logits_to_keep" not in inputs and "agl_response_window" not in args
+    assert "agl_pick" not in inputs and "agl_response_positions" not in args
+
+
+def test_prefix_gradient_under_fsdp2_through_accumulation_and_a_step(tmp_path):
+    """VERL's update path: two micro-batches accumulated (the first without gradient sync, as VERL's engine defers it),
+    an optimizer step, and the next forward; FSDP2 against the same model unwrapped. Without keeping the parameters
+    gathered through the backward, the prefix pass's backward finds them freed."""
+    data = _micro_batch()
+    mask = _mask(data)
+    plain, wrapped = _model(), _model()
+    for m in (plain, wrapped):
+        m.get_input_embeddings().weight.requires_grad_(False)  # agl_freeze_embeddings: the first layer's input
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/pg", rank=0, world_size=1)
+    try:
+        apply_fsdp2(wrapped, {"mesh": init_device_mesh("cpu", (1,)), "reshard_after_forward": True}, {})
+        engine = _engine(CpuLMHeadEngine)
+
+        def loss(model: torch.nn.Module) -> torch.Tensor:
+            out = _responses(engine, model, data)
+            return ((out["log_probs"] + 0.1 * out["entropy"]) * mask).sum()
+
+        with _unsharded_until_step(wrapped):
+            wrapped.set_requires_gradient_sync(False)
+            loss(wrapped).backward()
+            wrapped.set_requires_gradient_sync(True)
+            loss(wrapped).backward()
+        (2 * loss(plain)).backward()
+        theirs = {n: p.grad for n, p in plain.named_parameters() if p.grad is not None}
+        ours = {n: p.grad.full_tensor() for n, p in wrapped.named_parameters() if p.grad is not None}
+        assert ours.keys() == theirs.keys()
+        for name, grad in theirs.items():
+            torch.testing.assert_close(ours[name], grad, atol=1e-5, rtol=1e-4, msg=name)
+        for m in (plain, wrapped):
+            torch.optim.SGD([p for p in m.parameters() if p.requires_grad], lr=0.1).step()
+        with torch.no_grad():
+            torch.testing.assert_close(loss(wrapped), loss(plain), atol=1e-4, rtol=1e-5)
+        with pytest.raises(RuntimeError, match="storage of size 0"):
+            loss(wrapped).backward()
+    finally:
+        dist.destroy_process_group()

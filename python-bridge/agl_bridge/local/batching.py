@@ -1,7 +1,7 @@
 """Sampling many requests in one batch: left-padded prompts, one forward pass per new token for the whole batch,
 with a KV cache (the prompts' shared prefix, a few-shot template, computed once), each row stopping on its own (EOS,
-stop ids, stop strings, ``max_tokens``). A model with sliding-window layers gets attention masks by position, so a
-row padded after the shared prefix sees what it would alone."""
+stop ids, stop strings, ``max_tokens``) and leaving the batch then. A model with sliding-window layers gets
+attention masks by position, so a row padded after the shared prefix sees what it would alone."""
 
 from __future__ import annotations
 
@@ -128,7 +128,9 @@ def sample_batch(
     kv_pos = torch.cat([torch.arange(shared).expand(len(requests), shared), positions], dim=1)
     dtype = next(model.parameters()).dtype
     generators = [torch.Generator().manual_seed(r.seed) if r.seed is not None else None for r in requests]
-    live = [True] * len(requests)
+    # The rows still sampling, as indices into requests; a row that stops leaves the batch (and the cache), so the
+    # passes after it cost what the rows still going need.
+    rows = list(range(len(requests)))
     for step in range(max_new):
         attention: Any = mask.to(device)
         if window:
@@ -145,24 +147,29 @@ def sample_batch(
         past = out.past_key_values
         logits = out.logits[:, -1].float().cpu()
         logp = torch.log_softmax(logits, dim=-1)
-        nxt = torch.full((len(requests), 1), pad_id, dtype=torch.long)
-        for i, r in enumerate(requests):
-            if not live[i]:
-                continue
-            token = _pick(logits[i], r.temperature, r.top_p, generators[i])
+        going: list[int] = []
+        tokens: list[int] = []
+        for b, i in enumerate(rows):
+            r = requests[i]
+            token = _pick(logits[b], r.temperature, r.top_p, generators[i])
             r.out.token_ids.append(token)
-            r.out.logprobs.append(float(logp[i, token]))
-            nxt[i, 0] = token
+            r.out.logprobs.append(float(logp[b, token]))
             if token in eos_ids or token in r.stop_ids:
-                r.out.finish_reason, live[i] = "stop", False
+                r.out.finish_reason = "stop"
             elif (matched := _stop_text(tokenizer, r)) is not None:
-                r.out.finish_reason, r.out.stop_text, live[i] = "stop", matched, False
-            elif step + 1 >= r.max_tokens:
-                live[i] = False
-        if not any(live):
+                r.out.finish_reason, r.out.stop_text = "stop", matched
+            elif step + 1 < r.max_tokens:
+                going.append(b)
+                tokens.append(token)
+        if not going:
             break
-        ids = nxt
-        mask = torch.cat([mask, torch.ones((len(requests), 1), dtype=torch.long)], dim=1)
+        if len(going) < len(rows):
+            keep = torch.tensor(going)
+            past.batch_select_indices(keep.to(device))
+            mask, positions, kv_pos = mask[keep], positions[keep], kv_pos[keep]
+            rows = [rows[b] for b in going]
+        ids = torch.tensor(tokens, dtype=torch.long)[:, None]
+        mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=torch.long)], dim=1)
         positions = positions[:, -1:] + 1
         kv_pos = torch.cat([kv_pos, positions], dim=1)
     return [r.out for r in requests]

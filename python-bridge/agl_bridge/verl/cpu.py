@@ -229,7 +229,7 @@ def _patch_row_loop_log_probs() -> None:
     # under 1 ms vectorized (same values). The FSDP engine's module-level name is the one its forward calls.
     from verl.workers.engine.fsdp import transformer_impl
 
-    from agl_bridge.verl.cpu_engine import log_probs_of
+    from agl_bridge.local.logits import log_probs_of
 
     def logprobs_from_logits(logits: torch.Tensor, labels: torch.Tensor, inplace_backward: bool = True) -> torch.Tensor:
         return log_probs_of(logits, labels)
