@@ -5,7 +5,7 @@
 # the run ends with one line, `demo-real: held-out accuracy A -> B (+D, 95% CI [LO, HI]), N steps, S s: reached|missed`,
 # and exits non-zero when missed (target: a gain of at least +0.15 with the CI above 0); the same split sampled at
 # training's temperature (one rollout a problem) is reported beside it. The agent's prompt is a template resource the
-# trainer publishes (prompts/DEMO_PROMPT.txt). Environment: TRAINER (verl|local), DEMO_SEED (0), DEMO_STEPS (12; VERL 6),
+# trainer publishes (prompts/DEMO_PROMPT.txt). Environment: TRAINER (verl|local), DEMO_SEED (0), DEMO_STEPS (12),
 # DEMO_TASKS (tasks per step, 8), DEMO_N (rollouts per task, 4), DEMO_LR (1e-6), DEMO_TEMP (training's sampling
 # temperature, 0.7), DEMO_PROMPT (instructed), DEMO_DIR (a new temporary directory).
 # Choosing settings: DEMO_HELDOUT=val scores the validation split instead of test, every DEMO_TEST_FREQ steps (local).
@@ -16,8 +16,7 @@ cd "$(dirname "$0")/../.."
 source scripts/node-env.sh
 TRAINER="${TRAINER:-verl}"
 DIR="${DEMO_DIR:-$(mktemp -d -t agl-demo-real-XXXXXX)}"
-# VERL's update is ~5x the local trainer's here (docs/rl-training.md): fewer steps fit its 45 minutes.
-if [ "$TRAINER" = local ]; then STEPS="${DEMO_STEPS:-12}"; else STEPS="${DEMO_STEPS:-6}"; fi
+STEPS="${DEMO_STEPS:-12}"
 N="${DEMO_N:-4}"
 TASKS="${DEMO_TASKS:-8}"
 SEED="${DEMO_SEED:-0}"
@@ -45,7 +44,7 @@ if [ "$TRAINER" = local ]; then
   node bin/agl.js train examples/word-math/agent.ts --trainer local --database "$DIR/agl.db" --steps "$STEPS" \
     --tasks-per-step "$TASKS" --n "$N" --concurrency 64 --dataset "$T/train.jsonl" --val-dataset "$VAL" \
     --model "$MODEL" -- \
-    --seed "$SEED" --lr "$LR" --grad-clip 1.0 --freeze-embeddings --micro-batch 16 --max-tokens 24 \
+    --seed "$SEED" --lr "$LR" --grad-clip 1.0 --freeze-embeddings --micro-batch "${DEMO_MICRO_BATCH:-64}" --max-tokens 24 \
     --prompt-templates "{\"word_math\": \"$PROMPT\"}" --temperature "$TEMP" --val-temperature 0 --val-sampled-n 1 \
     --test-freq "${DEMO_TEST_FREQ:-$STEPS}" --threads 2 --rollout-timeout 3600 \
     --attempt-timeout 1800 --max-batch 64 \
@@ -66,6 +65,11 @@ rows = [json.loads(l) for l in open(f"{sys.argv[1]}/train.jsonl")]
 pd.DataFrame({"prompt": [[{"role": "user", "content": r["question"]}] for r in rows[:64]], "data_source": "agl-word-math",
               "reward_model": [{"ground_truth": str(r["answer"])} for r in rows[:64]]}).to_parquet(f"{sys.argv[1]}/prompts.parquet")
 PY
+  # A rollout is two rows (two LLM calls) and VERL's mini-batch at most a step's tasks (ppo_mini_batch_size x n rows):
+  # two optimizer steps a step where the local trainer takes one over all 64 rows, so each at half the lr. Micro-
+  # batches by tokens: the shared prefix runs once per micro-batch, so one a mini-batch (~32 rows of ~560 tokens) and
+  # one for the old log-probs of the whole step.
+  VERL_LR=$("$PY" -c "print($LR / 2)")
   node bin/agl.js train examples/word-math/agent.ts --trainer verl --database "$DIR/agl.db" --steps "$STEPS" \
     --dataset "$T/train.jsonl" --val-dataset "$VAL" --model "$MODEL" --n "$N" --tasks-per-step "$TASKS" \
     --concurrency 32 -- \
@@ -73,11 +77,12 @@ PY
     data.val_files="$T/prompts.parquet" data.max_prompt_length=768 data.max_response_length=24 \
     trainer.val_before_train=true trainer.test_freq="${DEMO_TEST_FREQ:-$STEPS}" trainer.save_freq=-1 algorithm.adv_estimator=grpo \
     actor_rollout_ref.actor.use_kl_loss=false actor_rollout_ref.actor.entropy_coeff=0 \
-    actor_rollout_ref.actor.optim.lr="$LR" actor_rollout_ref.actor.optim.lr_scheduler_type=constant \
+    actor_rollout_ref.actor.optim.lr="$VERL_LR" actor_rollout_ref.actor.optim.lr_scheduler_type=constant \
     actor_rollout_ref.actor.optim.weight_decay=0 actor_rollout_ref.actor.grad_clip=1.0 \
-    actor_rollout_ref.actor.ppo_mini_batch_size=4 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8 \
+    actor_rollout_ref.actor.ppo_mini_batch_size="$TASKS" actor_rollout_ref.actor.ppo_max_token_len_per_gpu=20480 \
+    actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=40960 \
     +actor_rollout_ref.model.override_config.agl_freeze_embeddings=true \
-    actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8 actor_rollout_ref.rollout.temperature="$TEMP" \
+    actor_rollout_ref.rollout.temperature="$TEMP" \
     actor_rollout_ref.rollout.response_length=24 actor_rollout_ref.rollout.val_kwargs.temperature=0 \
     "agl.prompt_templates={word_math:'$PROMPT'}" agl.val_sampled_n=1 \
     actor_rollout_ref.actor.data_loader_seed="$SEED" 'ray_kwargs.ray_init.runtime_env.env_vars.OMP_NUM_THREADS="2"' \
