@@ -134,7 +134,7 @@ class CpuLMHeadEngine(transformer_impl.FSDPEngineWithLMHead):
     def forward_backward_batch(self, data: Any, loss_function: Any, forward_only: bool = False) -> Any:
         if forward_only:
             return super().forward_backward_batch(data, loss_function, forward_only)
-        with _unsharded_until_step(self.module):  # type: ignore[has-type]  # set by VERL's untyped engine
+        with _unsharded_until_step(self.module):
             return super().forward_backward_batch(data, loss_function, forward_only)
 
     def forward_step(self, micro_batch: Any, loss_function: Any, forward_only: bool) -> Any:
