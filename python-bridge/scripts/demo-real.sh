@@ -34,7 +34,12 @@ VAL="$T/${DEMO_HELDOUT:-test}.jsonl" EXTRA=()
 # DEMO_HELDOUT_LIMIT=K keeps the held-out split's first K problems (a quick check of the path, not a result).
 if [ -n "${DEMO_HELDOUT_LIMIT:-}" ]; then head -n "$DEMO_HELDOUT_LIMIT" "$VAL" > "$T/heldout.jsonl"; VAL="$T/heldout.jsonl"; fi
 if [ -n "${DEMO_SCORE:-}" ]; then TRAINER=local VAL="$T/val.jsonl" EXTRA=(--val-only --val-sampled-n 0); fi
-echo "agl demo-real: Gemma 3 270M, $TRAINER trainer, seed $SEED, $STEPS steps of $TASKS tasks x $N rollouts, lr $LR," \
+# A rollout is two rows (two LLM calls) and VERL's mini-batch at most a step's tasks (ppo_mini_batch_size x n rows):
+# VERL takes two optimizer steps a step where the local trainer takes one over all the rows, so each at half the lr.
+VERL_LR=$("$PY" -c "print($LR / 2)")
+LR_NOTE="lr $LR"
+if [ "$TRAINER" != local ]; then LR_NOTE="lr $LR (VERL: $VERL_LR a mini-batch, two a step)"; fi
+echo "agl demo-real: Gemma 3 270M, $TRAINER trainer, seed $SEED, $STEPS steps of $TASKS tasks x $N rollouts, $LR_NOTE," \
   "temperature $TEMP, prompt $(basename "$PROMPT" .txt);" \
   "held-out $(basename "$VAL" .jsonl) split $(wc -l < "$VAL") tasks; files and logs in $DIR"
 started=$(date +%s)
@@ -65,11 +70,8 @@ rows = [json.loads(l) for l in open(f"{sys.argv[1]}/train.jsonl")]
 pd.DataFrame({"prompt": [[{"role": "user", "content": r["question"]}] for r in rows[:64]], "data_source": "agl-word-math",
               "reward_model": [{"ground_truth": str(r["answer"])} for r in rows[:64]]}).to_parquet(f"{sys.argv[1]}/prompts.parquet")
 PY
-  # A rollout is two rows (two LLM calls) and VERL's mini-batch at most a step's tasks (ppo_mini_batch_size x n rows):
-  # two optimizer steps a step where the local trainer takes one over all 64 rows, so each at half the lr. Micro-
-  # batches by tokens: the shared prefix runs once per micro-batch, so one a mini-batch (~32 rows of ~560 tokens) and
-  # one for the old log-probs of the whole step.
-  VERL_LR=$("$PY" -c "print($LR / 2)")
+  # Micro-batches by tokens: the shared prefix runs once per micro-batch, so one a mini-batch (~32 rows of ~560
+  # tokens) and one for the old log-probs of the whole step.
   node bin/agl.js train examples/word-math/agent.ts --trainer verl --database "$DIR/agl.db" --steps "$STEPS" \
     --dataset "$T/train.jsonl" --val-dataset "$VAL" --model "$MODEL" --n "$N" --tasks-per-step "$TASKS" \
     --concurrency 32 -- \
