@@ -7,7 +7,8 @@
 # training's temperature (one rollout a problem) is reported beside it. The agent's prompt is a template resource the
 # trainer publishes (prompts/DEMO_PROMPT.txt). Environment: TRAINER (verl|local), DEMO_SEED (0), DEMO_STEPS (12),
 # DEMO_TASKS (tasks per step, 8), DEMO_N (rollouts per task, 4), DEMO_LR (1e-6), DEMO_TEMP (training's sampling
-# temperature, 0.7), DEMO_PROMPT (instructed), DEMO_DIR (a new temporary directory).
+# temperature, 0.7), DEMO_PROMPT (instructed), DEMO_DIR (a new temporary directory), DEMO_MICRO_BATCH (the local
+# trainer's rows a forward pass, 64).
 # Choosing settings: DEMO_HELDOUT=val scores the validation split instead of test, every DEMO_TEST_FREQ steps (local).
 # DEMO_SCORE=1 only scores the prompt, greedily on the validation split, through the same agent (local trainer, no
 # training): how the starting prompt was chosen (docs/rl-training.md).

@@ -79,9 +79,13 @@ def _mask(data: TensorDict) -> torch.Tensor:
     return (mask.to_padded_tensor(0) if mask.is_nested else mask).float()
 
 
+def _loss(out: dict[str, torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
+    return ((out["log_probs"] + 0.1 * out["entropy"]) * mask).sum()
+
+
 def _grads(model: torch.nn.Module, out: dict[str, torch.Tensor], mask: torch.Tensor) -> dict[str, torch.Tensor]:
     model.zero_grad(set_to_none=True)
-    ((out["log_probs"] + 0.1 * out["entropy"]) * mask).sum().backward()
+    _loss(out, mask).backward()
     return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
@@ -132,8 +136,7 @@ def test_prefix_gradient_under_fsdp2_through_accumulation_and_a_step(tmp_path):
         engine = _engine(CpuLMHeadEngine)
 
         def loss(model: torch.nn.Module) -> torch.Tensor:
-            out = _responses(engine, model, data)
-            return ((out["log_probs"] + 0.1 * out["entropy"]) * mask).sum()
+            return _loss(_responses(engine, model, data), mask)
 
         with _unsharded_until_step(wrapped):
             wrapped.set_requires_gradient_sync(False)
