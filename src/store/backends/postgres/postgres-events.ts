@@ -83,7 +83,18 @@ export class EventListener {
   private reconnecting = false;
   /** The highest resource_versions.seq delivered, for catching up after a reconnect. */
   private lastVersionSeq = 0;
-  private disconnectedAt: number | undefined;
+  /** Numbers the LISTEN connections, so that a notification tells which connection brought it. */
+  private connections = 0;
+  /**
+   * Set by a disconnect until a later connection listens and catches up: since when (seconds) events may have been
+   * missed, and the last connection lost.
+   */
+  private missed: { since: number; connection: number } | undefined;
+  /**
+   * Seqs of versions a catch-up delivered: their notifications may still arrive (committed between LISTEN and the
+   * catch-up's query) and must not deliver them twice.
+   */
+  private caughtUp = new Set<number>();
   /** Transactions of this backend waiting for their events to be delivered here, by token. */
   private readonly pending = new Map<string, () => void>();
 
@@ -133,14 +144,18 @@ export class EventListener {
     await this.chain;
   }
 
-  private async connect(): Promise<void> {
+  /** Resolves with the connection's number once it listens. */
+  private async connect(): Promise<number> {
     const client = new pg.Client({ ...this.options.connection, keepAlive: true });
+    const connection = ++this.connections;
+    let live = true;
     const lost = (error?: unknown) => {
       if (this.client !== client) return;
+      live = false;
       this.client = undefined;
       client.end().catch(() => undefined);
       if (this.closed) return;
-      this.disconnectedAt ??= Date.now() / 1000;
+      this.missed = { since: this.missed?.since ?? Date.now() / 1000, connection };
       for (const done of [...this.pending.values()]) done();
       this.options.onError("lost its LISTEN connection; reconnecting", error);
       void this.reconnect();
@@ -148,7 +163,7 @@ export class EventListener {
     client.on("error", lost);
     client.on("end", () => lost());
     client.on("notification", (message) => {
-      if (message.channel === this.options.channel && message.payload !== undefined) this.receive(message.payload);
+      if (live && message.channel === this.options.channel && message.payload !== undefined) this.receive(message.payload, connection);
     });
     try {
       await client.connect();
@@ -159,11 +174,9 @@ export class EventListener {
       await client.end().catch(() => undefined);
       throw error;
     }
-    if (this.closed) {
-      await client.end().catch(() => undefined);
-      return;
-    }
-    this.client = client;
+    if (this.closed) await client.end().catch(() => undefined);
+    else this.client = client;
+    return connection;
   }
 
   private async reconnect(): Promise<void> {
@@ -173,15 +186,14 @@ export class EventListener {
       for (let attempt = 0; !this.closed; attempt++) {
         await sleep(backoffMs(attempt + 1, 100, 5_000), { unref: true });
         if (this.closed) return;
+        let connection: number;
         try {
-          await this.connect();
+          connection = await this.connect();
         } catch (error) {
           if (attempt % 10 === 0) this.options.onError("cannot reconnect its LISTEN connection yet", error);
           continue;
         }
-        const since = this.disconnectedAt;
-        this.disconnectedAt = undefined;
-        this.enqueue(() => this.catchUp(since));
+        this.enqueue(() => this.catchUp(connection));
         return;
       }
     } finally {
@@ -189,7 +201,7 @@ export class EventListener {
     }
   }
 
-  private receive(payload: string): void {
+  private receive(payload: string, connection: number): void {
     let parsed: Payload;
     try {
       parsed = JSON.parse(payload) as Payload;
@@ -197,6 +209,7 @@ export class EventListener {
       return;
     }
     this.enqueue(async () => {
+      await this.catchUp(connection);
       switch (parsed.k) {
         case "q":
           this.emit({ kind: "queued" });
@@ -205,6 +218,8 @@ export class EventListener {
           this.emit({ kind: "finished", rolloutIds: parsed.ids });
           break;
         case "r": {
+          // bigint columns arrive as strings: compare seqs as numbers.
+          if (this.caughtUp.delete(Number(parsed.s))) break;
           const update = parsed.d
             ? fromBinary(ResourcesUpdateSchema, Buffer.from(parsed.d, "base64"))
             : await this.loadVersion(parsed.id, parsed.v);
@@ -239,25 +254,33 @@ export class EventListener {
     return rows[0] && fromBinary(ResourcesUpdateSchema, rows[0].data);
   }
 
-  /** After a reconnect: what other servers may have announced while this one was not listening. */
-  private async catchUp(since: number | undefined): Promise<void> {
-    if (this.closed) return;
+  /**
+   * Once `connection` listens after a disconnect (a no-op otherwise): what other servers may have announced while
+   * this one was not listening. Queued by the reconnect and before each notification, as the new connection's first
+   * notifications can come in the read that brings LISTEN's reply, ahead of the reconnect's own continuation; a
+   * notification the lost connection brought before it went does not count.
+   */
+  private async catchUp(connection: number): Promise<void> {
+    const missed = this.missed;
+    if (this.closed || !missed || connection <= missed.connection) return;
+    this.missed = undefined;
+    this.caughtUp.clear();
     const { schema, pool } = this.options;
     this.emit({ kind: "queued" });
-    if (since !== undefined) {
-      // Rollout times come from the servers' clocks: allow for some skew between them.
-      const { rows } = await pool.query<{ rollout_id: string }>(
-        `SELECT rollout_id FROM ${schema}.rollouts WHERE status = ANY($1::integer[]) AND end_time >= $2 ORDER BY seq`,
-        [[RolloutStatus.SUCCEEDED, RolloutStatus.FAILED, RolloutStatus.CANCELLED], since - 30],
-      );
-      if (rows.length > 0) this.emit({ kind: "finished", rolloutIds: rows.map((row) => row.rollout_id) });
-    }
-    const { rows } = await pool.query<{ seq: number; data: Uint8Array }>(
+    // Rollout times come from the servers' clocks: allow for some skew between them.
+    const finished = await pool.query<{ rollout_id: string }>(
+      `SELECT rollout_id FROM ${schema}.rollouts WHERE status = ANY($1::integer[]) AND end_time >= $2 ORDER BY seq`,
+      [[RolloutStatus.SUCCEEDED, RolloutStatus.FAILED, RolloutStatus.CANCELLED], missed.since - 30],
+    );
+    if (finished.rows.length > 0) this.emit({ kind: "finished", rolloutIds: finished.rows.map((row) => row.rollout_id) });
+    const { rows } = await pool.query<{ seq: string; data: Uint8Array }>(
       `SELECT seq, data FROM ${schema}.resource_versions WHERE seq > $1 ORDER BY seq`,
       [this.lastVersionSeq],
     );
     for (const row of rows) {
-      this.lastVersionSeq = Math.max(this.lastVersionSeq, row.seq);
+      const seq = Number(row.seq);
+      this.lastVersionSeq = Math.max(this.lastVersionSeq, seq);
+      this.caughtUp.add(seq);
       this.emit({ kind: "resources", update: fromBinary(ResourcesUpdateSchema, row.data) });
     }
   }
