@@ -35,12 +35,7 @@ VAL="$T/${DEMO_HELDOUT:-test}.jsonl" EXTRA=()
 # DEMO_HELDOUT_LIMIT=K keeps the held-out split's first K problems (a quick check of the path, not a result).
 if [ -n "${DEMO_HELDOUT_LIMIT:-}" ]; then head -n "$DEMO_HELDOUT_LIMIT" "$VAL" > "$T/heldout.jsonl"; VAL="$T/heldout.jsonl"; fi
 if [ -n "${DEMO_SCORE:-}" ]; then TRAINER=local VAL="$T/val.jsonl" EXTRA=(--val-only --val-sampled-n 0); fi
-# A rollout is two rows (two LLM calls) and VERL's mini-batch at most a step's tasks (ppo_mini_batch_size x n rows):
-# VERL takes two optimizer steps a step where the local trainer takes one over all the rows, so each at half the lr.
-VERL_LR=$("$PY" -c "print($LR / 2)")
-LR_NOTE="lr $LR"
-if [ "$TRAINER" != local ]; then LR_NOTE="lr $LR (VERL: $VERL_LR a mini-batch, two a step)"; fi
-echo "agl demo-real: Gemma 3 270M, $TRAINER trainer, seed $SEED, $STEPS steps of $TASKS tasks x $N rollouts, $LR_NOTE," \
+echo "agl demo-real: Gemma 3 270M, $TRAINER trainer, seed $SEED, $STEPS steps of $TASKS tasks x $N rollouts, lr $LR," \
   "temperature $TEMP, prompt $(basename "$PROMPT" .txt);" \
   "held-out $(basename "$VAL" .jsonl) split $(wc -l < "$VAL") tasks; files and logs in $DIR"
 started=$(date +%s)
@@ -71,16 +66,17 @@ rows = [json.loads(l) for l in open(f"{sys.argv[1]}/train.jsonl")]
 pd.DataFrame({"prompt": [[{"role": "user", "content": r["question"]}] for r in rows[:64]], "data_source": "agl-word-math",
               "reward_model": [{"ground_truth": str(r["answer"])} for r in rows[:64]]}).to_parquet(f"{sys.argv[1]}/prompts.parquet")
 PY
-  # Micro-batches by tokens: the shared prefix runs once per micro-batch, so one a mini-batch (~32 rows of ~560
-  # tokens) and one for the old log-probs of the whole step.
+  # One mini-batch a step (ppo_mini_batch_size = the step's tasks: all rows of their rollouts, two a rollout), one
+  # optimizer step as the local trainer's. Micro-batches by tokens: the shared prefix runs once per micro-batch, so
+  # two for the update (~64 rows of ~560 tokens) and one for the old log-probs.
   node bin/agl.js train examples/word-math/agent.ts --trainer verl --database "$DIR/agl.db" --steps "$STEPS" \
     --dataset "$T/train.jsonl" --val-dataset "$VAL" --model "$MODEL" --n "$N" --tasks-per-step "$TASKS" \
-    --concurrency 32 -- \
+    --concurrency 64 -- \
     trainer.device=cpu hydra.run.dir="$DIR/hydra" trainer.default_local_dir="$DIR/ckpt" data.train_files="$T/prompts.parquet" \
     data.val_files="$T/prompts.parquet" data.max_prompt_length=768 data.max_response_length=24 \
     trainer.val_before_train=true trainer.test_freq="${DEMO_TEST_FREQ:-$STEPS}" trainer.save_freq=-1 algorithm.adv_estimator=grpo \
     actor_rollout_ref.actor.use_kl_loss=false actor_rollout_ref.actor.entropy_coeff=0 \
-    actor_rollout_ref.actor.optim.lr="$VERL_LR" actor_rollout_ref.actor.optim.lr_scheduler_type=constant \
+    actor_rollout_ref.actor.optim.lr="$LR" actor_rollout_ref.actor.optim.lr_scheduler_type=constant \
     actor_rollout_ref.actor.optim.weight_decay=0 actor_rollout_ref.actor.grad_clip=1.0 \
     actor_rollout_ref.actor.ppo_mini_batch_size="$TASKS" actor_rollout_ref.actor.ppo_max_token_len_per_gpu=20480 \
     actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=40960 \

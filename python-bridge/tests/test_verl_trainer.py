@@ -35,6 +35,7 @@ from agl_bridge.training.advantage import compute_rollout_level_advantage  # noq
 from agl_bridge.training.dataproto import ConvertOptions, to_dataproto  # noqa: E402
 from agl_bridge.training.task_files import load_tasks  # noqa: E402
 from agl_bridge.verl import VerlBackend, compose_config  # noqa: E402
+from agl_bridge.verl.backend import mini_batch_rows  # noqa: E402
 from agl_bridge.verl.settings import (  # noqa: E402
     apply_staleness,
     bypass_mode,
@@ -168,15 +169,19 @@ class FakeWorkers:
         assert all(rows[f].is_nested for f in fields)
         self.calls.append(f"update_actor[{len(batch)}]")
         self.updated = rows
+        # What VERL's _update_actor reads as its mini-batch, in rows.
+        self.mini_batch = (
+            self.config.actor_rollout_ref.actor.ppo_mini_batch_size * self.config.actor_rollout_ref.rollout.n
+        )
         metrics["actor/pg_loss"] = 0.375
         return batch
 
 
-def make_batch():
+def make_batch(calls: int = 1):
     rs = []
     for g, rewards in {"a": [1.0, 0.0, 1.0], "b": [1.0, 1.0, 1.0], "c": [0.0, 1.0, 0.0]}.items():
         for i, r in enumerate(rewards):
-            rs.append(rollout(f"{g}{i}", g, [triplet([5, 6], [7, 8])], final_reward=r))
+            rs.append(rollout(f"{g}{i}", g, [triplet([5, 6], [7, 8])] * calls, final_reward=r))
     data, _ = to_dataproto(rs, ConvertOptions(pad_token_id=0))
     data, _ = compute_rollout_level_advantage(data, "grpo")
     return data
@@ -215,6 +220,32 @@ def test_verl_backend_step_order_shaping_and_resources():
     assert resources["policy-0"].llm.model == "/models/tiny"
     # Without a proxy, the agents' LLM is the first replica.
     assert VerlBackend(workers).resources()["main_llm"].llm.endpoint == "http://10.0.0.1:8000/v1"
+
+
+def test_a_mini_batch_holds_every_row_of_its_rollouts():
+    # Two LLM calls a rollout: a mini-batch of 3 tasks x 3 rollouts is their 18 rows (VERL's own multi-turn loop
+    # puts a rollout's turns in one row), one optimizer step, not two of 9 rows each.
+    cfg = compose_config(["actor_rollout_ref.actor.ppo_mini_batch_size=3", "actor_rollout_ref.rollout.n=3"])
+    workers = FakeWorkers(cfg)
+    metrics = VerlBackend(workers).update_sync(make_batch(calls=2))
+    assert workers.calls[-2:] == ["update_actor[18]", "update_weights@5"]
+    assert workers.mini_batch == 18 and metrics["training/mini_batch_rows"] == 18
+    assert cfg.actor_rollout_ref.actor.ppo_mini_batch_size == 3  # set for the call only
+    # One row a rollout: VERL's ppo_mini_batch_size x n rows.
+    VerlBackend(workers).update_sync(make_batch())
+    assert workers.mini_batch == 9
+
+
+def test_mini_batch_rows_follow_the_rows_per_rollout_in_multiples_of_n():
+    rs = [
+        rollout(f"r{i}", f"g{i // 3}", [triplet([5], [7])] * (1 if i < 2 else 2), final_reward=float(i % 2))
+        for i in range(9)
+    ]
+    data, _ = to_dataproto(rs, ConvertOptions(pad_token_id=0))
+    assert len(data) == 16
+    assert mini_batch_rows(data, 3, 3) == 15  # 16 rows of 9 rollouts, down to a multiple of 3
+    assert mini_batch_rows(data, 1, 3) == 3
+    assert mini_batch_rows(data[:0], 2, 3) == 6
 
 
 def test_kl_reference_log_probs_reach_the_actor_update():

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +37,37 @@ RESUME_RETRY_DELAY_S = 0.5
 log = get_logger("verl")
 
 
+def mini_batch_rows(data: DataProto, mini_batch_tasks: int, n: int) -> int:
+    """Rows of a mini-batch: VERL's mini-batch is ``ppo_mini_batch_size`` prompts × ``rollout.n`` rollouts (in VERL's
+    own multi-turn loop a rollout is one row, all turns in it), and an agent's rollout here is a row per LLM call; so
+    a mini-batch is that many rollouts' rows at this step's rows per rollout, a multiple of ``n`` (VERL's
+    ``_update_actor`` multiplies by it). One row a rollout: ``ppo_mini_batch_size × n`` rows, as in VERL."""
+    rollouts = len(set(data.non_tensor_batch["rollout_id_list"].tolist())) if len(data) else 0
+    if rollouts == 0:
+        return mini_batch_tasks * n
+    return max(n, (mini_batch_tasks * n * len(data) // rollouts) // n * n)
+
+
+@contextmanager
+def _actor_mini_batch_rows(cfg: Any, rows: int) -> Iterator[None]:
+    """VERL's ``_update_actor`` reads its mini-batch (``ppo_mini_batch_size × rollout.n`` rows) from the config: set it
+    to ``rows`` for the call, then back."""
+    actor = cfg.actor_rollout_ref.actor
+    before = actor.ppo_mini_batch_size
+    with read_write(actor):
+        actor.ppo_mini_batch_size = rows // int(cfg.actor_rollout_ref.rollout.n)
+    try:
+        yield
+    finally:
+        with read_write(actor):
+            actor.ppo_mini_batch_size = before
+
+
 class VerlBackend:
     """Publishes the rollout replicas' OpenAI endpoints; updates the actor with VERL's workers:
 
-    keep whole mini-batches (``ppo_mini_batch_size × rollout.n`` rows, at most ``max_ppo_update_times`` of them,
-    dropping rows of zero-advantage groups first) → into TransferQueue → replicas asleep → balance → old (and
+    keep whole mini-batches (the rows of ``ppo_mini_batch_size × rollout.n`` rollouts, at most
+    ``max_ppo_update_times`` of them, dropping rows of zero-advantage groups first) → into TransferQueue → replicas asleep → balance → old (and
     reference) log-probs → actor update (VERL's V1 trainer phases) → weights pushed to the replicas
     (``checkpoint_manager.update_weights``).
 
@@ -206,9 +234,12 @@ class VerlBackend:
         go in with the rows as the old ones), the rollout correction, reference log-probs, critic, ``_update_actor``,
         weights pushed; the rows cleared again whatever happens."""
         t, cfg = self.trainer, self.trainer.config
-        multiple = int(cfg.actor_rollout_ref.actor.ppo_mini_batch_size) * int(cfg.actor_rollout_ref.rollout.n)
+        multiple = mini_batch_rows(
+            data, int(cfg.actor_rollout_ref.actor.ppo_mini_batch_size), int(cfg.actor_rollout_ref.rollout.n)
+        )
         max_rows = multiple * self.max_ppo_update_times if self.max_ppo_update_times else None
         shaped, metrics = shape_batch(data, multiple, max_rows, seed=int(t.global_steps))
+        metrics["training/mini_batch_rows"] = float(multiple)
         if shaped is None:
             metrics["training/skipped_step"] = 1.0
             return metrics
@@ -247,7 +278,7 @@ class VerlBackend:
                 with simple_timer("update_critic", timing):
                     batch = t._update_critic(batch, metrics=metrics)
             if cfg.trainer.critic_warmup <= t.global_steps:
-                with simple_timer("update_actor", timing):
+                with simple_timer("update_actor", timing), _actor_mini_batch_rows(cfg, multiple):
                     batch = t._update_actor(batch, metrics=metrics)
             with simple_timer("update_weights", timing):
                 t.checkpoint_manager.update_weights(t.global_steps)

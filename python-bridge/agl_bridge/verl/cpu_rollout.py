@@ -112,7 +112,9 @@ class CpuPolicyServer:
         # of its own draws from (seed, weights version, prompt, draw number), whatever order the runners' requests
         # come in, so a run can be repeated. None (a config without the key): unseeded.
         seed = getattr(config, "seed", None)
-        self.policy = Policy(model, tokenizer, sampling_seed=None if seed is None else int(seed))
+        # rollout.max_num_seqs (vLLM's): the most concurrent requests sampled as one batch.
+        max_batch = int(getattr(config, "max_num_seqs", None) or 32)
+        self.policy = Policy(model, tokenizer, max_batch=max_batch, sampling_seed=None if seed is None else int(seed))
         # Across machines: listen on $AGL_ENGINE_HOST (default loopback) and report $AGL_ENGINE_ADVERTISE_HOST, the
         # address the proxy dials, to VERL (which agl publishes); TLS with $AGL_ENGINE_TLS_CERT and _KEY. Ray actors
         # inherit the driver's environment.
