@@ -5,7 +5,8 @@
 # the run ends with one line, `demo-real: held-out accuracy A -> B (+D, 95% CI [LO, HI]), N steps, S s: reached|missed`,
 # and exits non-zero when missed (target: a gain of at least +0.15 with the CI above 0); the same split sampled at
 # training's temperature (one rollout a problem) is reported beside it. The agent's prompt is a template resource the
-# trainer publishes (prompts/DEMO_PROMPT.txt). Environment: TRAINER (verl|local), DEMO_SEED (0), DEMO_STEPS (12),
+# trainer publishes (prompts/DEMO_PROMPT.txt). Environment: TRAINER (verl|local), DEMO_SEED (0; the sampling seed of
+# either trainer, VERL's rollout.seed, and the local trainer's torch seed), DEMO_STEPS (12),
 # DEMO_TASKS (tasks per step, 8), DEMO_N (rollouts per task, 4), DEMO_LR (1e-6), DEMO_TEMP (training's sampling
 # temperature, 0.7), DEMO_PROMPT (instructed), DEMO_DIR (a new temporary directory), DEMO_MICRO_BATCH (the local
 # trainer's rows a forward pass, 64).
@@ -84,7 +85,7 @@ PY
     actor_rollout_ref.rollout.temperature="$TEMP" \
     actor_rollout_ref.rollout.response_length=24 actor_rollout_ref.rollout.val_kwargs.temperature=0 \
     "agl.prompt_templates={word_math:'$PROMPT'}" agl.val_sampled_n=1 \
-    actor_rollout_ref.actor.data_loader_seed="$SEED" 'ray_kwargs.ray_init.runtime_env.env_vars.OMP_NUM_THREADS="2"' \
+    actor_rollout_ref.rollout.seed="$SEED" actor_rollout_ref.actor.data_loader_seed="$SEED" 'ray_kwargs.ray_init.runtime_env.env_vars.OMP_NUM_THREADS="2"' \
     agl.summary="$DIR/summary.json" "$@" \
     > >(tee "$DIR/train.log" | sed -un 's/^.*\(\[agl\]\)/\1/p') 2>&1
 fi

@@ -67,9 +67,9 @@ class VerlBackend:
     """Publishes the rollout replicas' OpenAI endpoints; updates the actor with VERL's workers:
 
     keep whole mini-batches (the rows of ``ppo_mini_batch_size × rollout.n`` rollouts, at most
-    ``max_ppo_update_times`` of them, dropping rows of zero-advantage groups first) → into TransferQueue → replicas asleep → balance → old (and
-    reference) log-probs → actor update (VERL's V1 trainer phases) → weights pushed to the replicas
-    (``checkpoint_manager.update_weights``).
+    ``max_ppo_update_times`` of them, dropping rows of zero-advantage groups first) → into TransferQueue → replicas
+    asleep → balance → old (and reference) log-probs → actor update (VERL's V1 trainer phases) → weights pushed to
+    the replicas (``checkpoint_manager.update_weights``).
 
     With an LLM proxy (``proxy_url``), the swap happens with the proxy paused and drained: ``before_update`` pauses
     it (calls wait) and waits until no call is in flight (at most ``drain_timeout`` seconds), ``update`` resumes it
