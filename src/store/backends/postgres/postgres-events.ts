@@ -103,10 +103,10 @@ export class EventListener {
   }
 
   async start(): Promise<void> {
-    const { rows } = await this.options.pool.query<{ seq: number | null }>(
+    const { rows } = await this.options.pool.query<{ seq: string | null }>(
       `SELECT max(seq) AS seq FROM ${this.options.schema}.resource_versions`,
     );
-    this.lastVersionSeq = rows[0]?.seq ?? 0;
+    this.lastVersionSeq = Number(rows[0]?.seq ?? 0);
     await this.connect();
   }
 
@@ -218,8 +218,7 @@ export class EventListener {
           this.emit({ kind: "finished", rolloutIds: parsed.ids });
           break;
         case "r": {
-          // bigint columns arrive as strings: compare seqs as numbers.
-          if (this.caughtUp.delete(Number(parsed.s))) break;
+          if (this.caughtUp.delete(parsed.s)) break;
           const update = parsed.d
             ? fromBinary(ResourcesUpdateSchema, Buffer.from(parsed.d, "base64"))
             : await this.loadVersion(parsed.id, parsed.v);

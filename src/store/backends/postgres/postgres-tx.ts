@@ -379,7 +379,8 @@ export class PostgresTx implements StorageTx {
         "ON CONFLICT (resources_id, version) DO UPDATE SET data = excluded.data RETURNING seq",
       [update.resourcesId, update.version, data],
     );
-    const seq = row?.seq as number;
+    // bigserial comes back as a string (pg's int8): the notification payload carries a number.
+    const seq = Number(row?.seq);
     this.versionSeqs.set(versionKey(update.resourcesId, update.version), seq);
     await this.write(
       `INSERT INTO ${this.t("latest_resources")} (id, resources_id) VALUES (1, $1) ` +
