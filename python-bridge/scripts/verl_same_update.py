@@ -4,8 +4,9 @@ Each step samples 8 tasks x 16 rollouts of the demo task from the local policy (
 advantages, then updates (a) the local trainer's ``Policy.update_sync`` and (b) VERL 0.9's own actor worker —
 ``ActorRolloutRefWorker`` with its FSDP2 engine, ``ppo_loss`` and optimizer, in this process (world size 1, gloo), fed
 the rows in the TransferQueue layout ``VerlBackend`` writes, in VERL's bypass mode as ``make demo-verl`` runs it —
-and compares the two weight changes and gradient norms. Prints one line per step; exits 1 when the relative
-difference of the accumulated weight changes exceeds ``--tolerance``.
+and compares the two weight changes and gradient norms (``--own-old-log-probs``: the rows sent without old log-probs,
+as ``VerlBackend`` sends an on-policy update on CPU, where agl's CPU engine takes the update's own). Prints one line
+per step; exits 1 when the relative difference of the accumulated weight changes exceeds ``--tolerance``.
 
     PYTHONPATH=python-bridge python-bridge/.venv/bin/python python-bridge/scripts/verl_same_update.py [--steps 3]
 """
@@ -47,7 +48,7 @@ def _verl_worker(model_dir: str, lr: float, rows: int, kl: float) -> Any:
     return worker
 
 
-def _verl_update(worker: Any, data: Any, step: int) -> float:
+def _verl_update(worker: Any, data: Any, step: int, own_old: bool) -> float:
     """``_update_actor``'s call, as a worker receives it: the rows' fields and the trainer's extra info."""
     from verl.utils import tensordict_utils as tu
     from verl.workers.utils.padding import response_to_nested
@@ -55,7 +56,8 @@ def _verl_update(worker: Any, data: Any, step: int) -> float:
     from agl_bridge.verl.tq_batch import to_samples
 
     shaped = copy.deepcopy(data)
-    shaped.batch["old_log_probs"] = shaped.batch["rollout_log_probs"].clone()  # VERL's bypass mode, as VerlBackend
+    if not own_old:
+        shaped.batch["old_log_probs"] = shaped.batch["rollout_log_probs"].clone()  # VERL's bypass mode, as VerlBackend
     _, fields, _ = to_samples(shaped, step)
     if "ref_log_prob" in data.batch.keys():  # as VERL's _compute_ref_log_prob writes it
         fields["ref_log_prob"] = response_to_nested(data.batch["ref_log_prob"], fields["response_mask"])
@@ -88,6 +90,7 @@ def main() -> int:
     p.add_argument("--lr", type=float, default=7e-4)
     p.add_argument("--no-std", action="store_true", help="GRPO advantages without the group's std")
     p.add_argument("--kl", type=float, default=0.0, help="KL loss coefficient (the reference: the starting weights)")
+    p.add_argument("--own-old-log-probs", action="store_true", help="rows without old log-probs (on-policy on CPU)")
     p.add_argument("--tolerance", type=float, default=1e-4, help="largest relative difference of the weight changes")
     a = p.parse_args()
     # One FSDP rank in this process, on gloo, with agl's CPU platform: what cpu.yaml gives VERL's Ray workers.
@@ -115,7 +118,7 @@ def main() -> int:
             with torch.no_grad():
                 ref = local.response_log_probs(data, local.reference)
             data.batch["ref_log_prob"] = ref * data.batch["response_mask"]
-        verl_norm = _verl_update(worker, data, step + 1)
+        verl_norm = _verl_update(worker, data, step + 1, a.own_old_log_probs)
         local_norm = local.update_sync(copy.deepcopy(data))["actor/grad_norm"]
         served, trained = local.model.state_dict(), _verl_weights(worker)
         d_local = torch.cat([(served[k] - start[k]).flatten() for k in start])

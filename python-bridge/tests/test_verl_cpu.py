@@ -201,14 +201,17 @@ async def test_cpu_replica_sampling_follows_the_rollout_seed(tmp_path):
 
 
 @cpu_only
-def test_verl_actor_update_is_the_local_trainers_on_the_same_rows():
+@pytest.mark.parametrize("old_log_probs", ["bypass", "own"])
+def test_verl_actor_update_is_the_local_trainers_on_the_same_rows(old_log_probs):
     """VERL's own actor worker (FSDP2 engine, ``ppo_loss``, optimizer) and the local trainer, fed the same rows from
     the same weights, make the same update for three steps (``scripts/verl_same_update.py``, with the demos' KL loss):
     the loss's scaling over tokens and micro-batches, the KL term, the optimizer and the clipping agree, to float
-    rounding."""
+    rounding — with the engine's log-probs as the old ones (VERL's bypass mode), and with none sent (an on-policy
+    update on CPU: agl's engine takes the update's own)."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "python-bridge")}
+    flags = ["--kl", "0.01"] + (["--own-old-log-probs"] if old_log_probs == "own" else [])
     result = subprocess.run(
-        [sys.executable, str(REPO / "python-bridge" / "scripts" / "verl_same_update.py"), "--kl", "0.01"],
+        [sys.executable, str(REPO / "python-bridge" / "scripts" / "verl_same_update.py"), *flags],
         cwd=REPO,
         env=env,
         capture_output=True,

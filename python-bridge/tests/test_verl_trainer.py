@@ -160,7 +160,9 @@ class FakeWorkers:
         return batch
 
     def _update_actor(self, batch, metrics):
-        fields = ["advantages", "old_log_probs", "response_mask", "input_ids", "position_ids", "loss_mask"]
+        fields = ["advantages", "response_mask", "input_ids", "position_ids", "loss_mask"]
+        # On CPU an on-policy update comes without them: agl's CPU engine takes the update's own (cpu_engine).
+        fields += [] if metrics.get("training/old_log_prob_pass_skipped") else ["old_log_probs"]
         fields += ["ref_log_prob"] if self.use_reference_policy else []
         # VERL's workers fetch the fields the meta names (tqbridge): a field missing there is a KeyError.
         missing = sorted(set(fields) - set(batch.fields or []))
@@ -220,6 +222,27 @@ def test_verl_backend_step_order_shaping_and_resources():
     assert resources["policy-0"].llm.model == "/models/tiny"
     # Without a proxy, the agents' LLM is the first replica.
     assert VerlBackend(workers).resources()["main_llm"].llm.endpoint == "http://10.0.0.1:8000/v1"
+
+
+def test_an_on_policy_update_on_cpu_skips_the_old_log_prob_pass():
+    # One pass over one mini-batch: the old log-probs would be the update's own, so agl's CPU engine takes those
+    # and VERL's separate pass over the rows is not run. Two epochs, or two mini-batches, need it.
+    def steps(*overrides):
+        cfg = compose_config(["actor_rollout_ref.rollout.n=3", "trainer.device=cpu", *overrides])
+        workers = FakeWorkers(cfg)
+        metrics = VerlBackend(workers).update_sync(make_batch())
+        return workers, metrics
+
+    workers, metrics = steps("actor_rollout_ref.actor.ppo_mini_batch_size=2")
+    assert workers.calls == ["sleep", "balance", "update_actor[6]", "update_weights@5"]
+    assert metrics["training/old_log_prob_pass_skipped"] == 1.0
+    assert "old_log_probs" not in workers.updated.keys()
+    workers, metrics = steps("actor_rollout_ref.actor.ppo_mini_batch_size=2", "actor_rollout_ref.actor.ppo_epochs=2")
+    assert "old_log_prob[6]" in workers.calls and "training/old_log_prob_pass_skipped" not in metrics
+    workers, _ = steps("actor_rollout_ref.actor.ppo_mini_batch_size=1")  # 9 rows in mini-batches of 3
+    assert workers.calls == ["sleep", "balance", "old_log_prob[9]", "update_actor[9]", "update_weights@5"]
+    workers, _ = steps("actor_rollout_ref.actor.ppo_mini_batch_size=2", "trainer.device=cuda")
+    assert "old_log_prob[6]" in workers.calls  # VERL's own engines need them sent
 
 
 def test_a_mini_batch_holds_every_row_of_its_rollouts():

@@ -24,6 +24,7 @@ from agl_bridge.store.network import warn_if_unreachable
 from agl_bridge.store.proxy_admin import ProxyAdmin
 from agl_bridge.training.advantage import shape_batch
 from agl_bridge.training.rollout_correction import apply_rollout_correction
+from agl_bridge.verl.cpu import is_cpu
 from agl_bridge.verl.settings import bypass_mode
 from agl_bridge.verl.tq_batch import StepBatches
 
@@ -231,8 +232,9 @@ class VerlBackend:
     def update_sync(self, data: DataProto) -> dict[str, float]:
         """One update through VERL's V1 trainer phases: the kept rows into TransferQueue (``tq_batch``), replicas
         asleep, ``_balance_batch``, ``_compute_old_log_prob`` (skipped in VERL's bypass mode: the engine's log-probs
-        go in with the rows as the old ones), the rollout correction, reference log-probs, critic, ``_update_actor``,
-        weights pushed; the rows cleared again whatever happens."""
+        go in with the rows as the old ones; and for an on-policy update on CPU, ``_on_policy``), the rollout
+        correction, reference log-probs, critic, ``_update_actor``, weights pushed; the rows cleared again whatever
+        happens."""
         t, cfg = self.trainer, self.trainer.config
         multiple = mini_batch_rows(
             data, int(cfg.actor_rollout_ref.actor.ppo_mini_batch_size), int(cfg.actor_rollout_ref.rollout.n)
@@ -261,7 +263,10 @@ class VerlBackend:
                 t.checkpoint_manager.sleep_replicas()
             # VERL's V1 step always balances (and pads the batch to a multiple of the data-parallel size).
             batch = t._balance_batch(batch, metrics=metrics)
-            if not bypass:
+            if self._on_policy(len(batch), multiple):
+                # One pass over one mini-batch: agl's CPU engine takes the update's own log-probs as the old ones.
+                metrics["training/old_log_prob_pass_skipped"] = 1.0
+            elif not bypass:
                 with simple_timer("old_log_prob", timing):
                     batch = t._compute_old_log_prob(batch, metrics=metrics)
                 batch = self._correct(batch, has_rollout_log_probs, metrics)
@@ -288,6 +293,19 @@ class VerlBackend:
         metrics.update({f"timing_s/{name}": seconds for name, seconds in timing.items()})
         self.last_metrics = metrics
         return metrics
+
+    def _on_policy(self, rows: int, mini_batch_rows: int) -> bool:
+        """Whether the update is one pass over one mini-batch with nothing to weigh against the weights that sampled
+        (no rollout correction, not VERL's bypass mode), on agl's CPU engine (``cpu_engine``: it fills in the old
+        log-probs the rows then come without; VERL's own engines need them sent)."""
+        cfg = self.trainer.config
+        return (
+            is_cpu(cfg)
+            and rows <= mini_batch_rows
+            and int(cfg.actor_rollout_ref.actor.ppo_epochs) == 1
+            and self.rollout_correction is None
+            and not bypass_mode(cfg)
+        )
 
     def _correct(self, batch: Any, has_rollout_log_probs: bool, metrics: dict[str, float]) -> Any:
         """How far the engine's sampling log-probs are from the actor's (~0 unless weights or tokens disagree), and,

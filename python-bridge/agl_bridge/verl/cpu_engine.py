@@ -23,6 +23,11 @@
   the input embedding (and Gemma's output head tied to it) untrained, as the local trainer's ``--freeze-embeddings``
   does. FSDP2 shards frozen parameters like any other; the optimizer skips them (no grad), so the CPU replica's
   changed-only weight push leaves them behind (383 of 1,663 MiB for Gemma 3 270M).
+- **On-policy updates without an old log-prob pass.** When the update is one pass over one mini-batch, the old
+  log-probs are the update's own (PPO's ratio is 1), and VERL's separate no-grad pass over every row
+  (``_compute_old_log_prob``, a fifth of a CPU step) computes nothing new: ``VerlBackend`` then sends the rows without
+  ``old_log_probs`` and the update's loss takes its own log-probs, detached, in their place — what VERL's older
+  ``dp_actor`` did for ``on_policy`` and the local trainer does.
 """
 
 from __future__ import annotations
@@ -36,10 +41,11 @@ from torch.distributed.fsdp import FSDPModule
 from verl.utils import tensordict_utils as tu
 from verl.utils.dataset.dataset_utils import DatasetPadMode
 from verl.workers.engine.fsdp import transformer_impl
+from verl.workers.utils.padding import response_from_nested
 
 from agl_bridge.local.logits import log_probs_of, logits_at
 
-__all__ = ["FREEZE_EMBEDDINGS", "CpuLMHeadEngine", "response_columns"]
+__all__ = ["FREEZE_EMBEDDINGS", "CpuLMHeadEngine", "on_policy_loss", "response_columns"]
 
 # The HF config attribute (set through VERL's model.override_config) that freezes the input embeddings.
 FREEZE_EMBEDDINGS = "agl_freeze_embeddings"
@@ -83,6 +89,17 @@ def _unsharded_until_step(module: torch.nn.Module) -> Iterator[None]:
         for unit in units:
             unit.reshard()
             unit.set_reshard_after_backward(True)
+
+
+def on_policy_loss(loss_function: Any) -> Any:
+    """``loss_function`` (VERL's ``ppo_loss``) for a micro-batch sent without ``old_log_probs``: the model output's
+    own log-probs, detached, stand in for them (one pass over one mini-batch: the module doc)."""
+
+    def with_own_old_log_probs(model_output: dict[str, Any], data: Any, dp_group: Any = None) -> Any:
+        data["old_log_probs"] = response_from_nested(model_output["log_probs"].detach(), data["response_mask"])
+        return loss_function(model_output=model_output, data=data, dp_group=dp_group)
+
+    return with_own_old_log_probs
 
 
 class _PrefixOnce:
@@ -139,6 +156,8 @@ class CpuLMHeadEngine(transformer_impl.FSDPEngineWithLMHead):
 
     def forward_step(self, micro_batch: Any, loss_function: Any, forward_only: bool) -> Any:
         module: torch.nn.Module = self.module  # type: ignore[has-type]  # set by VERL's untyped engine
+        if loss_function is not None and not forward_only and "old_log_probs" not in micro_batch.keys():
+            loss_function = on_policy_loss(loss_function)
         self.module = _PrefixOnce(module)
         try:
             return super().forward_step(micro_batch, loss_function, forward_only)
