@@ -8,7 +8,7 @@ final reward, the lowest step of the last 20, the step the 5-step mean first rea
 answers all failed in one of the last 30 steps (a word there gets no GRPO gradient) with their commonest answer.
 
     PYTHONPATH=python-bridge python-bridge/.venv/bin/python python-bridge/bench/demo_offline.py 0 1 2 [--kl-coef 0.01]
-        [--lr 7e-4] [--no-std] [--steps 150]
+        [--lr 7e-4] [--no-std] [--steps 150] [--betas 0.9 0.999] [--ppo-epochs 1] [--mini-batch ROWS]
 """
 
 from __future__ import annotations
@@ -45,7 +45,16 @@ def _step(policy: Policy, batch: list[dict[str, Any]], no_std: bool) -> tuple[fl
 
 def run(seed: int, a: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(1)
-    policy = build_policy(LocalTrainerOptions(store="", seed=seed, lr=a.lr, kl_coef=a.kl_coef))
+    options = LocalTrainerOptions(
+        store="",
+        seed=seed,
+        lr=a.lr,
+        kl_coef=a.kl_coef,
+        betas=tuple(a.betas),
+        ppo_epochs=a.ppo_epochs,
+        mini_batch=a.mini_batch,
+    )
+    policy = build_policy(options)
     order = kind.make_tasks(4096, seed=seed + 7)
     rewards: list[float] = []
     lost: dict[str, str] = {}
@@ -71,6 +80,9 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=150)
     p.add_argument("--lr", type=float, default=7e-4)
     p.add_argument("--kl-coef", type=float, default=0.01, help="the demo's KL loss (0: none)")
+    p.add_argument("--betas", type=float, nargs=2, default=(0.9, 0.999), help="AdamW's betas")
+    p.add_argument("--ppo-epochs", type=int, default=1, help="passes over a step's rows")
+    p.add_argument("--mini-batch", type=int, default=None, help="rows an optimizer step (default: the step's 128)")
     p.add_argument("--no-std", action="store_true", help="GRPO advantages without the group's std")
     p.add_argument("--json", action="store_true", help="one JSON object per seed")
     a = p.parse_args()

@@ -22,6 +22,7 @@ from conftest import REPO_ROOT  # noqa: E402
 
 from agl_bridge.errors import ConfigError  # noqa: E402
 from agl_bridge.local.__main__ import parse_args  # noqa: E402
+from agl_bridge.local.run import build_policy  # noqa: E402
 from agl_bridge.training.config import LoopConfig, loop_fields  # noqa: E402
 from agl_bridge.verl import compose_config  # noqa: E402
 from agl_bridge.verl.settings import loop_config  # noqa: E402
@@ -147,3 +148,17 @@ def test_bad_settings_are_config_errors():
         loop_config(compose_config(["actor_rollout_ref.rollout.val_kwargs.n=0"]))
     with pytest.raises(SystemExit):  # argparse's usage error, from the entry point's parser
         parse_args(["--store", "x", "--max-attempts", "many"])
+    with pytest.raises(SystemExit):
+        parse_args(["--store", "x", "--betas", "0.9", "1.0"])
+
+
+def test_the_local_trainers_adam_betas_reach_its_optimizer():
+    """``--betas`` is VERL's ``actor.optim.betas`` for the local trainer (the demo's optimizer studies turn it)."""
+    options = parse_args(["--store", "x", "--betas", "0.5", "0.99", "--warmup-steps", "0"])
+    assert options.betas == (0.5, 0.99)
+    policy = build_policy(options)
+    try:
+        assert policy.optimizer.param_groups[0]["betas"] == (0.5, 0.99)
+    finally:
+        policy.close()
+    assert parse_args(["--store", "x"]).betas == (0.9, 0.999)

@@ -117,10 +117,21 @@ def parse_args(argv: list[str] | None = None) -> LocalTrainerOptions:
         help="KL loss coefficient against the weights RL started from (VERL's actor.kl_loss_coef; 0: none)",
     )
     p.add_argument("--kl-type", default="low_var_kl", help="VERL's KL estimator (actor.kl_loss_type)")
+    p.add_argument(
+        "--betas",
+        type=float,
+        nargs=2,
+        default=(0.9, 0.999),
+        metavar=("BETA1", "BETA2"),
+        help="AdamW's betas (VERL's actor.optim.betas)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     _loop_arguments(p)
     values = vars(p.parse_args(argv))
+    values["betas"] = tuple(values["betas"])
+    if not all(0.0 <= beta < 1.0 for beta in values["betas"]):
+        p.error(f"--betas: each beta must be in [0, 1), got {values['betas'][0]} {values['betas'][1]}")
     loop = {k.removeprefix("loop."): values.pop(k) for k in list(values) if k.startswith("loop.")}
     val_temperature = values.pop("val_temperature")
     if val_temperature is not None:

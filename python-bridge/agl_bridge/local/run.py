@@ -18,7 +18,7 @@ from agl_bridge.local.model import TinyModelConfig, build_tiny_model, build_word
 from agl_bridge.local.policy import GrpoConfig, Policy
 from agl_bridge.local.python_agent import run_python_agents
 from agl_bridge.local.server import PolicyServer
-from agl_bridge.local.warmup import warmup
+from agl_bridge.local.warmup import learn_format
 from agl_bridge.log import get_logger
 from agl_bridge.store.client import StoreClient
 from agl_bridge.store.network import ClientTls, server_ssl_context, warn_if_unreachable
@@ -33,6 +33,9 @@ from agl_bridge.training.task_files import load_tasks
 __all__ = ["LocalTrainerOptions", "build_policy", "run_local_trainer", "write_local_summary"]
 
 log = get_logger("local")
+
+# The built-in task's format warm-up: its lr, then lower ones for a start the first cannot teach (``learn_format``).
+WARMUP_LRS = (3e-3, 1e-3, 3e-4)
 
 
 @dataclass
@@ -87,6 +90,8 @@ class LocalTrainerOptions:
     # VERL's KL loss against the weights RL started from (actor.kl_loss_coef, kl_loss_type); 0: none.
     kl_coef: float = 0.0
     kl_type: str = "low_var_kl"
+    # AdamW's (beta1, beta2): VERL's actor.optim.betas.
+    betas: tuple[float, float] = (0.9, 0.999)
 
 
 def _dataset(options: LocalTrainerOptions) -> list[Any]:
@@ -132,6 +137,7 @@ def build_policy(options: LocalTrainerOptions) -> Policy:
         rollout_correction=correction,
         kl_coef=options.kl_coef,
         kl_type=options.kl_type,
+        betas=options.betas,
     )
     if options.model:
         template = Path(options.chat_template).read_text() if options.chat_template else None
@@ -147,17 +153,19 @@ def build_policy(options: LocalTrainerOptions) -> Policy:
     )
     policy = Policy(build_tiny_model(tokenizer, config), tokenizer, grpo, sampling_seed=options.seed)
     if options.warmup_steps > 0 and not _has_checkpoint(options):
-        result = warmup(
+        result = learn_format(
             policy,
             tasks.warmup_pairs(4000, seed=options.seed + 1),
             options.warmup_steps,
+            WARMUP_LRS,
             batch_size=64,
-            lr=3e-3,
             seed=options.seed,
         )
         log.info(
-            "format warm-up: %d supervised steps on random-category answers, loss %.3f, format probability %.3f",
+            "format warm-up: %d supervised steps at lr %g on random-category answers, loss %.3f, "
+            "format probability %.3f",
             result.steps,
+            result.lr,
             result.loss,
             result.format_probability,
         )
