@@ -69,7 +69,8 @@ pd.DataFrame({"prompt": [[{"role": "user", "content": r["question"]}] for r in r
 PY
   # One mini-batch a step (ppo_mini_batch_size = the step's tasks: all rows of their rollouts, two a rollout), one
   # optimizer step as the local trainer's. Micro-batches by tokens: the shared prefix runs once per micro-batch, so
-  # two for the update (~64 rows of ~560 tokens) and one for the old log-probs.
+  # four for the update (~64 rows of ~560 tokens; two, at 20480, took the actor to 13 GB and Ray's memory monitor
+  # killed it in step 6 on a 23 GiB machine) and one for the old log-probs where VERL computes them.
   node bin/agl.js train examples/word-math/agent.ts --trainer verl --database "$DIR/agl.db" --steps "$STEPS" \
     --dataset "$T/train.jsonl" --val-dataset "$VAL" --model "$MODEL" --n "$N" --tasks-per-step "$TASKS" \
     --concurrency 64 -- \
@@ -79,7 +80,7 @@ PY
     actor_rollout_ref.actor.use_kl_loss=false actor_rollout_ref.actor.entropy_coeff=0 \
     actor_rollout_ref.actor.optim.lr="$LR" actor_rollout_ref.actor.optim.lr_scheduler_type=constant \
     actor_rollout_ref.actor.optim.weight_decay=0 actor_rollout_ref.actor.grad_clip=1.0 \
-    actor_rollout_ref.actor.ppo_mini_batch_size="$TASKS" actor_rollout_ref.actor.ppo_max_token_len_per_gpu=20480 \
+    actor_rollout_ref.actor.ppo_mini_batch_size="$TASKS" actor_rollout_ref.actor.ppo_max_token_len_per_gpu=10240 \
     actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=40960 \
     +actor_rollout_ref.model.override_config.agl_freeze_embeddings=true \
     actor_rollout_ref.rollout.temperature="$TEMP" \
