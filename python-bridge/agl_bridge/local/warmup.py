@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import torch
 
-from agl_bridge.errors import ConfigError
 from agl_bridge.local.policy import Policy
 from agl_bridge.log import get_logger
 
@@ -43,8 +42,8 @@ def learn_format(
     Some initialisations never learn the copy at the first lr (the demo's seed 17: format probability 0.15 after
     1,200 steps at 3e-3, 0.95 after 300 at 1e-3), and RL from a broken format learns nothing. When no lr learns it
     (a short ``steps`` on purpose, as in tests), the attempt that came closest is kept, with a warning."""
-    start = {name: tensor.clone() for name, tensor in policy.model.state_dict().items()}
-    best: tuple[WarmupResult, dict[str, torch.Tensor]] | None = None
+    start = _copied(policy.model.state_dict())
+    attempts: list[tuple[WarmupResult, dict[str, torch.Tensor]]] = []
     for lr in lrs:
         policy.model.load_state_dict(start)
         result = warmup(policy, pairs, steps, batch_size=batch_size, lr=lr, seed=seed)
@@ -57,13 +56,15 @@ def learn_format(
             result.steps,
             FORMAT_PROBABILITY,
         )
-        if best is None or result.format_probability > best[0].format_probability:
-            best = (result, {name: tensor.clone() for name, tensor in policy.model.state_dict().items()})
-    if best is None:
-        raise ConfigError("learn_format needs at least one lr")
-    policy.model.load_state_dict(best[1])
-    log.warning("the format is not learnt at any lr tried: RL starts from the closest (lr %g)", best[0].lr)
-    return best[0]
+        attempts.append((result, _copied(policy.model.state_dict())))
+    closest, weights = max(attempts, key=lambda attempt: attempt[0].format_probability)
+    policy.model.load_state_dict(weights)
+    log.warning("the format is not learnt at any lr tried: RL starts from the closest (lr %g)", closest.lr)
+    return closest
+
+
+def _copied(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {name: tensor.clone() for name, tensor in state.items()}
 
 
 def warmup(
