@@ -12,6 +12,7 @@
  *   npx tsx bench/store/run.ts --profile /tmp/prof                 # V8 CPU profiles of the servers
  *   npx tsx bench/store/run.ts --agl-root ../base                  # the compiled server of another checkout
  *   npx tsx bench/store/run.ts --runners 128 --hold-ms 2000         # the demo's shape: rollouts that last a while
+ *   npx tsx bench/store/run.ts --no-call-stream                     # each unary call a call of its own (no CallStream)
  *
  * PostgreSQL: --database URL, else $AGL_TEST_POSTGRES_URL, else the project's private server (scripts/postgres.sh
  * start). Each run uses a fresh schema, dropped afterwards.
@@ -45,6 +46,7 @@ const { values: args } = parseArgs({
     profile: { type: "string" },
     "agl-root": { type: "string" },
     "hold-ms": { type: "string", default: "0" },
+    "no-call-stream": { type: "boolean", default: false },
   },
 });
 const serverCount = Number(args.servers);
@@ -90,7 +92,9 @@ for (let i = 0; !args.url && i < serverCount; i++)
 const urls = args.url ? [args.url] : servers.map((s) => s.url);
 // Real runners each hold their own connection; one HTTP/2 connection for all of them would serialise their traffic.
 const connections = Math.max(urls.length, Number(args.connections));
-const clients = Array.from({ length: connections }, (_, i) => createStoreClient({ baseUrl: urls[i % urls.length] }));
+const clients = Array.from({ length: connections }, (_, i) =>
+  createStoreClient({ baseUrl: urls[i % urls.length], callStream: !args["no-call-stream"] }),
+);
 const client = clients[0]!;
 
 const latencies = new Map<string, number[]>();

@@ -7,6 +7,7 @@ import { withRetries } from "../core/retry.js";
 import type { ClientTls } from "../core/tls.js";
 import { ResourceService } from "../gen/agl/v1/resources_pb.js";
 import { LightningStore } from "../gen/agl/v1/store_pb.js";
+import { withCallStream } from "./call-stream-transport.js";
 import { createGrpcJsTransport, grpcChannelCredentials } from "./grpc-js-transport.js";
 import { type PlainJsonClient, withTypedValues } from "./plain-json.js";
 import { useNodeTextEncoding } from "../encoding/node-text-encoding.js";
@@ -35,6 +36,11 @@ export interface StoreClientOptions {
    * periods instead of when deadlines pass (or TCP gives up, minutes later). Default 10 s; 0 turns pings off.
    */
   keepaliveMs?: number;
+  /**
+   * `grpc` only: send unary calls as messages of one `CallStream` to the server (about a quarter of a call's CPU on
+   * either side; a server without it gets plain calls). Default true.
+   */
+  callStream?: boolean;
 }
 
 /**
@@ -110,8 +116,17 @@ export function createStoreClient(options: StoreClientOptions = {}): StoreClient
       credentials: grpcChannelCredentials(url, tls),
       ...(keepaliveMs > 0 ? { channelOptions: { "grpc.keepalive_time_ms": keepaliveMs, "grpc.keepalive_timeout_ms": keepaliveMs } } : {}),
     });
-    inner = transport;
-    close = () => transport.close();
+    if (options.callStream === false) {
+      inner = transport;
+      close = () => transport.close();
+    } else {
+      const streamed = withCallStream(transport);
+      inner = streamed;
+      close = () => {
+        streamed.close();
+        transport.close();
+      };
+    }
   } else {
     const base = {
       baseUrl: url.origin,

@@ -55,6 +55,8 @@ export const RPC_SCOPES: Readonly<Record<string, RpcAccess>> = {
   "agl.v1.TripletService/StreamTriplets": { scopes: [T] },
   "agl.v1.TripletService/GetRolloutTriplets": { scopes: [T, D] },
   "agl.v1.TripletService/GetRolloutMessages": { scopes: [T, D] },
+  // Any token may open the stream; each call it carries needs the scope of its own method.
+  "agl.v1.CallStream/Calls": { scopes: [R, T, D] },
 };
 
 /** Plain HTTP routes beside the RPCs, by route name (the LLM proxy adds its own: `PROXY_ROUTE_SCOPES`). */

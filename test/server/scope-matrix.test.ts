@@ -13,6 +13,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCredentials, SCOPES, type Scope } from "../../src/core/credentials.js";
 import { RPC_SCOPES } from "../../src/core/rpc-scopes.js";
+import { CallStream } from "../../src/gen/agl/v1/calls_pb.js";
 import { ResourceService } from "../../src/gen/agl/v1/resources_pb.js";
 import { LightningStore } from "../../src/gen/agl/v1/store_pb.js";
 import { TripletService } from "../../src/gen/agl/v1/triplets_pb.js";
@@ -27,7 +28,7 @@ import { createStore, type Store } from "../../src/store/store.js";
 import { repoRoot, startTestServer, type TestServer } from "./helpers.js";
 
 const tokens: Record<Scope, string> = { runner: "tok-runner", trainer: "tok-trainer", reader: "tok-reader", admin: "tok-admin" };
-const services: DescService[] = [LightningStore, ResourceService, TripletService];
+const services: DescService[] = [LightningStore, ResourceService, TripletService, CallStream];
 
 /** The documented table: row label → the scopes besides admin (the words of the cell before any ';'). */
 function documentedScopes(): Map<string, Scope[]> {

@@ -1,0 +1,181 @@
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Transport, type UnaryResponse } from "@connectrpc/connect";
+import { CallStream, type CallRequest, CallRequestSchema } from "../gen/agl/v1/calls_pb.js";
+
+/** Options of {@link withCallStream}. */
+export interface CallStreamTransportOptions {
+  /** The stream ends after this long without a call in flight (an open stream keeps the process alive). Default 250. */
+  idleMs?: number;
+  /** Larger requests go as calls of their own, whose limit the stream's framing would otherwise eat into. Default 1 MiB. */
+  maxRequestBytes?: number;
+  /** Told once when the server does not serve `CallStream` and every call is a call of its own from then on. */
+  onUnsupported?: (reason: string) => void;
+}
+
+type Waiter = { resolve(bytes: Uint8Array): void; reject(error: ConnectError): void; unary(): void };
+type Open = { send(request: CallRequest): void; end(): void; waiting: Map<number, Waiter>; headerKey: string; idle?: NodeJS.Timeout };
+
+const headerKeyOf = (header: Headers) => JSON.stringify([...header]);
+
+/**
+ * A transport whose unary calls are messages of one `CallStream` to the server (`proto/agl/v1/calls.proto`), each
+ * answered by id: about a quarter of a unary call's CPU on either side. Streaming calls go to `inner` as they are.
+ * The stream opens with the first call, and again after it ended or failed; a failure fails the calls then in
+ * flight with its error, as a lost connection fails unary calls (`UNAVAILABLE` when the server ended the stream). A
+ * server without `CallStream` (`UNIMPLEMENTED`) is asked once: those calls and every later one are plain calls.
+ * A call's deadline and abort are kept here and sent on to the server, which ends the call there too.
+ */
+export function withCallStream(inner: Transport, options: CallStreamTransportOptions = {}): Transport & { close(): void } {
+  const idleMs = options.idleMs ?? 250;
+  const maxRequestBytes = options.maxRequestBytes ?? 1024 * 1024;
+  let unsupported = false;
+  let closed = false;
+  let nextId = 0;
+  let open: Open | undefined;
+
+  const start = (header: Headers): Open => {
+    const stop = new AbortController();
+    const queue: CallRequest[] = [];
+    let wake: (() => void) | undefined;
+    let ending = false;
+    const stream: Open = {
+      waiting: new Map(),
+      headerKey: headerKeyOf(header),
+      send(request) {
+        queue.push(request);
+        wake?.();
+      },
+      end() {
+        ending = true;
+        wake?.();
+      },
+    };
+    async function* requests() {
+      while (!stop.signal.aborted) {
+        while (queue.length > 0) yield queue.shift() as CallRequest;
+        if (ending) return;
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+      }
+    }
+    void (async () => {
+      let failure: ConnectError;
+      try {
+        const response = await inner.stream(CallStream.method.calls, stop.signal, undefined, header, requests(), undefined);
+        for await (const answer of response.message) {
+          const waiter = stream.waiting.get(answer.id);
+          if (!waiter) continue;
+          stream.waiting.delete(answer.id);
+          if (answer.errorCode) waiter.reject(new ConnectError(answer.errorMessage, answer.errorCode as Code));
+          else waiter.resolve(answer.response);
+          if (stream.waiting.size === 0) idleSoon(stream);
+        }
+        failure = new ConnectError("the server ended the call stream", Code.Unavailable);
+      } catch (error) {
+        failure = ConnectError.from(error);
+      }
+      if (open === stream) open = undefined;
+      clearTimeout(stream.idle);
+      stop.abort();
+      if (failure.code === Code.Unimplemented && !unsupported) {
+        unsupported = true;
+        options.onUnsupported?.(failure.rawMessage);
+      }
+      for (const waiter of stream.waiting.values()) {
+        if (unsupported) waiter.unary();
+        else waiter.reject(failure);
+      }
+      stream.waiting.clear();
+    })();
+    return stream;
+  };
+
+  // A stream without calls ends after `idleMs`; a call meanwhile keeps it.
+  const idleSoon = (stream: Open) => {
+    clearTimeout(stream.idle);
+    stream.idle = setTimeout(() => {
+      if (stream.waiting.size > 0) return;
+      if (open === stream) open = undefined;
+      stream.end();
+    }, idleMs);
+    stream.idle.unref();
+  };
+
+  return {
+    unary(method, signal, timeoutMs, header, input, contextValues) {
+      const headers = new Headers(header);
+      const request = create(method.input, input);
+      const bytes = unsupported || closed ? undefined : toBinary(method.input, request);
+      if (bytes === undefined || bytes.byteLength > maxRequestBytes || (open && open.headerKey !== headerKeyOf(headers))) {
+        return inner.unary(method, signal, timeoutMs, headers, request, contextValues);
+      }
+      if (signal?.aborted) return Promise.reject(new ConnectError("call aborted", Code.Canceled));
+      open ??= start(headers);
+      const stream = open;
+      clearTimeout(stream.idle);
+      nextId = (nextId % 0xffff_ffff) + 1;
+      const id = nextId;
+      return new Promise<UnaryResponse<never, never>>((resolve, reject) => {
+        let timer: NodeJS.Timeout | undefined;
+        const settle = () => {
+          clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+        };
+        const giveUp = (error: ConnectError) => {
+          if (stream.waiting.get(id) !== waiter) return;
+          stream.waiting.delete(id);
+          settle();
+          stream.send(create(CallRequestSchema, { id, cancel: true }));
+          if (stream.waiting.size === 0) idleSoon(stream);
+          reject(error);
+        };
+        const onAbort = () => giveUp(new ConnectError("call aborted", Code.Canceled));
+        const waiter: Waiter = {
+          resolve(answer) {
+            settle();
+            try {
+              const message = fromBinary(method.output, answer);
+              resolve({ stream: false, service: method.parent, method, header: new Headers(), message, trailer: new Headers() } as never);
+            } catch (error) {
+              reject(new ConnectError(`cannot decode ${method.output.typeName}: ${(error as Error).message}`, Code.Internal));
+            }
+          },
+          reject(error) {
+            settle();
+            reject(error);
+          },
+          unary() {
+            settle();
+            const left = timer === undefined || timeoutMs === undefined ? timeoutMs : Math.max(1, deadline - Date.now());
+            inner.unary(method, signal, left, headers, request, contextValues).then(resolve as never, reject);
+          },
+        };
+        const deadline = Date.now() + (timeoutMs ?? 0);
+        if (timeoutMs !== undefined && timeoutMs > 0) {
+          timer = setTimeout(
+            () => giveUp(new ConnectError(`the deadline of ${timeoutMs} ms was exceeded`, Code.DeadlineExceeded)),
+            timeoutMs,
+          );
+        }
+        signal?.addEventListener("abort", onAbort, { once: true });
+        stream.waiting.set(id, waiter);
+        stream.send(
+          create(CallRequestSchema, {
+            id,
+            method: `${method.parent.typeName}/${method.name}`,
+            request: bytes,
+            timeoutMs: Math.min(Math.ceil(timeoutMs ?? 0), 0xffff_ffff),
+          }),
+        );
+      });
+    },
+
+    stream: (...args) => inner.stream(...args),
+
+    close() {
+      closed = true;
+      open?.end();
+      open = undefined;
+    },
+  };
+}

@@ -1,0 +1,165 @@
+import { create, type DescMessage, type Message, toBinary } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  createContextValues,
+  createServiceImplSpec,
+  type HandlerContext,
+  type Interceptor,
+  type MethodImplSpec,
+} from "@connectrpc/connect";
+import { CallStream, type CallRequest, type CallResponse, CallResponseSchema } from "../gen/agl/v1/calls_pb.js";
+import { parseRequest } from "./grpc-call.js";
+import { abortError } from "./grpc-metadata.js";
+import { invokeImplementation } from "./invoke-implementation.js";
+import { serviceRegistration, type ServiceRegistration } from "./service-registration.js";
+
+/** Options of {@link createCallStreamService}. */
+export interface CallStreamOptions {
+  /** The services whose unary methods the stream carries. */
+  services: readonly ServiceRegistration[];
+  /** Run around each call, as around a unary call of its own (authorization, error logging). */
+  interceptors?: readonly Interceptor[];
+  /** Larger answers fail their call with RESOURCE_EXHAUSTED, as the unary call's would. */
+  maxMessageBytes: number;
+  /** Sees each call's request message with the bytes it was decoded from, as the gRPC adapter's `onRequest` does. */
+  onRequest?: (schema: DescMessage, message: Message, bytes: Uint8Array) => void;
+  /** Calls of one stream in progress at once; the stream reads no further until one is answered. Default 256. */
+  maxInFlight?: number;
+}
+
+// The answer carries the method's response inside a CallResponse: a few bytes more than the unary call's message.
+const framingBytes = 64;
+
+/**
+ * `CallStream`: the unary methods of `services` called through messages of one stream (`proto/agl/v1/calls.proto`).
+ * Each call gets its own context (its signal aborts on its deadline, its cancel message, or the stream's end) and runs
+ * through the interceptors with the stream's request headers, so it is authorized as its own unary call would be.
+ */
+export function createCallStreamService(options: CallStreamOptions): ServiceRegistration {
+  const methods = new Map<string, MethodImplSpec>();
+  for (const { service, impl } of options.services) {
+    const spec = createServiceImplSpec(service, impl);
+    for (const method of service.methods) {
+      const methodSpec = spec.methods[method.localName];
+      if (method.methodKind === "unary" && methodSpec) methods.set(`${service.typeName}/${method.name}`, methodSpec);
+    }
+  }
+  return serviceRegistration(CallStream, {
+    calls: (requests, ctx) => answers(requests, ctx, methods, options),
+  });
+}
+
+async function* answers(
+  requests: AsyncIterable<CallRequest>,
+  stream: HandlerContext,
+  methods: ReadonlyMap<string, MethodImplSpec>,
+  options: CallStreamOptions,
+): AsyncIterable<CallResponse> {
+  const maxInFlight = options.maxInFlight ?? 256;
+  const inFlight = new Map<number, AbortController>();
+  const ready: CallResponse[] = [];
+  let ended = false;
+  let failure: unknown;
+  let wake: (() => void) | undefined;
+  let room: (() => void) | undefined;
+  const signal = () => {
+    wake?.();
+    wake = undefined;
+  };
+  // One listener on the stream's signal for every call in flight.
+  const abortAll = () => {
+    for (const controller of inFlight.values()) controller.abort(abortError(stream.signal));
+    room?.();
+  };
+  stream.signal.addEventListener("abort", abortAll, { once: true });
+
+  const run = async (request: CallRequest, controller: AbortController) => {
+    const { id } = request;
+    const timer =
+      request.timeoutMs > 0
+        ? setTimeout(() => controller.abort(new ConnectError("the deadline was exceeded", Code.DeadlineExceeded)), request.timeoutMs)
+        : undefined;
+    let answer: CallResponse;
+    try {
+      const spec = methods.get(request.method);
+      if (!spec) throw new ConnectError(`${JSON.stringify(request.method)} is not a unary method served here`, Code.Unimplemented);
+      const message = parseRequest(spec.method.input, request.request);
+      options.onRequest?.(spec.method.input, message, request.request);
+      const output = (await invokeImplementation(
+        spec,
+        callContext(spec, stream, controller, request.timeoutMs),
+        message,
+        options.interceptors ?? [],
+      )) as Message;
+      const bytes = toBinary(spec.method.output, output);
+      if (bytes.byteLength > options.maxMessageBytes - framingBytes) {
+        throw new ConnectError(`response of ${bytes.byteLength} bytes is larger than the server's message limit`, Code.ResourceExhausted);
+      }
+      answer = create(CallResponseSchema, { id, response: bytes });
+    } catch (error) {
+      const e = controller.signal.aborted ? ConnectError.from(controller.signal.reason) : ConnectError.from(error);
+      answer = create(CallResponseSchema, { id, errorCode: e.code || Code.Unknown, errorMessage: e.rawMessage });
+    } finally {
+      clearTimeout(timer);
+    }
+    if (inFlight.get(id) === controller) inFlight.delete(id);
+    ready.push(answer);
+    room?.();
+    room = undefined;
+    signal();
+  };
+
+  const reading = (async () => {
+    try {
+      for await (const request of requests) {
+        if (request.cancel) {
+          inFlight.get(request.id)?.abort(new ConnectError("the client cancelled the call", Code.Canceled));
+          continue;
+        }
+        if (inFlight.size >= maxInFlight) await new Promise<void>((resolve) => (room = resolve));
+        const controller = new AbortController();
+        if (stream.signal.aborted) controller.abort(abortError(stream.signal));
+        inFlight.set(request.id, controller);
+        void run(request, controller);
+      }
+    } catch (error) {
+      failure = error;
+    } finally {
+      ended = true;
+      signal();
+    }
+  })();
+
+  try {
+    for (;;) {
+      while (ready.length > 0) yield ready.shift() as CallResponse;
+      if (stream.signal.aborted) throw abortError(stream.signal);
+      if (failure !== undefined) throw failure;
+      if (ended && inFlight.size === 0) break;
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
+    await reading;
+  } finally {
+    stream.signal.removeEventListener("abort", abortAll);
+    abortAll();
+  }
+}
+
+/** The context of one call on the stream: the stream's headers, its own signal and deadline. */
+function callContext(spec: MethodImplSpec, stream: HandlerContext, controller: AbortController, timeoutMs: number): HandlerContext {
+  const deadline = timeoutMs > 0 ? Date.now() + timeoutMs : undefined;
+  return {
+    service: spec.method.parent,
+    method: spec.method,
+    protocolName: stream.protocolName,
+    requestMethod: stream.requestMethod,
+    url: stream.url,
+    signal: controller.signal,
+    timeoutMs: () => (deadline === undefined ? undefined : deadline - Date.now()),
+    requestHeader: stream.requestHeader,
+    responseHeader: new Headers(),
+    responseTrailer: new Headers(),
+    values: createContextValues(),
+  };
+}
