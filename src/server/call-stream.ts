@@ -8,6 +8,7 @@ import {
   type Interceptor,
   type MethodImplSpec,
 } from "@connectrpc/connect";
+import { answerConcurrently } from "../core/concurrent-answers.js";
 import { CallStream, type CallRequest, type CallResponse, CallResponseSchema } from "../gen/agl/v1/calls_pb.js";
 import { parseRequest } from "./grpc-call.js";
 import { abortError } from "./grpc-metadata.js";
@@ -56,90 +57,49 @@ async function* answers(
   methods: ReadonlyMap<string, MethodImplSpec>,
   options: CallStreamOptions,
 ): AsyncIterable<CallResponse> {
-  const maxInFlight = options.maxInFlight ?? 256;
   const inFlight = new Map<number, AbortController>();
-  const ready: CallResponse[] = [];
-  let ended = false;
-  let failure: unknown;
-  let wake: (() => void) | undefined;
-  let room: (() => void) | undefined;
-  const signal = () => {
-    wake?.();
-    wake = undefined;
-  };
   // One listener on the stream's signal for every call in flight.
   const abortAll = () => {
     for (const controller of inFlight.values()) controller.abort(abortError(stream.signal));
-    room?.();
   };
   stream.signal.addEventListener("abort", abortAll, { once: true });
 
-  const run = async (request: CallRequest, controller: AbortController) => {
+  const run = async (request: CallRequest): Promise<CallResponse | undefined> => {
     const { id } = request;
+    if (request.cancel) {
+      inFlight.get(id)?.abort(new ConnectError("the client cancelled the call", Code.Canceled));
+      return undefined;
+    }
+    const controller = new AbortController();
+    if (stream.signal.aborted) controller.abort(abortError(stream.signal));
+    inFlight.set(id, controller);
     const timer =
       request.timeoutMs > 0
         ? setTimeout(() => controller.abort(new ConnectError("the deadline was exceeded", Code.DeadlineExceeded)), request.timeoutMs)
         : undefined;
-    let answer: CallResponse;
     try {
       const spec = methods.get(request.method);
       if (!spec) throw new ConnectError(`${JSON.stringify(request.method)} is not a unary method served here`, Code.Unimplemented);
       const message = parseRequest(spec.method.input, request.request);
       options.onRequest?.(spec.method.input, message, request.request);
-      const output = (await invokeImplementation(
-        spec,
-        callContext(spec, stream, controller, request.timeoutMs),
-        message,
-        options.interceptors ?? [],
-      )) as Message;
+      const ctx = callContext(spec, stream, controller, request.timeoutMs);
+      const output = (await invokeImplementation(spec, ctx, message, options.interceptors ?? [])) as Message;
       const bytes = toBinary(spec.method.output, output);
       if (bytes.byteLength > options.maxMessageBytes - framingBytes) {
         throw new ConnectError(`response of ${bytes.byteLength} bytes is larger than the server's message limit`, Code.ResourceExhausted);
       }
-      answer = create(CallResponseSchema, { id, response: bytes });
+      return create(CallResponseSchema, { id, response: bytes });
     } catch (error) {
       const e = controller.signal.aborted ? ConnectError.from(controller.signal.reason) : ConnectError.from(error);
-      answer = create(CallResponseSchema, { id, errorCode: e.code || Code.Unknown, errorMessage: e.rawMessage });
+      return create(CallResponseSchema, { id, errorCode: e.code || Code.Unknown, errorMessage: e.rawMessage });
     } finally {
       clearTimeout(timer);
+      if (inFlight.get(id) === controller) inFlight.delete(id);
     }
-    if (inFlight.get(id) === controller) inFlight.delete(id);
-    ready.push(answer);
-    room?.();
-    room = undefined;
-    signal();
   };
 
-  const reading = (async () => {
-    try {
-      for await (const request of requests) {
-        if (request.cancel) {
-          inFlight.get(request.id)?.abort(new ConnectError("the client cancelled the call", Code.Canceled));
-          continue;
-        }
-        if (inFlight.size >= maxInFlight) await new Promise<void>((resolve) => (room = resolve));
-        const controller = new AbortController();
-        if (stream.signal.aborted) controller.abort(abortError(stream.signal));
-        inFlight.set(request.id, controller);
-        void run(request, controller);
-      }
-    } catch (error) {
-      failure = error;
-    } finally {
-      ended = true;
-      signal();
-    }
-  })();
-
   try {
-    for (;;) {
-      while (ready.length > 0) yield ready.shift() as CallResponse;
-      if (stream.signal.aborted) throw abortError(stream.signal);
-      if (failure !== undefined) throw failure;
-      if (ended && inFlight.size === 0) break;
-      await new Promise<void>((resolve) => (wake = resolve));
-    }
-    await reading;
+    yield* answerConcurrently(requests, run, options.maxInFlight ?? 256);
   } finally {
     stream.signal.removeEventListener("abort", abortAll);
     abortAll();
