@@ -8,6 +8,11 @@ export interface CallStreamTransportOptions {
   idleMs?: number;
   /** Larger requests go as calls of their own, whose limit the stream's framing would otherwise eat into. Default 1 MiB. */
   maxRequestBytes?: number;
+  /**
+   * Calls on the stream at once; more go as calls of their own. Below the server's cap on a stream (256), so long
+   * waits (`WaitForRollouts`, `DequeueRollouts`) on the stream never hold back the call that would end them. Default 128.
+   */
+  maxInFlight?: number;
   /** Told once when the server does not serve `CallStream` and every call is a call of its own from then on. */
   onUnsupported?: (reason: string) => void;
 }
@@ -28,6 +33,7 @@ const headerKeyOf = (header: Headers) => JSON.stringify([...header]);
 export function withCallStream(inner: Transport, options: CallStreamTransportOptions = {}): Transport & { close(): void } {
   const idleMs = options.idleMs ?? 250;
   const maxRequestBytes = options.maxRequestBytes ?? 1024 * 1024;
+  const maxInFlight = options.maxInFlight ?? 128;
   let unsupported = false;
   let closed = false;
   let nextId = 0;
@@ -106,7 +112,8 @@ export function withCallStream(inner: Transport, options: CallStreamTransportOpt
       const headers = new Headers(header);
       const request = create(method.input, input);
       const bytes = unsupported || closed ? undefined : toBinary(method.input, request);
-      if (bytes === undefined || bytes.byteLength > maxRequestBytes || (open && open.headerKey !== headerKeyOf(headers))) {
+      const full = open && (open.headerKey !== headerKeyOf(headers) || open.waiting.size >= maxInFlight);
+      if (bytes === undefined || bytes.byteLength > maxRequestBytes || full) {
         return inner.unary(method, signal, timeoutMs, headers, request, contextValues);
       }
       if (signal?.aborted) return Promise.reject(new ConnectError("call aborted", Code.Canceled));

@@ -150,6 +150,22 @@ describe("CallStream on the server", () => {
   });
 });
 
+/** `transport`, counting the unary and streaming calls it makes. */
+function counting(transport: Transport) {
+  const used = { unary: 0, stream: 0 };
+  const counted: Transport = {
+    unary(...args) {
+      used.unary++;
+      return transport.unary(...args);
+    },
+    stream(...args) {
+      used.stream++;
+      return transport.stream(...args);
+    },
+  };
+  return { used, counted };
+}
+
 describe("the store client over CallStream", () => {
   it("sends its unary calls on one stream, keeping deadlines and aborts", async () => {
     const server = await startTestServer();
@@ -180,17 +196,7 @@ describe("the store client over CallStream", () => {
   it("carries concurrent calls on one stream, ends it when idle, and sends large requests as calls of their own", async () => {
     const server = await startTestServer();
     const grpcJs = createGrpcJsTransport({ address: server.address });
-    const used = { unary: 0, stream: 0 };
-    const counted: Transport = {
-      unary(...args) {
-        used.unary++;
-        return grpcJs.unary(...args);
-      },
-      stream(...args) {
-        used.stream++;
-        return grpcJs.stream(...args);
-      },
-    };
+    const { used, counted } = counting(grpcJs);
     const transport = withCallStream(counted, { idleMs: 100, maxRequestBytes: 4096 });
     const client = createClient(LightningStore, transport);
     try {
@@ -203,6 +209,25 @@ describe("the store client over CallStream", () => {
       expect(used).toEqual({ unary: 0, stream: 2 });
       await client.enqueueRollouts({ rollouts: [{ metadata: { blob: "x".repeat(10_000) } }] });
       expect(used).toEqual({ unary: 1, stream: 2 });
+    } finally {
+      transport.close();
+      grpcJs.close();
+      await server.close();
+    }
+  });
+
+  it("sends calls beyond its cap on the stream as calls of their own", async () => {
+    const server = await startTestServer();
+    const grpcJs = createGrpcJsTransport({ address: server.address });
+    const { used, counted } = counting(grpcJs);
+    const transport = withCallStream(counted, { maxInFlight: 2 });
+    const client = createClient(LightningStore, transport);
+    try {
+      const { rollouts } = await client.enqueueRollouts({ rollouts: Array.from({ length: 5 }, () => ({})) });
+      used.unary = 0;
+      const got = await Promise.all(rollouts.map((r) => client.getRollout({ rolloutId: r.rolloutId })));
+      expect(got.map((r) => r.rolloutId)).toEqual(rollouts.map((r) => r.rolloutId));
+      expect(used).toEqual({ unary: 3, stream: 1 });
     } finally {
       transport.close();
       grpcJs.close();
