@@ -1,5 +1,6 @@
 import type { Attempt, Rollout, Worker } from "../gen/agl/v1/types_pb.js";
 import type { StorageTx } from "./backend.js";
+import { deepCopy } from "./deep-copy.js";
 
 /** A transaction that remembers rows it read or wrote; `flush()` writes every changed row once. */
 export interface CachedTx extends StorageTx {
@@ -47,7 +48,7 @@ export function withTxCache(tx: StorageTx, onAttempt?: AttemptObserver): CachedT
     flush,
     async insertRollouts(items) {
       await tx.insertRollouts(items);
-      for (const rollout of items) rollouts.set(rollout.rolloutId, structuredClone(rollout));
+      for (const rollout of items) rollouts.set(rollout.rolloutId, deepCopy(rollout));
     },
     async getRollout(id) {
       if (!rollouts.has(id)) rollouts.set(id, await tx.getRollout(id));
@@ -59,7 +60,7 @@ export function withTxCache(tx: StorageTx, onAttempt?: AttemptObserver): CachedT
     },
     async insertAttempt(attempt) {
       await tx.insertAttempt(attempt);
-      const copy = structuredClone(attempt);
+      const copy = deepCopy(attempt);
       latest.set(attempt.rolloutId, copy);
       rememberAttempt(copy);
       onAttempt?.(copy, rollouts.get(attempt.rolloutId));
