@@ -13,8 +13,6 @@ export interface CallStreamTransportOptions {
    * waits (`WaitForRollouts`, `DequeueRollouts`) on the stream never hold back the call that would end them. Default 128.
    */
   maxInFlight?: number;
-  /** Told once when the server does not serve `CallStream` and every call is a call of its own from then on. */
-  onUnsupported?: (reason: string) => void;
 }
 
 type Waiter = { resolve(bytes: Uint8Array): void; reject(error: ConnectError): void; unary(): void };
@@ -83,10 +81,7 @@ export function withCallStream(inner: Transport, options: CallStreamTransportOpt
       if (open === stream) open = undefined;
       clearTimeout(stream.idle);
       stop.abort();
-      if (failure.code === Code.Unimplemented && !unsupported) {
-        unsupported = true;
-        options.onUnsupported?.(failure.rawMessage);
-      }
+      if (failure.code === Code.Unimplemented) unsupported = true;
       for (const waiter of stream.waiting.values()) {
         if (unsupported) waiter.unary();
         else waiter.reject(failure);
@@ -153,7 +148,7 @@ export function withCallStream(inner: Transport, options: CallStreamTransportOpt
           },
           unary() {
             settle();
-            const left = timer === undefined || timeoutMs === undefined ? timeoutMs : Math.max(1, deadline - Date.now());
+            const left = timeoutMs === undefined || timeoutMs <= 0 ? timeoutMs : Math.max(1, deadline - Date.now());
             inner.unary(method, signal, left, headers, request, contextValues).then(resolve as never, reject);
           },
         };
