@@ -5,10 +5,10 @@
  */
 import { create, fromBinary, type DescMessage, type MessageInitShape, toBinary, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { withCallStream } from "../../src/client/call-stream-transport.js";
+import { type CallStreamTransportOptions, withCallStream } from "../../src/client/call-stream-transport.js";
 import { createGrpcJsTransport } from "../../src/client/grpc-js-transport.js";
 import { createStoreClient } from "../../src/client/store-client.js";
 import { createCredentials } from "../../src/core/credentials.js";
@@ -150,20 +150,37 @@ describe("CallStream on the server", () => {
   });
 });
 
-/** `transport`, counting the unary and streaming calls it makes. */
-function counting(transport: Transport) {
+/**
+ * Runs `test` with a client of a fresh server over {@link withCallStream} (with `options`), whose inner grpc-js
+ * transport counts the unary and streaming calls it makes.
+ */
+async function withCountedClient(
+  options: CallStreamTransportOptions,
+  test: (client: Client<typeof LightningStore>, used: { unary: number; stream: number }) => Promise<void>,
+): Promise<void> {
+  const server = await startTestServer();
+  const grpcJs = createGrpcJsTransport({ address: server.address });
   const used = { unary: 0, stream: 0 };
-  const counted: Transport = {
-    unary(...args) {
-      used.unary++;
-      return transport.unary(...args);
+  const transport = withCallStream(
+    {
+      unary(...args) {
+        used.unary++;
+        return grpcJs.unary(...args);
+      },
+      stream(...args) {
+        used.stream++;
+        return grpcJs.stream(...args);
+      },
     },
-    stream(...args) {
-      used.stream++;
-      return transport.stream(...args);
-    },
-  };
-  return { used, counted };
+    options,
+  );
+  try {
+    await test(createClient(LightningStore, transport), used);
+  } finally {
+    transport.close();
+    grpcJs.close();
+    await server.close();
+  }
 }
 
 describe("the store client over CallStream", () => {
@@ -193,13 +210,8 @@ describe("the store client over CallStream", () => {
     }
   });
 
-  it("carries concurrent calls on one stream, ends it when idle, and sends large requests as calls of their own", async () => {
-    const server = await startTestServer();
-    const grpcJs = createGrpcJsTransport({ address: server.address });
-    const { used, counted } = counting(grpcJs);
-    const transport = withCallStream(counted, { idleMs: 100, maxRequestBytes: 4096 });
-    const client = createClient(LightningStore, transport);
-    try {
+  it("carries concurrent calls on one stream, ends it when idle, and sends large requests as calls of their own", () =>
+    withCountedClient({ idleMs: 100, maxRequestBytes: 4096 }, async (client, used) => {
       const { rollouts } = await client.enqueueRollouts({ rollouts: Array.from({ length: 20 }, () => ({})) });
       const got = await Promise.all(rollouts.map((r) => client.getRollout({ rolloutId: r.rolloutId })));
       expect(got.map((r) => r.rolloutId)).toEqual(rollouts.map((r) => r.rolloutId));
@@ -209,31 +221,16 @@ describe("the store client over CallStream", () => {
       expect(used).toEqual({ unary: 0, stream: 2 });
       await client.enqueueRollouts({ rollouts: [{ metadata: { blob: "x".repeat(10_000) } }] });
       expect(used).toEqual({ unary: 1, stream: 2 });
-    } finally {
-      transport.close();
-      grpcJs.close();
-      await server.close();
-    }
-  });
+    }));
 
-  it("sends calls beyond its cap on the stream as calls of their own", async () => {
-    const server = await startTestServer();
-    const grpcJs = createGrpcJsTransport({ address: server.address });
-    const { used, counted } = counting(grpcJs);
-    const transport = withCallStream(counted, { maxInFlight: 2 });
-    const client = createClient(LightningStore, transport);
-    try {
+  it("sends calls beyond its cap on the stream as calls of their own", () =>
+    withCountedClient({ maxInFlight: 2 }, async (client, used) => {
       const { rollouts } = await client.enqueueRollouts({ rollouts: Array.from({ length: 5 }, () => ({})) });
       used.unary = 0;
       const got = await Promise.all(rollouts.map((r) => client.getRollout({ rolloutId: r.rolloutId })));
       expect(got.map((r) => r.rolloutId)).toEqual(rollouts.map((r) => r.rolloutId));
       expect(used).toEqual({ unary: 3, stream: 1 });
-    } finally {
-      transport.close();
-      grpcJs.close();
-      await server.close();
-    }
-  });
+    }));
 
   it("falls back to plain calls on a server without CallStream", async () => {
     const server = await startTestServer({ callStream: false });
