@@ -22,7 +22,8 @@ const headerKeyOf = (header: Headers) => JSON.stringify([...header]);
 
 /**
  * A transport whose unary calls are messages of one `CallStream` to the server (`proto/agl/v1/calls.proto`), each
- * answered by id: about a quarter of a unary call's CPU on either side. Streaming calls go to `inner` as they are.
+ * answered by id: a message on an open stream costs either side a fraction of a unary call's own HTTP/2 stream
+ * (docs/benchmarks.md). Streaming calls go to `inner` as they are.
  * The stream opens with the first call, and again after it ended or failed; a failure fails the calls then in
  * flight with its error, as a lost connection fails unary calls (`UNAVAILABLE` when the server ended the stream). A
  * server without `CallStream` (`UNIMPLEMENTED`) is asked once: those calls and every later one are plain calls.
@@ -37,14 +38,14 @@ export function withCallStream(inner: Transport, options: CallStreamTransportOpt
   let nextId = 0;
   let open: Open | undefined;
 
-  const start = (header: Headers): Open => {
+  const start = (header: Headers, headerKey: string): Open => {
     const stop = new AbortController();
     const queue: CallRequest[] = [];
     let wake: (() => void) | undefined;
     let ending = false;
     const stream: Open = {
       waiting: new Map(),
-      headerKey: headerKeyOf(header),
+      headerKey,
       send(request) {
         queue.push(request);
         wake?.();
@@ -106,13 +107,13 @@ export function withCallStream(inner: Transport, options: CallStreamTransportOpt
     unary(method, signal, timeoutMs, header, input, contextValues) {
       const headers = new Headers(header);
       const request = create(method.input, input);
-      const bytes = unsupported || closed ? undefined : toBinary(method.input, request);
-      const full = open && (open.headerKey !== headerKeyOf(headers) || open.waiting.size >= maxInFlight);
-      if (bytes === undefined || bytes.byteLength > maxRequestBytes || full) {
-        return inner.unary(method, signal, timeoutMs, headers, request, contextValues);
-      }
+      const plain = () => inner.unary(method, signal, timeoutMs, headers, request, contextValues);
+      const headerKey = headerKeyOf(headers);
+      if (unsupported || closed || (open && (open.headerKey !== headerKey || open.waiting.size >= maxInFlight))) return plain();
+      const bytes = toBinary(method.input, request);
+      if (bytes.byteLength > maxRequestBytes) return plain();
       if (signal?.aborted) return Promise.reject(new ConnectError("call aborted", Code.Canceled));
-      open ??= start(headers);
+      open ??= start(headers, headerKey);
       const stream = open;
       clearTimeout(stream.idle);
       nextId = (nextId % 0xffff_ffff) + 1;

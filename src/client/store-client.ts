@@ -37,8 +37,8 @@ export interface StoreClientOptions {
    */
   keepaliveMs?: number;
   /**
-   * `grpc` only: send unary calls as messages of one `CallStream` to the server (about a quarter of a call's CPU on
-   * either side; a server without it gets plain calls). Default true.
+   * `grpc` only: send unary calls as messages of one `CallStream` to the server (less CPU on either side than a call
+   * of its own: docs/benchmarks.md; a server without it gets plain calls). Default true.
    */
   callStream?: boolean;
 }
