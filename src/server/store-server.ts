@@ -16,6 +16,7 @@ import { createStoreServices } from "./store-services.js";
 import { createCallStreamService } from "./call-stream.js";
 import { createTripletService } from "./triplet-service.js";
 import type { StreamTripletsOptions } from "../triplets/stream-triplets.js";
+import type { Store } from "../store/store.js";
 import { trackHttpConnections } from "./http-connections.js";
 import { useNodeTextEncoding } from "../encoding/node-text-encoding.js";
 import { rememberReceivedSpans } from "../store/span-wire.js";
@@ -85,7 +86,7 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
 
   const services = [
     ...createStoreServices(options.store),
-    createTripletService({ ...options.triplets, store: options.store }),
+    createTripletService({ events: storeEvents(options.store), ...options.triplets, store: options.store }),
     ...(options.extraServices ?? []),
   ];
   const credentials = credentialsOf(options);
@@ -166,4 +167,10 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
     port,
     close: () => (closing ??= close()),
   };
+}
+
+/** The committed events of a store in this process (`createStore`'s), so following triplet streams read on events. */
+function storeEvents(store: StoreApi): StreamTripletsOptions["events"] {
+  const backend = (store as Partial<Store>).backend;
+  return backend && ((listener) => backend.subscribe(listener));
 }

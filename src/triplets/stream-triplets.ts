@@ -9,6 +9,7 @@ import {
 import { type Rollout, RolloutMode, RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import { sleep } from "../core/retry.js";
 import type { StoreApi } from "../store/store-api.js";
+import type { StoreEvent } from "../store/backend.js";
 import { openCursor } from "./cursor.js";
 import { adapterOptions, rolloutTriplets } from "./rollout-triplets.js";
 
@@ -20,6 +21,15 @@ export interface StreamTripletsOptions {
   pageSize?: number;
   /** Messages built ahead of the consumer, so store reads overlap with sending (default 2). */
   prefetch?: number;
+  /**
+   * The store's committed events, where the stream runs in the store's process (`StorageBackend.subscribe`). A
+   * `follow` stream then reads again only the rollouts that finished and those created since its last read, once an
+   * event says one finished, rather than every unfinished rollout each `pollIntervalMs`: a step of n rollouts costs
+   * O(n) reads, not O(n) per poll.
+   */
+  events?: (listener: (event: StoreEvent) => void) => () => void;
+  /** With `events`: a full pass this often all the same, for finishes no event of this process reports (default 5,000 ms). */
+  fullPassMs?: number;
 }
 
 const finished = new Set([RolloutStatus.SUCCEEDED, RolloutStatus.FAILED, RolloutStatus.CANCELLED]);
@@ -78,31 +88,84 @@ export async function* streamTriplets(
       yield create(StreamTripletsResponseSchema, { rollout: message, cursor: cursor.current() });
     }
   }
-  while (!signal?.aborted) {
-    let offset = cursor.watermark;
+  // Unfinished rollouts a pass found, by id, with their positions: with events, only those an event names are read again.
+  const unfinished = new Map<string, number>();
+  let scanned = 0; // positions below it were read at least once
+  const take = async function* (rollout: Rollout, position: number) {
+    scanned = Math.max(scanned, position + 1);
+    if (!cursor.pending(position)) return;
+    if (!finished.has(rollout.status)) {
+      unfinished.set(rollout.rolloutId, position);
+      return;
+    }
+    unfinished.delete(rollout.rolloutId);
+    const build = wanted(rollout) ? rolloutTriplets(store, rollout, "latest", adapter, resources, signal) : undefined;
+    // Awaited in order later; until then a failure must not count as unhandled.
+    build?.catch(() => {});
+    queue.push({ position, build });
+    return yield* send(prefetch);
+  };
+  // Reads the matching rollouts in creation order from `offset` to the end.
+  const scan = async function* (offset: number) {
     for (;;) {
       const page = await store.queryRollouts(
         { rolloutIdIn: req.rolloutIds, groupId: req.groupId, page: { offset, limit: pageSize } },
         signal ? { signal } : {},
       );
-      for (const [i, rollout] of page.rollouts.entries()) {
-        const position = offset + i;
-        if (!cursor.pending(position) || !finished.has(rollout.status)) continue;
-        const build = wanted(rollout) ? rolloutTriplets(store, rollout, "latest", adapter, resources, signal) : undefined;
-        // Awaited in order later; until then a failure must not count as unhandled.
-        build?.catch(() => {});
-        queue.push({ position, build });
-        yield* send(prefetch);
-      }
-      if (page.rollouts.length < pageSize) break;
+      for (const [i, rollout] of page.rollouts.entries()) yield* take(rollout, offset + i);
+      if (page.rollouts.length < pageSize) return;
       offset += pageSize;
     }
-    yield* send(0);
-    if (announce) {
-      announce = false;
-      yield create(StreamTripletsResponseSchema, { cursor: cursor.current(), caughtUp: true });
+  };
+  // Reads again the unfinished rollouts an event said finished, in creation order.
+  const reread = async function* (known: string[]) {
+    for (let i = 0; i < known.length; i += pageSize) {
+      const page = await store.queryRollouts({ rolloutIdIn: known.slice(i, i + pageSize) }, signal ? { signal } : {});
+      const found = page.rollouts.map((r) => [r, unfinished.get(r.rolloutId) as number] as const).sort((a, b) => a[1] - b[1]);
+      for (const [rollout, position] of found) yield* take(rollout, position);
     }
-    if (!req.follow) return;
-    await sleep(options.pollIntervalMs ?? 250, { signal });
+  };
+  let named = new Set<string>();
+  let wake: (() => void) | undefined;
+  const stopListening = req.follow
+    ? options.events?.((event) => {
+        if (event.kind !== "finished") return;
+        for (const id of event.rolloutIds) named.add(id);
+        wake?.();
+      })
+    : undefined;
+  const fullPassMs = options.fullPassMs ?? 5_000;
+  let lastFullPass = Number.NEGATIVE_INFINITY;
+  try {
+    while (!signal?.aborted) {
+      if (!stopListening || performance.now() - lastFullPass >= fullPassMs) {
+        lastFullPass = performance.now();
+        named = new Set();
+        unfinished.clear();
+        yield* scan(cursor.watermark);
+      } else {
+        const ids = [...named];
+        named = new Set();
+        const known = ids.filter((id) => unfinished.has(id));
+        yield* reread(known);
+        // A rollout created since the last read finished too (or one of rollouts this stream does not cover).
+        if (known.length < ids.length) yield* scan(Math.max(scanned, cursor.watermark));
+      }
+      yield* send(0);
+      if (announce) {
+        announce = false;
+        yield create(StreamTripletsResponseSchema, { cursor: cursor.current(), caughtUp: true });
+      }
+      if (!req.follow) return;
+      await sleep(options.pollIntervalMs ?? 250, { signal });
+      if (stopListening && named.size === 0) {
+        // Nothing finished since the pass: wait for an event, or for the next full pass.
+        const left = fullPassMs - (performance.now() - lastFullPass);
+        if (left > 0) await Promise.race([new Promise<void>((resolve) => (wake = resolve)), sleep(left, { signal })]);
+        wake = undefined;
+      }
+    }
+  } finally {
+    stopListening?.();
   }
 }

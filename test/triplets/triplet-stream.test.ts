@@ -14,6 +14,7 @@ let store: Store;
 let server: StoreServer;
 let client: TripletClient;
 let spanReads = 0;
+let rolloutReads = 0;
 
 beforeEach(async () => {
   store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: 0 });
@@ -25,10 +26,17 @@ beforeEach(async () => {
           spanReads++;
           return target.querySpans(...args);
         };
+      if (key === "queryRollouts")
+        return async (...args: Parameters<StoreApi["queryRollouts"]>) => {
+          const page = await target.queryRollouts(...args);
+          rolloutReads += page.rollouts.length;
+          return page;
+        };
       return Reflect.get(target, key, receiver);
     },
   }) as StoreApi;
   spanReads = 0;
+  rolloutReads = 0;
   server = await startStoreServer({ store: counted, port: 0, triplets: { pollIntervalMs: 50 } });
   client = createTripletClient({ baseUrl: server.url });
 });
@@ -123,6 +131,30 @@ describe("StreamTriplets", () => {
     ] as const) {
       await expect(read(request)).rejects.toMatchObject({ code: Code.InvalidArgument, rawMessage: expect.stringContaining(field) });
     }
+  });
+
+  it("following, reads again only the rollouts the store's events say finished, not every unfinished one each poll", async () => {
+    const rs = await claimWithSpans(store, 30, { calls: 1 });
+    const got: string[] = [];
+    const abort = new AbortController();
+    const following = (async () => {
+      for await (const m of client.streamTriplets({ follow: true }, { signal: abort.signal, timeoutMs: 20_000 })) {
+        if (m.rollout) got.push(m.rollout.rolloutId);
+      }
+    })().catch((e) => expect(ConnectError.from(e).code).toBe(Code.Canceled));
+    // Ten polls (50 ms) with nothing finished: the first pass read the 30 rollouts, and nothing since.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(rolloutReads).toBe(30);
+    for (const i of [4, 1, 20]) await finish(store, rs[i]!);
+    // Rollouts created while the stream follows, one of them finished: found by reading from where the last read ended.
+    const [late] = await claimWithSpans(store, 2, { calls: 1 });
+    await finish(store, late!);
+    await expect.poll(() => got.length, { timeout: 5_000 }).toBe(4);
+    expect(got.slice(0, 3).sort()).toEqual([1, 4, 20].map((i) => rs[i]!.rolloutId).sort());
+    expect(got[3]).toBe(late!.rolloutId);
+    expect(rolloutReads).toBeLessThanOrEqual(30 + 3 + 2);
+    abort.abort();
+    await following;
   });
 
   it("builds messages only as fast as the consumer takes them (backpressure)", async () => {
