@@ -24,6 +24,7 @@ import { createResourceVersions } from "./resource-versions.js";
 import { createResponsesApi } from "./responses-api.js";
 import { createScopeChecker } from "./scope-check.js";
 import { createSpanRecorder } from "./span-recorder.js";
+import { createSpanStream } from "./span-stream.js";
 import { createTokenIn, type TokenInStats } from "./token-in.js";
 import { createUpstream, type UpstreamOptions } from "./upstream.js";
 import { createConsoleLogger, type Logger } from "../core/logger.js";
@@ -141,8 +142,10 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     : promising
       ? promisedOrder(options.store, logger, (request) => recorder.carry(request))
       : spanFirstOrder;
+  // A store in another process gets the spans as messages on one stream rather than calls of their own.
+  const spanStream = options.pendingWrites ? undefined : createSpanStream(options.store, logger);
   const recorder = createSpanRecorder({
-    store: options.store,
+    store: spanStream ? { ...options.store, addSpans: spanStream.addSpans } : options.store,
     scopes,
     pendingWrites: options.pendingWrites,
     onLost: order.lost,
@@ -293,6 +296,7 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       source.close();
       versions.close();
       recorder.flush();
+      spanStream?.close();
       if (server) {
         const closed = new Promise<void>((resolve) => server?.close(() => resolve()));
         server.closeIdleConnections();

@@ -12,6 +12,7 @@ import { createStoreClient, type StoreClient } from "../../src/client/store-clie
 import { AttemptStatus, StatusCode } from "../../src/gen/agl/v1/types_pb.js";
 import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
 import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
+import { addSpansStreamMethod } from "../../src/store/add-spans-stream.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import type { StoreApi } from "../../src/store/store-api.js";
 import { createStore, type Store } from "../../src/store/store.js";
@@ -53,7 +54,7 @@ function slowSpanWrites(inner: Store) {
     stored++;
     return response;
   };
-  const slow: StoreApi = { ...inner, addSpans };
+  const slow: StoreApi = { ...inner, addSpans, addSpansStream: addSpansStreamMethod(addSpans) };
   return { slow, open, fail, stored: () => stored };
 }
 
@@ -152,6 +153,7 @@ async function startCounted(kind: "reads expect" | "predates expect" | "holds no
   engine = await startFakeVllm();
   const addSpans: { spans: number; promises: number }[] = [];
   let expectSpans = 0;
+  let streams = 0;
   const countedAddSpans: StoreApi["addSpans"] = async (request, options) => {
     addSpans.push({ spans: request.spans?.length ?? 0, promises: request.expect?.length ?? 0 });
     if (kind === "reads expect") return store.addSpans(request, options);
@@ -161,6 +163,14 @@ async function startCounted(kind: "reads expect" | "predates expect" | "holds no
   const served: StoreApi = {
     ...store,
     addSpans: countedAddSpans,
+    // A store from before `expect` had no AddSpansStream either: it answers UNIMPLEMENTED.
+    addSpansStream:
+      kind === "predates expect"
+        ? (undefined as never)
+        : (requests, options) => {
+            streams++;
+            return addSpansStreamMethod(countedAddSpans)(requests, options);
+          },
     expectSpans(request, options) {
       expectSpans++;
       if (kind === "holds no promises") throw new ConnectError("a PostgreSQL store cannot hold span promises", Code.FailedPrecondition);
@@ -181,6 +191,7 @@ async function startCounted(kind: "reads expect" | "predates expect" | "holds no
   return {
     addSpans,
     expectSpans: () => expectSpans,
+    streams: () => streams,
     rolloutId,
     attemptId,
     baseUrl: `${url}/rollout/${rolloutId}/attempt/${attemptId}/v1`,
@@ -193,12 +204,14 @@ describe.each([false, true])("the standalone proxy's span promises (stream: %s)"
   it.each(["reads expect", "predates expect", "holds no promises"] as const)(
     "a store that %s: about one store call per LLM call where it can, and the attempt waits for its spans",
     async (kind) => {
-      const { addSpans, expectSpans, rolloutId, attemptId, baseUrl } = await startCounted(kind);
+      const { addSpans, expectSpans, streams, rolloutId, attemptId, baseUrl } = await startCounted(kind);
       const calls = 4;
       for (let i = 0; i < calls; i++) {
         const res = await postJson(`${baseUrl}/chat/completions`, body);
         expect(await res.text()).toContain(stream ? "data: [DONE]" : "chat.completion");
       }
+      // The span batches went as messages on one AddSpansStream, or as AddSpans calls where the store has no stream.
+      expect(streams()).toBe(kind === "predates expect" ? 0 : 1);
       const finished = store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
       if (kind === "holds no promises") {
         // Refused once (with the batch, then alone): from then on each span is stored before its answer ends.
