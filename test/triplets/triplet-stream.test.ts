@@ -37,7 +37,8 @@ beforeEach(async () => {
   }) as StoreApi;
   spanReads = 0;
   rolloutReads = 0;
-  server = await startStoreServer({ store: counted, port: 0, triplets: { pollIntervalMs: 50 } });
+  // No full pass within a test: what a following stream reads comes from the store's events alone.
+  server = await startStoreServer({ store: counted, port: 0, triplets: { pollIntervalMs: 50, fullPassMs: 60_000 } });
   client = createTripletClient({ baseUrl: server.url });
 });
 afterEach(async () => {
@@ -155,6 +156,33 @@ describe("StreamTriplets", () => {
     expect(rolloutReads).toBeLessThanOrEqual(30 + 3 + 2);
     abort.abort();
     await following;
+  });
+
+  it("following, finds by its full passes a finish no event reported (another server's on a shared SQLite file)", async () => {
+    const deaf = await startStoreServer({
+      store,
+      port: 0,
+      triplets: { pollIntervalMs: 50, events: () => () => {}, fullPassMs: 200 },
+    });
+    const deafClient = createTripletClient({ baseUrl: deaf.url });
+    try {
+      const rs = await claimWithSpans(store, 3, { calls: 1 });
+      const abort = new AbortController();
+      const got: string[] = [];
+      const following = (async () => {
+        for await (const m of deafClient.streamTriplets({ follow: true }, { signal: abort.signal, timeoutMs: 5_000 })) {
+          if (m.rollout) got.push(m.rollout.rolloutId);
+          if (got.length === 2) abort.abort();
+        }
+      })().catch((e) => expect(ConnectError.from(e).code).toBe(Code.Canceled));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      for (const i of [2, 0]) await finish(store, rs[i]!);
+      await following;
+      expect(got.sort()).toEqual([rs[0]!.rolloutId, rs[2]!.rolloutId].sort());
+    } finally {
+      deafClient.close();
+      await deaf.close();
+    }
   });
 
   it("builds messages only as fast as the consumer takes them (backpressure)", async () => {
