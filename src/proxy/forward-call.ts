@@ -285,7 +285,8 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
           }),
       );
     }
-    let completion: CompletionRecord | undefined;
+    // Read for the span: answering first, after the answer went out (parsing the engine's JSON is on no one's path).
+    let completion: () => CompletionRecord | undefined;
     if (plan.client) {
       let rebuilt: ReturnType<typeof rebuildWhole>;
       try {
@@ -298,8 +299,12 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
           (waiting) => finish(waiting, 502, tries, backend, ttfb, undefined, { type: "upstream_error", message }),
         );
       }
-      ({ text, completion } = rebuilt);
-    } else completion = parseCompletion(text);
+      text = rebuilt.text;
+      completion = () => rebuilt.completion;
+    } else {
+      const body = text;
+      completion = () => parseCompletion(body);
+    }
     const send = () => {
       if (signal.aborted) return;
       res.writeHead(status, {
@@ -309,7 +314,7 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       });
       res.end(text);
     };
-    return endAndRecord(answerFirst, send, (waiting) => finish(waiting, status, tries, backend, ttfb, completion));
+    return endAndRecord(answerFirst, send, (waiting) => finish(waiting, status, tries, backend, ttfb, completion()));
   }
 }
 
