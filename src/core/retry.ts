@@ -63,16 +63,19 @@ export interface SleepOptions {
   signal?: AbortSignal;
   /** Lets the process exit meanwhile (a background retry must not keep it alive). */
   unref?: boolean;
+  /** Given the function that ends the wait early: an event the caller waits for calls it. */
+  wake?: (done: () => void) => void;
 }
 
-/** Resolves after `ms`, or as soon as `options.signal` aborts. */
+/** Resolves after `ms` (never, when not finite), as soon as `options.signal` aborts, or when woken. */
 export function sleep(ms: number, options: SleepOptions = {}): Promise<void> {
   const { signal } = options;
   if (signal?.aborted) return Promise.resolve();
   return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    if (options.unref) timer.unref();
+    const timer = Number.isFinite(ms) ? setTimeout(done, Math.max(0, ms)) : undefined;
+    if (options.unref) timer?.unref();
     signal?.addEventListener("abort", done, { once: true });
+    options.wake?.(done);
     function done() {
       clearTimeout(timer);
       signal?.removeEventListener("abort", done);

@@ -22,6 +22,7 @@ import {
 } from "../gen/agl/v1/types_pb.js";
 import type { StorageTx } from "./backend.js";
 import { callScope, newAttempt, pageInfo, requireRollout, type StoreContext, withLatestAttempts } from "./context.js";
+import { sleep } from "../core/retry.js";
 import { rolloutScope } from "./rollout-scope.js";
 import { notFound } from "./errors.js";
 import { newRolloutId } from "./ids.js";
@@ -312,7 +313,7 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       try {
         await readFinished([...pending]);
         while (pending.size > 0 && Date.now() < deadline && !scope.signal.aborted) {
-          if (named.size === 0) await sleepUntilWoken(deadline, scope.signal, (resolve) => (wake = resolve));
+          if (named.size === 0) await sleep(deadline - Date.now(), { signal: scope.signal, wake: (done) => (wake = done) });
           wake = undefined;
           scope.check();
           const ids = [...named];
@@ -326,18 +327,4 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       return { $typeName: "agl.v1.WaitForRolloutsResponse", rollouts };
     },
   };
-}
-
-/** Resolves when `register`'s callback is called, at the deadline (epoch ms), or when `signal` aborts. */
-function sleepUntilWoken(deadline: number, signal: AbortSignal, register: (wake: () => void) => void): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = Number.isFinite(deadline) ? setTimeout(done, Math.max(0, deadline - Date.now())) : undefined;
-    signal.addEventListener("abort", done, { once: true });
-    register(done);
-  });
 }

@@ -160,8 +160,7 @@ export async function* streamTriplets(
       await sleep(options.pollIntervalMs ?? 250, { signal });
       if (stopListening && named.size === 0) {
         // Nothing finished since the pass: wait for an event, or for the next full pass.
-        const left = fullPassMs - (performance.now() - lastFullPass);
-        if (left > 0) await Promise.race([new Promise<void>((resolve) => (wake = resolve)), sleep(left, { signal })]);
+        await sleep(fullPassMs - (performance.now() - lastFullPass), { signal, wake: (done) => (wake = done) });
         wake = undefined;
       }
     }
