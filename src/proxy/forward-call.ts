@@ -301,10 +301,7 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       }
       text = rebuilt.text;
       completion = () => rebuilt.completion;
-    } else {
-      const body = text;
-      completion = () => parseCompletion(body);
-    }
+    } else completion = () => parseCompletion(text);
     const send = () => {
       if (signal.aborted) return;
       res.writeHead(status, {
