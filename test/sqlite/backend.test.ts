@@ -22,7 +22,8 @@ import {
 import type { PageSpec, StorageBackend, StorageTx, StoreEvent } from "../../src/store/backend.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createSqliteBackend } from "../../src/store/backends/sqlite/sqlite-backend.js";
-import { SCHEMA_VERSION } from "../../src/store/backends/sqlite/sqlite-schema.js";
+import { openSchema, SCHEMA_VERSION } from "../../src/store/backends/sqlite/sqlite-schema.js";
+import { prepareStatements } from "../../src/store/backends/sqlite/sqlite-statements.js";
 import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, rewardValueKey } from "../../src/core/semconv.js";
 
 /** Backends that must behave identically; the file-based tests below are SQLite's own. */
@@ -792,5 +793,13 @@ describe("sqlite backend on a file", () => {
     db.pragma("user_version = 99");
     db.close();
     expect(() => createSqliteBackend({ path })).toThrow(/schema version 99/);
+  });
+
+  it("reads a rollout's latest attempt from the index alone, without sorting (read for every rollout a call returns)", () => {
+    const db = new Database(":memory:");
+    openSchema(db);
+    const plan = db.prepare(`EXPLAIN QUERY PLAN ${prepareStatements(db).latestAttempt.source}`).all("ro-1") as { detail: string }[];
+    db.close();
+    expect(plan.map((step) => step.detail)).toEqual(["SEARCH attempts USING INDEX attempts_sequence (rollout_id=?)"]);
   });
 });
