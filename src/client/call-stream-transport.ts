@@ -108,8 +108,9 @@ export function withCallStream(inner: Transport, options: CallStreamTransportOpt
       const headers = new Headers(header);
       const request = create(method.input, input);
       const plain = () => inner.unary(method, signal, timeoutMs, headers, request, contextValues);
+      if (unsupported || closed) return plain();
       const headerKey = headerKeyOf(headers);
-      if (unsupported || closed || (open && (open.headerKey !== headerKey || open.waiting.size >= maxInFlight))) return plain();
+      if (open && (open.headerKey !== headerKey || open.waiting.size >= maxInFlight)) return plain();
       const bytes = toBinary(method.input, request);
       if (bytes.byteLength > maxRequestBytes) return plain();
       if (signal?.aborted) return Promise.reject(new ConnectError("call aborted", Code.Canceled));
