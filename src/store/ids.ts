@@ -16,8 +16,19 @@ export function randomHex(bytes: number): string {
   return pool.toString("hex", offset - bytes, offset);
 }
 
+// Rollout ids count up from a random start. Consecutive rollouts then sit side by side in every index keyed by
+// rollout id (rollouts, attempts, spans, queue, counters), so a commit writes a few shared B-tree pages instead of one
+// page per index per rollout: with random ids that cost the SQLite store 15 % of its CPU a rollout. Ids of one process
+// never repeat (48 random bits collide once in ~10^7 rollouts); two processes' ranges, 2^47 apart on average, meet
+// only after billions of ids.
+let nextRolloutNumber = Number.parseInt(randomHex(6), 16);
+
 /** `ro-` + 12 hex characters. */
-export const newRolloutId = () => `ro-${randomHex(6)}`;
+export function newRolloutId(): string {
+  const id = nextRolloutNumber;
+  nextRolloutNumber = (nextRolloutNumber + 1) % 2 ** 48;
+  return `ro-${id.toString(16).padStart(12, "0")}`;
+}
 /** `at-` + 8 hex characters. */
 export const newAttemptId = () => `at-${randomHex(4)}`;
 /** `rs-` + 12 hex characters. */
