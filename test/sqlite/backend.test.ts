@@ -712,6 +712,61 @@ describe("sqlite backend on a file", () => {
     });
   });
 
+  describe("row cache", () => {
+    /** The rows a rollout's calls read again and again, as `backend` answers them now. */
+    const rowsOf = (backend: StorageBackend) =>
+      backend.transaction(async (t) => ({
+        rollout: (await t.getRollout("ro-1"))?.status,
+        attempt: (await t.getAttempt("ro-1", "at-1"))?.status,
+        latest: (await t.latestAttempts(["ro-1"])).get("ro-1")?.attemptId,
+        worker: (await t.getWorker("w-1"))?.status,
+      }));
+    const seed = (backend: StorageBackend) =>
+      backend.transaction(async (t) => {
+        await t.insertRollouts([rollout("ro-1")]);
+        await t.insertAttempt(attempt("ro-1", "at-1", 1));
+        await t.putWorker(create(WorkerSchema, { workerId: "w-1", status: WorkerStatus.IDLE }));
+      });
+    const change = (t: StorageTx) =>
+      (async () => {
+        await t.putRollout(rollout("ro-1", { status: RolloutStatus.RUNNING }));
+        await t.putAttempt(attempt("ro-1", "at-1", 1, { status: AttemptStatus.RUNNING }));
+        await t.insertAttempt(attempt("ro-1", "at-2", 2));
+        await t.putWorker(create(WorkerSchema, { workerId: "w-1", status: WorkerStatus.BUSY }));
+      })();
+    const seeded = { rollout: RolloutStatus.QUEUING, attempt: AttemptStatus.PREPARING, latest: "at-1", worker: WorkerStatus.IDLE };
+    const changed = { rollout: RolloutStatus.RUNNING, attempt: AttemptStatus.RUNNING, latest: "at-2", worker: WorkerStatus.BUSY };
+
+    it("sees what another connection committed after it cached the rows", async () => {
+      const path = join(dir, "shared.db");
+      const mine = createSqliteBackend({ path });
+      const other = createSqliteBackend({ path });
+      await seed(mine);
+      expect(await rowsOf(mine)).toEqual(seeded);
+      await other.transaction(change);
+      expect(await rowsOf(mine)).toEqual(changed);
+      await Promise.all([mine.close(), other.close()]);
+    });
+
+    it("forgets what an undone call wrote, inside a group and alone", async () => {
+      const backend = createSqliteBackend({ path: join(dir, "undo.db") });
+      await seed(backend);
+      expect(await rowsOf(backend)).toEqual(seeded);
+      const failure = new Error("boom");
+      const undone = backend.transaction(async (t) => {
+        await change(t);
+        throw failure;
+      });
+      const [, beside] = await Promise.allSettled([undone, rowsOf(backend)]);
+      await expect(undone).rejects.toBe(failure);
+      expect(beside).toEqual({ status: "fulfilled", value: seeded });
+      expect(await rowsOf(backend)).toEqual(seeded);
+      await backend.transaction(change);
+      expect(await rowsOf(backend)).toEqual(changed);
+      await backend.close();
+    });
+  });
+
   it("once busy, checkpoints on a worker thread, and leaves no WAL behind when closed", async () => {
     const path = join(dir, "checkpoints.db");
     const backend = createSqliteBackend({ path, backgroundCheckpointAfter: 5 });

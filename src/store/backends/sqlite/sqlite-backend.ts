@@ -6,6 +6,7 @@ import { createListeners, type Listeners } from "../../listeners.js";
 import { createMutex } from "../../mutex.js";
 import { type Checkpointer, startCheckpointer } from "./sqlite-checkpointer.js";
 import { StatementCache } from "./sqlite-queries.js";
+import { RowCache } from "./sqlite-row-cache.js";
 import { openSchema } from "./sqlite-schema.js";
 import { prepareStatements, type Statements } from "./sqlite-statements.js";
 import { SqliteTx } from "./sqlite-tx.js";
@@ -51,6 +52,9 @@ class SqliteBackend implements StorageBackend {
   private readonly db: Database.Database;
   private readonly statements: Statements;
   private readonly cache: StatementCache;
+  private readonly rows = new RowCache();
+  /** `PRAGMA data_version` when this connection last began a transaction: another connection's commit changes it. */
+  private dataVersion: number | undefined;
   private readonly listeners: Listeners;
   /** better-sqlite3 is synchronous but `fn` is async: one call at a time, in call order. */
   private readonly mutex = createMutex();
@@ -108,12 +112,13 @@ class SqliteBackend implements StorageBackend {
     reject: (error: unknown) => void,
   ): Promise<void> {
     const s = this.statements;
-    const tx = new SqliteTx(s, this.cache);
+    const tx = new SqliteTx(s, this.cache, this.rows);
     let result: T;
     try {
       if (!this.group) {
         s.begin.run();
         this.group = [];
+        this.forgetOthersWrites();
       }
       s.savepoint.run();
       result = await fn(tx);
@@ -121,11 +126,19 @@ class SqliteBackend implements StorageBackend {
       s.release.run();
     } catch (error) {
       tx.open = false;
+      tx.forgetWrites();
       this.undoCall(error);
       reject(error);
       return;
     }
     this.group.push({ events: tx.events, resolve: () => resolve(result), reject });
+  }
+
+  /** Clears the row cache if another connection (another server on the file, a script) committed since we last looked. */
+  private forgetOthersWrites(): void {
+    const version = this.statements.dataVersion.get() as number;
+    if (version !== this.dataVersion) this.rows.clear();
+    this.dataVersion = version;
   }
 
   /** Undoes a failed call's writes, keeping the group's; if SQLite ended the whole transaction, the group fails. */
@@ -186,6 +199,7 @@ class SqliteBackend implements StorageBackend {
   private failGroup(error: unknown): void {
     const group = this.group ?? [];
     this.group = undefined;
+    this.rows.clear();
     if (this.db.inTransaction) {
       try {
         this.statements.rollback.run();

@@ -22,6 +22,7 @@ export function prepareStatements(db: Database.Database): Statements {
     savepoint: db.prepare("SAVEPOINT call"),
     release: db.prepare("RELEASE call"),
     rollbackToSavepoint: db.prepare("ROLLBACK TO call"),
+    dataVersion: db.prepare("PRAGMA data_version").pluck(),
 
     insertRollout: db.prepare(`INSERT INTO rollouts (${rolloutColumns}`),
     putRollout: db.prepare(
@@ -116,6 +117,7 @@ type StatementName =
   | "savepoint"
   | "release"
   | "rollbackToSavepoint"
+  | "dataVersion"
   | "insertRollout"
   | "putRollout"
   | "getRollout"

@@ -39,6 +39,7 @@ import {
   type StatementCache,
   workerWhere,
 } from "./sqlite-queries.js";
+import { attemptKey, type RowCache } from "./sqlite-row-cache.js";
 import { attemptRow, resourcesRow, type Statements } from "./sqlite-statements.js";
 
 /**
@@ -49,11 +50,39 @@ export class SqliteTx implements StorageTx {
   /** Cleared when the transaction ends: a leaked tx must not write outside its transaction. */
   open = true;
   readonly events: StoreEvent[] = [];
+  /** Keys of the cached rows this call wrote: forgotten if the call is undone. */
+  private readonly written = { rollouts: new Set<string>(), attempts: new Set<string>(), workers: new Set<string>() };
 
   constructor(
     private readonly s: Statements,
     private readonly cache: StatementCache,
+    private readonly rows: RowCache,
   ) {}
+
+  /** The call was undone: what it wrote is no longer in the database, so it leaves the row cache too. */
+  forgetWrites(): void {
+    for (const id of this.written.rollouts) {
+      this.rows.rollouts.delete(id);
+      this.rows.forgetAttemptsOf(id);
+    }
+    for (const key of this.written.attempts) {
+      this.rows.attempts.delete(key);
+      this.rows.forgetAttemptsOf(key.slice(0, key.indexOf("\0")));
+    }
+    for (const id of this.written.workers) this.rows.workers.delete(id);
+  }
+
+  private rolloutWritten(rolloutId: string, data: Uint8Array): void {
+    this.rows.rollouts.set(rolloutId, data);
+    this.written.rollouts.add(rolloutId);
+  }
+
+  private attemptWritten(attempt: Attempt, data: Uint8Array): void {
+    const key = attemptKey(attempt.rolloutId, attempt.attemptId);
+    this.rows.attempts.set(key, data);
+    this.rows.attemptWritten(attempt);
+    this.written.attempts.add(key);
+  }
 
   private check(): void {
     if (!this.open) throw new Error("sqlite store: transaction already ended");
@@ -61,18 +90,29 @@ export class SqliteTx implements StorageTx {
 
   async insertRollouts(rollouts: Rollout[]): Promise<void> {
     this.check();
-    for (const rollout of rollouts) this.s.insertRollout.run(rolloutRow(rollout));
+    for (const rollout of rollouts) {
+      const row = rolloutRow(rollout);
+      this.s.insertRollout.run(row);
+      this.rolloutWritten(rollout.rolloutId, row.data);
+      this.rows.rolloutCreated(rollout.rolloutId);
+    }
   }
 
   async getRollout(rolloutId: string): Promise<Rollout | undefined> {
     this.check();
-    const data = this.s.getRollout.get(rolloutId) as Uint8Array | undefined;
+    let data = this.rows.rollouts.get(rolloutId);
+    if (!data) {
+      data = this.s.getRollout.get(rolloutId) as Uint8Array | undefined;
+      if (data) this.rows.rollouts.set(rolloutId, data);
+    }
     return data && decodeRollout(data);
   }
 
   async putRollout(rollout: Rollout): Promise<void> {
     this.check();
-    this.s.putRollout.run(rolloutRow(rollout));
+    const row = rolloutRow(rollout);
+    this.s.putRollout.run(row);
+    this.rolloutWritten(rollout.rolloutId, row.data);
   }
 
   async queryRollouts(filter: RolloutFilter, page: PageSpec): Promise<PageResult<Rollout>> {
@@ -87,12 +127,19 @@ export class SqliteTx implements StorageTx {
 
   async insertAttempt(attempt: Attempt): Promise<void> {
     this.check();
-    this.s.insertAttempt.run(attemptRow(attempt));
+    const row = attemptRow(attempt);
+    this.s.insertAttempt.run(row);
+    this.attemptWritten(attempt, row.data);
   }
 
   async getAttempt(rolloutId: string, attemptId: string): Promise<Attempt | undefined> {
     this.check();
-    const data = this.s.getAttempt.get(rolloutId, attemptId) as Uint8Array | undefined;
+    const key = attemptKey(rolloutId, attemptId);
+    let data = this.rows.attempts.get(key);
+    if (!data) {
+      data = this.s.getAttempt.get(rolloutId, attemptId) as Uint8Array | undefined;
+      if (data) this.rows.attempts.set(key, data);
+    }
     return data && decodeAttempt(data);
   }
 
@@ -101,15 +148,34 @@ export class SqliteTx implements StorageTx {
     const result = new Map<string, Attempt>();
     for (const rolloutId of rolloutIds) {
       if (result.has(rolloutId)) continue;
-      const data = this.s.latestAttempt.get(rolloutId) as Uint8Array | undefined;
-      if (data) result.set(rolloutId, decodeAttempt(data));
+      const attempt = this.cachedLatestAttempt(rolloutId) ?? this.readLatestAttempt(rolloutId);
+      if (attempt) result.set(rolloutId, attempt);
     }
     return result;
   }
 
+  /** The latest attempt from the row cache: null when the rollout has none, undefined when the cache cannot say. */
+  private cachedLatestAttempt(rolloutId: string): Attempt | null | undefined {
+    const latest = this.rows.latestOf(rolloutId);
+    if (latest === null) return null;
+    const data = latest && this.rows.attempts.get(attemptKey(rolloutId, latest.attemptId));
+    return data ? decodeAttempt(data) : undefined;
+  }
+
+  private readLatestAttempt(rolloutId: string): Attempt | undefined {
+    const data = this.s.latestAttempt.get(rolloutId) as Uint8Array | undefined;
+    if (!data) return undefined;
+    const attempt = decodeAttempt(data);
+    this.rows.attempts.set(attemptKey(rolloutId, attempt.attemptId), data);
+    this.rows.latestRead(attempt);
+    return attempt;
+  }
+
   async putAttempt(attempt: Attempt): Promise<void> {
     this.check();
-    this.s.putAttempt.run(attemptRow(attempt));
+    const row = attemptRow(attempt);
+    this.s.putAttempt.run(row);
+    this.attemptWritten(attempt, row.data);
   }
 
   async queryAttempts(rolloutId: string, page: PageSpec): Promise<PageResult<Attempt>> {
@@ -238,12 +304,17 @@ export class SqliteTx implements StorageTx {
 
   async getWorker(workerId: string): Promise<Worker | undefined> {
     this.check();
-    const data = this.s.getWorker.get(workerId) as Uint8Array | undefined;
+    let data = this.rows.workers.get(workerId);
+    if (!data) {
+      data = this.s.getWorker.get(workerId) as Uint8Array | undefined;
+      if (data) this.rows.workers.set(workerId, data);
+    }
     return data && decodeWorker(data);
   }
 
   async putWorker(worker: Worker): Promise<void> {
     this.check();
+    const data = toBinary(WorkerSchema, worker);
     this.s.putWorker.run(
       worker.workerId,
       worker.status,
@@ -251,8 +322,10 @@ export class SqliteTx implements StorageTx {
       time(worker.lastDequeueTime),
       time(worker.lastBusyTime),
       time(worker.lastIdleTime),
-      toBinary(WorkerSchema, worker),
+      data,
     );
+    this.rows.workers.set(worker.workerId, data);
+    this.written.workers.add(worker.workerId);
   }
 
   async queryWorkers(filter: WorkerFilter, page: PageSpec): Promise<PageResult<Worker>> {

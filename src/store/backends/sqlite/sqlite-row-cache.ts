@@ -1,0 +1,113 @@
+import type { Attempt } from "../../../gen/agl/v1/types_pb.js";
+
+/**
+ * Rows of the SQLite backend that its connection last read or wrote, kept across transactions as their stored bytes:
+ * each reader decodes its own copy, so no caller's edits reach the cache. A rollout's calls read the same rollout,
+ * attempt and worker rows again and again (the claim, each span batch, the final update), and each read was a
+ * statement and a B-tree search: 10–15 % of the serving thread's time under `bench/store`.
+ *
+ * It holds only while this connection is the only writer. The backend clears it when `PRAGMA data_version` says another
+ * connection committed, forgets the rows of a call it undoes, and clears it when a group fails.
+ */
+export class RowCache {
+  readonly rollouts = new BoundedRows(16 << 20);
+  /** By `attemptKey`. */
+  readonly attempts = new BoundedRows(16 << 20);
+  readonly workers = new BoundedRows(4 << 20);
+  /** Each rollout's latest attempt, by rollout id; null: the rollout has no attempt yet. */
+  private readonly latest = new Map<string, LatestAttempt | null>();
+
+  /** What `latestAttempt` knows: the latest attempt's key, null when there is none, undefined when it does not know. */
+  latestOf(rolloutId: string): LatestAttempt | null | undefined {
+    return this.latest.get(rolloutId);
+  }
+
+  /** A rollout just inserted: it has no attempts. */
+  rolloutCreated(rolloutId: string): void {
+    this.setLatest(rolloutId, null);
+  }
+
+  /** `attempt` was read as its rollout's latest (SQLite's order: sequence id, then attempt id, both descending). */
+  latestRead(attempt: Attempt): void {
+    this.setLatest(attempt.rolloutId, { attemptId: attempt.attemptId, sequenceId: attempt.sequenceId });
+  }
+
+  /** `attempt` was written: it becomes the latest when it comes after the known one; on a tie SQLite decides. */
+  attemptWritten(attempt: Attempt): void {
+    const known = this.latest.get(attempt.rolloutId);
+    if (known === undefined) return;
+    const mine = { attemptId: attempt.attemptId, sequenceId: attempt.sequenceId };
+    const sameAttempt = known !== null && attempt.attemptId === known.attemptId;
+    if (known === null || attempt.sequenceId > known.sequenceId || (sameAttempt && attempt.sequenceId === known.sequenceId)) {
+      this.setLatest(attempt.rolloutId, mine);
+    } else if (sameAttempt || attempt.sequenceId === known.sequenceId) {
+      // The latest attempt moved back, or another one ties with it: SQLite knows which is latest now.
+      this.latest.delete(attempt.rolloutId);
+    }
+  }
+
+  /** Forgets everything about a rollout's attempts (an undone call wrote some of them). */
+  forgetAttemptsOf(rolloutId: string): void {
+    this.latest.delete(rolloutId);
+  }
+
+  clear(): void {
+    this.rollouts.clear();
+    this.attempts.clear();
+    this.workers.clear();
+    this.latest.clear();
+  }
+
+  private setLatest(rolloutId: string, value: LatestAttempt | null): void {
+    this.latest.delete(rolloutId);
+    this.latest.set(rolloutId, value);
+    if (this.latest.size > maxLatest) this.latest.delete(this.latest.keys().next().value as string);
+  }
+}
+
+export interface LatestAttempt {
+  attemptId: string;
+  sequenceId: number;
+}
+
+export const attemptKey = (rolloutId: string, attemptId: string) => `${rolloutId}\0${attemptId}`;
+
+/** Rollouts whose latest attempt the cache remembers (an entry is a few dozen bytes). */
+const maxLatest = 1 << 16;
+
+/** Encoded rows by key, the oldest written dropped first once their bytes pass the budget. */
+export class BoundedRows {
+  private readonly rows = new Map<string, Uint8Array>();
+  private bytes = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  get(key: string): Uint8Array | undefined {
+    return this.rows.get(key);
+  }
+
+  set(key: string, data: Uint8Array): void {
+    this.delete(key);
+    // A huge row (a rollout with a large input) would push out hundreds of small ones: it is read from SQLite.
+    if (data.byteLength > this.maxBytes >> 8) return;
+    this.rows.set(key, data);
+    this.bytes += data.byteLength;
+    for (const [oldest, row] of this.rows) {
+      if (this.bytes <= this.maxBytes) break;
+      this.rows.delete(oldest);
+      this.bytes -= row.byteLength;
+    }
+  }
+
+  delete(key: string): void {
+    const row = this.rows.get(key);
+    if (!row) return;
+    this.rows.delete(key);
+    this.bytes -= row.byteLength;
+  }
+
+  clear(): void {
+    this.rows.clear();
+    this.bytes = 0;
+  }
+}
