@@ -148,7 +148,8 @@ export class SqliteTx implements StorageTx {
     const result = new Map<string, Attempt>();
     for (const rolloutId of rolloutIds) {
       if (result.has(rolloutId)) continue;
-      const attempt = this.cachedLatestAttempt(rolloutId) ?? this.readLatestAttempt(rolloutId);
+      const cached = this.cachedLatestAttempt(rolloutId);
+      const attempt = cached === undefined ? this.readLatestAttempt(rolloutId) : cached;
       if (attempt) result.set(rolloutId, attempt);
     }
     return result;
