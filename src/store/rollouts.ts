@@ -144,18 +144,20 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       await ctx.maybeScan();
       const response = { $typeName: "agl.v1.DequeueRolloutsResponse" as const, rollouts: [] as Rollout[] };
       if (limit === 0) return response;
-      const scope = callScope(ctx, options);
       const deadline = Date.now() + Math.max(0, req.waitSeconds) * 1000;
+      let scope: ReturnType<typeof callScope> | undefined;
       for (;;) {
-        const remaining = (deadline - Date.now()) / 1000;
-        const wait = remaining > 0 ? ctx.waiters.arm((e) => e.kind === "queued", remaining, scope.signal) : undefined;
+        // Armed before the claim, so that work queued after it wakes the wait. Without a timer or a signal until the
+        // claim comes back empty: most claims find work.
+        const queued = deadline > Date.now() ? ctx.waiters.arm((e) => e.kind === "queued", Number.POSITIVE_INFINITY) : undefined;
         try {
           response.rollouts = await claim(limit, req.workerId);
+          if (response.rollouts.length > 0 || !queued) return response;
+          scope ??= callScope(ctx, options);
+          await sleep(deadline - Date.now(), { signal: scope.signal, wake: (done) => void queued.promise.then(done) });
         } finally {
-          if (response.rollouts.length > 0 || !wait) wait?.cancel();
+          queued?.cancel();
         }
-        if (response.rollouts.length > 0 || !wait) return response;
-        await wait.promise;
         scope.check();
         if (Date.now() >= deadline || scope.signal.aborted) return response;
       }
