@@ -46,8 +46,8 @@ export class RowCache {
     }
   }
 
-  /** Forgets everything about a rollout's attempts (an undone call wrote some of them). */
-  forgetAttemptsOf(rolloutId: string): void {
+  /** Forgets which attempt is a rollout's latest (an undone call wrote the rollout or its attempts). */
+  forgetLatestOf(rolloutId: string): void {
     this.latest.delete(rolloutId);
   }
 
@@ -84,6 +84,15 @@ export class BoundedRows {
 
   get(key: string): Uint8Array | undefined {
     return this.rows.get(key);
+  }
+
+  /** The cached row, else what `load` reads from the database (kept when found). */
+  read(key: string, load: () => Uint8Array | undefined): Uint8Array | undefined {
+    const cached = this.rows.get(key);
+    if (cached) return cached;
+    const data = load();
+    if (data) this.set(key, data);
+    return data;
   }
 
   set(key: string, data: Uint8Array): void {

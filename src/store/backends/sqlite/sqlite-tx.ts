@@ -50,7 +50,7 @@ export class SqliteTx implements StorageTx {
   /** Cleared when the transaction ends: a leaked tx must not write outside its transaction. */
   open = true;
   readonly events: StoreEvent[] = [];
-  /** Keys of the cached rows this call wrote: forgotten if the call is undone. */
+  /** Keys of the cached rows this call wrote (rollouts: also those whose attempts it wrote), forgotten if it is undone. */
   private readonly written = { rollouts: new Set<string>(), attempts: new Set<string>(), workers: new Set<string>() };
 
   constructor(
@@ -63,12 +63,9 @@ export class SqliteTx implements StorageTx {
   forgetWrites(): void {
     for (const id of this.written.rollouts) {
       this.rows.rollouts.delete(id);
-      this.rows.forgetAttemptsOf(id);
+      this.rows.forgetLatestOf(id);
     }
-    for (const key of this.written.attempts) {
-      this.rows.attempts.delete(key);
-      this.rows.forgetAttemptsOf(key.slice(0, key.indexOf("\0")));
-    }
+    for (const key of this.written.attempts) this.rows.attempts.delete(key);
     for (const id of this.written.workers) this.rows.workers.delete(id);
   }
 
@@ -82,6 +79,7 @@ export class SqliteTx implements StorageTx {
     this.rows.attempts.set(key, data);
     this.rows.attemptWritten(attempt);
     this.written.attempts.add(key);
+    this.written.rollouts.add(attempt.rolloutId);
   }
 
   private check(): void {
@@ -100,11 +98,7 @@ export class SqliteTx implements StorageTx {
 
   async getRollout(rolloutId: string): Promise<Rollout | undefined> {
     this.check();
-    let data = this.rows.rollouts.get(rolloutId);
-    if (!data) {
-      data = this.s.getRollout.get(rolloutId) as Uint8Array | undefined;
-      if (data) this.rows.rollouts.set(rolloutId, data);
-    }
+    const data = this.rows.rollouts.read(rolloutId, () => this.s.getRollout.get(rolloutId) as Uint8Array | undefined);
     return data && decodeRollout(data);
   }
 
@@ -135,11 +129,7 @@ export class SqliteTx implements StorageTx {
   async getAttempt(rolloutId: string, attemptId: string): Promise<Attempt | undefined> {
     this.check();
     const key = attemptKey(rolloutId, attemptId);
-    let data = this.rows.attempts.get(key);
-    if (!data) {
-      data = this.s.getAttempt.get(rolloutId, attemptId) as Uint8Array | undefined;
-      if (data) this.rows.attempts.set(key, data);
-    }
+    const data = this.rows.attempts.read(key, () => this.s.getAttempt.get(rolloutId, attemptId) as Uint8Array | undefined);
     return data && decodeAttempt(data);
   }
 
@@ -305,11 +295,7 @@ export class SqliteTx implements StorageTx {
 
   async getWorker(workerId: string): Promise<Worker | undefined> {
     this.check();
-    let data = this.rows.workers.get(workerId);
-    if (!data) {
-      data = this.s.getWorker.get(workerId) as Uint8Array | undefined;
-      if (data) this.rows.workers.set(workerId, data);
-    }
+    const data = this.rows.workers.read(workerId, () => this.s.getWorker.get(workerId) as Uint8Array | undefined);
     return data && decodeWorker(data);
   }
 
