@@ -174,6 +174,22 @@ describe("LLM proxy: engine failures", () => {
     await expectWorks(baseUrl);
   });
 
+  it("passes an error event of the engine's stream on, and records the call as the engine's error", async () => {
+    h = await startProxyHarness({ engine: { tokensPerChunk: 2 } });
+    const { rolloutId, baseUrl } = await h.claim();
+    h.engine.fault({ type: "error-event", afterChunks: 3, message: "out of KV cache" });
+    const res = await postJson(`${baseUrl}/chat/completions`, { ...chat, stream: true });
+    expect(res.status).toBe(200);
+    const events = parseSse(await res.text());
+    expect(events.at(-1)).toBe("[DONE]");
+    expect(JSON.parse(events.at(-2) as string).error.message).toBe("out of KV cache");
+    const [span] = (await h.store.querySpans({ rolloutId })).spans;
+    expect(span?.status?.code).toBe(StatusCode.ERROR);
+    expect(attrString(span!.attributes, sc.ERROR_TYPE)).toBe("engine_error");
+    expect(attrInts(span!.attributes, sc.AGL_LLM_RESPONSE_TOKEN_IDS)).toHaveLength(4);
+    await expectWorks(baseUrl);
+  });
+
   it("stops the engine's stream when the client leaves, and records the call as disconnected", async () => {
     h = await startProxyHarness({ engine: { tokensPerChunk: 1, chunkDelayMs: 20 } });
     const { rolloutId, baseUrl } = await h.claim();

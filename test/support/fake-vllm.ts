@@ -46,7 +46,9 @@ export type Fault =
   | { type: "status"; status: number; retryAfter?: string; body?: string }
   | { type: "stall"; ms: number }
   | { type: "close" }
-  | { type: "break"; afterChunks: number };
+  | { type: "break"; afterChunks: number }
+  /** vLLM's way to fail mid-generation: an `error` event, then `[DONE]`. */
+  | { type: "error-event"; afterChunks: number; message: string };
 
 /** One answer the engine sent, as the tests compare it. */
 export interface Answer {
@@ -210,7 +212,7 @@ export async function startFakeVllm(initial: FakeVllmOptions = {}): Promise<Fake
       options,
     };
     if (body.stream === true) {
-      const completed = await stream(res, ctx, fault?.type === "break" ? fault.afterChunks : undefined);
+      const completed = await stream(res, ctx, fault?.type === "break" || fault?.type === "error-event" ? fault : undefined);
       if (completed) answers.push(answer);
     } else {
       json(res, 200, whole(ctx));
@@ -342,7 +344,7 @@ function whole(ctx: Ctx) {
 }
 
 /** Streams the answer; resolves false when a `break` fault cut it. */
-async function stream(res: http.ServerResponse, ctx: Ctx, breakAfter: number | undefined): Promise<boolean> {
+async function stream(res: http.ServerResponse, ctx: Ctx, fault: Extract<Fault, { afterChunks: number }> | undefined): Promise<boolean> {
   const wantIds = ctx.body.return_token_ids === true;
   const wantLp = ctx.kind === "chat" ? ctx.body.logprobs === true : typeof ctx.body.logprobs === "number";
   const per = ctx.options.tokensPerChunk ?? 3;
@@ -355,7 +357,7 @@ async function stream(res: http.ServerResponse, ctx: Ctx, breakAfter: number | u
   };
   let sent = 0;
   const send = async (chunk: object) => {
-    if (breakAfter !== undefined && sent >= breakAfter) throw new Error("break");
+    if (fault && sent >= fault.afterChunks) throw fault;
     res.write(`data: ${JSON.stringify(chunk)}\n\n`);
     sent++;
     if (ctx.options.chunkDelayMs) await sleep(ctx.options.chunkDelayMs);
@@ -416,7 +418,12 @@ async function stream(res: http.ServerResponse, ctx: Ctx, breakAfter: number | u
     }
     res.end("data: [DONE]\n\n");
     return true;
-  } catch {
+  } catch (error) {
+    if (error === fault && fault?.type === "error-event") {
+      const event = { error: { object: "error", message: fault.message, type: "InternalServerError", code: 500 } };
+      res.end(`data: ${JSON.stringify(event)}\n\ndata: [DONE]\n\n`);
+      return false;
+    }
     // Let what was written reach the client, so the break happens mid-stream rather than before the answer.
     await new Promise<void>((resolve) => res.write("", () => resolve()));
     await sleep(10);
