@@ -95,15 +95,18 @@ async function assignSequenceIds(tx: StorageTx, spans: Span[]) {
 export async function storeSpans(tx: StorageTx, spans: Span[], now: number): Promise<SpanAck[]> {
   const owners = await loadOwners(tx, spans);
   const existing = await tx.existingSpans(spans.map((s) => [s.rolloutId, s.attemptId, s.spanId]));
+  const keys = spans.map((span) => spanKey(span.rolloutId, span.attemptId, span.spanId));
   // A span is new unless stored already or repeated earlier in this batch (the first copy wins).
   const seen = new Map(existing);
   const fresh: Span[] = [];
-  const firstCopy = spans.map((span) => {
-    const key = spanKey(span.rolloutId, span.attemptId, span.spanId);
+  const freshKeys: string[] = [];
+  const firstCopy = spans.map((span, i) => {
+    const key = keys[i] as string;
     if (seen.has(key)) return false;
     seen.set(key, -1);
     // A shallow copy: sequence ids are assigned below, and the caller's message must stay as it was.
     fresh.push(copySpan(span));
+    freshKeys.push(key);
     return true;
   });
   await assignSequenceIds(tx, fresh);
@@ -111,7 +114,7 @@ export async function storeSpans(tx: StorageTx, spans: Span[], now: number): Pro
   const raced = new Set<string>();
   (await tx.insertSpans(fresh)).forEach((result, j) => {
     const span = fresh[j] as Span;
-    const key = spanKey(span.rolloutId, span.attemptId, span.spanId);
+    const key = freshKeys[j] as string;
     seen.set(key, result.sequenceId);
     if (result.duplicate) raced.add(key);
     else (owners.get(`${span.rolloutId}\0${span.attemptId}`) as Owner).inserted = true;
@@ -127,8 +130,8 @@ export async function storeSpans(tx: StorageTx, spans: Span[], now: number): Pro
       rolloutId: span.rolloutId,
       attemptId: span.attemptId,
       spanId: span.spanId,
-      sequenceId: seen.get(spanKey(span.rolloutId, span.attemptId, span.spanId)) as number,
-      duplicate: !firstCopy[i] || raced.has(spanKey(span.rolloutId, span.attemptId, span.spanId)),
+      sequenceId: seen.get(keys[i] as string) as number,
+      duplicate: !firstCopy[i] || raced.has(keys[i] as string),
       attemptStatus: (owners.get(`${span.rolloutId}\0${span.attemptId}`) as Owner).attempt.status,
     }),
   );

@@ -24,7 +24,9 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
   const queue: string[] = [];
   const queued = new Set<string>();
   const spans = new Map<string, Span[]>();
-  const spanSeq = new Map<string, number>();
+  // Sequence ids of stored spans by rollout, then by attempt and span id: small maps, where one map of every span
+  // ever stored made each lookup a cache miss.
+  const spanSeq = new Map<string, Map<string, number>>();
   let spanCount = 0;
   const counters = new Map<string, number>();
   const resources = new Map<string, ResourcesUpdate>();
@@ -153,8 +155,13 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
 
     async insertSpans(batch) {
       return batch.map((span) => {
-        const key = spanKey(span.rolloutId, span.attemptId, span.spanId);
-        const existing = spanSeq.get(key);
+        const key = `${span.attemptId}\0${span.spanId}`;
+        let seqs = spanSeq.get(span.rolloutId);
+        if (!seqs) {
+          seqs = new Map();
+          spanSeq.set(span.rolloutId, seqs);
+        }
+        const existing = seqs.get(key);
         if (existing !== undefined) return { sequenceId: existing, duplicate: true };
         let list = spans.get(span.rolloutId);
         if (!list) {
@@ -164,11 +171,12 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
         const target = list;
         // Spans never change once stored: keep a frozen copy and hand it out without cloning it again.
         target.push(frozenCopy(span));
-        spanSeq.set(key, span.sequenceId);
+        const inRollout = seqs;
+        inRollout.set(key, span.sequenceId);
         spanCount++;
         undo.push(() => {
           target.pop();
-          spanSeq.delete(key);
+          inRollout.delete(key);
           spanCount--;
         });
         return { sequenceId: span.sequenceId, duplicate: false };
@@ -177,9 +185,8 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
     async existingSpans(keys) {
       const found = new Map<string, number>();
       for (const [rolloutId, attemptId, spanId] of keys) {
-        const key = spanKey(rolloutId, attemptId, spanId);
-        const seq = spanSeq.get(key);
-        if (seq !== undefined) found.set(key, seq);
+        const seq = spanSeq.get(rolloutId)?.get(`${attemptId}\0${spanId}`);
+        if (seq !== undefined) found.set(spanKey(rolloutId, attemptId, spanId), seq);
       }
       return found;
     },
