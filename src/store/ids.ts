@@ -19,8 +19,8 @@ export function randomHex(bytes: number): string {
 // Rollout ids count up from a random start. Consecutive rollouts then sit side by side in every index keyed by
 // rollout id (rollouts, attempts, spans, queue, counters), so a commit writes a few shared B-tree pages instead of one
 // page per index per rollout: with random ids that cost the SQLite store 15 % of its CPU a rollout. Ids of one process
-// never repeat (48 random bits collide once in ~10^7 rollouts); two processes' ranges, 2^47 apart on average, meet
-// only after billions of ids.
+// never repeat (48 random bits repeat after ~2 × 10^7 ids on average); two processes that mint n ids each overlap with
+// a probability of about 2n / 2^48 (10^-6 for 10^8 each).
 let nextRolloutNumber = Number.parseInt(randomHex(6), 16);
 
 /** `ro-` + 12 hex characters. */
