@@ -727,13 +727,12 @@ describe("sqlite backend on a file", () => {
         await t.insertAttempt(attempt("ro-1", "at-1", 1));
         await t.putWorker(create(WorkerSchema, { workerId: "w-1", status: WorkerStatus.IDLE }));
       });
-    const change = (t: StorageTx) =>
-      (async () => {
-        await t.putRollout(rollout("ro-1", { status: RolloutStatus.RUNNING }));
-        await t.putAttempt(attempt("ro-1", "at-1", 1, { status: AttemptStatus.RUNNING }));
-        await t.insertAttempt(attempt("ro-1", "at-2", 2));
-        await t.putWorker(create(WorkerSchema, { workerId: "w-1", status: WorkerStatus.BUSY }));
-      })();
+    const change = async (t: StorageTx) => {
+      await t.putRollout(rollout("ro-1", { status: RolloutStatus.RUNNING }));
+      await t.putAttempt(attempt("ro-1", "at-1", 1, { status: AttemptStatus.RUNNING }));
+      await t.insertAttempt(attempt("ro-1", "at-2", 2));
+      await t.putWorker(create(WorkerSchema, { workerId: "w-1", status: WorkerStatus.BUSY }));
+    };
     const seeded = { rollout: RolloutStatus.QUEUING, attempt: AttemptStatus.PREPARING, latest: "at-1", worker: WorkerStatus.IDLE };
     const changed = { rollout: RolloutStatus.RUNNING, attempt: AttemptStatus.RUNNING, latest: "at-2", worker: WorkerStatus.BUSY };
 
@@ -748,18 +747,24 @@ describe("sqlite backend on a file", () => {
       await Promise.all([mine.close(), other.close()]);
     });
 
-    it("forgets what an undone call wrote, inside a group and alone", async () => {
+    it("forgets what an undone call wrote, alone and inside a group", async () => {
       const backend = createSqliteBackend({ path: join(dir, "undo.db") });
       await seed(backend);
       expect(await rowsOf(backend)).toEqual(seeded);
       const failure = new Error("boom");
-      const undone = backend.transaction(async (t) => {
-        await change(t);
-        throw failure;
-      });
-      const [, beside] = await Promise.allSettled([undone, rowsOf(backend)]);
-      await expect(undone).rejects.toBe(failure);
-      expect(beside).toEqual({ status: "fulfilled", value: seeded });
+      const undone = () =>
+        backend.transaction(async (t) => {
+          await change(t);
+          throw failure;
+        });
+      await expect(undone()).rejects.toBe(failure);
+      expect(await rowsOf(backend)).toEqual(seeded);
+      // Queued together, the reading call runs in the same group, right after the undone one.
+      const outcomes = await Promise.allSettled([undone(), rowsOf(backend)]);
+      expect(outcomes).toEqual([
+        { status: "rejected", reason: failure },
+        { status: "fulfilled", value: seeded },
+      ]);
       expect(await rowsOf(backend)).toEqual(seeded);
       await backend.transaction(change);
       expect(await rowsOf(backend)).toEqual(changed);
