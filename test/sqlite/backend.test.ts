@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -787,23 +787,67 @@ describe("sqlite backend on a file", () => {
     expect(existsSync(`${path}-wal`)).toBe(false);
   });
 
-  it("closing with the checkpoint thread running lets a process with nothing else to do finish its work", async () => {
-    const path = join(dir, "exit.db");
-    // The thread, unreferenced and still starting, must keep the process alive while close() awaits it (else: exit
-    // code 13, a top-level await that never settled).
-    const child = scriptWithBackend(
-      `const backend = createSqliteBackend({ path: ${JSON.stringify(path)}, backgroundCheckpointAfter: 1 });
-       for (let i = 0; i < 3; i++) await backend.transaction((tx) => tx.enqueue(["ro-" + i]));
-       await backend.close();
-       process.stdout.write("closed");`,
-    );
+  it("under writes that never pause, restarts the WAL once it passes its limit, rather than letting it grow", async () => {
+    const path = join(dir, "long-wal.db");
+    const backend = createSqliteBackend({ path, backgroundCheckpointAfter: 1, walRestartFrames: 64 });
+    const payload = { name: "x".repeat(12_000) };
+    const write = (id: string, sequenceId: number) =>
+      backend.transaction((t) => t.insertSpans([span("ro-1", "at-1", id, sequenceId, payload)]));
+    // The checkpoint thread starts after the first commit.
+    await write("first", 1);
+    await new Promise((r) => setTimeout(r, 300));
+    /** How many times the WAL started over: its header's checkpoint sequence number. */
+    const restarts = () => readFileSync(`${path}-wal`).readUInt32BE(12);
+    // Then 8 calls of ~12 kB a commit, one commit after another: ~40 MB, ~10,000 WAL frames, with no pause. (The first
+    // commit after the pause may restart the WAL by itself: the thread caught up meanwhile.)
+    let before = 0;
+    for (let wave = 0; wave < 400; wave++) {
+      await Promise.all(Array.from({ length: 8 }, (_, i) => write(`s${wave}-${i}`, wave * 8 + i + 2)));
+      if (wave === 0) before = restarts();
+    }
+    const after = restarts();
+    expect((await backend.transaction((t) => t.counts())).spans).toBe(3201);
+    await backend.close();
+    // Without the pauses: none (the thread never catches up with writes that never pause); with them, one every time
+    // the WAL passed 64 frames and the thread caught up (9 here).
+    expect(after - before).toBeGreaterThanOrEqual(2);
+  });
+
+  /** Runs a script with a backend in a process of its own; what it exited with and printed. */
+  const runScript = async (source: string) => {
+    const child = scriptWithBackend(source);
     let out = "";
     let err = "";
     child.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString()));
     child.stderr!.on("data", (chunk: Buffer) => (err += chunk.toString()));
     const code = await new Promise((resolve) => child.on("exit", resolve));
+    return { code, out, err };
+  };
+
+  it("closing with the checkpoint thread running lets a process with nothing else to do finish its work", async () => {
+    const path = join(dir, "exit.db");
+    // The thread, unreferenced and still starting, must keep the process alive while close() awaits it (else: exit
+    // code 13, a top-level await that never settled).
+    const outcome = await runScript(
+      `const backend = createSqliteBackend({ path: ${JSON.stringify(path)}, backgroundCheckpointAfter: 1 });
+       for (let i = 0; i < 3; i++) await backend.transaction((tx) => tx.enqueue(["ro-" + i]));
+       await backend.close();
+       process.stdout.write("closed");`,
+    );
     // Run as an ES module (`--input-type=module`), which the thread must not inherit.
-    expect({ code, out, err }).toEqual({ code: 0, out: "closed", err: "" });
+    expect(outcome).toEqual({ code: 0, out: "closed", err: "" });
+  });
+
+  it("a transaction waiting for the WAL to restart keeps a process with nothing else to do alive", async () => {
+    const path = join(dir, "exit-wal.db");
+    const outcome = await runScript(
+      `const backend = createSqliteBackend({ path: ${JSON.stringify(path)}, backgroundCheckpointAfter: 1, walRestartFrames: 2 });
+       for (let i = 0; i < 3000; i++) await backend.transaction((tx) => tx.enqueue(["ro-" + i]));
+       const { queueLength } = await backend.transaction((tx) => tx.counts());
+       await backend.close();
+       process.stdout.write(String(queueLength));`,
+    );
+    expect(outcome).toEqual({ code: 0, out: "3000", err: "" });
   });
 
   it("upgrades a version 1 database: spans stored before get their reward and token columns", async () => {

@@ -19,6 +19,8 @@ export interface SqliteBackendOptions {
    * one-off script) never starts the thread.
    */
   backgroundCheckpointAfter?: number;
+  /** WAL frames (of 4 KiB) past which writes pause between two transactions for the WAL to restart (default 16,384). */
+  walRestartFrames?: number;
   /** Where failed rollbacks, checkpoints and event listeners are reported (default: stderr, `[store]`). */
   logger?: Logger;
 }
@@ -34,6 +36,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): StorageBacke
     options.path,
     options.backgroundCheckpointAfter ?? 32,
     options.logger ?? createConsoleLogger({ prefix: "[store]" }),
+    options.walRestartFrames,
   );
 }
 
@@ -65,12 +68,15 @@ class SqliteBackend implements StorageBackend {
   private commitScheduled = false;
   private commits = 0;
   private checkpointer: Checkpointer | undefined;
+  /** The checkpoint thread found the WAL long: the next transaction waits for it to catch up, and restarts the WAL. */
+  private walTooLong = false;
   private closed: Promise<void> | undefined;
 
   constructor(
     private readonly path: string,
     private readonly backgroundCheckpointAfter: number,
     private readonly logger: Logger,
+    private readonly walRestartFrames: number | undefined,
   ) {
     this.listeners = createListeners(logger);
     this.db = new Database(path);
@@ -116,6 +122,10 @@ class SqliteBackend implements StorageBackend {
     let result: T;
     try {
       if (!this.group) {
+        if (this.walTooLong) {
+          this.walTooLong = false;
+          await this.checkpointer?.catchUp();
+        }
         s.begin.run();
         this.group = [];
         this.forgetOthersWrites();
@@ -191,6 +201,10 @@ class SqliteBackend implements StorageBackend {
       path: this.path,
       onActive: (active) => {
         if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${active ? 0 : 1000}`);
+      },
+      restartFrames: this.walRestartFrames,
+      onLongWal: () => {
+        this.walTooLong = true;
       },
       logger: this.logger,
     });

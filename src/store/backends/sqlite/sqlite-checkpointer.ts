@@ -9,8 +9,17 @@ import type { Logger } from "../../../core/logger.js";
  * `bench/store` runs: ~50 of ~330 COMMITs took 10–20 ms, against 1–7 with this thread). Here a second connection, on
  * its own thread, runs passive checkpoints (they never block writers) shortly after commits, and the serving
  * connection stops checkpointing once that thread is up.
+ *
+ * A writer restarts the WAL from its beginning only once a checkpoint has copied all of it; under writes that never
+ * pause, no checkpoint catches up, and the WAL only grows (340 MB in 10 s of `bench/store`). Past `restartFrames` the
+ * thread says so, and the backend holds its next transaction until the thread has caught up (`catchUp`).
  */
 export interface Checkpointer {
+  /**
+   * Checkpoints now; resolves true when that copied the whole WAL into the database, so that the next transaction
+   * restarts the WAL from its beginning (false: a reader kept some of it, or the thread is gone).
+   */
+  catchUp(): Promise<boolean>;
   /** Stops the thread; resolves once its connection is closed (before the serving one closes, so that one cleans up). */
   stop(): Promise<void>;
 }
@@ -21,18 +30,34 @@ const Database = require(workerData.driver);
 const db = new Database(workerData.path);
 db.pragma("busy_timeout = 5000");
 let seen = -1;
+/** A passive checkpoint; returns whether it copied every frame of the WAL. */
+const checkpoint = () => {
+  const [{ log, checkpointed }] = db.pragma("wal_checkpoint(PASSIVE)");
+  if (log >= workerData.restartFrames) parentPort.postMessage({ walFrames: log });
+  return log === checkpointed;
+};
 const timer = setInterval(() => {
   try {
     // data_version changes when another connection commits: checkpoint only after new writes.
     const version = db.pragma("data_version", { simple: true });
     if (version === seen) return;
     seen = version;
-    db.pragma("wal_checkpoint(PASSIVE)");
+    checkpoint();
   } catch (error) {
     parentPort.postMessage({ error: String(error && error.message || error) });
   }
 }, workerData.intervalMs);
-parentPort.on("message", () => {
+parentPort.on("message", (message) => {
+  if (message === "catch-up") {
+    let caughtUp = false;
+    try {
+      caughtUp = checkpoint();
+    } catch (error) {
+      parentPort.postMessage({ error: String(error && error.message || error) });
+    }
+    parentPort.postMessage({ caughtUp });
+    return;
+  }
   clearInterval(timer);
   db.close();
   parentPort.close();
@@ -46,6 +71,10 @@ export interface CheckpointerOptions {
   intervalMs?: number;
   /** Called once the thread checkpoints, and with false if it stops on its own (the caller checkpoints again). */
   onActive(active: boolean): void;
+  /** WAL frames from which the thread asks, through `onLongWal`, for a pause to restart the WAL (default 16,384: 64 MiB). */
+  restartFrames?: number;
+  /** Called when a checkpoint finds the WAL at `restartFrames` or more: time to `catchUp()` between transactions. */
+  onLongWal?(): void;
   logger: Logger;
 }
 
@@ -55,14 +84,21 @@ export function startCheckpointer(options: CheckpointerOptions): Checkpointer {
     eval: true,
     // Not the parent's flags: with `--input-type=module` this CommonJS source would not run.
     execArgv: [],
-    workerData: { driver, path: options.path, intervalMs: options.intervalMs ?? 50 },
+    workerData: { driver, path: options.path, intervalMs: options.intervalMs ?? 50, restartFrames: options.restartFrames ?? 1 << 14 },
   });
   worker.unref();
   let stopping = false;
+  let gone = false;
   let lastError = "";
-  worker.on("message", (message: { ready?: boolean; error?: string }) => {
+  /** Callers of `catchUp` waiting for the thread's answer, in order; the thread is referenced while there are any. */
+  const caughtUp: Array<(done: boolean) => void> = [];
+  worker.on("message", (message: { ready?: boolean; error?: string; walFrames?: number; caughtUp?: boolean }) => {
     if (message.ready) options.onActive(true);
-    else if (message.error && message.error !== lastError) {
+    else if (message.walFrames !== undefined) options.onLongWal?.();
+    else if (message.caughtUp !== undefined) {
+      caughtUp.shift()?.(message.caughtUp);
+      if (caughtUp.length === 0 && !stopping) worker.unref();
+    } else if (message.error && message.error !== lastError) {
       lastError = message.error;
       options.logger.warn(`sqlite: background checkpoint failed: ${message.error}`);
     }
@@ -70,11 +106,20 @@ export function startCheckpointer(options: CheckpointerOptions): Checkpointer {
   const exited = new Promise<void>((resolve) => {
     worker.once("error", (error) => options.logger.warn(`sqlite: checkpoint thread failed: ${error.message}`));
     worker.once("exit", () => {
+      gone = true;
       if (!stopping) options.onActive(false);
+      for (const done of caughtUp.splice(0)) done(false);
       resolve();
     });
   });
   return {
+    catchUp() {
+      if (stopping || gone) return Promise.resolve(false);
+      // A transaction waits for the answer: like `stop`, keep the process up until it comes.
+      worker.ref();
+      worker.postMessage("catch-up");
+      return new Promise((resolve) => caughtUp.push(resolve));
+    },
     stop() {
       stopping = true;
       // Unreferenced so that it never keeps a process alive, but awaited here: keep the process up until it is gone.
