@@ -244,6 +244,9 @@ export interface StorageTx {
 /** The key of a stored span: its rollout, attempt and span ids. */
 export const spanKey = (rolloutId: string, attemptId: string, spanId: string) => `${rolloutId}\0${attemptId}\0${spanId}`;
 
+/** A map key for an attempt (its rollout's id and its own). */
+export const attemptKey = (rolloutId: string, attemptId: string) => `${rolloutId}\0${attemptId}`;
+
 /** Sortable fields per table (proto names); the core rejects others with INVALID_ARGUMENT. */
 export const sortableFields = {
   rollouts: ["rollout_id", "start_time", "end_time", "status", "mode", "resources_id", "resources_version", "group_id"],

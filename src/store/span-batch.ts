@@ -1,6 +1,6 @@
 import type { SpanAck } from "../gen/agl/v1/store_pb.js";
 import type { Attempt, Rollout, Span } from "../gen/agl/v1/types_pb.js";
-import { spanKey, type StorageTx } from "./backend.js";
+import { attemptKey, spanKey, type StorageTx } from "./backend.js";
 import { requireRollout } from "./context.js";
 import { invalidArgument, notFound, outOfRange } from "./errors.js";
 import { copySpan } from "./span-wire.js";
@@ -52,7 +52,7 @@ export function checkSpans(spans: Span[], limits: StoreLimits, field = "spans"):
 async function loadOwners(tx: StorageTx, spans: Span[]): Promise<Map<string, Owner>> {
   const owners = new Map<string, Owner>();
   for (const span of spans) {
-    const key = `${span.rolloutId}\0${span.attemptId}`;
+    const key = attemptKey(span.rolloutId, span.attemptId);
     if (owners.has(key)) continue;
     const rollout = await requireRollout(tx, span.rolloutId);
     const attempt = await tx.getAttempt(span.rolloutId, span.attemptId);
@@ -117,7 +117,7 @@ export async function storeSpans(tx: StorageTx, spans: Span[], now: number): Pro
     const key = freshKeys[j] as string;
     seen.set(key, result.sequenceId);
     if (result.duplicate) raced.add(key);
-    else (owners.get(`${span.rolloutId}\0${span.attemptId}`) as Owner).inserted = true;
+    else (owners.get(attemptKey(span.rolloutId, span.attemptId)) as Owner).inserted = true;
   });
   for (const owner of owners.values()) {
     if (!owner.inserted) continue;
@@ -132,7 +132,7 @@ export async function storeSpans(tx: StorageTx, spans: Span[], now: number): Pro
       spanId: span.spanId,
       sequenceId: seen.get(keys[i] as string) as number,
       duplicate: !firstCopy[i] || raced.has(keys[i] as string),
-      attemptStatus: (owners.get(`${span.rolloutId}\0${span.attemptId}`) as Owner).attempt.status,
+      attemptStatus: (owners.get(attemptKey(span.rolloutId, span.attemptId)) as Owner).attempt.status,
     }),
   );
 }

@@ -1,13 +1,11 @@
 import type { Attempt, Rollout, Worker } from "../gen/agl/v1/types_pb.js";
-import type { StorageTx } from "./backend.js";
+import { attemptKey, type StorageTx } from "./backend.js";
 import { deepCopy } from "./deep-copy.js";
 
 /** A transaction that remembers rows it read or wrote; `flush()` writes every changed row once. */
 export interface CachedTx extends StorageTx {
   flush(): Promise<void>;
 }
-
-const attemptKey = (rolloutId: string, attemptId: string) => `${rolloutId}\0${attemptId}`;
 
 /** Told of each attempt a transaction writes, with its rollout when the transaction holds it (the watchdog's deadlines). */
 export type AttemptObserver = (attempt: Attempt, rollout: Rollout | undefined) => void;

@@ -27,6 +27,7 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
   // Sequence ids of stored spans by rollout, then by attempt and span id: small maps, where one map of every span
   // ever stored made each lookup a cache miss.
   const spanSeq = new Map<string, Map<string, number>>();
+  const keyInRollout = (attemptId: string, spanId: string) => `${attemptId}\0${spanId}`;
   let spanCount = 0;
   const counters = new Map<string, number>();
   const resources = new Map<string, ResourcesUpdate>();
@@ -155,7 +156,7 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
 
     async insertSpans(batch) {
       return batch.map((span) => {
-        const key = `${span.attemptId}\0${span.spanId}`;
+        const key = keyInRollout(span.attemptId, span.spanId);
         let seqs = spanSeq.get(span.rolloutId);
         if (!seqs) {
           seqs = new Map();
@@ -185,7 +186,7 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
     async existingSpans(keys) {
       const found = new Map<string, number>();
       for (const [rolloutId, attemptId, spanId] of keys) {
-        const seq = spanSeq.get(rolloutId)?.get(`${attemptId}\0${spanId}`);
+        const seq = spanSeq.get(rolloutId)?.get(keyInRollout(attemptId, spanId));
         if (seq !== undefined) found.set(spanKey(rolloutId, attemptId, spanId), seq);
       }
       return found;

@@ -70,8 +70,6 @@ export interface LatestAttempt {
   sequenceId: number;
 }
 
-export const attemptKey = (rolloutId: string, attemptId: string) => `${rolloutId}\0${attemptId}`;
-
 /** Rollouts whose latest attempt the cache remembers (an entry is a few dozen bytes). */
 const maxLatest = 1 << 16;
 

@@ -22,6 +22,7 @@ import {
   type Timeline,
   type TimelineQuery,
   type WorkerFilter,
+  attemptKey,
   spanKey,
 } from "../../backend.js";
 import { spanFacts } from "../../span-facts.js";
@@ -39,7 +40,7 @@ import {
   type StatementCache,
   workerWhere,
 } from "./sqlite-queries.js";
-import { attemptKey, type RowCache } from "./sqlite-row-cache.js";
+import type { RowCache } from "./sqlite-row-cache.js";
 import { attemptRow, resourcesRow, type Statements } from "./sqlite-statements.js";
 
 /**
@@ -50,8 +51,16 @@ export class SqliteTx implements StorageTx {
   /** Cleared when the transaction ends: a leaked tx must not write outside its transaction. */
   open = true;
   readonly events: StoreEvent[] = [];
-  /** Keys of the cached rows this call wrote (rollouts: also those whose attempts it wrote), forgotten if it is undone. */
-  private readonly written = { rollouts: new Set<string>(), attempts: new Set<string>(), workers: new Set<string>() };
+  /**
+   * Keys of the cached rows this call wrote (rollouts: also those whose attempts it wrote), forgotten if it is undone.
+   * Made on the first write: calls that only read (queries, reads of one row) never need it.
+   */
+  private written: { rollouts: Set<string>; attempts: Set<string>; workers: Set<string> } | undefined;
+
+  private get writes() {
+    this.written ??= { rollouts: new Set(), attempts: new Set(), workers: new Set() };
+    return this.written;
+  }
 
   constructor(
     private readonly s: Statements,
@@ -61,6 +70,7 @@ export class SqliteTx implements StorageTx {
 
   /** The call was undone: what it wrote is no longer in the database, so it leaves the row cache too. */
   forgetWrites(): void {
+    if (!this.written) return;
     for (const id of this.written.rollouts) {
       this.rows.rollouts.delete(id);
       this.rows.forgetLatestOf(id);
@@ -71,15 +81,15 @@ export class SqliteTx implements StorageTx {
 
   private rolloutWritten(rolloutId: string, data: Uint8Array): void {
     this.rows.rollouts.set(rolloutId, data);
-    this.written.rollouts.add(rolloutId);
+    this.writes.rollouts.add(rolloutId);
   }
 
   private attemptWritten(attempt: Attempt, data: Uint8Array): void {
     const key = attemptKey(attempt.rolloutId, attempt.attemptId);
     this.rows.attempts.set(key, data);
     this.rows.attemptWritten(attempt);
-    this.written.attempts.add(key);
-    this.written.rollouts.add(attempt.rolloutId);
+    this.writes.attempts.add(key);
+    this.writes.rollouts.add(attempt.rolloutId);
   }
 
   private check(): void {
@@ -312,7 +322,7 @@ export class SqliteTx implements StorageTx {
       data,
     );
     this.rows.workers.set(worker.workerId, data);
-    this.written.workers.add(worker.workerId);
+    this.writes.workers.add(worker.workerId);
   }
 
   async queryWorkers(filter: WorkerFilter, page: PageSpec): Promise<PageResult<Worker>> {
