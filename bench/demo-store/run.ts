@@ -15,6 +15,7 @@
  *   npx tsx bench/demo-store/run.ts [--steps 20] [--trainer sim|local]
  *   npx tsx bench/demo-store/run.ts --agl-root ../base        # another checkout's store, proxy, runners (and trainer)
  *   npx tsx bench/demo-store/run.ts --profile /tmp/prof        # the store's V8 CPU profile, written when it stops
+ *   npx tsx bench/demo-store/run.ts --store-node-args '--perf-basic-prof'   # Node/V8 flags of the store's process
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -38,6 +39,7 @@ const { values: args } = parseArgs({
     seed: { type: "string", default: "0" },
     "agl-root": { type: "string" },
     profile: { type: "string" },
+    "store-node-args": { type: "string", default: "" },
     keep: { type: "boolean", default: false },
   },
 });
@@ -177,7 +179,10 @@ async function trainSim(storeUrl: string, started: (child: ChildProcess) => void
 }
 
 const loadBefore = load();
-const nodeArgs = args.profile ? ["--cpu-prof", "--cpu-prof-interval=500", `--cpu-prof-dir=${resolve(args.profile)}`] : [];
+const nodeArgs = [
+  ...args["store-node-args"].split(" ").filter(Boolean),
+  ...(args.profile ? ["--cpu-prof", "--cpu-prof-interval=500", `--cpu-prof-dir=${resolve(args.profile)}`] : []),
+];
 const store = await startServerProcess(["--database", join(dir, "agl.db")], { root, nodeArgs });
 const storeStart = cpuSeconds(store.pid) ?? 0;
 const startedAt = performance.now();
