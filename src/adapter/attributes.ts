@@ -1,4 +1,5 @@
 import type { AttributeValue, Span } from "../gen/agl/v1/types_pb.js";
+import { smallBigInt } from "../encoding/small-bigints.js";
 
 /** A span's attribute map, as stored. */
 export type Attributes = Span["attributes"];
@@ -58,17 +59,6 @@ export function attrJson(attrs: Attributes, key: string): unknown {
   }
 }
 
-// Token ids are small non-negative integers that recur from call to call: their bigints are made once and shared
-// (bigints are immutable), which spares the garbage collector hundreds of new objects per recorded call. The table
-// grows to the largest id seen, up to a vocabulary of 2^18.
-const SHARED_BIGINT_LIMIT = 1 << 18;
-const sharedBigints: bigint[] = [];
-const toBigInt = (value: number | bigint): bigint => {
-  if (typeof value !== "number" || !(value >= 0 && value < SHARED_BIGINT_LIMIT) || !Number.isInteger(value)) return BigInt(value);
-  for (let i = sharedBigints.length; i <= value; i++) sharedBigints.push(BigInt(i));
-  return sharedBigints[value] as bigint;
-};
-
 // Values are built as plain message objects: `create()` walks the schema for each one, which adds up at some twenty
 // attributes per recorded LLM call.
 const attributeValue = (value: AttributeValue["value"]): AttributeValue => ({ $typeName: "agl.v1.AttributeValue", value });
@@ -81,7 +71,7 @@ export const attr = {
   double: (value: number): AttributeValue => attributeValue({ case: "doubleValue", value }),
   ints: (values: readonly (number | bigint)[]): AttributeValue => {
     const big = new Array<bigint>(values.length);
-    for (let i = 0; i < values.length; i++) big[i] = toBigInt(values[i] as number | bigint);
+    for (let i = 0; i < values.length; i++) big[i] = smallBigInt(values[i] as number | bigint);
     return attributeValue({ case: "intArray", value: { $typeName: "agl.v1.IntArray", values: big } });
   },
   doubles: (values: readonly number[]): AttributeValue =>

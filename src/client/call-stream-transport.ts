@@ -1,4 +1,5 @@
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { decodeMessage } from "../encoding/generated-decoder.js";
 import { Code, ConnectError, type Transport, type UnaryResponse } from "@connectrpc/connect";
 import { CallStream, type CallRequest, CallRequestSchema } from "../gen/agl/v1/calls_pb.js";
 
@@ -138,7 +139,7 @@ export function withCallStream(inner: Transport, options: CallStreamTransportOpt
           resolve(answer) {
             settle();
             try {
-              const message = fromBinary(method.output, answer);
+              const message = decodeMessage(method.output, answer);
               resolve({ stream: false, service: method.parent, method, header: new Headers(), message, trailer: new Headers() } as never);
             } catch (error) {
               reject(new ConnectError(`cannot decode ${method.output.typeName}: ${(error as Error).message}`, Code.Internal));

@@ -1,4 +1,5 @@
-import { create, type DescMessage, type DescMethod, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, type DescMessage, type DescMethod, toBinary } from "@bufbuild/protobuf";
+import { decodeMessage } from "../encoding/generated-decoder.js";
 import { Code, ConnectError, type Transport } from "@connectrpc/connect";
 import type { ClientTls } from "../core/tls.js";
 import {
@@ -42,7 +43,7 @@ function codec<T extends DescMessage>(schema: T) {
       const bytes = toBinary(schema, message);
       return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     },
-    deserialize: (bytes: Buffer) => fromBinary(schema, bytes),
+    deserialize: (bytes: Buffer) => decodeMessage(schema, bytes),
   };
 }
 

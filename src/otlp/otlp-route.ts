@@ -1,11 +1,12 @@
 import type * as http from "node:http";
 import { promisify } from "node:util";
 import { gunzip, inflate } from "node:zlib";
-import { create, fromBinary, fromJson, toBinary, toJson } from "@bufbuild/protobuf";
+import { create, fromJson, toBinary, toJson } from "@bufbuild/protobuf";
 import { writeSpans } from "../client/span-writer.js";
 import { bearerTokenProblem, credentialsOf } from "../core/auth.js";
 import type { Credentials } from "../core/credentials.js";
 import { HTTP_ROUTE_SCOPES } from "../core/rpc-scopes.js";
+import { decodeMessage } from "../encoding/generated-decoder.js";
 import {
   type ExportTraceServiceRequest,
   ExportTraceServiceRequestSchema,
@@ -120,7 +121,7 @@ export function createOtlpTracesHandler(options: OtlpTracesHandlerOptions): Http
         ? fromJson(ExportTraceServiceRequestSchema, hexIdsToBase64(JSON.parse(body.toString("utf8") || "{}")) as never, {
             ignoreUnknownFields: true,
           })
-        : fromBinary(ExportTraceServiceRequestSchema, body);
+        : decodeMessage(ExportTraceServiceRequestSchema, body);
     } catch (error) {
       throw new HttpError(400, `cannot parse the OTLP traces payload: ${(error as Error).message}`);
     }

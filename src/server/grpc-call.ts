@@ -1,4 +1,5 @@
-import { fromBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
+import type { DescMessage, Message } from "@bufbuild/protobuf";
+import { decodeMessage } from "../encoding/generated-decoder.js";
 import { Code, ConnectError, createContextValues, type HandlerContext, type MethodImplSpec } from "@connectrpc/connect";
 import type * as grpc from "@grpc/grpc-js";
 import type { Readable } from "node:stream";
@@ -89,7 +90,7 @@ function watchShutdown(signal: AbortSignal, onAbort: () => void): () => void {
 /** Decodes a request; bytes that are not a valid message are the client's fault: INVALID_ARGUMENT. */
 export function parseRequest(schema: DescMessage, bytes: Uint8Array): Message {
   try {
-    return fromBinary(schema, bytes);
+    return decodeMessage(schema, bytes);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw new ConnectError(`cannot decode ${schema.typeName}: ${reason}`, Code.InvalidArgument);

@@ -1,4 +1,5 @@
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { toBinary } from "@bufbuild/protobuf";
+import { decodeMessage } from "../../../encoding/generated-decoder.js";
 import {
   AttemptSchema,
   ResourcesUpdateSchema,
@@ -9,11 +10,11 @@ import {
 } from "../../../gen/agl/v1/types_pb.js";
 
 /** SQL backends keep each entity as its protobuf binary (with a few columns to filter and sort on); these read it back. */
-export const decodeRollout = (data: Uint8Array) => fromBinary(RolloutSchema, data);
-export const decodeAttempt = (data: Uint8Array) => fromBinary(AttemptSchema, data);
-export const decodeSpan = (data: Uint8Array) => fromBinary(SpanSchema, data);
-export const decodeWorker = (data: Uint8Array) => fromBinary(WorkerSchema, data);
-export const decodeResources = (data: Uint8Array) => fromBinary(ResourcesUpdateSchema, data);
+export const decodeRollout = (data: Uint8Array) => decodeMessage(RolloutSchema, data);
+export const decodeAttempt = (data: Uint8Array) => decodeMessage(AttemptSchema, data);
+export const decodeSpan = (data: Uint8Array) => decodeMessage(SpanSchema, data);
+export const decodeWorker = (data: Uint8Array) => decodeMessage(WorkerSchema, data);
+export const decodeResources = (data: Uint8Array) => decodeMessage(ResourcesUpdateSchema, data);
 
 /** Optional times: undefined is stored as NULL. */
 export const time = (value: number | undefined) => value ?? null;
