@@ -1,0 +1,113 @@
+/**
+ * What decoding one message costs: protobuf-es's `fromBinary` against agl's generated decoder
+ * (src/encoding/generated-decoder.ts), and `toBinary` beside them, on the messages the store handles most: a rollout
+ * with its latest attempt, an attempt, a worker carrying the runner pool's heartbeat stats, and an `AddSpans` of one
+ * recorded LLM call (~900 token ids, their logprobs, the bodies). The two decoders run in alternating batches; each
+ * figure is the median of the batches, in µs a message.
+ *
+ *   npx tsx bench/codec/run.ts [--batches 15] [--batch-ms 200]
+ */
+import { create, type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import { parseArgs } from "node:util";
+import { attr } from "../../src/adapter/attributes.js";
+import { decodeMessage } from "../../src/encoding/generated-decoder.js";
+import { AddSpansRequestSchema } from "../../src/gen/agl/v1/store_pb.js";
+import { AttemptSchema, RolloutSchema, SpanSchema, WorkerSchema } from "../../src/gen/agl/v1/types_pb.js";
+
+const { values: args } = parseArgs({
+  options: { batches: { type: "string", default: "15" }, "batch-ms": { type: "string", default: "200" } },
+});
+const batches = Number(args.batches);
+const batchMs = Number(args["batch-ms"]);
+
+const attempt = create(AttemptSchema, {
+  rolloutId: "ro-5f0c1a2b3c4d",
+  attemptId: "at-5f0c1a2b3c4d",
+  sequenceId: 1,
+  startTime: 1764800000.123,
+  status: 2,
+  workerId: "worker-17",
+  lastHeartbeatTime: 1764800003.5,
+  metadata: { host: "node-3", pid: 4242 },
+});
+const rollout = create(RolloutSchema, {
+  rolloutId: attempt.rolloutId,
+  input: { kind: { case: "structValue", value: { fields: { question: { kind: { case: "stringValue", value: "What is 17 + 25?" } } } } } },
+  startTime: 1764800000.1,
+  mode: 1,
+  resourcesId: "rs-000000000007",
+  status: 3,
+  config: { maxAttempts: 2, timeoutSeconds: 60, unresponsiveSeconds: 30 },
+  metadata: { step: 12, split: "train" },
+  latestAttempt: attempt,
+  resourcesVersion: 7,
+});
+const heartbeatStats: Record<string, number | string | boolean> = {};
+for (let i = 0; i < 20; i++) heartbeatStats[`stat_${i}`] = i % 3 === 0 ? `value-${i}` : i % 3 === 1 ? i * 1.5 : i % 2 === 0;
+const worker = create(WorkerSchema, {
+  workerId: "worker-17",
+  status: 2,
+  heartbeatStats,
+  lastHeartbeatTime: 1764800003.5,
+  lastDequeueTime: 1764800000.1,
+  currentRolloutId: attempt.rolloutId,
+  currentAttemptId: attempt.attemptId,
+});
+const ids = (n: number, seed: number) => Array.from({ length: n }, (_, i) => (i * 7919 + seed) % 262_144);
+const body = (n: number) => JSON.stringify({ messages: [{ role: "user", content: "x".repeat(n) }] });
+const span = create(SpanSchema, {
+  rolloutId: attempt.rolloutId,
+  attemptId: attempt.attemptId,
+  traceId: "0123456789abcdef0123456789abcdef",
+  spanId: "0123456789abcdef",
+  name: "chat.completion",
+  startTime: 1764800001.25,
+  endTime: 1764800001.75,
+  attributes: {
+    "gen_ai.request.model": attr.string("gemma-3-270m"),
+    "gen_ai.usage.prompt_tokens": attr.int(300),
+    "gen_ai.usage.completion_tokens": attr.int(600),
+    "agl.prompt_token_ids": attr.ints(ids(300, 1)),
+    "agl.response_token_ids": attr.ints(ids(600, 2)),
+    "agl.response_logprobs": attr.doubles(ids(600, 3).map((v) => -v / 262_144)),
+    "agl.request_body": attr.string(body(1500)),
+    "agl.response_body": attr.string(body(2500)),
+  },
+});
+const addSpans = create(AddSpansRequestSchema, { spans: [span], id: 1 });
+
+/** Runs `fn` for about `batchMs`, and gives its µs a call. */
+function batch(fn: () => unknown): number {
+  let calls = 0;
+  const start = performance.now();
+  let now = start;
+  while (now - start < batchMs) {
+    for (let i = 0; i < 50; i++) fn();
+    calls += 50;
+    now = performance.now();
+  }
+  return ((now - start) * 1000) / calls;
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+
+function measure<Desc extends DescMessage>(name: string, schema: Desc, message: MessageShape<Desc>) {
+  const bytes = toBinary(schema, message);
+  const timings = { fromBinary: [] as number[], generated: [] as number[], toBinary: [] as number[] };
+  for (let i = 0; i < batches; i++) {
+    timings.fromBinary.push(batch(() => fromBinary(schema, bytes)));
+    timings.generated.push(batch(() => decodeMessage(schema, bytes)));
+    timings.toBinary.push(batch(() => toBinary(schema, message)));
+  }
+  const [from, generated, to] = [median(timings.fromBinary), median(timings.generated), median(timings.toBinary)];
+  console.log(
+    `| ${name} | ${bytes.byteLength} | ${from.toFixed(2)} | ${generated.toFixed(2)} | ${(from / generated).toFixed(2)}× | ${to.toFixed(2)} |`,
+  );
+}
+
+console.log(`node ${process.version}, ${batches} batches of ${batchMs} ms each, alternating; µs a message, median`);
+console.log("| message | bytes | fromBinary | generated | faster | toBinary |");
+console.log("|---|---|---|---|---|---|");
+measure("rollout, with its latest attempt", RolloutSchema, rollout);
+measure("attempt", AttemptSchema, attempt);
+measure("worker, 20 heartbeat stats", WorkerSchema, worker);
+measure("AddSpans, one LLM call (900 token ids)", AddSpansRequestSchema, addSpans);
