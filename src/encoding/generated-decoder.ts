@@ -2,6 +2,7 @@ import { type DescField, type DescMessage, fromBinary, type MessageShape, Scalar
 import { isWrapperDesc, StructSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { smallBigInt } from "./small-bigints.js";
+import { wireTypeOf } from "./wire-type-of.js";
 
 /**
  * A binary decoder generated per message type (`new Function`), giving exactly what protobuf-es's `fromBinary` gives.
@@ -73,24 +74,6 @@ function supported(desc: DescMessage, seen: Set<DescMessage>): boolean {
 function usesJson(field: DescField): boolean {
   return field.message?.typeName === "google.protobuf.Struct" && field.parent.typeName !== "google.protobuf.Value";
 }
-
-const wireTypeOf = (scalar: ScalarType): WireType => {
-  switch (scalar) {
-    case ScalarType.DOUBLE:
-    case ScalarType.FIXED64:
-    case ScalarType.SFIXED64:
-      return WireType.Bit64;
-    case ScalarType.FLOAT:
-    case ScalarType.FIXED32:
-    case ScalarType.SFIXED32:
-      return WireType.Bit32;
-    case ScalarType.STRING:
-    case ScalarType.BYTES:
-      return WireType.LengthDelimited;
-    default:
-      return WireType.Varint;
-  }
-};
 
 /** The expression reading one scalar from `r`, as protobuf-es's compiled reader reads it. */
 function readScalar(scalar: ScalarType, longAsString: boolean, utf8Validation: boolean): string {

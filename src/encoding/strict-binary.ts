@@ -1,6 +1,7 @@
 import { isUtf8 } from "node:buffer";
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
+import { wireTypeOf } from "./wire-type-of.js";
 
 /**
  * Checks that bytes are a message every conforming decoder reads the same way, and hands over the bytes of top-level
@@ -107,24 +108,6 @@ function readSubMessage(schema: DescMessage, delimited: boolean, wireType: WireT
   const start = reader.pos;
   readMessage(schema, reader, start + length, depth + 1);
   return reader.slice(start, start + length);
-}
-
-function wireTypeOf(type: ScalarType): WireType {
-  switch (type) {
-    case ScalarType.DOUBLE:
-    case ScalarType.FIXED64:
-    case ScalarType.SFIXED64:
-      return WireType.Bit64;
-    case ScalarType.FLOAT:
-    case ScalarType.FIXED32:
-    case ScalarType.SFIXED32:
-      return WireType.Bit32;
-    case ScalarType.STRING:
-    case ScalarType.BYTES:
-      return WireType.LengthDelimited;
-    default:
-      return WireType.Varint;
-  }
 }
 
 function readScalar(type: ScalarType, wireType: WireType, reader: Reader): void {
