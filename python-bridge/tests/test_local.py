@@ -20,6 +20,7 @@ from agl_bridge.local.backend import LocalBackend  # noqa: E402
 from agl_bridge.local.model import TinyModelConfig, build_tiny_model, build_word_tokenizer  # noqa: E402
 from agl_bridge.local.policy import GrpoConfig, Policy  # noqa: E402
 from agl_bridge.local.python_agent import run_python_agents  # noqa: E402
+from agl_bridge.local.run import _until_fatal  # noqa: E402
 from agl_bridge.local.server import PolicyServer  # noqa: E402
 from agl_bridge.local.warmup import learn_format, warmup  # noqa: E402
 from agl_bridge.store.client import StoreClient  # noqa: E402
@@ -231,6 +232,54 @@ async def test_kill_and_restart_resumes_without_training_anything_twice(store_ad
     assert len(ids) == 32 and len(set(ids)) == 32, "a rollout was trained twice"
     # Step 3 (index 2) trained exactly the rollouts enqueued before the kill.
     assert sorted(lines[2]["rollout_ids"]) == sorted(pending_ids)
+
+
+async def test_a_stop_reaches_the_training_and_waits_for_what_it_records_on_its_way_out():
+    """SIGTERM cancels the trainer's task. The stop must reach the training and wait for it: a stop that caught
+    ``_enqueue``'s call in flight lets the call finish and records its rollouts (pending.json) before the store client
+    closes. Without that, a stop in that window left the enqueued step neither trained nor pending."""
+    recorded: list[str] = []
+    in_flight = asyncio.Event()
+
+    async def training() -> None:
+        call = asyncio.ensure_future(asyncio.sleep(0.2, result="the step's rollouts"))
+        in_flight.set()
+        try:
+            await asyncio.shield(call)
+        except asyncio.CancelledError:
+            await asyncio.wait([call])
+            recorded.append(call.result())
+            raise
+
+    stopping = asyncio.ensure_future(_until_fatal(training(), asyncio.Event().wait()))
+    await in_flight.wait()
+    stopping.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await stopping
+    assert recorded == ["the step's rollouts"]
+
+
+async def test_a_second_stop_ends_the_wait_for_the_training():
+    stopped_waiting = asyncio.Event()
+
+    async def training() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            try:
+                await asyncio.Event().wait()  # a last call that never answers
+            finally:
+                stopped_waiting.set()
+
+    stopping = asyncio.ensure_future(_until_fatal(training(), asyncio.Event().wait()))
+    await asyncio.sleep(0.05)
+    stopping.cancel()
+    await asyncio.sleep(0.05)
+    assert not stopping.done(), "the first stop did not wait for the training"
+    stopping.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(stopping, 5)
+    assert stopped_waiting.is_set()
 
 
 def test_sigkill_of_the_trainer_process_and_restart(store_address, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,19 +173,33 @@ def build_policy(options: LocalTrainerOptions) -> Policy:
     return policy
 
 
-async def _until_fatal(training: Any, server: PolicyServer) -> Any:
-    """Runs ``training`` unless the policy server meets a call it can never answer first; then stops with it."""
-    run, fatal = asyncio.ensure_future(training), asyncio.ensure_future(server.wait_fatal())
+async def _until_fatal(training: Awaitable[Any], fatal: Awaitable[str]) -> Any:
+    """Runs ``training`` unless ``fatal`` (the policy server meeting a call it can never answer) comes first; then
+    stops with it. A stop (this call cancelled) is passed on to the training, which is waited for: it records on its
+    way out what the restart needs (the batch a stop caught being enqueued), while its store client is still open."""
+    run, fatal_error = asyncio.ensure_future(training), asyncio.ensure_future(fatal)
     try:
-        await asyncio.wait({run, fatal}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({run, fatal_error}, return_when=asyncio.FIRST_COMPLETED)
         if not run.done():
-            run.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await run
-            raise TrainingAborted(fatal.result())
+            await _stop(run)
+            raise TrainingAborted(fatal_error.result())
         return run.result()
+    except asyncio.CancelledError:
+        # A second stop cancels this wait too, and with it the training's own wait for its last call.
+        await _stop(run)
+        raise
     finally:
-        fatal.cancel()
+        fatal_error.cancel()
+
+
+async def _stop(run: asyncio.Future[Any]) -> None:
+    run.cancel()
+    try:
+        await run
+    except asyncio.CancelledError:
+        pass
+    except Exception as error:  # noqa: BLE001 - the stop (or the fatal error) is what the caller sees
+        log.warning("the training failed while stopping: %s", error)
 
 
 async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
@@ -226,7 +241,7 @@ async def run_local_trainer(options: LocalTrainerOptions) -> dict[str, Any]:
             loop = TrainingLoop(client, backend, _dataset(options), options.loop, val_dataset=_val_dataset(options))
             if options.python_agents > 0:
                 agents = asyncio.create_task(run_python_agents(options.store, token, options.python_agents))
-            await _until_fatal(loop.run(), server)
+            await _until_fatal(loop.run(), server.wait_fatal())
     finally:
         if agents is not None:
             agents.cancel()
