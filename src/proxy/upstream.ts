@@ -31,6 +31,12 @@ export interface Upstream {
   close(): void;
 }
 
+/** Kept-alive connections found closed, one after another, before a request is given up (the pool's stale ones). */
+const MAX_STALE_SOCKETS = 8;
+
+/** The error of a request on a connection the engine had closed: reset, or written to after the close. */
+const closedUnread = (error: NodeJS.ErrnoException) => error.code === "ECONNRESET" || error.code === "EPIPE";
+
 /** Creates an {@link Upstream} with its own keep-alive agents. */
 export function createUpstream(options: UpstreamOptions = {}): Upstream {
   const headersTimeoutMs = options.headersTimeoutMs ?? 600_000;
@@ -50,7 +56,7 @@ export function createUpstream(options: UpstreamOptions = {}): Upstream {
           accept: "application/json, text/event-stream",
         };
         if (apiKey) headers.authorization = `Bearer ${apiKey}`;
-        const req = (secure ? https : http).request(url, { method: "POST", headers, agent: secure ? agents.https : agents.http });
+        let req: http.ClientRequest;
         let settled = false;
         const fail = (error: UpstreamError) => {
           if (settled) return;
@@ -66,19 +72,29 @@ export function createUpstream(options: UpstreamOptions = {}): Upstream {
         );
         const onAbort = () => fail(new UpstreamError("the client went away", "aborted"));
         signal.addEventListener("abort", onAbort, { once: true });
-        req.on("error", (error: NodeJS.ErrnoException) =>
-          fail(new UpstreamError(`${url.origin}: ${error.code ?? error.message}`, "connect")),
-        );
-        req.on("response", (res) => {
-          if (settled) return void res.destroy();
-          settled = true;
-          clearTimeout(timer);
-          // From here the caller owns the abort; a stalled body ends by the idle timeout.
-          signal.removeEventListener("abort", onAbort);
-          res.setTimeout(idleTimeoutMs, () => res.destroy(new Error(`${url.origin} stalled for ${idleTimeoutMs} ms`)));
-          resolve(res);
-        });
-        req.end(body);
+        const send = (staleSockets: number) => {
+          const request = (secure ? https : http).request(url, { method: "POST", headers, agent: secure ? agents.https : agents.http });
+          req = request;
+          request.on("error", (error: NodeJS.ErrnoException) => {
+            // An engine closes a kept-alive connection after its idle time (uvicorn's 5 s, Node's 5 s); a request
+            // sent on it just then is reset unread. It is sent again, on the next pooled connection or a new one.
+            if (!settled && request.reusedSocket && closedUnread(error) && staleSockets < MAX_STALE_SOCKETS) {
+              return send(staleSockets + 1);
+            }
+            fail(new UpstreamError(`${url.origin}: ${error.code ?? error.message}`, "connect"));
+          });
+          request.on("response", (res) => {
+            if (settled) return void res.destroy();
+            settled = true;
+            clearTimeout(timer);
+            // From here the caller owns the abort; a stalled body ends by the idle timeout.
+            signal.removeEventListener("abort", onAbort);
+            res.setTimeout(idleTimeoutMs, () => res.destroy(new Error(`${url.origin} stalled for ${idleTimeoutMs} ms`)));
+            resolve(res);
+          });
+          request.end(body);
+        };
+        send(0);
       });
     },
     close() {

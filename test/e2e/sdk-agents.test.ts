@@ -5,7 +5,7 @@
  * two turns of each rollout merge into one trajectory, in chat mode and in token-in mode.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AGL_LLM_TOKEN_IN } from "../../src/core/semconv.js";
+import { AGL_LLM_TOKEN_IN, AGL_LLM_TOKEN_IN_FALLBACK } from "../../src/core/semconv.js";
 import { type RolloutTriplets, TripletMode } from "../../src/gen/agl/v1/triplets_pb.js";
 import { fromAttributeValue } from "../../src/tracer/attributes.js";
 import type { Answer, PolicyInput, Reply } from "../support/fake-vllm.js";
@@ -79,7 +79,11 @@ describe("real SDKs in their default modes, through agl run and the proxy", () =
         const t = r.triplets[0]!;
         const { spans } = await h.client.querySpans({ rolloutId: r.rolloutId });
         const modes = spans.map((s) => s.attributes[AGL_LLM_TOKEN_IN]).filter((v) => v !== undefined);
-        expect(modes.map((v) => fromAttributeValue(v))).toEqual(tokenIn ? ["first", "extended"] : []);
+        const reasons = spans.map((s) => s.attributes[AGL_LLM_TOKEN_IN_FALLBACK]).filter((v) => v !== undefined);
+        expect(
+          modes.map((v) => fromAttributeValue(v)),
+          `fallback reasons: ${reasons.map(fromAttributeValue).join(", ")}`,
+        ).toEqual(tokenIn ? ["first", "extended"] : []);
         // The merged sample: the first prompt, then both answers and the tool turn between them.
         expect(t.promptTokenIds).toEqual(first?.promptIds);
         expect(t.responseTokenIds).toEqual([
