@@ -12,7 +12,16 @@ import { parseArgs } from "node:util";
 import { attr } from "../../src/adapter/attributes.js";
 import { decodeMessage } from "../../src/encoding/generated-decoder.js";
 import { AddSpansRequestSchema } from "../../src/gen/agl/v1/store_pb.js";
-import { AttemptSchema, RolloutSchema, SpanSchema, WorkerSchema } from "../../src/gen/agl/v1/types_pb.js";
+import {
+  AttemptSchema,
+  AttemptStatus,
+  RolloutMode,
+  RolloutSchema,
+  RolloutStatus,
+  SpanSchema,
+  WorkerSchema,
+  WorkerStatus,
+} from "../../src/gen/agl/v1/types_pb.js";
 
 const { values: args } = parseArgs({
   options: { batches: { type: "string", default: "15" }, "batch-ms": { type: "string", default: "200" } },
@@ -25,7 +34,7 @@ const attempt = create(AttemptSchema, {
   attemptId: "at-5f0c1a2b3c4d",
   sequenceId: 1,
   startTime: 1764800000.123,
-  status: 2,
+  status: AttemptStatus.RUNNING,
   workerId: "worker-17",
   lastHeartbeatTime: 1764800003.5,
   metadata: { host: "node-3", pid: 4242 },
@@ -34,9 +43,9 @@ const rollout = create(RolloutSchema, {
   rolloutId: attempt.rolloutId,
   input: { kind: { case: "structValue", value: { fields: { question: { kind: { case: "stringValue", value: "What is 17 + 25?" } } } } } },
   startTime: 1764800000.1,
-  mode: 1,
+  mode: RolloutMode.TRAIN,
   resourcesId: "rs-000000000007",
-  status: 3,
+  status: RolloutStatus.RUNNING,
   config: { maxAttempts: 2, timeoutSeconds: 60, unresponsiveSeconds: 30 },
   metadata: { step: 12, split: "train" },
   latestAttempt: attempt,
@@ -46,7 +55,7 @@ const heartbeatStats: Record<string, number | string | boolean> = {};
 for (let i = 0; i < 20; i++) heartbeatStats[`stat_${i}`] = i % 3 === 0 ? `value-${i}` : i % 3 === 1 ? i * 1.5 : i % 2 === 0;
 const worker = create(WorkerSchema, {
   workerId: "worker-17",
-  status: 2,
+  status: WorkerStatus.BUSY,
   heartbeatStats,
   lastHeartbeatTime: 1764800003.5,
   lastDequeueTime: 1764800000.1,

@@ -82,7 +82,7 @@ describe("real SDKs in their default modes, through agl run and the proxy", () =
         const reasons = spans.map((s) => s.attributes[AGL_LLM_TOKEN_IN_FALLBACK]).filter((v) => v !== undefined);
         expect(
           modes.map((v) => fromAttributeValue(v)),
-          `fallback reasons: ${reasons.map(fromAttributeValue).join(", ")}`,
+          `fallback reasons: ${reasons.map((v) => fromAttributeValue(v)).join(", ")}`,
         ).toEqual(tokenIn ? ["first", "extended"] : []);
         // The merged sample: the first prompt, then both answers and the tool turn between them.
         expect(t.promptTokenIds).toEqual(first?.promptIds);
