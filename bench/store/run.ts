@@ -19,7 +19,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -107,14 +107,28 @@ async function timed<T>(name: string, call: () => Promise<T>): Promise<T> {
   return result;
 }
 
-/** User + system CPU seconds the server processes have used so far (Linux /proc). */
-function serverCpuSeconds(): number {
-  let total = 0;
+/** CPU seconds (user + system) of a /proc stat line. */
+const statCpuSeconds = (stat: string) => {
+  const fields = stat.split(") ")[1]?.split(" ") ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+
+/**
+ * CPU seconds the server processes have used so far (Linux /proc): in all, on their main threads (where requests and
+ * SQLite run), and on V8's helper threads (`V8Worker`: concurrent garbage collection and compilation).
+ */
+function serverCpuSeconds(): { total: number; main: number; v8: number } {
+  const cpu = { total: 0, main: 0, v8: 0 };
   for (const server of servers) {
-    const fields = readFileSync(`/proc/${server.pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    total += (Number(fields[11]) + Number(fields[12])) / 100;
+    cpu.total += statCpuSeconds(readFileSync(`/proc/${server.pid}/stat`, "utf8"));
+    for (const thread of readdirSync(`/proc/${server.pid}/task`)) {
+      const task = `/proc/${server.pid}/task/${thread}`;
+      const seconds = statCpuSeconds(readFileSync(`${task}/stat`, "utf8"));
+      if (thread === String(server.pid)) cpu.main += seconds;
+      else if (readFileSync(`${task}/comm`, "utf8").startsWith("V8Worker")) cpu.v8 += seconds;
+    }
   }
-  return total;
+  return cpu;
 }
 
 let peakRss = 0;
@@ -189,7 +203,12 @@ const clientCpuStart = process.cpuUsage();
 const started = performance.now();
 await runPhase(total);
 const seconds = (performance.now() - started) / 1000;
-const serverCpu = serverCpuSeconds() - serverCpuStart;
+const serverCpuEnd = serverCpuSeconds();
+const serverCpu = {
+  total: serverCpuEnd.total - serverCpuStart.total,
+  main: serverCpuEnd.main - serverCpuStart.main,
+  v8: serverCpuEnd.v8 - serverCpuStart.v8,
+};
 const clientCpuUsage = process.cpuUsage(clientCpuStart);
 const clientCpu = (clientCpuUsage.user + clientCpuUsage.system) / 1e6;
 clearInterval(rssTimer);
@@ -209,10 +228,12 @@ for (const [name, list] of latencies) {
 }
 if (servers.length > 0) {
   console.log(`server peak RSS: ${(peakRss / 2 ** 20).toFixed(0)} MiB${servers.length > 1 ? " (largest server)" : ""}`);
-  // CPU per rollout does not depend on what else the machine runs, unlike rollouts/s.
+  // CPU per rollout depends less on what else the machine runs than rollouts/s. The load generator's does the same
+  // work whatever server it drives: how it moves between runs shows how the machine's speed moved.
   const perRollout = (cpu: number) => ((cpu / done) * 1000).toFixed(3);
   console.log(
-    `CPU per rollout: server${servers.length > 1 ? "s" : ""} ${perRollout(serverCpu)} ms, load generator ${perRollout(clientCpu)} ms`,
+    `CPU per rollout: server${servers.length > 1 ? "s" : ""} ${perRollout(serverCpu.total)} ms (main thread ` +
+      `${perRollout(serverCpu.main)}, V8 helpers ${perRollout(serverCpu.v8)}), load generator ${perRollout(clientCpu)} ms`,
   );
 }
 

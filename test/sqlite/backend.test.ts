@@ -13,6 +13,7 @@ import {
   AttemptStatus,
   AttributeValueSchema,
   ResourcesUpdateSchema,
+  RolloutMode,
   RolloutSchema,
   RolloutStatus,
   SpanSchema,
@@ -769,6 +770,85 @@ describe("sqlite backend on a file", () => {
       await backend.transaction(change);
       expect(await rowsOf(backend)).toEqual(changed);
       await backend.close();
+    });
+  });
+
+  describe("rewrites of a row", () => {
+    /** One row's columns as another connection reads them from the file. */
+    const row = (path: string, sql: string) => {
+      const db = new Database(path, { readonly: true });
+      try {
+        return db.prepare(sql).get();
+      } finally {
+        db.close();
+      }
+    };
+    // The fifth rewrite comes from another connection: the next one cannot know the stored columns and writes them all.
+    const writer = (i: number, mine: StorageBackend, other: StorageBackend) => (i === 4 ? other : mine);
+
+    it("set every rollout column that changed, alone or with others, whoever wrote the row before", async () => {
+      const path = join(dir, "rollout-rewrites.db");
+      const [mine, other] = [createSqliteBackend({ path }), createSqliteBackend({ path })];
+      let current = create(RolloutSchema, { rolloutId: "ro-1", startTime: 100, resourcesId: "rs-1", groupId: "g-1" });
+      await mine.transaction((t) => t.insertRollouts([current]));
+      const changes = [
+        { status: RolloutStatus.PREPARING },
+        { status: RolloutStatus.RUNNING, startTime: 101 },
+        { mode: RolloutMode.TRAIN },
+        { resourcesId: "rs-2", resourcesVersion: 3 },
+        { groupId: "g-2" },
+        { metadata: { note: "changed only in data" } },
+        { status: RolloutStatus.SUCCEEDED, endTime: 200, resourcesVersion: 4 },
+        { endTime: undefined, mode: RolloutMode.VAL, groupId: "g-3" },
+      ];
+      for (const [i, change] of changes.entries()) {
+        current = create(RolloutSchema, { ...current, ...change });
+        await writer(i, mine, other).transaction((t) => t.putRollout(current));
+        expect(row(path, "SELECT status, start_time, end_time, mode, resources_id, resources_version, group_id FROM rollouts")).toEqual({
+          status: current.status,
+          start_time: current.startTime,
+          end_time: current.endTime ?? null,
+          mode: current.mode,
+          resources_id: current.resourcesId,
+          resources_version: current.resourcesVersion,
+          group_id: current.groupId,
+        });
+        for (const backend of [mine, other]) expect(await backend.transaction((t) => t.getRollout("ro-1"))).toEqual(current);
+      }
+      await Promise.all([mine.close(), other.close()]);
+    });
+
+    it("set every attempt column that changed, alone or with others, whoever wrote the row before", async () => {
+      const path = join(dir, "attempt-rewrites.db");
+      const [mine, other] = [createSqliteBackend({ path }), createSqliteBackend({ path })];
+      let current = attempt("ro-1", "at-1", 1, { workerId: "w-1" });
+      await mine.transaction((t) => t.insertAttempt(current));
+      const changes = [
+        { status: AttemptStatus.RUNNING, lastHeartbeatTime: 150 },
+        { lastHeartbeatTime: 151 },
+        { workerId: "w-2", startTime: 120 },
+        { sequenceId: 2 },
+        { status: AttemptStatus.FAILED, endTime: 160 },
+        { endTime: undefined, lastHeartbeatTime: undefined },
+        { status: AttemptStatus.SUCCEEDED, endTime: 170, sequenceId: 3, workerId: "w-3" },
+      ];
+      for (const [i, change] of changes.entries()) {
+        current = create(AttemptSchema, { ...current, ...change });
+        await writer(i, mine, other).transaction((t) => t.putAttempt(current));
+        expect(row(path, "SELECT sequence_id, start_time, end_time, status, worker_id, last_heartbeat_time FROM attempts")).toEqual({
+          sequence_id: current.sequenceId,
+          start_time: current.startTime,
+          end_time: current.endTime ?? null,
+          status: current.status,
+          worker_id: current.workerId,
+          last_heartbeat_time: current.lastHeartbeatTime ?? null,
+        });
+        for (const backend of [mine, other]) {
+          expect(await backend.transaction((t) => t.getAttempt("ro-1", "at-1"))).toEqual(current);
+          expect((await backend.transaction((t) => t.latestAttempts(["ro-1"]))).get("ro-1")).toEqual(current);
+        }
+      }
+      await Promise.all([mine.close(), other.close()]);
     });
   });
 

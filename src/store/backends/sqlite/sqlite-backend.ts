@@ -8,7 +8,7 @@ import { type Checkpointer, startCheckpointer } from "./sqlite-checkpointer.js";
 import { StatementCache } from "./sqlite-queries.js";
 import { RowCache } from "./sqlite-row-cache.js";
 import { openSchema } from "./sqlite-schema.js";
-import { prepareStatements, type Statements } from "./sqlite-statements.js";
+import { prepareColumnUpdates, prepareStatements, type RowUpdates, type Statements } from "./sqlite-statements.js";
 import { SqliteTx } from "./sqlite-tx.js";
 
 export interface SqliteBackendOptions {
@@ -54,6 +54,7 @@ class SqliteBackend implements StorageBackend {
   readonly name = "sqlite";
   private readonly db: Database.Database;
   private readonly statements: Statements;
+  private readonly updates: RowUpdates;
   private readonly cache: StatementCache;
   private readonly rows = new RowCache();
   /** `PRAGMA data_version` when this connection last began a transaction: another connection's commit changes it. */
@@ -83,6 +84,7 @@ class SqliteBackend implements StorageBackend {
     try {
       openSchema(this.db);
       this.statements = prepareStatements(this.db);
+      this.updates = prepareColumnUpdates(this.db);
     } catch (error) {
       this.db.close();
       throw error;
@@ -118,7 +120,7 @@ class SqliteBackend implements StorageBackend {
     reject: (error: unknown) => void,
   ): Promise<void> {
     const s = this.statements;
-    const tx = new SqliteTx(s, this.cache, this.rows);
+    const tx = new SqliteTx(s, this.updates, this.cache, this.rows);
     let result: T;
     try {
       if (!this.group) {

@@ -4,7 +4,8 @@ import type { Attempt } from "../../../gen/agl/v1/types_pb.js";
  * Rows of the SQLite backend that its connection last read or wrote, kept across transactions as their stored bytes:
  * each reader decodes its own copy, so no caller's edits reach the cache. A rollout's calls read the same rollout,
  * attempt and worker rows again and again (the claim, each span batch, the final update), and each read was a
- * statement and a B-tree search: 10–15 % of the serving thread's time under `bench/store`.
+ * statement and a B-tree search: 10–15 % of the serving thread's time under `bench/store`. Rows this connection wrote
+ * keep their column values too: the next rewrite sets only the columns that changed (see sqlite-column-updates).
  *
  * It holds only while this connection is the only writer. The backend clears it when `PRAGMA data_version` says another
  * connection committed, forgets the rows of a call it undoes, and clears it when a group fails.
@@ -75,34 +76,39 @@ const maxLatest = 1 << 16;
 
 /** Encoded rows by key, the oldest written dropped first once their bytes pass the budget. */
 export class BoundedRows {
-  private readonly rows = new Map<string, Uint8Array>();
+  private readonly rows = new Map<string, CachedRow>();
   private bytes = 0;
 
   constructor(private readonly maxBytes: number) {}
 
   get(key: string): Uint8Array | undefined {
-    return this.rows.get(key);
+    return this.rows.get(key)?.data;
+  }
+
+  /** The row's column values as `set` was given them: undefined when unknown (the row was read back as its bytes). */
+  columnsOf(key: string): readonly unknown[] | undefined {
+    return this.rows.get(key)?.columns;
   }
 
   /** The cached row, else what `load` reads from the database (kept when found). */
   read(key: string, load: () => Uint8Array | undefined): Uint8Array | undefined {
     const cached = this.rows.get(key);
-    if (cached) return cached;
+    if (cached) return cached.data;
     const data = load();
     if (data) this.set(key, data);
     return data;
   }
 
-  set(key: string, data: Uint8Array): void {
+  set(key: string, data: Uint8Array, columns?: readonly unknown[]): void {
     this.delete(key);
     // A huge row (a rollout with a large input) would push out hundreds of small ones: it is read from SQLite.
     if (data.byteLength > this.maxBytes >> 8) return;
-    this.rows.set(key, data);
+    this.rows.set(key, { data, columns });
     this.bytes += data.byteLength;
     for (const [oldest, row] of this.rows) {
       if (this.bytes <= this.maxBytes) break;
       this.rows.delete(oldest);
-      this.bytes -= row.byteLength;
+      this.bytes -= row.data.byteLength;
     }
   }
 
@@ -110,11 +116,16 @@ export class BoundedRows {
     const row = this.rows.get(key);
     if (!row) return;
     this.rows.delete(key);
-    this.bytes -= row.byteLength;
+    this.bytes -= row.data.byteLength;
   }
 
   clear(): void {
     this.rows.clear();
     this.bytes = 0;
   }
+}
+
+interface CachedRow {
+  data: Uint8Array;
+  columns: readonly unknown[] | undefined;
 }

@@ -2,6 +2,7 @@ import { toBinary } from "@bufbuild/protobuf";
 import type Database from "better-sqlite3";
 import { type Attempt, AttemptSchema, type ResourcesUpdate, ResourcesUpdateSchema, RolloutStatus } from "../../../gen/agl/v1/types_pb.js";
 import { time } from "../sql/stored-messages.js";
+import { ColumnUpdates } from "./sqlite-column-updates.js";
 
 /** Prepared statements of the SQLite backend, and the mapping between messages and rows. */
 
@@ -49,7 +50,9 @@ export function prepareStatements(db: Database.Database): Statements {
     latestAttempt: db.prepare("SELECT data FROM attempts WHERE rollout_id = ? ORDER BY sequence_id DESC, attempt_id DESC LIMIT 1").pluck(),
 
     enqueue: db.prepare("INSERT INTO queue (rollout_id) VALUES (?) ON CONFLICT (rollout_id) DO NOTHING"),
-    queueHead: db.prepare("SELECT seq, rollout_id FROM queue ORDER BY seq LIMIT ?").raw(),
+    // `LIMIT +?`, not `LIMIT ?`: SQLite's planner may use a bare parameter's value, so every bind of it recompiles the
+    // statement (7 µs a dequeue, five times the query); an expression it leaves alone. The plan is a scan either way.
+    queueHead: db.prepare("SELECT seq, rollout_id FROM queue ORDER BY seq LIMIT +?").raw(),
     dequeueThrough: db.prepare("DELETE FROM queue WHERE seq <= ?"),
 
     insertSpan: db.prepare(
@@ -106,6 +109,41 @@ export function prepareStatements(db: Database.Database): Statements {
     firstRolloutStart: db.prepare("SELECT min(start_time) FROM rollouts").pluck(),
   };
 }
+
+/** The rewrites of rollouts and attempts that set only what changed (their rows as `rolloutRow` and `attemptRow` give them). */
+export function prepareColumnUpdates(db: Database.Database) {
+  return {
+    rollouts: new ColumnUpdates(
+      db,
+      "rollouts",
+      ["rollout_id"],
+      [
+        ["status", "status"],
+        ["start_time", "startTime"],
+        ["end_time", "endTime"],
+        ["mode", "mode"],
+        ["resources_id", "resourcesId"],
+        ["resources_version", "resourcesVersion"],
+        ["group_id", "groupId"],
+      ],
+    ),
+    attempts: new ColumnUpdates(
+      db,
+      "attempts",
+      ["rollout_id", "attempt_id"],
+      [
+        ["sequence_id", "sequenceId"],
+        ["start_time", "startTime"],
+        ["end_time", "endTime"],
+        ["status", "status"],
+        ["worker_id", "workerId"],
+        ["last_heartbeat_time", "lastHeartbeatTime"],
+      ],
+    ),
+  };
+}
+
+export type RowUpdates = ReturnType<typeof prepareColumnUpdates>;
 
 /** Every statement the backend runs besides the queries built per filter (see sqlite-queries). */
 export type Statements = Record<StatementName, Database.Statement>;

@@ -41,7 +41,7 @@ import {
   workerWhere,
 } from "./sqlite-queries.js";
 import type { RowCache } from "./sqlite-row-cache.js";
-import { attemptRow, resourcesRow, type Statements } from "./sqlite-statements.js";
+import { attemptRow, resourcesRow, type RowUpdates, type Statements } from "./sqlite-statements.js";
 
 /**
  * One call's transaction of the SQLite backend: its statements run synchronously on the backend's connection,
@@ -64,6 +64,7 @@ export class SqliteTx implements StorageTx {
 
   constructor(
     private readonly s: Statements,
+    private readonly updates: RowUpdates,
     private readonly cache: StatementCache,
     private readonly rows: RowCache,
   ) {}
@@ -79,14 +80,14 @@ export class SqliteTx implements StorageTx {
     for (const id of this.written.workers) this.rows.workers.delete(id);
   }
 
-  private rolloutWritten(rolloutId: string, data: Uint8Array): void {
-    this.rows.rollouts.set(rolloutId, data);
+  private rolloutWritten(rolloutId: string, data: Uint8Array, columns: readonly unknown[]): void {
+    this.rows.rollouts.set(rolloutId, data, columns);
     this.writes.rollouts.add(rolloutId);
   }
 
-  private attemptWritten(attempt: Attempt, data: Uint8Array): void {
+  private attemptWritten(attempt: Attempt, data: Uint8Array, columns: readonly unknown[]): void {
     const key = attemptKey(attempt.rolloutId, attempt.attemptId);
-    this.rows.attempts.set(key, data);
+    this.rows.attempts.set(key, data, columns);
     this.rows.attemptWritten(attempt);
     this.writes.attempts.add(key);
     this.writes.rollouts.add(attempt.rolloutId);
@@ -101,7 +102,7 @@ export class SqliteTx implements StorageTx {
     for (const rollout of rollouts) {
       const row = rolloutRow(rollout);
       this.s.insertRollout.run(row);
-      this.rolloutWritten(rollout.rolloutId, row.data);
+      this.rolloutWritten(rollout.rolloutId, row.data, this.updates.rollouts.valuesOf(row));
       this.rows.rolloutCreated(rollout.rolloutId);
     }
   }
@@ -115,8 +116,10 @@ export class SqliteTx implements StorageTx {
   async putRollout(rollout: Rollout): Promise<void> {
     this.check();
     const row = rolloutRow(rollout);
-    this.s.putRollout.run(row);
-    this.rolloutWritten(rollout.rolloutId, row.data);
+    const columns = this.updates.rollouts.valuesOf(row);
+    const stored = this.rows.rollouts.columnsOf(rollout.rolloutId);
+    if (!stored || !this.updates.rollouts.update(stored, columns, row.data, [rollout.rolloutId])) this.s.putRollout.run(row);
+    this.rolloutWritten(rollout.rolloutId, row.data, columns);
   }
 
   async queryRollouts(filter: RolloutFilter, page: PageSpec): Promise<PageResult<Rollout>> {
@@ -133,7 +136,7 @@ export class SqliteTx implements StorageTx {
     this.check();
     const row = attemptRow(attempt);
     this.s.insertAttempt.run(row);
-    this.attemptWritten(attempt, row.data);
+    this.attemptWritten(attempt, row.data, this.updates.attempts.valuesOf(row));
   }
 
   async getAttempt(rolloutId: string, attemptId: string): Promise<Attempt | undefined> {
@@ -175,8 +178,12 @@ export class SqliteTx implements StorageTx {
   async putAttempt(attempt: Attempt): Promise<void> {
     this.check();
     const row = attemptRow(attempt);
-    this.s.putAttempt.run(row);
-    this.attemptWritten(attempt, row.data);
+    const columns = this.updates.attempts.valuesOf(row);
+    const stored = this.rows.attempts.columnsOf(attemptKey(attempt.rolloutId, attempt.attemptId));
+    if (!stored || !this.updates.attempts.update(stored, columns, row.data, [attempt.rolloutId, attempt.attemptId])) {
+      this.s.putAttempt.run(row);
+    }
+    this.attemptWritten(attempt, row.data, columns);
   }
 
   async queryAttempts(rolloutId: string, page: PageSpec): Promise<PageResult<Attempt>> {
