@@ -15,7 +15,7 @@
  *   npx tsx bench/demo-store/run.ts [--steps 20] [--trainer sim|local]
  *   npx tsx bench/demo-store/run.ts --agl-root ../base        # another checkout's store, proxy, runners (and trainer)
  *   npx tsx bench/demo-store/run.ts --profile /tmp/prof        # the store's V8 CPU profile, written when it stops
- *   npx tsx bench/demo-store/run.ts --store-node-args '--perf-basic-prof'   # Node/V8 flags of the store's process
+ *   npx tsx bench/demo-store/run.ts --store-node-args=--perf-basic-prof   # Node/V8 flags of the store's process (with =)
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
