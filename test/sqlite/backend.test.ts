@@ -774,23 +774,44 @@ describe("sqlite backend on a file", () => {
   });
 
   describe("rewrites of a row", () => {
-    /** One row's columns as another connection reads them from the file. */
-    const row = (path: string, sql: string) => {
-      const db = new Database(path, { readonly: true });
-      try {
-        return db.prepare(sql).get();
-      } finally {
-        db.close();
+    /**
+     * Writes `first`, then each version in turn: the fifth through a second connection, so the write after it cannot
+     * know the stored columns and writes them all. After each write, a third connection reads the row's columns from
+     * the file (`sql`), and both connections must read the version back (`readBack`).
+     */
+    async function rewriteInTurn<T>(
+      name: string,
+      versions: T[],
+      io: {
+        put(t: StorageTx, version: T, first: boolean): Promise<void>;
+        sql: string;
+        columns(version: T): object;
+        readBack(t: StorageTx): Promise<unknown[]>;
+      },
+    ) {
+      const path = join(dir, `${name}.db`);
+      const [mine, other] = [createSqliteBackend({ path }), createSqliteBackend({ path })];
+      for (const [i, version] of versions.entries()) {
+        await (i === 5 ? other : mine).transaction((t) => io.put(t, version, i === 0));
+        const file = new Database(path, { readonly: true });
+        const stored = file.prepare(io.sql).get();
+        file.close();
+        expect(stored).toEqual(io.columns(version));
+        for (const backend of [mine, other]) {
+          for (const read of await backend.transaction(io.readBack)) expect(read).toEqual(version);
+        }
       }
+      await Promise.all([mine.close(), other.close()]);
+    }
+    /** `first`, then `first` with each change on top of the ones before. */
+    const versionsOf = <T extends object>(first: T, changes: object[], make: (init: object) => T) => {
+      const versions = [first];
+      for (const change of changes) versions.push(make({ ...versions.at(-1), ...change }));
+      return versions;
     };
-    // The fifth rewrite comes from another connection: the next one cannot know the stored columns and writes them all.
-    const writer = (i: number, mine: StorageBackend, other: StorageBackend) => (i === 4 ? other : mine);
 
     it("set every rollout column that changed, alone or with others, whoever wrote the row before", async () => {
-      const path = join(dir, "rollout-rewrites.db");
-      const [mine, other] = [createSqliteBackend({ path }), createSqliteBackend({ path })];
-      let current = create(RolloutSchema, { rolloutId: "ro-1", startTime: 100, resourcesId: "rs-1", groupId: "g-1" });
-      await mine.transaction((t) => t.insertRollouts([current]));
+      const first = create(RolloutSchema, { rolloutId: "ro-1", startTime: 100, resourcesId: "rs-1", groupId: "g-1" });
       const changes = [
         { status: RolloutStatus.PREPARING },
         { status: RolloutStatus.RUNNING, startTime: 101 },
@@ -801,28 +822,27 @@ describe("sqlite backend on a file", () => {
         { status: RolloutStatus.SUCCEEDED, endTime: 200, resourcesVersion: 4 },
         { endTime: undefined, mode: RolloutMode.VAL, groupId: "g-3" },
       ];
-      for (const [i, change] of changes.entries()) {
-        current = create(RolloutSchema, { ...current, ...change });
-        await writer(i, mine, other).transaction((t) => t.putRollout(current));
-        expect(row(path, "SELECT status, start_time, end_time, mode, resources_id, resources_version, group_id FROM rollouts")).toEqual({
-          status: current.status,
-          start_time: current.startTime,
-          end_time: current.endTime ?? null,
-          mode: current.mode,
-          resources_id: current.resourcesId,
-          resources_version: current.resourcesVersion,
-          group_id: current.groupId,
-        });
-        for (const backend of [mine, other]) expect(await backend.transaction((t) => t.getRollout("ro-1"))).toEqual(current);
-      }
-      await Promise.all([mine.close(), other.close()]);
+      await rewriteInTurn(
+        "rollouts",
+        versionsOf(first, changes, (init) => create(RolloutSchema, init)),
+        {
+          put: (t, rollout, isFirst) => (isFirst ? t.insertRollouts([rollout]) : t.putRollout(rollout)),
+          sql: "SELECT status, start_time, end_time, mode, resources_id, resources_version, group_id FROM rollouts",
+          columns: (r) => ({
+            status: r.status,
+            start_time: r.startTime,
+            end_time: r.endTime ?? null,
+            mode: r.mode,
+            resources_id: r.resourcesId,
+            resources_version: r.resourcesVersion,
+            group_id: r.groupId,
+          }),
+          readBack: async (t) => [await t.getRollout("ro-1")],
+        },
+      );
     });
 
     it("set every attempt column that changed, alone or with others, whoever wrote the row before", async () => {
-      const path = join(dir, "attempt-rewrites.db");
-      const [mine, other] = [createSqliteBackend({ path }), createSqliteBackend({ path })];
-      let current = attempt("ro-1", "at-1", 1, { workerId: "w-1" });
-      await mine.transaction((t) => t.insertAttempt(current));
       const changes = [
         { status: AttemptStatus.RUNNING, lastHeartbeatTime: 150 },
         { lastHeartbeatTime: 151 },
@@ -832,23 +852,24 @@ describe("sqlite backend on a file", () => {
         { endTime: undefined, lastHeartbeatTime: undefined },
         { status: AttemptStatus.SUCCEEDED, endTime: 170, sequenceId: 3, workerId: "w-3" },
       ];
-      for (const [i, change] of changes.entries()) {
-        current = create(AttemptSchema, { ...current, ...change });
-        await writer(i, mine, other).transaction((t) => t.putAttempt(current));
-        expect(row(path, "SELECT sequence_id, start_time, end_time, status, worker_id, last_heartbeat_time FROM attempts")).toEqual({
-          sequence_id: current.sequenceId,
-          start_time: current.startTime,
-          end_time: current.endTime ?? null,
-          status: current.status,
-          worker_id: current.workerId,
-          last_heartbeat_time: current.lastHeartbeatTime ?? null,
-        });
-        for (const backend of [mine, other]) {
-          expect(await backend.transaction((t) => t.getAttempt("ro-1", "at-1"))).toEqual(current);
-          expect((await backend.transaction((t) => t.latestAttempts(["ro-1"]))).get("ro-1")).toEqual(current);
-        }
-      }
-      await Promise.all([mine.close(), other.close()]);
+      const first = attempt("ro-1", "at-1", 1, { workerId: "w-1" });
+      await rewriteInTurn(
+        "attempts",
+        versionsOf(first, changes, (init) => create(AttemptSchema, init)),
+        {
+          put: (t, a, isFirst) => (isFirst ? t.insertAttempt(a) : t.putAttempt(a)),
+          sql: "SELECT sequence_id, start_time, end_time, status, worker_id, last_heartbeat_time FROM attempts",
+          columns: (a) => ({
+            sequence_id: a.sequenceId,
+            start_time: a.startTime,
+            end_time: a.endTime ?? null,
+            status: a.status,
+            worker_id: a.workerId,
+            last_heartbeat_time: a.lastHeartbeatTime ?? null,
+          }),
+          readBack: async (t) => [await t.getAttempt("ro-1", "at-1"), (await t.latestAttempts(["ro-1"])).get("ro-1")],
+        },
+      );
     });
   });
 

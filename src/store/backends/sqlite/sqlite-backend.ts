@@ -84,7 +84,7 @@ class SqliteBackend implements StorageBackend {
     try {
       openSchema(this.db);
       this.statements = prepareStatements(this.db);
-      this.updates = prepareColumnUpdates(this.db);
+      this.updates = prepareColumnUpdates(this.db, this.statements);
     } catch (error) {
       this.db.close();
       throw error;

@@ -110,35 +110,39 @@ export function prepareStatements(db: Database.Database): Statements {
   };
 }
 
-/** The rewrites of rollouts and attempts that set only what changed (their rows as `rolloutRow` and `attemptRow` give them). */
-export function prepareColumnUpdates(db: Database.Database) {
+/**
+ * The rewrites of rollouts and attempts that set only what changed (their rows as `rolloutRow` and `attemptRow` give
+ * them), falling back on the statements' upserts.
+ */
+export function prepareColumnUpdates(db: Database.Database, s: Statements) {
+  const rollouts = [
+    ["status", "status"],
+    ["start_time", "startTime"],
+    ["end_time", "endTime"],
+    ["mode", "mode"],
+    ["resources_id", "resourcesId"],
+    ["resources_version", "resourcesVersion"],
+    ["group_id", "groupId"],
+  ] as const;
+  const attempts = [
+    ["sequence_id", "sequenceId"],
+    ["start_time", "startTime"],
+    ["end_time", "endTime"],
+    ["status", "status"],
+    ["worker_id", "workerId"],
+    ["last_heartbeat_time", "lastHeartbeatTime"],
+  ] as const;
   return {
-    rollouts: new ColumnUpdates(
-      db,
-      "rollouts",
-      ["rollout_id"],
-      [
-        ["status", "status"],
-        ["start_time", "startTime"],
-        ["end_time", "endTime"],
-        ["mode", "mode"],
-        ["resources_id", "resourcesId"],
-        ["resources_version", "resourcesVersion"],
-        ["group_id", "groupId"],
-      ],
-    ),
+    rollouts: new ColumnUpdates(db, "rollouts", [["rollout_id", "rolloutId"]], rollouts, s.putRollout),
     attempts: new ColumnUpdates(
       db,
       "attempts",
-      ["rollout_id", "attempt_id"],
       [
-        ["sequence_id", "sequenceId"],
-        ["start_time", "startTime"],
-        ["end_time", "endTime"],
-        ["status", "status"],
-        ["worker_id", "workerId"],
-        ["last_heartbeat_time", "lastHeartbeatTime"],
+        ["rollout_id", "rolloutId"],
+        ["attempt_id", "attemptId"],
       ],
+      attempts,
+      s.putAttempt,
     ),
   };
 }

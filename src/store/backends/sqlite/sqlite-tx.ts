@@ -116,9 +116,7 @@ export class SqliteTx implements StorageTx {
   async putRollout(rollout: Rollout): Promise<void> {
     this.check();
     const row = rolloutRow(rollout);
-    const columns = this.updates.rollouts.valuesOf(row);
-    const stored = this.rows.rollouts.columnsOf(rollout.rolloutId);
-    if (!stored || !this.updates.rollouts.update(stored, columns, row.data, [rollout.rolloutId])) this.s.putRollout.run(row);
+    const columns = this.updates.rollouts.write(row, this.rows.rollouts.columnsOf(rollout.rolloutId));
     this.rolloutWritten(rollout.rolloutId, row.data, columns);
   }
 
@@ -178,11 +176,7 @@ export class SqliteTx implements StorageTx {
   async putAttempt(attempt: Attempt): Promise<void> {
     this.check();
     const row = attemptRow(attempt);
-    const columns = this.updates.attempts.valuesOf(row);
-    const stored = this.rows.attempts.columnsOf(attemptKey(attempt.rolloutId, attempt.attemptId));
-    if (!stored || !this.updates.attempts.update(stored, columns, row.data, [attempt.rolloutId, attempt.attemptId])) {
-      this.s.putAttempt.run(row);
-    }
+    const columns = this.updates.attempts.write(row, this.rows.attempts.columnsOf(attemptKey(attempt.rolloutId, attempt.attemptId)));
     this.attemptWritten(attempt, row.data, columns);
   }
 
