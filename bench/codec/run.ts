@@ -1,9 +1,10 @@
 /**
- * What decoding one message costs: protobuf-es's `fromBinary` against agl's generated decoder
- * (src/encoding/generated-decoder.ts), and `toBinary` beside them, on the messages the store handles most: a rollout
- * with its latest attempt, an attempt, a worker carrying the runner pool's heartbeat stats, and an `AddSpans` of one
- * recorded LLM call (~900 token ids, their logprobs, the bodies). The two decoders run in alternating batches; each
- * figure is the median of the batches, in µs a message.
+ * What decoding and encoding one message cost: protobuf-es's `fromBinary` and `toBinary` against agl's generated
+ * decoder and encoder (src/encoding/generated-decoder.ts, generated-encoder.ts), on the messages the store handles
+ * most: a rollout with its latest attempt, an attempt, a worker carrying the runner pool's heartbeat stats, and an
+ * `AddSpans` of one recorded LLM call (~900 token ids, their logprobs, the bodies). Strings are encoded with Node's
+ * `Buffer` as in agl's processes. The four run in alternating batches; each figure is the median of the batches, in µs
+ * a message.
  *
  *   npx tsx bench/codec/run.ts [--batches 15] [--batch-ms 200]
  */
@@ -11,6 +12,8 @@ import { create, type DescMessage, fromBinary, type MessageShape, toBinary } fro
 import { parseArgs } from "node:util";
 import { attr } from "../../src/adapter/attributes.js";
 import { decodeMessage } from "../../src/encoding/generated-decoder.js";
+import { encodeMessage } from "../../src/encoding/generated-encoder.js";
+import { useNodeTextEncoding } from "../../src/encoding/node-text-encoding.js";
 import { AddSpansRequestSchema } from "../../src/gen/agl/v1/store_pb.js";
 import {
   AttemptSchema,
@@ -27,6 +30,7 @@ const { values: args } = parseArgs({
   options: { batches: { type: "string", default: "15" }, "batch-ms": { type: "string", default: "200" } },
 });
 const batches = Number(args.batches);
+useNodeTextEncoding();
 const batchMs = Number(args["batch-ms"]);
 
 const attempt = create(AttemptSchema, {
@@ -101,21 +105,23 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 function measure<Desc extends DescMessage>(name: string, schema: Desc, message: MessageShape<Desc>) {
   const bytes = toBinary(schema, message);
-  const timings = { fromBinary: [] as number[], generated: [] as number[], toBinary: [] as number[] };
-  for (let i = 0; i < batches; i++) {
-    timings.fromBinary.push(batch(() => fromBinary(schema, bytes)));
-    timings.generated.push(batch(() => decodeMessage(schema, bytes)));
-    timings.toBinary.push(batch(() => toBinary(schema, message)));
-  }
-  const [from, generated, to] = [median(timings.fromBinary), median(timings.generated), median(timings.toBinary)];
-  console.log(
-    `| ${name} | ${bytes.byteLength} | ${from.toFixed(2)} | ${generated.toFixed(2)} | ${(from / generated).toFixed(2)}× | ${to.toFixed(2)} |`,
-  );
+  if (Buffer.compare(encodeMessage(schema, message), bytes) !== 0) throw new Error(`${name}: the encoders differ`);
+  const codecs = {
+    fromBinary: () => fromBinary(schema, bytes),
+    decodeMessage: () => decodeMessage(schema, bytes),
+    toBinary: () => toBinary(schema, message),
+    encodeMessage: () => encodeMessage(schema, message),
+  };
+  const timings = Object.fromEntries(Object.keys(codecs).map((k) => [k, [] as number[]])) as Record<keyof typeof codecs, number[]>;
+  for (let i = 0; i < batches; i++) for (const [k, fn] of Object.entries(codecs)) timings[k as keyof typeof codecs].push(batch(fn));
+  const [from, decoded, to, encoded] = Object.values(timings).map(median) as [number, number, number, number];
+  const cells = [from, decoded, `${(from / decoded).toFixed(2)}×`, to, encoded, `${(to / encoded).toFixed(2)}×`];
+  console.log(`| ${name} | ${bytes.byteLength} | ${cells.map((c) => (typeof c === "number" ? c.toFixed(2) : c)).join(" | ")} |`);
 }
 
 console.log(`node ${process.version}, ${batches} batches of ${batchMs} ms each, alternating; µs a message, median`);
-console.log("| message | bytes | fromBinary | generated | faster | toBinary |");
-console.log("|---|---|---|---|---|---|");
+console.log("| message | bytes | fromBinary | generated | faster | toBinary | generated | faster |");
+console.log("|---|---|---|---|---|---|---|---|");
 measure("rollout, with its latest attempt", RolloutSchema, rollout);
 measure("attempt", AttemptSchema, attempt);
 measure("worker, 20 heartbeat stats", WorkerSchema, worker);

@@ -1,4 +1,5 @@
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
+import { encodeMessage } from "../encoding/generated-encoder.js";
 import { decodeMessage } from "../encoding/generated-decoder.js";
 import { Code, ConnectError, type Transport, type UnaryResponse } from "@connectrpc/connect";
 import { CallStream, type CallRequest, CallRequestSchema } from "../gen/agl/v1/calls_pb.js";
@@ -112,7 +113,7 @@ export function withCallStream(inner: Transport, options: CallStreamTransportOpt
       if (unsupported || closed) return plain();
       const headerKey = headerKeyOf(headers);
       if (open && (open.headerKey !== headerKey || open.waiting.size >= maxInFlight)) return plain();
-      const bytes = toBinary(method.input, request);
+      const bytes = encodeMessage(method.input, request);
       if (bytes.byteLength > maxRequestBytes) return plain();
       if (signal?.aborted) return Promise.reject(new ConnectError("call aborted", Code.Canceled));
       open ??= start(headers, headerKey);

@@ -1,4 +1,5 @@
-import { create, type DescMessage, type DescMethod, toBinary } from "@bufbuild/protobuf";
+import { create, type DescMessage, type DescMethod, type MessageShape } from "@bufbuild/protobuf";
+import { encodeMessage } from "../encoding/generated-encoder.js";
 import { decodeMessage } from "../encoding/generated-decoder.js";
 import { Code, ConnectError, type Transport } from "@connectrpc/connect";
 import type { ClientTls } from "../core/tls.js";
@@ -39,8 +40,8 @@ function callOptions(timeoutMs: number | undefined) {
 
 function codec<T extends DescMessage>(schema: T) {
   return {
-    serialize: (message: Parameters<typeof toBinary<T>>[1]) => {
-      const bytes = toBinary(schema, message);
+    serialize: (message: MessageShape<T>) => {
+      const bytes = encodeMessage(schema, message);
       return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     },
     deserialize: (bytes: Buffer) => decodeMessage(schema, bytes),

@@ -1,6 +1,7 @@
 import { type DescField, type DescMessage, fromBinary, type MessageShape, ScalarType } from "@bufbuild/protobuf";
-import { isWrapperDesc, StructSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
+import { StructSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
+import { isPlainProto3, usesJson } from "./plain-proto3.js";
 import { smallBigInt } from "./small-bigints.js";
 import { wireTypeOf } from "./wire-type-of.js";
 
@@ -43,36 +44,10 @@ export function decodeMessage<Desc extends DescMessage>(schema: Desc, bytes: Uin
 function decoderOf(desc: DescMessage): Decode | null {
   let decode = decoders.get(desc);
   if (decode === undefined) {
-    decode = supported(desc, new Set()) ? generate(desc) : null;
+    decode = isPlainProto3(desc) ? generate(desc) : null;
     decoders.set(desc, decode);
   }
   return decode;
-}
-
-/** proto3 throughout (no prototype-held presence, no closed enums, no groups), and no name that needs care. */
-function supported(desc: DescMessage, seen: Set<DescMessage>): boolean {
-  if (seen.has(desc)) return true;
-  seen.add(desc);
-  if (desc.file.edition !== 999 /* EDITION_PROTO3 */) return false;
-  for (const member of desc.members) if (member.localName === "__proto__" || member.localName === "$typeName") return false;
-  for (const field of desc.fields) {
-    if (
-      field.fieldKind === "message" ||
-      (field.fieldKind === "list" && field.listKind === "message") ||
-      (field.fieldKind === "map" && field.mapKind === "message")
-    ) {
-      const child = field.message as DescMessage;
-      // Wrappers are kept as the bare value in some fields, and never used by agl: left to protobuf-es.
-      if (field.delimitedEncoding || isWrapperDesc(child)) return false;
-      if (!supported(child, seen)) return false;
-    }
-  }
-  return true;
-}
-
-/** A field's value where protobuf-es keeps it as JSON: `google.protobuf.Struct`, outside `google.protobuf.Value`. */
-function usesJson(field: DescField): boolean {
-  return field.message?.typeName === "google.protobuf.Struct" && field.parent.typeName !== "google.protobuf.Value";
 }
 
 /** The expression reading one scalar from `r`, as protobuf-es's compiled reader reads it. */

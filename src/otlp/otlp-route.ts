@@ -1,7 +1,8 @@
 import type * as http from "node:http";
 import { promisify } from "node:util";
 import { gunzip, inflate } from "node:zlib";
-import { create, fromJson, toBinary, toJson } from "@bufbuild/protobuf";
+import { create, fromJson, toJson } from "@bufbuild/protobuf";
+import { encodeMessage } from "../encoding/generated-encoder.js";
 import { writeSpans } from "../client/span-writer.js";
 import { bearerTokenProblem, credentialsOf } from "../core/auth.js";
 import type { Credentials } from "../core/credentials.js";
@@ -140,7 +141,7 @@ export function createOtlpTracesHandler(options: OtlpTracesHandlerOptions): Http
     });
     const payload = json
       ? Buffer.from(JSON.stringify(toJson(ExportTraceServiceResponseSchema, response)))
-      : Buffer.from(toBinary(ExportTraceServiceResponseSchema, response));
+      : Buffer.from(encodeMessage(ExportTraceServiceResponseSchema, response));
     res.writeHead(200, { "content-type": json ? "application/json" : "application/x-protobuf", "content-length": payload.length });
     res.end(payload);
   };

@@ -1,4 +1,5 @@
-import { create, type DescMessage, type Message, toBinary } from "@bufbuild/protobuf";
+import { create, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { encodeMessage } from "../encoding/generated-encoder.js";
 import {
   Code,
   ConnectError,
@@ -84,7 +85,7 @@ async function* answers(
       options.onRequest?.(spec.method.input, message, request.request);
       const ctx = callContext(spec, stream, controller, request.timeoutMs);
       const output = (await invokeImplementation(spec, ctx, message, options.interceptors ?? [])) as Message;
-      const bytes = toBinary(spec.method.output, output);
+      const bytes = encodeMessage(spec.method.output, output);
       if (bytes.byteLength > options.maxMessageBytes - framingBytes) {
         throw new ConnectError(`response of ${bytes.byteLength} bytes is larger than the server's message limit`, Code.ResourceExhausted);
       }

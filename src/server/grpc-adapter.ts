@@ -1,4 +1,5 @@
-import { toBinary, type DescMessage, type DescMethod, type Message } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethod, Message } from "@bufbuild/protobuf";
+import { encodeMessage } from "../encoding/generated-encoder.js";
 import { Code, ConnectError, createServiceImplSpec, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import type * as grpc from "@grpc/grpc-js";
 import { createCallContext, first, type CallContext, once, parseRequest, readRequests } from "./grpc-call.js";
@@ -69,7 +70,7 @@ function createHandler(spec: MethodImplSpec, options: GrpcServiceAdapterOptions)
     return message;
   };
   const serialize = (message: Message) => {
-    const bytes = toBinary(method.output, message);
+    const bytes = encodeMessage(method.output, message);
     if (bytes.byteLength > maxBytes) {
       const text = `message size ${bytes.byteLength} is larger than configured writeMaxBytes ${maxBytes}`;
       throw new ConnectError(text, Code.ResourceExhausted);

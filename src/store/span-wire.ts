@@ -1,4 +1,5 @@
-import { type DescField, type DescMessage, type Message, toBinary } from "@bufbuild/protobuf";
+import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
+import { encodeMessage } from "../encoding/generated-encoder.js";
 import { WireType } from "@bufbuild/protobuf/wire";
 import { type Span, SpanSchema } from "../gen/agl/v1/types_pb.js";
 import { scanStrictBinary } from "../encoding/strict-binary.js";
@@ -71,7 +72,7 @@ export function copySpan(span: Span): Span {
 /** The span's protobuf binary: its received bytes where it has them (only its sequence id may have changed since). */
 export function encodeSpan(span: Span): Uint8Array {
   const original = (span as WithReceived)[received];
-  if (original === undefined) return toBinary(SpanSchema, span);
+  if (original === undefined) return encodeMessage(SpanSchema, span);
   if (original.sequenceId === span.sequenceId) return original.bytes;
   // The tag and a varint of at most 5 bytes, written in place, into pooled memory: a BinaryWriter, or an ArrayBuffer
   // of its own per span, cost as much again as the scan.

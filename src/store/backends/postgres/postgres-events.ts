@@ -1,4 +1,5 @@
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
+import { encodeMessage } from "../../../encoding/generated-encoder.js";
 import pg from "pg";
 import { backoffMs, sleep, withRetries } from "../../../core/retry.js";
 import { type ResourcesUpdate, ResourcesUpdateSchema, RolloutStatus } from "../../../gen/agl/v1/types_pb.js";
@@ -49,7 +50,7 @@ export function encodeEvents(events: StoreEvent[], versionSeq: (update: Resource
     } else {
       const { update } = event;
       const ref: Payload = { k: "r", id: update.resourcesId, v: update.version, s: versionSeq(update) };
-      const inline = JSON.stringify({ ...ref, d: Buffer.from(toBinary(ResourcesUpdateSchema, update)).toString("base64") });
+      const inline = JSON.stringify({ ...ref, d: Buffer.from(encodeMessage(ResourcesUpdateSchema, update)).toString("base64") });
       out.add(Buffer.byteLength(inline) <= MAX_PAYLOAD - 100 ? inline : JSON.stringify(ref));
     }
   }

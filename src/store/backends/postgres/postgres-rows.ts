@@ -1,4 +1,4 @@
-import { toBinary } from "@bufbuild/protobuf";
+import { encodeMessage } from "../../../encoding/generated-encoder.js";
 import { type Attempt, AttemptSchema, type ResourcesUpdate, ResourcesUpdateSchema } from "../../../gen/agl/v1/types_pb.js";
 import { time } from "../sql/stored-messages.js";
 
@@ -27,10 +27,10 @@ export function attemptRow(attempt: Attempt): unknown[] {
     attempt.status,
     attempt.workerId,
     time(attempt.lastHeartbeatTime),
-    toBinary(AttemptSchema, attempt),
+    encodeMessage(AttemptSchema, attempt),
   ];
 }
 
 export function resourcesRow(update: ResourcesUpdate): [string, number, number, number, Uint8Array] {
-  return [update.resourcesId, update.createTime, update.updateTime, update.version, toBinary(ResourcesUpdateSchema, update)];
+  return [update.resourcesId, update.createTime, update.updateTime, update.version, encodeMessage(ResourcesUpdateSchema, update)];
 }

@@ -1,4 +1,4 @@
-import { toBinary } from "@bufbuild/protobuf";
+import { encodeMessage } from "../../../encoding/generated-encoder.js";
 import {
   type Attempt,
   type ResourcesUpdate,
@@ -437,7 +437,7 @@ export class PostgresTx implements StorageTx {
         time(worker.lastDequeueTime),
         time(worker.lastBusyTime),
         time(worker.lastIdleTime),
-        toBinary(WorkerSchema, worker),
+        encodeMessage(WorkerSchema, worker),
       ],
     );
   }

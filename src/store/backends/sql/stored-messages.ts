@@ -1,4 +1,4 @@
-import { toBinary } from "@bufbuild/protobuf";
+import { encodeMessage } from "../../../encoding/generated-encoder.js";
 import { decodeMessage } from "../../../encoding/generated-decoder.js";
 import {
   AttemptSchema,
@@ -21,7 +21,7 @@ export const time = (value: number | undefined) => value ?? null;
 
 /** A rollout's columns and binary. It is stored without `latestAttempt`: the core attaches that on reads. */
 export function rolloutRow(rollout: Rollout) {
-  const data = toBinary(RolloutSchema, rollout.latestAttempt ? { ...rollout, latestAttempt: undefined } : rollout);
+  const data = encodeMessage(RolloutSchema, rollout.latestAttempt ? { ...rollout, latestAttempt: undefined } : rollout);
   return {
     rolloutId: rollout.rolloutId,
     status: rollout.status,

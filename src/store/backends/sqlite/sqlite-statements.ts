@@ -1,4 +1,4 @@
-import { toBinary } from "@bufbuild/protobuf";
+import { encodeMessage } from "../../../encoding/generated-encoder.js";
 import type Database from "better-sqlite3";
 import { type Attempt, AttemptSchema, type ResourcesUpdate, ResourcesUpdateSchema, RolloutStatus } from "../../../gen/agl/v1/types_pb.js";
 import { time } from "../sql/stored-messages.js";
@@ -198,7 +198,7 @@ export function attemptRow(attempt: Attempt) {
     status: attempt.status,
     workerId: attempt.workerId,
     lastHeartbeatTime: time(attempt.lastHeartbeatTime),
-    data: toBinary(AttemptSchema, attempt),
+    data: encodeMessage(AttemptSchema, attempt),
   };
 }
 
@@ -208,6 +208,6 @@ export function resourcesRow(update: ResourcesUpdate) {
     createTime: update.createTime,
     updateTime: update.updateTime,
     version: update.version,
-    data: toBinary(ResourcesUpdateSchema, update),
+    data: encodeMessage(ResourcesUpdateSchema, update),
   };
 }

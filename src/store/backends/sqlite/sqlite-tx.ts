@@ -1,4 +1,4 @@
-import { toBinary } from "@bufbuild/protobuf";
+import { encodeMessage } from "../../../encoding/generated-encoder.js";
 import {
   type Attempt,
   type ResourcesUpdate,
@@ -312,7 +312,7 @@ export class SqliteTx implements StorageTx {
 
   async putWorker(worker: Worker): Promise<void> {
     this.check();
-    const data = toBinary(WorkerSchema, worker);
+    const data = encodeMessage(WorkerSchema, worker);
     this.s.putWorker.run(
       worker.workerId,
       worker.status,
