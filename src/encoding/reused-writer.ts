@@ -5,14 +5,14 @@
  * before the copy. Strings are written straight into the buffer (short ASCII ones by a loop, the rest by Node's UTF-8
  * writer) rather than encoded into a buffer of their own first.
  *
- * Every value is written as protobuf-es writes it, byte for byte; the callers ({@link encodeMessage}) check values
- * before writing them and leave anything unusual to protobuf-es.
+ * Every value is written as protobuf-es writes it, byte for byte; the caller (generated-encoder.ts) checks values
+ * before writing them and leaves anything unusual to protobuf-es.
  */
 export class ReusedWriter {
   private bytes!: Uint8Array;
   private text!: Buffer;
   private view!: DataView;
-  pos = 0;
+  private pos = 0;
 
   constructor(private readonly initialSize = 64 * 1024) {
     this.allocate(initialSize);
