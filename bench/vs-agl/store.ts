@@ -6,8 +6,10 @@
  *   path) — bench/vs-agl/agl03-store.ts;
  * - agl (`bench/store/run.ts`, the compiled server), memory and SQLite, with its default call shape (claims of up to 4
  *   rollouts, spans in batches of 5 with the last riding on UpdateAttempt) and AGL's (`--dequeue-batch 1`);
- * - with `--base DIR`, the same agl rows run by another checkout's compiled server (say the previous main).
- * Prints each run, then each configuration's range and its ratio to AGL's best path in the same round.
+ * - with `--base DIR`, the same agl rows run by another checkout's compiled server (say the previous main), each next
+ *   to its twin, the two in turns from round to round.
+ * Prints each run, then each configuration's range and its ratio to AGL's best path in the same round (range and
+ * median).
  *
  *   npx tsx bench/vs-agl/store.ts [--rounds 3] [--rollouts 2000] [--agl03-rollouts 2000] [--base ../perf-base]
  *                                 [--only REGEX]
@@ -81,17 +83,23 @@ const agl03 = (mode: "per-span" | "batch"): Config => ({
     }),
 });
 const BEST = agl03("batch").name;
-const configs = [agl03("per-span"), agl03("batch"), ...aglRows("agl", undefined), ...(args.base ? aglRows("main", args.base) : [])].filter(
-  (c) => c.name === BEST || !args.only || new RegExp(args.only).test(c.name),
-);
+// Each agl row runs next to its twin from --base, the two in turns (this checkout first in odd rounds, the base in
+// even ones), so that drift within a round does not favour either.
+const own = aglRows("agl", undefined);
+const base = args.base ? aglRows("main", args.base) : [];
+const twins = own.map((config, i) => [config, ...(base[i] ? [base[i]] : [])]);
+const wanted = (c: Config) => c.name === BEST || !args.only || new RegExp(args.only).test(c.name);
+const configsOf = (round: number) =>
+  [agl03("per-span"), agl03("batch"), ...twins.flatMap((pair) => (round % 2 === 0 ? pair : [...pair].reverse()))].filter(wanted);
 
 const results = new Map<string, StoreFigures[]>();
+for (const config of configsOf(0)) results.set(config.name, []);
 const loads: number[] = [];
 for (let round = 0; round < Number(args.rounds); round++) {
-  for (const config of configs) {
+  for (const config of configsOf(round)) {
     loads.push(loadavg()[0] as number);
     const figures = await config.run();
-    results.set(config.name, [...(results.get(config.name) ?? []), figures]);
+    results.get(config.name)?.push(figures);
     console.log(
       `round ${round + 1}  ${config.name.padEnd(44)} ${figures.rolloutsPerSecond.toFixed(1).padStart(8)} rollouts/s  ` +
         `${figures.cpuMsPerRollout.toFixed(3)} ms server CPU/rollout  ${figures.peakRssMiB.toFixed(0)} MiB  (load ${loadavg()[0]?.toFixed(1)})`,
@@ -104,12 +112,17 @@ const range = (xs: number[], digits: number) => {
   const hi = Math.max(...xs).toFixed(digits);
   return lo === hi ? lo : `${lo}–${hi}`;
 };
+const median = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
 const best = results.get(BEST) ?? [];
 console.log(
   `\n${rollouts} rollouts (AGL v0.3: ${agl03Rollouts}) × 10 spans of 1 KB, ${runners} runners, ${args.rounds} rounds alternating; ` +
     `${cpus().length} cores, 1-min load average ${range(loads, 1)} during the sitting`,
 );
-console.log("| configuration | rollouts/s | server CPU per rollout | peak RSS | × AGL v0.3's best path (same round) |");
+console.log("| configuration | rollouts/s | server CPU per rollout | peak RSS | × AGL v0.3's best path (same round), median |");
 console.log("|---|---|---|---|---|");
 for (const [name, list] of results) {
   const ratios = list.map((f, i) => f.rolloutsPerSecond / (best[i]?.rolloutsPerSecond ?? Number.NaN));
@@ -124,6 +137,6 @@ for (const [name, list] of results) {
       `${range(
         list.map((f) => f.peakRssMiB),
         0,
-      )} MiB | ${range(ratios, 1)}× |`,
+      )} MiB | ${range(ratios, 1)}×, ${median(ratios).toFixed(1)}× |`,
   );
 }
