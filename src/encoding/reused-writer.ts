@@ -50,14 +50,7 @@ export class ReusedWriter {
   /** A varint of an unsigned 32-bit value (tags, lengths, uint32, enums and int32 that are not negative). */
   uint32(value: number): void {
     this.ensure(5);
-    const bytes = this.bytes;
-    let pos = this.pos;
-    while (value > 0x7f) {
-      bytes[pos++] = (value & 0x7f) | 0x80;
-      value >>>= 7;
-    }
-    bytes[pos++] = value;
-    this.pos = pos;
+    this.pos = putVarint32(this.bytes, this.pos, value);
   }
 
   /** An int32 or enum: a negative one takes ten bytes, sign-extended to 64 bits. */
@@ -219,13 +212,17 @@ export class ReusedWriter {
     this.ensure(extra);
     const bytes = this.bytes;
     bytes.copyWithin(start + 1 + extra, start + 1, this.pos);
-    let value = length;
-    let pos = start;
-    while (value > 0x7f) {
-      bytes[pos++] = (value & 0x7f) | 0x80;
-      value >>>= 7;
-    }
-    bytes[pos] = value;
+    putVarint32(bytes, start, length);
     this.pos += extra;
   }
+}
+
+/** Writes an unsigned 32-bit varint at `pos` (room made by the caller); returns the position after it. */
+function putVarint32(bytes: Uint8Array, pos: number, value: number): number {
+  while (value > 0x7f) {
+    bytes[pos++] = (value & 0x7f) | 0x80;
+    value >>>= 7;
+  }
+  bytes[pos++] = value;
+  return pos;
 }
