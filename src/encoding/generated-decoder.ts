@@ -20,7 +20,13 @@ import { wireTypeOf } from "./wire-type-of.js";
  * files that are not proto3 (presence tracked on a prototype). Those never come from agl's encoders, and the result
  * is protobuf-es's in every case.
  */
-type Decode = (reader: BinaryReader, bytes: Uint8Array, end: number, depth: number) => unknown;
+type Decode = (reader: BinaryReader, bytes: Uint8Array, end: number, depth: number, keep?: Elements) => unknown;
+
+/** Where the top-level decoder puts the bytes of each element of one repeated message field (`number`). */
+interface Elements {
+  number: number;
+  list: Uint8Array[];
+}
 
 /** The generated code's answer when it cannot decode the message as protobuf-es would. */
 const fallBack = Symbol("fall back to fromBinary");
@@ -30,15 +36,58 @@ const decoders = new WeakMap<DescMessage, Decode | null>();
 /** `fromBinary(schema, bytes)`, through the generated decoder where the schema allows one. */
 export function decodeMessage<Desc extends DescMessage>(schema: Desc, bytes: Uint8Array): MessageShape<Desc> {
   const decode = decoderOf(schema);
-  if (decode !== null) {
-    try {
-      const message = decode(new BinaryReader(bytes), bytes, bytes.byteLength, 1);
-      if (message !== fallBack) return message as MessageShape<Desc>;
-    } catch {
-      // Malformed bytes: protobuf-es says how, in its own words.
-    }
+  const message = decode === null ? fallBack : generated(decode, bytes);
+  return message === fallBack ? fromBinary(schema, bytes) : (message as MessageShape<Desc>);
+}
+
+/**
+ * `decodeMessage`, and the bytes of each element of `field` (a top-level repeated message field), in order: what a
+ * sender encoded each element to. Given only when the generated decoder read the whole message, which means that
+ * every conforming decoder reads those bytes as protobuf-es did: it takes each field only with its declared wire
+ * type (or packed) and no unknown field, and it checks the UTF-8 of every string (given only for types whose strings
+ * all ask for that check). Otherwise `elements` is undefined and the message is `fromBinary`'s.
+ */
+export function decodeWithElements<Desc extends DescMessage>(
+  schema: Desc,
+  bytes: Uint8Array,
+  field: DescField,
+): { message: MessageShape<Desc>; elements: Uint8Array[] | undefined } {
+  const decode = checksEveryString(schema) ? decoderOf(schema) : null;
+  const keep: Elements = { number: field.number, list: [] };
+  const message = decode === null ? fallBack : generated(decode, bytes, keep);
+  if (message === fallBack) return { message: fromBinary(schema, bytes), elements: undefined };
+  return { message: message as MessageShape<Desc>, elements: keep.list };
+}
+
+/** The generated decoder's message, or `fallBack` (malformed bytes included: protobuf-es says how, in its own words). */
+function generated(decode: Decode, bytes: Uint8Array, keep?: Elements): unknown {
+  try {
+    return decode(new BinaryReader(bytes), bytes, bytes.byteLength, 1, keep);
+  } catch {
+    return fallBack;
   }
-  return fromBinary(schema, bytes);
+}
+
+const stringsChecked = new WeakMap<DescMessage, boolean>();
+
+/** Whether every string of the type, at any depth (map keys and values too), is read with its UTF-8 checked. */
+function checksEveryString(desc: DescMessage): boolean {
+  let checked = stringsChecked.get(desc);
+  if (checked === undefined) {
+    const seen = new Set<DescMessage>();
+    const check = (message: DescMessage): boolean => {
+      if (seen.has(message)) return true;
+      seen.add(message);
+      return message.fields.every((field) => {
+        const scalars = field.fieldKind === "map" ? [field.mapKey, field.scalar] : [field.scalar];
+        if (scalars.includes(ScalarType.STRING) && !field.utf8Validation) return false;
+        return field.message === undefined || check(field.message);
+      });
+    };
+    checked = check(desc);
+    stringsChecked.set(desc, checked);
+  }
+  return checked;
 }
 
 function decoderOf(desc: DescMessage): Decode | null {
@@ -103,8 +152,8 @@ function generate(desc: DescMessage): Decode {
     return `d(${i})`;
   };
   /** Reads a length-prefixed message of the field's type: a Struct kept as JSON is read straight into JSON. */
-  const readChild = (field: DescField & { message: DescMessage }) =>
-    `${usesJson(field) ? "sj" : child(field.message)}(r, b, r.uint32() + r.pos, depth + 1)`;
+  const readChild = (field: DescField & { message: DescMessage }, end = "r.uint32() + r.pos") =>
+    `${usesJson(field) ? "sj" : child(field.message)}(r, b, ${end}, depth + 1)`;
   const init: string[] = [`$typeName: ${JSON.stringify(desc.typeName)}`];
   for (const member of desc.members) {
     const name = JSON.stringify(member.localName);
@@ -142,8 +191,10 @@ function generate(desc: DescMessage): Decode {
       }
       case "list":
         if (field.listKind === "message") {
+          // At the top level (`k` given), the element's bytes too, when it is the field asked for.
+          const keep = `if (k !== undefined && k.number === ${field.number}) k.list.push(b.subarray(s, s + n));`;
           cases.push(
-            `${tag(field, WireType.LengthDelimited)} { const v = ${readChild(field)}; if (v === F) return F; m${local}.push(v); break; }`,
+            `${tag(field, WireType.LengthDelimited)} { const n = r.uint32(), s = r.pos; const v = ${readChild(field, "s + n")}; if (v === F) return F; m${local}.push(v); ${keep} break; }`,
           );
         } else {
           const scalar = field.listKind === "enum" ? ScalarType.INT32 : field.scalar;
@@ -199,7 +250,7 @@ function generate(desc: DescMessage): Decode {
   }
 
   const source = `
-    return function decode(r, b, end, depth) {
+    return function decode(r, b, end, depth, k) {
       if (depth > ${recursionLimit}) return F;
       const m = { ${init.join(", ")} };
       while (r.pos < end) {

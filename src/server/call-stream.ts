@@ -1,4 +1,4 @@
-import { create, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { create, type Message } from "@bufbuild/protobuf";
 import { encodeMessage } from "../encoding/generated-encoder.js";
 import {
   Code,
@@ -11,7 +11,7 @@ import {
 } from "@connectrpc/connect";
 import { answerConcurrently } from "../core/concurrent-answers.js";
 import { CallStream, type CallRequest, type CallResponse, CallResponseSchema } from "../gen/agl/v1/calls_pb.js";
-import { parseRequest } from "./grpc-call.js";
+import { parseRequest, type RequestDecoder } from "./grpc-call.js";
 import { abortError } from "./grpc-metadata.js";
 import { invokeImplementation } from "./invoke-implementation.js";
 import { serviceRegistration, type ServiceRegistration } from "./service-registration.js";
@@ -24,8 +24,8 @@ export interface CallStreamOptions {
   interceptors?: readonly Interceptor[];
   /** Larger answers fail their call with RESOURCE_EXHAUSTED, as the unary call's would. */
   maxMessageBytes: number;
-  /** Sees each call's request message with the bytes it was decoded from, as the gRPC adapter's `onRequest` does. */
-  onRequest?: (schema: DescMessage, message: Message, bytes: Uint8Array) => void;
+  /** Decodes each call's request in place of `decodeMessage`, as the gRPC adapter's `decodeRequest` does. */
+  decodeRequest?: RequestDecoder;
   /** Calls of one stream in progress at once; the stream reads no further until one is answered. Default 256. */
   maxInFlight?: number;
 }
@@ -81,8 +81,7 @@ async function* answers(
     try {
       const spec = methods.get(request.method);
       if (!spec) throw new ConnectError(`${JSON.stringify(request.method)} is not a unary method served here`, Code.Unimplemented);
-      const message = parseRequest(spec.method.input, request.request);
-      options.onRequest?.(spec.method.input, message, request.request);
+      const message = parseRequest(spec.method.input, request.request, options.decodeRequest);
       const ctx = callContext(spec, stream, controller, request.timeoutMs);
       const output = (await invokeImplementation(spec, ctx, message, options.interceptors ?? [])) as Message;
       const bytes = encodeMessage(spec.method.output, output);

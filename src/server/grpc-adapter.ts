@@ -1,8 +1,8 @@
-import type { DescMessage, DescMethod, Message } from "@bufbuild/protobuf";
+import type { DescMethod, Message } from "@bufbuild/protobuf";
 import { encodeMessage } from "../encoding/generated-encoder.js";
 import { Code, ConnectError, createServiceImplSpec, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import type * as grpc from "@grpc/grpc-js";
-import { createCallContext, first, type CallContext, once, parseRequest, readRequests } from "./grpc-call.js";
+import { createCallContext, first, type CallContext, once, parseRequest, readRequests, type RequestDecoder } from "./grpc-call.js";
 import { headersToMetadata } from "../encoding/grpc-headers.js";
 import { abortError, hasHeaders, toGrpcStatus } from "./grpc-metadata.js";
 import { writeStream } from "./grpc-stream-writer.js";
@@ -19,8 +19,8 @@ export interface GrpcServiceAdapterOptions {
   maxSendMessageBytes?: number;
   /** Gets any non-ConnectError that reaches the adapter (interceptors normally turn them into ConnectErrors). */
   onError?: (error: unknown, method: DescMethod) => void;
-  /** Sees each request message with the bytes it was decoded from (the store keeps spans' bytes to store them as is). */
-  onRequest?: (schema: DescMessage, message: Message, bytes: Uint8Array) => void;
+  /** Decodes requests in place of `decodeMessage` (the store keeps spans' bytes to store them as is). */
+  decodeRequest?: RequestDecoder;
 }
 
 type Bytes = Uint8Array;
@@ -63,12 +63,7 @@ function createHandler(spec: MethodImplSpec, options: GrpcServiceAdapterOptions)
   const { method } = spec;
   const interceptors = options.interceptors ?? [];
   const maxBytes = options.maxSendMessageBytes ?? 16 * 1024 * 1024;
-  const { onRequest } = options;
-  const decode = (bytes: Uint8Array) => {
-    const message = parseRequest(method.input, bytes);
-    onRequest?.(method.input, message, bytes);
-    return message;
-  };
+  const decode = (bytes: Uint8Array) => parseRequest(method.input, bytes, options.decodeRequest);
   const serialize = (message: Message) => {
     const bytes = encodeMessage(method.output, message);
     if (bytes.byteLength > maxBytes) {

@@ -87,10 +87,13 @@ function watchShutdown(signal: AbortSignal, onAbort: () => void): () => void {
   return () => registered.delete(onAbort);
 }
 
+/** Decodes a request message of a type (by default `decodeMessage`). */
+export type RequestDecoder = (schema: DescMessage, bytes: Uint8Array) => Message;
+
 /** Decodes a request; bytes that are not a valid message are the client's fault: INVALID_ARGUMENT. */
-export function parseRequest(schema: DescMessage, bytes: Uint8Array): Message {
+export function parseRequest(schema: DescMessage, bytes: Uint8Array, decode: RequestDecoder = decodeMessage): Message {
   try {
-    return decodeMessage(schema, bytes);
+    return decode(schema, bytes);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw new ConnectError(`cannot decode ${schema.typeName}: ${reason}`, Code.InvalidArgument);

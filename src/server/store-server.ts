@@ -19,7 +19,7 @@ import type { StreamTripletsOptions } from "../triplets/stream-triplets.js";
 import type { Store } from "../store/store.js";
 import { trackHttpConnections } from "./http-connections.js";
 import { useNodeTextEncoding } from "../encoding/node-text-encoding.js";
-import { rememberReceivedSpans } from "../store/span-wire.js";
+import { decodeKeepingSpans } from "../store/span-wire.js";
 
 /** Options of {@link startStoreServer}. */
 export interface StoreServerOptions {
@@ -94,9 +94,11 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
     createErrorLoggingInterceptor(logger),
     ...(credentials === undefined ? [] : [createBearerAuthInterceptor({ credentials })]),
   ];
-  const onRequest = options.keepSpanBytes === false ? undefined : rememberReceivedSpans;
+  const decodeRequest = options.keepSpanBytes === false ? undefined : decodeKeepingSpans;
   if (options.callStream !== false) {
-    services.push(createCallStreamService({ services: [...services], interceptors, maxMessageBytes, ...(onRequest ? { onRequest } : {}) }));
+    services.push(
+      createCallStreamService({ services: [...services], interceptors, maxMessageBytes, ...(decodeRequest ? { decodeRequest } : {}) }),
+    );
   }
   const health = createHealthService({ services: services.map((s) => s.service.typeName) });
   const served = [...services, health.registration];
@@ -113,7 +115,7 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
     shutdownSignal: shutdown.signal,
     maxSendMessageBytes: maxMessageBytes,
     onError: (error: unknown, method: DescMethod) => logger.error(`unexpected error in /${method.parent.typeName}/${method.name}:`, error),
-    ...(onRequest ? { onRequest } : {}),
+    ...(decodeRequest ? { decodeRequest } : {}),
   };
   for (const registration of [...served, ...reflection]) addConnectService(grpcServer, registration, adapterOptions);
   const injector = grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());

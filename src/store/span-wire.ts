@@ -1,4 +1,5 @@
 import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
+import { decodeMessage, decodeWithElements } from "../encoding/generated-decoder.js";
 import { encodeMessage } from "../encoding/generated-encoder.js";
 import { WireType } from "@bufbuild/protobuf/wire";
 import { type Span, SpanSchema } from "../gen/agl/v1/types_pb.js";
@@ -43,22 +44,31 @@ function spanListField(schema: DescMessage): DescField | null {
 }
 
 /**
- * Remembers the bytes of each span in a request that `bytes` decoded to (for request types with a top-level
- * `repeated Span` field; others are left alone). Only bytes every decoder reads as protobuf-es did are kept (see
- * scanStrictBinary); otherwise the spans are encoded as usual. Each occurrence of a repeated message field is one
- * element, in order, so the occurrences pair with the decoded list one to one.
+ * Decodes a request and, for types with a top-level `repeated Span` field, keeps each span's bytes: as the generated
+ * decoder read them, or, when only protobuf-es could read the request, from a scan that keeps them only if every
+ * decoder reads them as protobuf-es did (see scanStrictBinary); otherwise the spans are encoded as usual. Each
+ * occurrence of a repeated message field is one element, in order, so the occurrences pair with the decoded list.
  */
-export function rememberReceivedSpans(schema: DescMessage, message: Message, bytes: Uint8Array): void {
+export function decodeKeepingSpans(schema: DescMessage, bytes: Uint8Array): Message {
   const field = spanListField(schema);
-  if (field === null) return;
-  const spans = (message as unknown as Record<string, Span[]>)[field.localName];
-  if (spans === undefined || spans.length === 0) return;
+  if (field === null) return decodeMessage(schema, bytes);
+  const { message, elements } = decodeWithElements(schema, bytes, field);
+  const spans = (message as unknown as Record<string, Span[]>)[field.localName] ?? [];
+  if (spans.length === 0) return message;
+  const slices = elements ?? strictElements(schema, bytes, field);
+  if (slices?.length === spans.length) {
+    for (const [i, span] of spans.entries()) keep(span, { bytes: slices[i] as Uint8Array, sequenceId: span.sequenceId });
+  }
+  return message;
+}
+
+/** The bytes of each element of `field` when every decoder reads the message as protobuf-es did; else undefined. */
+function strictElements(schema: DescMessage, bytes: Uint8Array, field: DescField): Uint8Array[] | undefined {
   const slices: Uint8Array[] = [];
   const strict = scanStrictBinary(schema, bytes, (f, value) => {
     if (f === field) slices.push(value);
   });
-  if (!strict || slices.length !== spans.length) return;
-  for (const [i, span] of spans.entries()) keep(span, { bytes: slices[i]!, sequenceId: span.sequenceId });
+  return strict ? slices : undefined;
 }
 
 /** A shallow copy of a span (to change its sequence id) that keeps the bytes it was received in. */
