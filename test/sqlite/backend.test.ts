@@ -773,6 +773,63 @@ describe("sqlite backend on a file", () => {
     });
   });
 
+  describe("the spans of rollouts it created", () => {
+    /** Which of a rollout's spans s1 and s2 the backend says are stored, with their sequence ids. */
+    const existing = async (backend: StorageBackend, rolloutId: string) =>
+      Object.fromEntries(
+        await backend.transaction((t) =>
+          t.existingSpans([
+            [rolloutId, "at-1", "s1"],
+            [rolloutId, "at-1", "s2"],
+          ]),
+        ),
+      );
+    /** Stores a span under the next `count` ids it takes (the last one). */
+    const store = (t: StorageTx, rolloutId: string, spanId: string, count = 1) =>
+      t.nextSequenceId(rolloutId, count).then((id) => t.insertSpans([span(rolloutId, "at-1", spanId, id)]));
+    const counterInFile = (path: string, rolloutId: string) => {
+      const file = new Database(path, { readonly: true });
+      try {
+        return file.prepare("SELECT value FROM span_counters WHERE rollout_id = ?").pluck().get(rolloutId);
+      } finally {
+        file.close();
+      }
+    };
+
+    it("agree with the file: after stores, raised counters, undone calls and another connection's writes", async () => {
+      const path = join(dir, "spans.db");
+      const [mine, other] = [createSqliteBackend({ path }), createSqliteBackend({ path })];
+      await mine.transaction((t) => t.insertRollouts([rollout("ro-1"), rollout("ro-2")]));
+      expect(await existing(mine, "ro-1")).toEqual({});
+      expect(await mine.transaction((t) => store(t, "ro-1", "s1"))).toEqual([{ sequenceId: 1, duplicate: false }]);
+      expect(await existing(mine, "ro-1")).toEqual({ "ro-1\0at-1\0s1": 1 });
+      // Raised (never lowered) by explicit ids, as the file's counter is.
+      await mine.transaction(async (t) => {
+        await t.raiseSequenceId("ro-1", 7);
+        await t.raiseSequenceId("ro-1", 3);
+      });
+      expect(counterInFile(path, "ro-1")).toBe(7);
+      // Undone, alone and inside a group: neither the span nor the ids it took stay.
+      const undone = () =>
+        mine.transaction(async (t) => {
+          await store(t, "ro-2", "s1");
+          await t.raiseSequenceId("ro-2", 50);
+          throw new Error("boom");
+        });
+      await expect(undone()).rejects.toThrow("boom");
+      const grouped = await Promise.allSettled([undone(), existing(mine, "ro-2")]);
+      expect(grouped[1]).toEqual({ status: "fulfilled", value: {} });
+      expect(await mine.transaction((t) => store(t, "ro-2", "s1"))).toEqual([{ sequenceId: 1, duplicate: false }]);
+      // Another connection takes ids and stores a span: this one reads the file again.
+      await other.transaction((t) => store(t, "ro-1", "s2", 5));
+      expect(await existing(mine, "ro-1")).toEqual({ "ro-1\0at-1\0s1": 1, "ro-1\0at-1\0s2": 12 });
+      // (this helper takes an id before it stores: the store's calls look first, and take none for a stored span)
+      expect(await mine.transaction((t) => store(t, "ro-1", "s2"))).toEqual([{ sequenceId: 12, duplicate: true }]);
+      await Promise.all([mine.close(), other.close()]);
+      expect([counterInFile(path, "ro-1"), counterInFile(path, "ro-2")]).toEqual([13, 1]);
+    });
+  });
+
   describe("rewrites of a row", () => {
     /**
      * Writes `first`, then each version in turn: the fifth through a second connection, so the write after it cannot

@@ -17,15 +17,35 @@ export class RowCache {
   readonly workers = new BoundedRows(4 << 20);
   /** Each rollout's latest attempt, by rollout id; null: the rollout has no attempt yet. */
   private readonly latest = new Map<string, LatestAttempt | null>();
+  /** The spans of rollouts this connection created, by rollout id (see {@link RolloutSpans}). */
+  private readonly spans = new Map<string, RolloutSpans>();
 
   /** What `latestAttempt` knows: the latest attempt's key, null when there is none, undefined when it does not know. */
   latestOf(rolloutId: string): LatestAttempt | null | undefined {
     return this.latest.get(rolloutId);
   }
 
-  /** A rollout just inserted: it has no attempts. */
+  /** A rollout just inserted: it has no attempts and no spans. */
   rolloutCreated(rolloutId: string): void {
     this.setLatest(rolloutId, null);
+    this.spans.set(rolloutId, { counter: 0, stored: new Map() });
+    if (this.spans.size > maxSpanRollouts) this.spans.delete(this.spans.keys().next().value as string);
+  }
+
+  /** What the cache knows of a rollout's spans: undefined when it does not know them all. */
+  spansOf(rolloutId: string): RolloutSpans | undefined {
+    return this.spans.get(rolloutId);
+  }
+
+  /** A span was stored: the rollout's spans are still known while they are few. */
+  spanStored(spans: RolloutSpans, rolloutId: string, key: string, sequenceId: number): void {
+    spans.stored.set(key, sequenceId);
+    if (spans.stored.size > maxSpansPerRollout) this.spans.delete(rolloutId);
+  }
+
+  /** Forgets a rollout's spans (an undone call stored some, or the database knew one the cache did not). */
+  forgetSpansOf(rolloutId: string): void {
+    this.spans.delete(rolloutId);
   }
 
   /** `attempt` was read as its rollout's latest (SQLite's order: sequence id, then attempt id, both descending). */
@@ -57,6 +77,7 @@ export class RowCache {
     this.attempts.clear();
     this.workers.clear();
     this.latest.clear();
+    this.spans.clear();
   }
 
   private setLatest(rolloutId: string, value: LatestAttempt | null): void {
@@ -73,6 +94,20 @@ export interface LatestAttempt {
 
 /** Rollouts whose latest attempt the cache remembers (an entry is a few dozen bytes). */
 const maxLatest = 1 << 16;
+
+/**
+ * A rollout's spans, known from its creation on this connection: its span counter's value and the sequence id of each
+ * stored span by `attemptId\0spanId`. A span batch then needs no statement to find which of its spans are stored,
+ * nor to read the counter back (only to write it).
+ */
+export interface RolloutSpans {
+  counter: number;
+  stored: Map<string, number>;
+}
+
+/** Rollouts whose spans the cache follows (the newest created), and the most spans it follows for one of them. */
+const maxSpanRollouts = 1 << 13;
+const maxSpansPerRollout = 1 << 10;
 
 /** Encoded rows by key, the oldest written dropped first once their bytes pass the budget. */
 export class BoundedRows {

@@ -67,6 +67,9 @@ export function prepareStatements(db: Database.Database): Statements {
           "ON CONFLICT (rollout_id) DO UPDATE SET value = value + excluded.value RETURNING value",
       )
       .pluck(),
+    setSequenceId: db.prepare(
+      "INSERT INTO span_counters (rollout_id, value) VALUES (?, ?) ON CONFLICT (rollout_id) DO UPDATE SET value = excluded.value",
+    ),
     raiseSequenceId: db.prepare(
       "INSERT INTO span_counters (rollout_id, value) VALUES (?, ?) " +
         "ON CONFLICT (rollout_id) DO UPDATE SET value = max(value, excluded.value)",
@@ -175,6 +178,7 @@ type StatementName =
   | "spanSequenceId"
   | "nextSequenceId"
   | "raiseSequenceId"
+  | "setSequenceId"
   | "insertResources"
   | "putResources"
   | "setLatestResources"

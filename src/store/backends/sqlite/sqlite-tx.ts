@@ -43,6 +43,9 @@ import {
 import type { RowCache } from "./sqlite-row-cache.js";
 import { attemptRow, resourcesRow, type RowUpdates, type Statements } from "./sqlite-statements.js";
 
+/** A span's key within its rollout, as the row cache keeps the rollout's spans. */
+const spanInRollout = (attemptId: string, spanId: string) => `${attemptId}\0${spanId}`;
+
 /**
  * One call's transaction of the SQLite backend: its statements run synchronously on the backend's connection,
  * inside the savepoint the backend opened for the call (see sqlite-backend.ts).
@@ -75,6 +78,7 @@ export class SqliteTx implements StorageTx {
     for (const id of this.written.rollouts) {
       this.rows.rollouts.delete(id);
       this.rows.forgetLatestOf(id);
+      this.rows.forgetSpansOf(id);
     }
     for (const key of this.written.attempts) this.rows.attempts.delete(key);
     for (const id of this.written.workers) this.rows.workers.delete(id);
@@ -204,6 +208,7 @@ export class SqliteTx implements StorageTx {
     this.check();
     const result: Array<{ sequenceId: number; duplicate: boolean }> = [];
     for (const span of spans) {
+      const known = this.spansWritten(span.rolloutId);
       const facts = spanFacts(span);
       const inserted = this.s.insertSpan.run(
         span.rolloutId,
@@ -221,10 +226,12 @@ export class SqliteTx implements StorageTx {
         encodeSpan(span),
       );
       if (inserted.changes > 0) {
+        if (known) this.rows.spanStored(known, span.rolloutId, spanInRollout(span.attemptId, span.spanId), span.sequenceId);
         result.push({ sequenceId: span.sequenceId, duplicate: false });
       } else {
         // Stored already (by an earlier batch or earlier in this one): report the stored span's id, leave it alone.
         const stored = this.s.spanSequenceId.get(span.rolloutId, span.attemptId, span.spanId) as number;
+        if (known && known.stored.get(spanInRollout(span.attemptId, span.spanId)) !== stored) this.rows.forgetSpansOf(span.rolloutId);
         result.push({ sequenceId: stored, duplicate: true });
       }
     }
@@ -235,7 +242,10 @@ export class SqliteTx implements StorageTx {
     this.check();
     const result = new Map<string, number>();
     for (const [rolloutId, attemptId, spanId] of keys) {
-      const stored = this.s.spanSequenceId.get(rolloutId, attemptId, spanId) as number | undefined;
+      const known = this.rows.spansOf(rolloutId);
+      const stored = known
+        ? known.stored.get(spanInRollout(attemptId, spanId))
+        : (this.s.spanSequenceId.get(rolloutId, attemptId, spanId) as number | undefined);
       if (stored !== undefined) result.set(spanKey(rolloutId, attemptId, spanId), stored);
     }
     return result;
@@ -248,12 +258,28 @@ export class SqliteTx implements StorageTx {
 
   async nextSequenceId(rolloutId: string, count: number): Promise<number> {
     this.check();
-    return this.s.nextSequenceId.get(rolloutId, count) as number;
+    const known = this.spansWritten(rolloutId);
+    if (!known) return this.s.nextSequenceId.get(rolloutId, count) as number;
+    known.counter += count;
+    this.s.setSequenceId.run(rolloutId, known.counter);
+    return known.counter;
   }
 
   async raiseSequenceId(rolloutId: string, value: number): Promise<void> {
     this.check();
-    this.s.raiseSequenceId.run(rolloutId, value);
+    const known = this.spansWritten(rolloutId);
+    if (!known) this.s.raiseSequenceId.run(rolloutId, value);
+    else if (value > known.counter) {
+      known.counter = value;
+      this.s.setSequenceId.run(rolloutId, value);
+    }
+  }
+
+  /** The cache's knowledge of a rollout's spans, which this call is about to change (forgotten if it is undone). */
+  private spansWritten(rolloutId: string) {
+    const known = this.rows.spansOf(rolloutId);
+    if (known) this.writes.rollouts.add(rolloutId);
+    return known;
   }
 
   async insertResources(update: ResourcesUpdate): Promise<void> {
