@@ -263,11 +263,15 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
         },
         signal,
       );
-      if (!outcome.error) answered(plan, outcome.completion.body, outcome.completion);
-      const finalStatus = outcome.error ? (outcome.error.type === "client_disconnected" ? 499 : 502) : status;
-      return endAndRecord(answerFirst, outcome.release, (waiting) =>
-        finish(waiting, finalStatus, tries, backend, ttfb, outcome.completion, outcome.error),
-      );
+      if (plan.onAnswer || plan.client?.shape.remember) {
+        const { completion, error } = outcome.result();
+        if (!error) answered(plan, completion.body, completion);
+      }
+      return endAndRecord(answerFirst, outcome.release, (waiting) => {
+        const { completion, error } = outcome.result();
+        const finalStatus = error ? (error.type === "client_disconnected" ? 499 : 502) : status;
+        return finish(waiting, finalStatus, tries, backend, ttfb, completion, error);
+      });
     }
     let text: Buffer;
     try {

@@ -15,19 +15,28 @@ export interface StreamedCall {
   writer?: StreamWriter;
 }
 
-/** How a streamed answer ended. */
-export interface StreamOutcome {
+/** What a streamed answer held: the completion assembled from its events, and how it ended. */
+export interface StreamResult {
   completion: CompletionRecord;
   error: { type: string; message: string } | undefined;
+}
+
+/** How a streamed answer ended. */
+export interface StreamOutcome {
+  /**
+   * The completion and the error. A stream passed through as the engine sent it is read only when first asked, so
+   * that reading it (a JSON parse per event) is not on the answer's path when the span is stored after the answer.
+   */
+  result(): StreamResult;
   /** Sends what was held back (`[DONE]`) and ends the answer. */
   release(): void;
 }
 
 /**
  * Passes an engine's server-sent events to the client as each one completes, and assembles ids, logprobs, content
- * and tool calls from them on the way. The final `data: [DONE]` is held back until {@link StreamOutcome.release}, so
- * the span can be stored before the client sees the end. A slow client slows the engine's stream (backpressure); a
- * client that leaves stops it.
+ * and tool calls from them (on the way, or when asked once the stream ended, for events passed through as they are).
+ * The final `data: [DONE]` is held back until {@link StreamOutcome.release}, so the span can be stored before the
+ * client sees the end. A slow client slows the engine's stream (backpressure); a client that leaves stops it.
  */
 export function streamThrough(
   upstream: http.IncomingMessage,
@@ -38,6 +47,8 @@ export function streamThrough(
   const splitter = createSseSplitter();
   const assembler = createStreamAssembler(call.toChat ? "chat" : call.kind);
   const { writer } = call;
+  // Events whose text the client gets as is: read after the stream, when the result is asked for.
+  const unread: string[] | undefined = writer || call.toChat ? undefined : [];
   let held = "";
   let engineError: string | undefined;
   res.writeHead(upstream.statusCode ?? 200, {
@@ -60,6 +71,19 @@ export function streamThrough(
     }
     return out;
   };
+  /** Reads one event's data: assembled, and what the client's API makes of it (`""` when the client gets it as is). */
+  const read = (data: string): string => {
+    try {
+      const chunk = JSON.parse(data);
+      if (chunk && typeof chunk === "object") {
+        if (chunk.error) engineError ??= typeof chunk.error.message === "string" ? chunk.error.message : JSON.stringify(chunk.error);
+        else return take(call.toChat ? call.toChat.push(chunk) : [chunk]);
+      }
+    } catch {
+      // Not JSON: passed through untouched, nothing to assemble.
+    }
+    return "";
+  };
   const forward = (events: ReturnType<typeof splitter.push>) => {
     let out = "";
     for (const event of events) {
@@ -69,15 +93,8 @@ export function streamThrough(
       }
       if (!writer) out += event.raw;
       if ((!call.assemble && !writer) || event.data === "") continue;
-      try {
-        const chunk = JSON.parse(event.data);
-        if (chunk && typeof chunk === "object") {
-          if (chunk.error) engineError ??= typeof chunk.error.message === "string" ? chunk.error.message : JSON.stringify(chunk.error);
-          else out += take(call.toChat ? call.toChat.push(chunk) : [chunk]);
-        }
-      } catch {
-        // Not JSON: passed through untouched, nothing to assemble.
-      }
+      if (unread) unread.push(event.data);
+      else out += read(event.data);
     }
     if (out === "") return;
     wrote = true;
@@ -89,27 +106,37 @@ export function streamThrough(
 
   return new Promise((resolve) => {
     let done = false;
-    const end = (error: StreamOutcome["error"]) => {
+    const end = (broke: StreamResult["error"]) => {
       if (done) return;
       done = true;
       signal.removeEventListener("abort", onAbort);
       const rest = splitter.end();
-      if (rest && !error) forward([rest]);
-      if (!error && engineError) error = { type: "engine_error", message: engineError };
-      if (call.toChat && !error) {
-        const tail = take(call.toChat.end());
-        if (tail) res.write(tail);
-      }
-      const completion = assembler.result();
-      if (writer) held = error ? writer.fail(error.message) : writer.end(answerIds(completion));
+      if (rest && !broke) forward([rest]);
+      let known: StreamResult | undefined;
+      const result = (): StreamResult => {
+        if (!known) {
+          for (const data of unread?.splice(0) ?? []) read(data);
+          let error = broke;
+          if (!error && engineError) error = { type: "engine_error", message: engineError };
+          if (call.toChat && !error) {
+            const tail = take(call.toChat.end());
+            if (tail) res.write(tail);
+          }
+          known = { completion: assembler.result(), error };
+        }
+        return known;
+      };
+      if (writer) {
+        const { completion, error } = result();
+        held = error ? writer.fail(error.message) : writer.end(answerIds(completion));
+      } else if (call.toChat) result();
       resolve({
-        completion,
-        error,
+        result,
         release: () => {
           if (signal.aborted || res.writableEnded) return;
-          if (error && error.type === "upstream_error" && !writer) {
+          if (broke && broke.type === "upstream_error" && !writer) {
             res.write(
-              `data: ${JSON.stringify({ error: { message: error.message, type: "upstream_error", code: "engine_broke_off" } })}\n\n`,
+              `data: ${JSON.stringify({ error: { message: broke.message, type: "upstream_error", code: "engine_broke_off" } })}\n\n`,
             );
           }
           res.end(held);
