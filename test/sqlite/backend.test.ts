@@ -571,6 +571,30 @@ describe("sqlite backend on a file", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it("makes new databases with pages of 8 KiB and keeps the page size of one written before", async () => {
+    const pageSize = (path: string) => {
+      const file = new Database(path, { readonly: true });
+      try {
+        return file.pragma("page_size", { simple: true });
+      } finally {
+        file.close();
+      }
+    };
+    const fresh = join(dir, "fresh.db");
+    await createSqliteBackend({ path: fresh }).close();
+    expect(pageSize(fresh)).toBe(8192);
+    // A database of 4 KiB pages, as SQLite makes by default (and agl did until December 2026).
+    const older = join(dir, "older.db");
+    const db = new Database(older);
+    db.pragma("page_size = 4096");
+    db.exec("CREATE TABLE older_table (x)");
+    db.close();
+    const backend = createSqliteBackend({ path: older });
+    await backend.transaction((t) => t.insertRollouts([rollout("ro-1")]));
+    await backend.close();
+    expect(pageSize(older)).toBe(4096);
+  });
+
   it("finds everything after reopening, latest resources included", async () => {
     const path = join(dir, "store.db");
     const first = createSqliteBackend({ path });

@@ -19,7 +19,7 @@ export interface SqliteBackendOptions {
    * one-off script) never starts the thread.
    */
   backgroundCheckpointAfter?: number;
-  /** WAL frames (of 4 KiB) past which writes pause between two transactions for the WAL to restart (default 16,384). */
+  /** WAL frames (each a page: 8 KiB in a database this code created) past which writes pause between two transactions for the WAL to restart (default: 64 MiB of frames). */
   walRestartFrames?: number;
   /** Where failed rollbacks, checkpoints and event listeners are reported (default: stderr, `[store]`). */
   logger?: Logger;

@@ -29,11 +29,12 @@ const { parentPort, workerData } = require("node:worker_threads");
 const Database = require(workerData.driver);
 const db = new Database(workerData.path);
 db.pragma("busy_timeout = 5000");
+const restartFrames = workerData.restartFrames ?? Math.ceil(workerData.restartBytes / db.pragma("page_size", { simple: true }));
 let seen = -1;
 /** A passive checkpoint; returns whether it copied every frame of the WAL. */
 const checkpoint = () => {
   const [{ log, checkpointed }] = db.pragma("wal_checkpoint(PASSIVE)");
-  if (log >= workerData.restartFrames) parentPort.postMessage({ walFrames: log });
+  if (log >= restartFrames) parentPort.postMessage({ walFrames: log });
   return log === checkpointed;
 };
 const timer = setInterval(() => {
@@ -71,7 +72,7 @@ export interface CheckpointerOptions {
   intervalMs?: number;
   /** Called once the thread checkpoints, and with false if it stops on its own (the caller checkpoints again). */
   onActive(active: boolean): void;
-  /** WAL frames from which the thread asks, through `onLongWal`, for a pause to restart the WAL (default 16,384: 64 MiB). */
+  /** WAL frames from which the thread asks, through `onLongWal`, for a pause to restart the WAL (default: 64 MiB of them). */
   restartFrames?: number;
   /** Called when a checkpoint finds the WAL at `restartFrames` or more: time to `catchUp()` between transactions. */
   onLongWal?(): void;
@@ -84,7 +85,13 @@ export function startCheckpointer(options: CheckpointerOptions): Checkpointer {
     eval: true,
     // Not the parent's flags: with `--input-type=module` this CommonJS source would not run.
     execArgv: [],
-    workerData: { driver, path: options.path, intervalMs: options.intervalMs ?? 50, restartFrames: options.restartFrames ?? 1 << 14 },
+    workerData: {
+      driver,
+      path: options.path,
+      intervalMs: options.intervalMs ?? 50,
+      restartFrames: options.restartFrames,
+      restartBytes: 64 << 20,
+    },
   });
   worker.unref();
   let stopping = false;
