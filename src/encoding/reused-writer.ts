@@ -47,6 +47,14 @@ export class ReusedWriter {
     this.allocate(size);
   }
 
+  /** Makes room for `size` bytes and moves past them; returns where they start. */
+  private take(size: number): number {
+    this.ensure(size);
+    const at = this.pos;
+    this.pos += size;
+    return at;
+  }
+
   /** A varint of an unsigned 32-bit value (tags, lengths, uint32, enums and int32 that are not negative). */
   uint32(value: number): void {
     this.ensure(5);
@@ -117,44 +125,31 @@ export class ReusedWriter {
   }
 
   bool(value: boolean): void {
-    this.ensure(1);
-    this.bytes[this.pos++] = value ? 1 : 0;
+    this.bytes[this.take(1)] = value ? 1 : 0;
   }
 
   double(value: number): void {
-    this.ensure(8);
-    this.view.setFloat64(this.pos, value, true);
-    this.pos += 8;
+    this.view.setFloat64(this.take(8), value, true);
   }
 
   float(value: number): void {
-    this.ensure(4);
-    this.view.setFloat32(this.pos, value, true);
-    this.pos += 4;
+    this.view.setFloat32(this.take(4), value, true);
   }
 
   fixed32(value: number): void {
-    this.ensure(4);
-    this.view.setUint32(this.pos, value, true);
-    this.pos += 4;
+    this.view.setUint32(this.take(4), value, true);
   }
 
   sfixed32(value: number): void {
-    this.ensure(4);
-    this.view.setInt32(this.pos, value, true);
-    this.pos += 4;
+    this.view.setInt32(this.take(4), value, true);
   }
 
   fixed64(value: bigint): void {
-    this.ensure(8);
-    this.view.setBigUint64(this.pos, value, true);
-    this.pos += 8;
+    this.view.setBigUint64(this.take(8), value, true);
   }
 
   sfixed64(value: bigint): void {
-    this.ensure(8);
-    this.view.setBigInt64(this.pos, value, true);
-    this.pos += 8;
+    this.view.setBigInt64(this.take(8), value, true);
   }
 
   /** Length-prefixed bytes. */
@@ -196,8 +191,7 @@ export class ReusedWriter {
 
   /** Opens a length-delimited part: one byte is kept for its length, enough below 128 bytes. */
   begin(): number {
-    this.ensure(1);
-    return this.pos++;
+    return this.take(1);
   }
 
   /** Closes the part {@link begin} opened, moving its content along when its length needs more than one byte. */

@@ -112,16 +112,16 @@ export function streamThrough(
       signal.removeEventListener("abort", onAbort);
       const rest = splitter.end();
       if (rest && !broke) forward([rest]);
+      // A translated stream was read on the way: its error, if any, is known here.
+      if (call.toChat && !broke && !engineError) {
+        const tail = take(call.toChat.end());
+        if (tail) res.write(tail);
+      }
       let known: StreamResult | undefined;
       const result = (): StreamResult => {
         if (!known) {
           for (const data of unread?.splice(0) ?? []) read(data);
-          let error = broke;
-          if (!error && engineError) error = { type: "engine_error", message: engineError };
-          if (call.toChat && !error) {
-            const tail = take(call.toChat.end());
-            if (tail) res.write(tail);
-          }
+          const error = broke ?? (engineError ? { type: "engine_error", message: engineError } : undefined);
           known = { completion: assembler.result(), error };
         }
         return known;
@@ -129,7 +129,7 @@ export function streamThrough(
       if (writer) {
         const { completion, error } = result();
         held = error ? writer.fail(error.message) : writer.end(answerIds(completion));
-      } else if (call.toChat) result();
+      }
       resolve({
         result,
         release: () => {

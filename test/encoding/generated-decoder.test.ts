@@ -31,7 +31,8 @@ describe("decodeMessage", () => {
   it("decodes every message type of the contract exactly as fromBinary does, whole and damaged", () => {
     const rng = createPrng(20261203);
     const generate = createMessageGenerator(rng, emptyIdPool());
-    let cases = 0;
+    // Not an empty loop: the contract's files were found, nested types included.
+    expect(contractMessages.map((m) => m.typeName)).toEqual(expect.arrayContaining(["agl.v1.Span", "agl.v1.AddSpansRequest"]));
     for (const schema of contractMessages) {
       for (let i = 0; i < 40; i++) {
         const bytes = toBinary(schema, generate.message(schema));
@@ -42,11 +43,9 @@ describe("decodeMessage", () => {
               `${schema.typeName} from ${Buffer.from(input).toString("hex")}: ${JSON.stringify({ expected, actual }, (_k, v) => (typeof v === "bigint" ? `${v}n` : v))}`,
             );
           }
-          cases++;
         }
       }
     }
-    expect(cases).toBe(contractMessages.length * 120);
   });
 
   it("keeps protobuf-es's answer where protobuf-es merges, keeps unknown fields, or reads another wire type", () => {
