@@ -10,6 +10,7 @@
  */
 import { create, type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { parseArgs } from "node:util";
+import { median } from "../stats.js";
 import { attr } from "../../src/adapter/attributes.js";
 import { decodeMessage } from "../../src/encoding/generated-decoder.js";
 import { encodeMessage } from "../../src/encoding/generated-encoder.js";
@@ -101,7 +102,6 @@ function batch(fn: () => unknown): number {
   }
   return ((now - start) * 1000) / calls;
 }
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 function measure<Desc extends DescMessage>(name: string, schema: Desc, message: MessageShape<Desc>) {
   const bytes = toBinary(schema, message);

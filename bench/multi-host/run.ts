@@ -14,17 +14,13 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startDelayRelay } from "../../test/support/delay-relay.js";
 import { startTopology } from "../../test/support/topology.js";
+import { median } from "../stats.js";
 
 const { values } = parseArgs({ options: { steps: { type: "string" }, "rtt-ms": { type: "string" } } });
 const steps = Number(values.steps ?? 12);
 const rttMs = Number(values["rtt-ms"] ?? 20);
 // The first steps warm up (JIT, connections, the policy's first batches): left out of the medians.
 const skip = 2;
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? Number.NaN : ((s[(s.length - 1) >> 1] ?? 0) + (s[s.length >> 1] ?? 0)) / 2;
-};
 
 async function run(delayed: boolean) {
   const dir = mkdtempSync(join(tmpdir(), "agl-bench-multi-host-"));

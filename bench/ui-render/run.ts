@@ -17,6 +17,7 @@ import type { Browser } from "playwright-core";
 import { launchChromium, screenshot } from "../../test/browser/browser.js";
 import { startServerProcess } from "../../test/support/server-process.js";
 import { createStoreClient } from "../../src/client/store-client.js";
+import { median } from "../stats.js";
 import { BIG_ROLLOUT_ID, fillDashboardStore } from "../ui-queries/fill.js";
 
 const { values: args } = parseArgs({
@@ -43,12 +44,6 @@ const server = await startServerProcess(["--database", path], { compiled: true }
 const client = createStoreClient({ baseUrl: server.url });
 const stats = await client.getStatistics({});
 console.log(`store: ${stats.totalRollouts} rollouts, ${stats.totalSpans} spans`);
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
 
 /** ms from navigation start to the first frame where every selector matches. */
 async function firstRender(browser: Browser, route: string, selectors: string[], shot?: string): Promise<number> {

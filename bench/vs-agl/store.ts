@@ -18,6 +18,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { median } from "../stats.js";
 import { runAgl03Store, type StoreFigures } from "./agl03-store.js";
 
 const { values: args } = parseArgs({
@@ -111,11 +112,6 @@ const range = (xs: number[], digits: number) => {
   const lo = Math.min(...xs).toFixed(digits);
   const hi = Math.max(...xs).toFixed(digits);
   return lo === hi ? lo : `${lo}–${hi}`;
-};
-const median = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 };
 const best = results.get(BEST) ?? [];
 console.log(
