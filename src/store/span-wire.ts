@@ -79,6 +79,9 @@ export function copySpan(span: Span): Span {
   return copy;
 }
 
+/** Whether the span was decoded from a request here (its caller holds no reference to it). */
+export const wasReceived = (span: Span): boolean => (span as WithReceived)[received] !== undefined;
+
 /** The span's protobuf binary: its received bytes where it has them (only its sequence id may have changed since). */
 export function encodeSpan(span: Span): Uint8Array {
   const original = (span as WithReceived)[received];

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -16,13 +16,17 @@ import {
   RolloutMode,
   RolloutSchema,
   RolloutStatus,
+  type Span,
   SpanSchema,
   WorkerSchema,
   WorkerStatus,
 } from "../../src/gen/agl/v1/types_pb.js";
-import type { PageSpec, StorageBackend, StorageTx, StoreEvent } from "../../src/store/backend.js";
+import { type AddSpansRequest, AddSpansRequestSchema } from "../../src/gen/agl/v1/store_pb.js";
+import type { PageSpec, SpanFilter, StorageBackend, StorageTx, StoreEvent } from "../../src/store/backend.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { createSqliteBackend } from "../../src/store/backends/sqlite/sqlite-backend.js";
+import { decodeKeepingSpans } from "../../src/store/span-wire.js";
+import { RowCache, type RolloutSpans } from "../../src/store/backends/sqlite/sqlite-row-cache.js";
 import { openSchema, SCHEMA_VERSION } from "../../src/store/backends/sqlite/sqlite-schema.js";
 import { prepareStatements } from "../../src/store/backends/sqlite/sqlite-statements.js";
 import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, rewardValueKey } from "../../src/core/semconv.js";
@@ -851,6 +855,110 @@ describe("sqlite backend on a file", () => {
       expect(await mine.transaction((t) => store(t, "ro-1", "s2"))).toEqual([{ sequenceId: 12, duplicate: true }]);
       await Promise.all([mine.close(), other.close()]);
       expect([counterInFile(path, "ro-1"), counterInFile(path, "ro-2")]).toEqual([13, 1]);
+    });
+
+    it("answer span queries from the spans they keep as the file does, and read the file once they cannot", async () => {
+      const path = join(dir, "kept.db");
+      const [mine, other] = [createSqliteBackend({ path }), createSqliteBackend({ path })];
+      await mine.transaction((t) => t.insertRollouts([rollout("ro-1"), rollout("ro-2")]));
+      // As a server receives them: out of order, a tie (s1 and s3), two attempts.
+      const received = (spans: Span[]) =>
+        (
+          decodeKeepingSpans(
+            AddSpansRequestSchema,
+            toBinary(AddSpansRequestSchema, create(AddSpansRequestSchema, { spans })),
+          ) as AddSpansRequest
+        ).spans;
+      await mine.transaction((t) =>
+        t.insertSpans(
+          received([
+            span("ro-1", "at-1", "s1", 3),
+            span("ro-1", "at-2", "s2", 1),
+            span("ro-1", "at-1", "s3", 3),
+            span("ro-1", "at-1", "s4", 2),
+          ]),
+        ),
+      );
+      // One of ro-2's spans is a caller's object, which it changes later: ro-2's spans are not kept.
+      const changed = span("ro-2", "at-1", "s2", 2);
+      await mine.transaction((t) => t.insertSpans([...received([span("ro-2", "at-1", "s1", 1)]), changed]));
+      changed.name = "changed later";
+      const queries: Array<[Partial<SpanFilter>, Partial<PageSpec>]> = [
+        [{}, {}],
+        [{ attemptId: "at-1" }, {}],
+        [{ attemptId: "at-2" }, { descending: true }],
+        [{}, { descending: true }],
+        [{ afterSequenceId: 2 }, {}],
+        [{}, { limit: 2, offset: 1 }],
+        [{}, { limit: 2, offset: 3 }],
+        [{}, { limit: 0 }],
+        [{ attemptId: "at-1" }, { offset: 7 }],
+        [{ name: { contains: "s" } }, {}],
+        [{}, { sortBy: "start_time" }],
+        [{ rolloutId: "ro-2" }, {}],
+      ];
+      const ask = (backend: StorageBackend) =>
+        backend.transaction((t) =>
+          Promise.all(
+            queries.map(([filter, page]) =>
+              t.querySpans({ rolloutId: "ro-1", any: false, ...filter }, { descending: false, limit: -1, offset: 0, ...page }),
+            ),
+          ),
+        );
+      const fromFile = await ask(other);
+      const kept = await ask(mine);
+      expect(kept.map((r) => ({ ...r, items: r.items.map((s) => s.spanId) }))).toEqual(
+        fromFile.map((r) => ({ ...r, items: r.items.map((s) => s.spanId) })),
+      );
+      expect(kept).toEqual(fromFile);
+      expect(fromFile[0]?.items.map((s) => s.spanId)).toEqual(["s2", "s4", "s1", "s3"]);
+      expect(kept.at(-1)?.items.map((s) => s.name)).toEqual(["span-s1", "span-s2"]);
+      // The kept spans are handed out frozen (the file's are decoded afresh): those queries did not read the file.
+      const frozen = kept.map((r) => r.items.length > 0 && r.items.every((s) => Object.isFrozen(s)));
+      expect(frozen).toEqual([true, true, true, true, true, true, true, false, false, false, false, false]);
+      expect(fromFile[0]?.items.some((s) => Object.isFrozen(s))).toBe(false);
+      // Another connection stores a span of the rollout: this one reads the file from then on.
+      await other.transaction((t) => t.insertSpans([span("ro-1", "at-1", "s6", 4)]));
+      const after = await ask(mine);
+      expect(after).toEqual(await ask(other));
+      expect(after[0]?.items.map((s) => s.spanId)).toEqual(["s2", "s4", "s1", "s3", "s6"]);
+      expect(after[0]?.items.some((s) => Object.isFrozen(s))).toBe(false);
+      await Promise.all([mine.close(), other.close()]);
+    });
+
+    it("keep spans within their budget, the oldest rollouts' dropped first", () => {
+      const cache = new RowCache(1000);
+      const store = (rolloutId: string, spanId: string, bytes: number, keep = true) =>
+        cache.spanStored(
+          cache.spansOf(rolloutId) as RolloutSpans,
+          rolloutId,
+          spanId,
+          1,
+          keep ? span(rolloutId, "at-1", spanId, 1) : undefined,
+          bytes,
+        );
+      const keptCounts = () => ["ro-1", "ro-2", "ro-3"].map((id) => cache.keptSpansOf(id)?.length);
+      for (const id of ["ro-1", "ro-2", "ro-3"]) cache.rolloutCreated(id);
+      store("ro-1", "s1", 400);
+      store("ro-2", "s1", 400);
+      store("ro-3", "s1", 100);
+      expect(keptCounts()).toEqual([1, 1, 1]);
+      store("ro-3", "s2", 200);
+      expect(keptCounts()).toEqual([undefined, 1, 2]);
+      // ro-1's spans are still known (which are stored), only not kept.
+      expect(cache.spansOf("ro-1")?.stored.size).toBe(1);
+      cache.forgetSpansOf("ro-2");
+      store("ro-3", "s3", 600);
+      expect(keptCounts()).toEqual([undefined, undefined, 3]);
+      store("ro-3", "s4", 200);
+      expect(keptCounts()).toEqual([undefined, undefined, undefined]);
+      // A span that cannot be kept drops its rollout's, and frees their budget.
+      cache.rolloutCreated("ro-4");
+      cache.rolloutCreated("ro-5");
+      store("ro-4", "s1", 900);
+      store("ro-5", "s1", 50, false);
+      store("ro-4", "s2", 100);
+      expect([cache.keptSpansOf("ro-4")?.length, cache.keptSpansOf("ro-5"), cache.spansOf("ro-5")?.stored.size]).toEqual([2, undefined, 1]);
     });
   });
 

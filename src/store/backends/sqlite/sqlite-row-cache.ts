@@ -1,4 +1,4 @@
-import type { Attempt } from "../../../gen/agl/v1/types_pb.js";
+import type { Attempt, Span } from "../../../gen/agl/v1/types_pb.js";
 
 /**
  * Rows of the SQLite backend that its connection last read or wrote, kept across transactions as their stored bytes:
@@ -6,6 +6,9 @@ import type { Attempt } from "../../../gen/agl/v1/types_pb.js";
  * attempt and worker rows again and again (the claim, each span batch, the final update), and each read was a
  * statement and a B-tree search: 10–15 % of the serving thread's time under `bench/store`. Rows this connection wrote
  * keep their column values too: the next rewrite sets only the columns that changed (see sqlite-column-updates).
+ *
+ * The spans of rollouts this connection created are the exception: it keeps the span objects themselves and hands
+ * them out, read-only (see {@link RolloutSpans}).
  *
  * It holds only while this connection is the only writer. The backend clears it when `PRAGMA data_version` says another
  * connection committed, forgets the rows of a call it undoes, and clears it when a group fails.
@@ -19,6 +22,12 @@ export class RowCache {
   private readonly latest = new Map<string, LatestAttempt | null>();
   /** The spans of rollouts this connection created, by rollout id (see {@link RolloutSpans}). */
   private readonly spans = new Map<string, RolloutSpans>();
+  /** The rollouts of `spans` whose span objects are kept, oldest first, and those spans' stored bytes in all. */
+  private readonly keeping = new Map<string, RolloutSpans>();
+  private keptBytes = 0;
+
+  /** `maxKeptBytes`: the budget of the spans kept, by their stored size (their objects take a few times that). */
+  constructor(private readonly maxKeptBytes = 16 << 20) {}
 
   /** What `latestAttempt` knows: the latest attempt's key, null when there is none, undefined when it does not know. */
   latestOf(rolloutId: string): LatestAttempt | null | undefined {
@@ -28,8 +37,10 @@ export class RowCache {
   /** A rollout just inserted: it has no attempts and no spans. */
   rolloutCreated(rolloutId: string): void {
     this.setLatest(rolloutId, null);
-    this.spans.set(rolloutId, { counter: 0, stored: new Map() });
-    if (this.spans.size > maxSpanRollouts) this.spans.delete(this.spans.keys().next().value as string);
+    const spans: RolloutSpans = { counter: 0, stored: new Map(), kept: [], keptBytes: 0, frozen: 0 };
+    this.spans.set(rolloutId, spans);
+    this.keeping.set(rolloutId, spans);
+    if (this.spans.size > maxSpanRollouts) this.forgetSpansOf(this.spans.keys().next().value as string);
   }
 
   /** What the cache knows of a rollout's spans: undefined when it does not know them all. */
@@ -37,15 +48,51 @@ export class RowCache {
     return this.spans.get(rolloutId);
   }
 
-  /** A span was stored: the rollout's spans are still known while they are few. */
-  spanStored(spans: RolloutSpans, rolloutId: string, key: string, sequenceId: number): void {
+  /**
+   * A span was stored as `bytes` under `sequenceId`: the rollout's spans are still known while they are few, and kept
+   * while the kept spans of all rollouts are under their budget (the oldest rollouts' are dropped first). `keep`: the
+   * span, which nothing may change from now on; undefined when it cannot be kept (the rollout's are then dropped).
+   */
+  spanStored(spans: RolloutSpans, rolloutId: string, key: string, sequenceId: number, keep: Span | undefined, bytes: number): void {
     spans.stored.set(key, sequenceId);
-    if (spans.stored.size > maxSpansPerRollout) this.spans.delete(rolloutId);
+    if (spans.stored.size > maxSpansPerRollout) this.forgetSpansOf(rolloutId);
+    else if (!keep) this.dropKept(rolloutId, spans);
+    else if (spans.kept) {
+      spans.kept.push(keep);
+      spans.keptBytes += bytes;
+      this.keptBytes += bytes;
+      for (const [oldest, kept] of this.keeping) {
+        if (this.keptBytes <= this.maxKeptBytes) break;
+        this.dropKept(oldest, kept);
+      }
+    }
+  }
+
+  /**
+   * Every stored span of a rollout, in the order they were stored; undefined unless the cache keeps them all. Their
+   * callers only read them (the triplet stream, answers to encode). Each is frozen, not deeply: freezing each of a
+   * span's hundred-odd nested objects costs more than reading the span back from the file.
+   */
+  keptSpansOf(rolloutId: string): readonly Span[] | undefined {
+    const spans = this.spans.get(rolloutId);
+    if (!spans?.kept) return undefined;
+    while (spans.frozen < spans.kept.length) Object.freeze(spans.kept[spans.frozen++]);
+    return spans.kept;
   }
 
   /** Forgets a rollout's spans (an undone call stored some, or the database knew one the cache did not). */
   forgetSpansOf(rolloutId: string): void {
+    const spans = this.spans.get(rolloutId);
+    if (!spans) return;
     this.spans.delete(rolloutId);
+    this.dropKept(rolloutId, spans);
+  }
+
+  private dropKept(rolloutId: string, spans: RolloutSpans): void {
+    if (!this.keeping.delete(rolloutId)) return;
+    this.keptBytes -= spans.keptBytes;
+    spans.kept = undefined;
+    spans.keptBytes = 0;
   }
 
   /** `attempt` was read as its rollout's latest (SQLite's order: sequence id, then attempt id, both descending). */
@@ -78,6 +125,8 @@ export class RowCache {
     this.workers.clear();
     this.latest.clear();
     this.spans.clear();
+    this.keeping.clear();
+    this.keptBytes = 0;
   }
 
   private setLatest(rolloutId: string, value: LatestAttempt | null): void {
@@ -98,11 +147,18 @@ const maxLatest = 1 << 16;
 /**
  * A rollout's spans, known from its creation on this connection: its span counter's value and the sequence id of each
  * stored span by `attemptId\0spanId`. A span batch then needs no statement to find which of its spans are stored,
- * nor to read the counter back (only to write it).
+ * nor to read the counter back (only to write it). The spans themselves are kept too, in the order they were stored,
+ * while they fit the budget: the triplet stream reads each finished rollout's spans once, soon after they came, and
+ * read from the file they cost a query and the decoding of every token id again.
  */
 export interface RolloutSpans {
   counter: number;
   stored: Map<string, number>;
+  /** Undefined once dropped (the budget, or a span that could not be kept): queries then read the file. */
+  kept: Span[] | undefined;
+  keptBytes: number;
+  /** How many of `kept` are frozen (the first ones): each is frozen when first handed out, not on the write path. */
+  frozen: number;
 }
 
 /** Rollouts whose spans the cache follows (the newest created), and the most spans it follows for one of them. */

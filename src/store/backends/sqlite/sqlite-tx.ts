@@ -26,7 +26,7 @@ import {
   spanKey,
 } from "../../backend.js";
 import { spanFacts } from "../../span-facts.js";
-import { encodeSpan } from "../../span-wire.js";
+import { encodeSpan, wasReceived } from "../../span-wire.js";
 import { bucketCount, finalRewards, rewardGroups, type SqlRow } from "../sql/aggregate-rows.js";
 import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "../sql/stored-messages.js";
 import {
@@ -210,6 +210,7 @@ export class SqliteTx implements StorageTx {
     for (const span of spans) {
       const known = this.spansWritten(span.rolloutId);
       const facts = spanFacts(span);
+      const data = encodeSpan(span);
       const inserted = this.s.insertSpan.run(
         span.rolloutId,
         span.attemptId,
@@ -223,10 +224,14 @@ export class SqliteTx implements StorageTx {
         facts.reward,
         facts.promptTokens,
         facts.responseTokens,
-        encodeSpan(span),
+        data,
       );
       if (inserted.changes > 0) {
-        if (known) this.rows.spanStored(known, span.rolloutId, spanInRollout(span.attemptId, span.spanId), span.sequenceId);
+        if (known) {
+          // Only a span decoded here can be kept as it is: one from a caller in this process may yet be changed by it.
+          const keep = wasReceived(span) ? span : undefined;
+          this.rows.spanStored(known, span.rolloutId, spanInRollout(span.attemptId, span.spanId), span.sequenceId, keep, data.byteLength);
+        }
         result.push({ sequenceId: span.sequenceId, duplicate: false });
       } else {
         // Stored already (by an earlier batch or earlier in this one): report the stored span's id, leave it alone.
@@ -253,7 +258,27 @@ export class SqliteTx implements StorageTx {
 
   async querySpans(filter: SpanFilter, page: PageSpec): Promise<PageResult<Span>> {
     this.check();
-    return queryPage(this.cache, "spans", spanWhere(filter), page, decodeSpan);
+    return this.keptSpans(filter, page) ?? queryPage(this.cache, "spans", spanWhere(filter), page, decodeSpan);
+  }
+
+  /**
+   * The page from the spans the row cache keeps, when it keeps all of the rollout's and the query filters on nothing
+   * but the attempt and the position (the triplet stream's query); in SQL's order: by sequence id, ties in the order
+   * they were stored (`seq`).
+   */
+  private keptSpans(filter: SpanFilter, page: PageSpec): PageResult<Span> | undefined {
+    if (filter.traceId || filter.spanId || filter.parentId || filter.name) return undefined;
+    if (page.sortBy !== undefined && page.sortBy !== "sequence_id") return undefined;
+    const kept = this.rows.keptSpansOf(filter.rolloutId);
+    if (!kept) return undefined;
+    const { attemptId, afterSequenceId } = filter;
+    const matches = kept.filter(
+      (s) => (attemptId === undefined || s.attemptId === attemptId) && (afterSequenceId === undefined || s.sequenceId > afterSequenceId),
+    );
+    const sign = page.descending ? -1 : 1;
+    matches.sort((a, b) => sign * (a.sequenceId - b.sequenceId));
+    const offset = Math.max(0, page.offset);
+    return { items: matches.slice(offset, page.limit < 0 ? undefined : offset + page.limit), total: matches.length };
   }
 
   async nextSequenceId(rolloutId: string, count: number): Promise<number> {
