@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isTransientStoreError, type RetryOptions, withRetries } from "../core/retry.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { ExpectSpansRequestSchema, SpanAck } from "../gen/agl/v1/store_pb.js";
+import type { AttemptDescription, ExpectSpansRequestSchema, SpanAck } from "../gen/agl/v1/store_pb.js";
 import type { Span } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
 
@@ -39,6 +39,8 @@ export interface WriteSpansResult {
    * empty from a store that does not read `expect`; undefined when that call failed (or there were no promises).
    */
   expectHeld?: boolean[];
+  /** The store's `expect_attempts` for that call: one per entry when any asked for `describe_attempt`. */
+  expectAttempts?: AttemptDescription[];
 }
 
 /**
@@ -78,7 +80,10 @@ async function writeBatch(store: StoreApi, batch: Span[], options: WriteSpansOpt
       },
     });
     result.acks.push(...response.acks);
-    if (expect.length > 0) result.expectHeld = response.expectHeld;
+    if (expect.length > 0) {
+      result.expectHeld = response.expectHeld;
+      result.expectAttempts = response.expectAttempts;
+    }
     return;
   } catch (thrown) {
     const error = ConnectError.from(thrown);

@@ -135,7 +135,6 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       });
   const gate = createPauseGate({ maxWaitMs: options.pauseMaxWaitMs });
   const credentials = credentialsOf(options);
-  const scopes = createScopeChecker(options.store);
   const promising = !options.pendingWrites && options.spanPromises !== false;
   const order = options.pendingWrites
     ? inProcessOrder
@@ -144,6 +143,8 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
       : spanFirstOrder;
   // A store in another process gets the spans as messages on one stream rather than calls of their own.
   const spanStream = options.pendingWrites ? undefined : createSpanStream(options.store, logger);
+  // There, an attempt's first call asks about it on that stream too, rather than with a GetRollout call of its own.
+  const scopes = createScopeChecker(options.store, spanStream ? { describe: (scope) => recorder.describe(scope) } : {});
   const recorder = createSpanRecorder({
     store: spanStream ? { ...options.store, addSpans: spanStream.addSpans } : options.store,
     scopes,

@@ -1,4 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import type { AttemptDescription } from "../gen/agl/v1/store_pb.js";
 import type { StoreApi } from "../store/store-api.js";
 
 /** The rollout and attempt a call belongs to (from `/rollout/{rollout_id}/attempt/{attempt_id}/…`). */
@@ -29,18 +30,53 @@ const keyOf = (s: CallScope) => `${s.rolloutId}/${s.attemptId}`;
 type Known = { state: "ok"; resourcesId: string; tokenIn: boolean | undefined } | { state: "cancelled" };
 type Found = { resourcesId: string; tokenIn: boolean | undefined };
 
+/** Options of {@link createScopeChecker}. */
+export interface ScopeCheckerOptions {
+  /** Known attempts kept (default 100,000), the oldest forgotten first. */
+  maxEntries?: number;
+  /**
+   * Asks the store about an attempt a cheaper way than `GetRollout` (a message on the proxy's span stream): null when
+   * the store does not answer that way (it is not asked so again), undefined when the call failed; either way the
+   * checker then reads the rollout.
+   */
+  describe?: (scope: CallScope) => Promise<AttemptDescription | null | undefined>;
+}
+
+const rolloutNotFound = (scope: CallScope): ScopeRefusal => ({
+  status: 404,
+  code: "rollout_not_found",
+  message: `rollout ${JSON.stringify(scope.rolloutId)} does not exist in the store`,
+});
+const attemptNotFound = (scope: CallScope): ScopeRefusal => ({
+  status: 404,
+  code: "attempt_not_found",
+  message: `attempt ${JSON.stringify(scope.attemptId)} does not exist for rollout ${scope.rolloutId}`,
+});
+
 /**
- * Creates a {@link ScopeChecker}. The first call of an attempt costs a store read (two when it is not the rollout's
- * latest attempt); known attempts are kept (up to `maxEntries`, oldest forgotten first), so later calls cost nothing.
+ * Creates a {@link ScopeChecker}. The first call of an attempt costs a store read (`describe`, else `GetRollout`, and
+ * `QueryAttempts` when it is not the rollout's latest attempt); known attempts are kept, so later calls cost nothing.
  */
-export function createScopeChecker(store: StoreApi, maxEntries = 100_000): ScopeChecker {
+export function createScopeChecker(store: StoreApi, options: ScopeCheckerOptions = {}): ScopeChecker {
+  const maxEntries = options.maxEntries ?? 100_000;
+  let describe = options.describe;
   const known = new Map<string, Known>();
   const remember = (key: string, value: Known) => {
     known.delete(key);
     known.set(key, value);
     if (known.size > maxEntries) known.delete(known.keys().next().value as string);
   };
+  const described = async (scope: CallScope): Promise<Found | ScopeRefusal | undefined> => {
+    const attempt = await describe?.(scope);
+    if (attempt === null) describe = undefined;
+    if (!attempt) return undefined;
+    if (!attempt.rolloutExists) return rolloutNotFound(scope);
+    if (!attempt.attemptExists) return attemptNotFound(scope);
+    return { resourcesId: attempt.resourcesId, tokenIn: attempt.tokenIn };
+  };
   const exists = async (scope: CallScope): Promise<Found | ScopeRefusal> => {
+    const answer = describe && (await described(scope));
+    if (answer) return answer;
     try {
       const rollout = await store.getRollout({ rolloutId: scope.rolloutId });
       const flag = rollout.metadata?.agl_token_in;
@@ -50,20 +86,10 @@ export function createScopeChecker(store: StoreApi, maxEntries = 100_000): Scope
       if (attempts.some((a) => a.attemptId === scope.attemptId)) return found;
     } catch (error) {
       const e = ConnectError.from(error);
-      if (e.code === Code.NotFound || e.code === Code.InvalidArgument) {
-        return {
-          status: 404,
-          code: "rollout_not_found",
-          message: `rollout ${JSON.stringify(scope.rolloutId)} does not exist in the store`,
-        };
-      }
+      if (e.code === Code.NotFound || e.code === Code.InvalidArgument) return rolloutNotFound(scope);
       return { status: 503, code: "store_unavailable", message: `cannot check the rollout in the store: ${e.rawMessage}` };
     }
-    return {
-      status: 404,
-      code: "attempt_not_found",
-      message: `attempt ${JSON.stringify(scope.attemptId)} does not exist for rollout ${scope.rolloutId}`,
-    };
+    return attemptNotFound(scope);
   };
   return {
     async check(scope) {

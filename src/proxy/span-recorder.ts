@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { writeSpans } from "../client/span-writer.js";
-import type { ExpectSpansRequestSchema } from "../gen/agl/v1/store_pb.js";
+import { type WriteSpansResult, writeSpans } from "../client/span-writer.js";
+import type { AttemptDescription, ExpectSpansRequestSchema } from "../gen/agl/v1/store_pb.js";
 import { AttemptStatus } from "../gen/agl/v1/types_pb.js";
 import type { PendingWrites } from "../store/pending-writes.js";
 import type { StoreApi } from "../store/store-api.js";
@@ -30,6 +30,12 @@ export interface SpanRecorder {
    * if it is still waiting (its answer is about to end).
    */
   carry(request: SpanPromise): { outcome: Promise<CarriedOutcome>; send(): void };
+  /**
+   * Asks the store, on the next batch (sent now), what the proxy checks of an attempt before serving its first call
+   * (`describe_attempt`): null when the store answered without it (it predates the field), undefined when the call
+   * failed.
+   */
+  describe(scope: CallScope): Promise<AttemptDescription | null | undefined>;
 }
 
 /**
@@ -62,7 +68,7 @@ export interface SpanRecorderOptions {
 }
 
 type Scoped = CallRecord & { scope: CallScope };
-type Carried = { request: SpanPromise; resolve(outcome: CarriedOutcome): void };
+type Carried = { request: SpanPromise; resolve(outcome: CarriedOutcome, attempt: AttemptDescription | null | undefined): void };
 type Batch = { calls: Scoped[]; expect: Carried[]; written: Promise<void>; send(): void };
 
 /** Creates a {@link SpanRecorder}. */
@@ -72,18 +78,20 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
   const lingerMs = options.batchLingerMs ?? 0;
   const maxBatch = options.maxBatch ?? 64;
   const write = async (calls: Scoped[], expect: Carried[] = []) => {
-    let held: boolean[] | undefined;
+    let answer: Pick<WriteSpansResult, "expectHeld" | "expectAttempts"> | undefined;
     try {
-      held = await writeCalls(calls, expect);
+      answer = await writeCalls(calls, expect);
     } finally {
+      const held = answer?.expectHeld;
       for (const [i, carried] of expect.entries()) {
-        carried.resolve(held === undefined ? "failed" : held.length === 0 ? "unread" : held[i] ? "held" : "refused");
+        const outcome = held === undefined ? "failed" : held.length === 0 ? "unread" : held[i] ? "held" : "refused";
+        carried.resolve(outcome, held === undefined ? undefined : (answer?.expectAttempts?.[i] ?? null));
       }
     }
   };
   const writeCalls = async (calls: Scoped[], expect: Carried[]) => {
     const bySpan = new Map(calls.map((call) => [call.spanId, call]));
-    const { acks, failed, expectHeld } = await writeSpans(options.store, calls.map(callSpan), {
+    const { acks, failed, ...answer } = await writeSpans(options.store, calls.map(callSpan), {
       callTimeoutMs: timeoutMs,
       expect: expect.map((carried) => carried.request),
     });
@@ -102,7 +110,7 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
       );
       for (const call of lost) options.onLost?.(call.scope, call.spanId);
     }
-    return expectHeld;
+    return answer;
   };
 
   let batch: Batch | undefined;
@@ -155,6 +163,14 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
           if (batch === joined) flush();
         },
       };
+    },
+    describe(scope) {
+      const request = { rolloutId: scope.rolloutId, attemptId: scope.attemptId, describeAttempt: true };
+      const described = new Promise<AttemptDescription | null | undefined>((resolve) =>
+        open().expect.push({ request, resolve: (_, attempt) => resolve(attempt) }),
+      );
+      flush();
+      return described;
     },
   };
 }

@@ -1,6 +1,11 @@
 import { create } from "@bufbuild/protobuf";
 import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
-import { AddSpansRequestSchema, type ExpectSpansRequest, ExpectSpansRequestSchema } from "../gen/agl/v1/store_pb.js";
+import {
+  AddSpansRequestSchema,
+  AttemptDescriptionSchema,
+  type ExpectSpansRequest,
+  ExpectSpansRequestSchema,
+} from "../gen/agl/v1/store_pb.js";
 import { AttemptStatus, RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import { requireRollout, type StoreContext } from "./context.js";
 import { failedPrecondition, invalidArgument } from "./errors.js";
@@ -85,8 +90,11 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
     for (const [i, spanId] of req.spanIds.entries()) checkId(spanId, `${at}span_ids[${i}]`, limits);
     if (req.ttlMs > maxTtlMs) throw invalidArgument(`${at}ttl_ms: at most ${maxTtlMs}, got ${req.ttlMs}`);
   };
-  /** Holds (or withdraws) a checked promise; FAILED_PRECONDITION on PostgreSQL, NOT_FOUND for an unknown rollout. */
-  const take = async (req: ExpectSpansRequest) => {
+  /**
+   * Holds (or withdraws) a checked promise; FAILED_PRECONDITION on PostgreSQL, NOT_FOUND for an unknown rollout
+   * (`found`: the rollout is known to exist).
+   */
+  const take = async (req: ExpectSpansRequest, found = false) => {
     if (ctx.backend.name === "postgres") {
       throw failedPrecondition(
         "a PostgreSQL store cannot hold span promises (another server may take the rollout's updates): store the spans first",
@@ -95,10 +103,24 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
     if (req.withdraw) {
       for (const spanId of req.spanIds) settle(req.rolloutId, spanId);
     } else {
-      await ctx.read((tx) => requireRollout(tx, req.rolloutId));
+      if (!found) await ctx.read((tx) => requireRollout(tx, req.rolloutId));
       for (const spanId of req.spanIds) promise(req.rolloutId, spanId, req.ttlMs || defaultTtlMs);
     }
   };
+
+  /** What an LLM proxy checks of an attempt before it serves the attempt's first call (`describe_attempt`). */
+  const describe = (req: ExpectSpansRequest) =>
+    ctx.read(async (tx) => {
+      const rollout = await tx.getRollout(req.rolloutId);
+      const attempt = rollout && (await tx.getAttempt(req.rolloutId, req.attemptId));
+      const tokenIn = rollout?.metadata?.agl_token_in;
+      return create(AttemptDescriptionSchema, {
+        rolloutExists: rollout !== undefined,
+        attemptExists: attempt !== undefined,
+        resourcesId: rollout?.resourcesId ?? "",
+        tokenIn: typeof tokenIn === "boolean" ? tokenIn : undefined,
+      });
+    });
 
   return {
     async expectSpans(init) {
@@ -112,17 +134,25 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
       const req = create(AddSpansRequestSchema, init);
       checkCount(req.expect.length, limits.spansPerBatch, "expect");
       for (const [i, entry] of req.expect.entries()) checkPromise(entry, `expect[${i}].`);
+      // Read before the spans are stored: a failed read fails the call before it changed anything.
+      const described = req.expect.some((entry) => entry.describeAttempt)
+        ? await Promise.all(req.expect.map((entry) => (entry.describeAttempt ? describe(entry) : undefined)))
+        : undefined;
       const response = await held.addSpans(req, options);
       if (promised.size > 0) for (const ack of response.acks) settle(ack.rolloutId, ack.spanId);
       // Taken once the spans are stored, so a failed call holds nothing; a promise the store cannot take is
       // reported not held (its sender then stores that span before answering), never a failure of the stored spans.
-      for (const entry of req.expect)
+      for (const [i, entry] of req.expect.entries()) {
+        const attempt = described?.[i];
+        const taken = attempt && !attempt.rolloutExists ? Promise.reject() : take(entry, attempt !== undefined);
         response.expectHeld.push(
-          await take(entry).then(
+          await taken.then(
             () => true,
             () => false,
           ),
         );
+      }
+      if (described) response.expectAttempts = described.map((attempt) => attempt ?? create(AttemptDescriptionSchema));
       return response;
     },
 

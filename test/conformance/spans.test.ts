@@ -487,6 +487,48 @@ describe.each(backends)("spans carried by UpdateAttempt [$name]", (def) => {
     expect((await store.getRollout({ rolloutId: other.rolloutId })).status).toBe(RolloutStatus.FAILED);
   });
 
+  it("AddSpans expect with describe_attempt: the attempt as the LLM proxy checks it before serving it, on every backend", async () => {
+    const { store } = await openStore(def);
+    // Started before any resources were published: it has none.
+    const plain = await startRollout(store, { metadata: { agl_token_in: "yes" } }, "w");
+    const { resourcesId } = await store.addResources({ resources: {} });
+    const { rolloutId, attemptId } = await startRollout(store, { resourcesId, metadata: { agl_token_in: true } }, "w");
+    const span = makeSpan(rolloutId, attemptId);
+    const describe = (r: string, a: string) => ({ rolloutId: r, attemptId: a, describeAttempt: true });
+    const response = await store.addSpans({
+      spans: [span],
+      expect: [
+        describe(rolloutId, attemptId),
+        { rolloutId, attemptId, spanIds: ["p1"], withdraw: true },
+        describe(rolloutId, "at-ffffffff"),
+        describe("ro-000000000000", attemptId),
+        describe(plain.rolloutId, plain.attemptId),
+      ],
+    });
+    expect(response.acks.map((a) => a.spanId)).toEqual([span.spanId]);
+    const described = response.expectAttempts.map(({ rolloutExists, attemptExists, resourcesId, tokenIn }) => ({
+      rolloutExists,
+      attemptExists,
+      resourcesId,
+      tokenIn,
+    }));
+    const none = { rolloutExists: false, attemptExists: false, resourcesId: "", tokenIn: undefined };
+    expect(described).toEqual([
+      { rolloutExists: true, attemptExists: true, resourcesId, tokenIn: true },
+      none, // did not ask
+      { rolloutExists: true, attemptExists: false, resourcesId, tokenIn: true },
+      none,
+      { rolloutExists: true, attemptExists: true, resourcesId: "", tokenIn: undefined },
+    ]);
+    // Promises of no spans: held where the rollout exists, as promises are (never on PostgreSQL).
+    const held = def.name !== "postgres";
+    expect(response.expectHeld).toEqual([held, held, held, false, held]);
+    // Without a describe_attempt entry, the answer describes nothing.
+    expect(
+      (await store.addSpans({ spans: [], expect: [{ rolloutId, attemptId, spanIds: ["p2"], withdraw: true }] })).expectAttempts,
+    ).toEqual([]);
+  });
+
   it("AddSpans expect: promises ride on a batch, taken once its spans are stored, each reported in expect_held", async () => {
     const { store } = await openStore(def);
     const { rolloutId, attemptId } = await startRollout(store, {}, "w");

@@ -144,21 +144,24 @@ describe.each([false, true])("span ordering (stream: %s)", (stream) => {
 });
 
 /**
- * A store server counting its calls: per `AddSpans`, its spans and promises; `ExpectSpans` calls. The store it serves
- * reads `expect`, predates it (skips the field, as any protobuf decoder skips one it does not know, and answers no
- * `expect_held`), or cannot hold promises, as a PostgreSQL store answers.
+ * A store server counting its calls: per `AddSpans`, its spans and promises; `ExpectSpans` and `GetRollout` calls. The
+ * store it serves reads `expect`, predates it (skips the field, as any protobuf decoder skips one it does not know, and
+ * answers no `expect_held`), or cannot hold promises, as a PostgreSQL store answers (it still describes attempts).
  */
 async function startCounted(kind: "reads expect" | "predates expect" | "holds no promises") {
   store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: 0 });
   engine = await startFakeVllm();
   const addSpans: { spans: number; promises: number }[] = [];
   let expectSpans = 0;
+  let getRollouts = 0;
   let streams = 0;
   const countedAddSpans: StoreApi["addSpans"] = async (request, options) => {
     addSpans.push({ spans: request.spans?.length ?? 0, promises: request.expect?.length ?? 0 });
     if (kind === "reads expect") return store.addSpans(request, options);
-    const response = await store.addSpans({ spans: request.spans }, options);
-    return kind === "predates expect" ? response : { ...response, expectHeld: (request.expect ?? []).map(() => false) };
+    if (kind === "predates expect") return store.addSpans({ spans: request.spans }, options);
+    // Promises of no spans: only what describe_attempt asks for is answered.
+    const response = await store.addSpans({ spans: request.spans, expect: request.expect?.map((e) => ({ ...e, spanIds: [] })) }, options);
+    return { ...response, expectHeld: (request.expect ?? []).map(() => false) };
   };
   const served: StoreApi = {
     ...store,
@@ -171,6 +174,10 @@ async function startCounted(kind: "reads expect" | "predates expect" | "holds no
             streams++;
             return addSpansStreamMethod(countedAddSpans)(requests, options);
           },
+    getRollout(request, options) {
+      getRollouts++;
+      return store.getRollout(request, options);
+    },
     expectSpans(request, options) {
       expectSpans++;
       if (kind === "holds no promises") throw new ConnectError("a PostgreSQL store cannot hold span promises", Code.FailedPrecondition);
@@ -191,6 +198,7 @@ async function startCounted(kind: "reads expect" | "predates expect" | "holds no
   return {
     addSpans,
     expectSpans: () => expectSpans,
+    getRollouts: () => getRollouts,
     streams: () => streams,
     rolloutId,
     attemptId,
@@ -201,10 +209,22 @@ async function startCounted(kind: "reads expect" | "predates expect" | "holds no
 describe.each([false, true])("the standalone proxy's span promises (stream: %s)", (stream) => {
   const body = { model: "fake-model", messages: [{ role: "user", content: "hi" }], stream };
 
+  it("refuses calls of an unknown rollout or attempt from the store's description, without GetRollout", async () => {
+    const { getRollouts, rolloutId, attemptId, baseUrl } = await startCounted("reads expect");
+    const proxyUrl = baseUrl.slice(0, baseUrl.indexOf("/rollout/"));
+    const call = (path: string) => postJson(`${proxyUrl}${path}/v1/chat/completions`, body);
+    const noRollout = await call(`/rollout/ro-000000000000/attempt/${attemptId}`);
+    expect([noRollout.status, (await noRollout.json()).error.code]).toEqual([404, "rollout_not_found"]);
+    const noAttempt = await call(`/rollout/${rolloutId}/attempt/at-ffffffff`);
+    expect([noAttempt.status, (await noAttempt.json()).error.code]).toEqual([404, "attempt_not_found"]);
+    expect(engine.requests).toHaveLength(0);
+    expect(getRollouts()).toBe(0);
+  });
+
   it.each(["reads expect", "predates expect", "holds no promises"] as const)(
     "a store that %s: about one store call per LLM call where it can, and the attempt waits for its spans",
     async (kind) => {
-      const { addSpans, expectSpans, streams, rolloutId, attemptId, baseUrl } = await startCounted(kind);
+      const { addSpans, expectSpans, getRollouts, streams, rolloutId, attemptId, baseUrl } = await startCounted(kind);
       const calls = 4;
       for (let i = 0; i < calls; i++) {
         const res = await postJson(`${baseUrl}/chat/completions`, body);
@@ -212,6 +232,12 @@ describe.each([false, true])("the standalone proxy's span promises (stream: %s)"
       }
       // The span batches went as messages on one AddSpansStream, or as AddSpans calls where the store has no stream.
       expect(streams()).toBe(kind === "predates expect" ? 0 : 1);
+      // The first call asked about its attempt with a batch (describe_attempt) before it was served: a store that
+      // answers needs no GetRollout; one that predates the field is then asked with GetRollout.
+      const describe = { spans: 0, promises: 1 };
+      expect(addSpans[0]).toEqual(describe);
+      expect(getRollouts()).toBe(kind === "predates expect" ? 1 : 0);
+      addSpans.shift();
       const finished = store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
       if (kind === "holds no promises") {
         // Refused once (with the batch, then alone): from then on each span is stored before its answer ends.

@@ -196,22 +196,36 @@ class AddSpansRequest(_message.Message):
     def __init__(self, spans: _Optional[_Iterable[_Union[_types_pb2.Span, _Mapping]]] = ..., expect: _Optional[_Iterable[_Union[ExpectSpansRequest, _Mapping]]] = ..., id: _Optional[int] = ...) -> None: ...
 
 class ExpectSpansRequest(_message.Message):
-    __slots__ = ("rollout_id", "attempt_id", "span_ids", "ttl_ms", "withdraw")
+    __slots__ = ("rollout_id", "attempt_id", "span_ids", "ttl_ms", "withdraw", "describe_attempt")
     ROLLOUT_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
     SPAN_IDS_FIELD_NUMBER: _ClassVar[int]
     TTL_MS_FIELD_NUMBER: _ClassVar[int]
     WITHDRAW_FIELD_NUMBER: _ClassVar[int]
+    DESCRIBE_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     rollout_id: str
     attempt_id: str
     span_ids: _containers.RepeatedScalarFieldContainer[str]
     ttl_ms: int
     withdraw: bool
-    def __init__(self, rollout_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., span_ids: _Optional[_Iterable[str]] = ..., ttl_ms: _Optional[int] = ..., withdraw: _Optional[bool] = ...) -> None: ...
+    describe_attempt: bool
+    def __init__(self, rollout_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., span_ids: _Optional[_Iterable[str]] = ..., ttl_ms: _Optional[int] = ..., withdraw: _Optional[bool] = ..., describe_attempt: _Optional[bool] = ...) -> None: ...
 
 class ExpectSpansResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class AttemptDescription(_message.Message):
+    __slots__ = ("rollout_exists", "attempt_exists", "resources_id", "token_in")
+    ROLLOUT_EXISTS_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_EXISTS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_IN_FIELD_NUMBER: _ClassVar[int]
+    rollout_exists: bool
+    attempt_exists: bool
+    resources_id: str
+    token_in: bool
+    def __init__(self, rollout_exists: _Optional[bool] = ..., attempt_exists: _Optional[bool] = ..., resources_id: _Optional[str] = ..., token_in: _Optional[bool] = ...) -> None: ...
 
 class SpanAck(_message.Message):
     __slots__ = ("rollout_id", "attempt_id", "span_id", "sequence_id", "duplicate", "attempt_status")
@@ -230,12 +244,14 @@ class SpanAck(_message.Message):
     def __init__(self, rollout_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., span_id: _Optional[str] = ..., sequence_id: _Optional[int] = ..., duplicate: _Optional[bool] = ..., attempt_status: _Optional[_Union[_types_pb2.AttemptStatus, str]] = ...) -> None: ...
 
 class AddSpansResponse(_message.Message):
-    __slots__ = ("acks", "expect_held")
+    __slots__ = ("acks", "expect_held", "expect_attempts")
     ACKS_FIELD_NUMBER: _ClassVar[int]
     EXPECT_HELD_FIELD_NUMBER: _ClassVar[int]
+    EXPECT_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     acks: _containers.RepeatedCompositeFieldContainer[SpanAck]
     expect_held: _containers.RepeatedScalarFieldContainer[bool]
-    def __init__(self, acks: _Optional[_Iterable[_Union[SpanAck, _Mapping]]] = ..., expect_held: _Optional[_Iterable[bool]] = ...) -> None: ...
+    expect_attempts: _containers.RepeatedCompositeFieldContainer[AttemptDescription]
+    def __init__(self, acks: _Optional[_Iterable[_Union[SpanAck, _Mapping]]] = ..., expect_held: _Optional[_Iterable[bool]] = ..., expect_attempts: _Optional[_Iterable[_Union[AttemptDescription, _Mapping]]] = ...) -> None: ...
 
 class AddSpansStreamResponse(_message.Message):
     __slots__ = ("id", "response", "error_code", "error_message")
