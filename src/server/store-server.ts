@@ -86,7 +86,7 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
 
   const services = [
     ...createStoreServices(options.store),
-    createTripletService({ events: storeEvents(options.store), ...options.triplets, store: options.store }),
+    createTripletService({ ...inStoreProcess(options.store), ...options.triplets, store: options.store }),
     ...(options.extraServices ?? []),
   ];
   const credentials = credentialsOf(options);
@@ -171,8 +171,12 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
   };
 }
 
-/** The committed events of a store in this process (`createStore`'s), so following triplet streams read on events. */
-function storeEvents(store: StoreApi): StreamTripletsOptions["events"] {
+/**
+ * What following triplet streams use of a store in this process (`createStore`'s): its committed events, so they read
+ * on events, and its backend's kept spans.
+ */
+function inStoreProcess(store: StoreApi): Pick<StreamTripletsOptions, "events" | "keepSpans"> {
   const backend = (store as Partial<Store>).backend;
-  return backend && ((listener) => backend.subscribe(listener));
+  if (!backend) return {};
+  return { events: (listener) => backend.subscribe(listener), ...(backend.keepSpans ? { keepSpans: () => backend.keepSpans!() } : {}) };
 }

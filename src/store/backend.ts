@@ -25,6 +25,12 @@ export interface StorageBackend {
    * `createListeners`): a function subscribed twice hears each event twice until both are ended.
    */
   subscribe(listener: (event: StoreEvent) => void): () => void;
+  /**
+   * Optional: keeps the spans this process stores in memory, for a reader in this process that will read them soon
+   * (a following triplet stream), until the returned function is called. Without one they are not kept: holding every
+   * span a while would cost memory and garbage collection for nothing.
+   */
+  keepSpans?(): () => void;
   close(): Promise<void>;
 }
 

@@ -30,6 +30,11 @@ export interface StreamTripletsOptions {
   events?: (listener: (event: StoreEvent) => void) => () => void;
   /** With `events`: a full pass this often all the same, for finishes no event of this process reports (default 5,000 ms). */
   fullPassMs?: number;
+  /**
+   * Where the stream runs in the store's process: asks the backend to keep the spans it stores while a `follow` stream
+   * runs (`StorageBackend.keepSpans`), so the triplets of rollouts that finish meanwhile need not read them back.
+   */
+  keepSpans?: () => () => void;
 }
 
 const finished = new Set([RolloutStatus.SUCCEEDED, RolloutStatus.FAILED, RolloutStatus.CANCELLED]);
@@ -134,6 +139,7 @@ export async function* streamTriplets(
         wake?.();
       })
     : undefined;
+  const stopKeeping = req.follow ? options.keepSpans?.() : undefined;
   const fullPassMs = options.fullPassMs ?? 5_000;
   let lastFullPass = Number.NEGATIVE_INFINITY;
   try {
@@ -166,5 +172,6 @@ export async function* streamTriplets(
     }
   } finally {
     stopListening?.();
+    stopKeeping?.();
   }
 }

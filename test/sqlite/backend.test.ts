@@ -859,8 +859,9 @@ describe("sqlite backend on a file", () => {
 
     it("answer span queries from the spans they keep as the file does, and read the file once they cannot", async () => {
       const path = join(dir, "kept.db");
-      const [mine, other] = [createSqliteBackend({ path }), createSqliteBackend({ path })];
-      await mine.transaction((t) => t.insertRollouts([rollout("ro-1"), rollout("ro-2")]));
+      const [mine, other] = [createSqliteBackend({ path, keepSpansAfterReadersMs: 100 }), createSqliteBackend({ path })];
+      await mine.transaction((t) => t.insertRollouts([rollout("ro-1"), rollout("ro-2"), rollout("ro-3")]));
+      const release = mine.keepSpans?.() as () => void;
       // As a server receives them: out of order, a tie (s1 and s3), two attempts.
       const received = (spans: Span[]) =>
         (
@@ -917,6 +918,22 @@ describe("sqlite backend on a file", () => {
       const frozen = kept.map((r) => r.items.length > 0 && r.items.every((s) => Object.isFrozen(s)));
       expect(frozen).toEqual([true, true, true, true, true, true, true, false, false, false, false, false]);
       expect(fromFile[0]?.items.some((s) => Object.isFrozen(s))).toBe(false);
+      // Spans are kept only while a reader asked for them.
+      const ro3 = (backend: StorageBackend) =>
+        backend.transaction((t) => t.querySpans({ rolloutId: "ro-3", any: false }, { descending: false, limit: -1, offset: 0 }));
+      await mine.transaction((t) => t.insertSpans(received([span("ro-3", "at-1", "s1", 1)])));
+      expect((await ro3(mine)).items.every((s) => Object.isFrozen(s))).toBe(true);
+      // Released: kept a while yet (a trainer's next stream follows soon), then dropped.
+      release();
+      release();
+      expect((await ro3(mine)).items.every((s) => Object.isFrozen(s))).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      expect((await ro3(mine)).items.some((s) => Object.isFrozen(s))).toBe(false);
+      await mine.transaction((t) => t.insertSpans(received([span("ro-3", "at-1", "s2", 2)])));
+      mine.keepSpans?.();
+      await mine.transaction((t) => t.insertSpans(received([span("ro-3", "at-1", "s3", 3)])));
+      expect(await ro3(mine)).toEqual(await ro3(other));
+      expect((await ro3(mine)).items.some((s) => Object.isFrozen(s))).toBe(false);
       // Another connection stores a span of the rollout: this one reads the file from then on.
       await other.transaction((t) => t.insertSpans([span("ro-1", "at-1", "s6", 4)]));
       const after = await ask(mine);
@@ -928,6 +945,7 @@ describe("sqlite backend on a file", () => {
 
     it("keep spans within their budget, the oldest rollouts' dropped first", () => {
       const cache = new RowCache(1000);
+      cache.keepSpans(true);
       const store = (rolloutId: string, spanId: string, bytes: number, keep = true) =>
         cache.spanStored(
           cache.spansOf(rolloutId) as RolloutSpans,
@@ -959,6 +977,11 @@ describe("sqlite backend on a file", () => {
       store("ro-5", "s1", 50, false);
       store("ro-4", "s2", 100);
       expect([cache.keptSpansOf("ro-4")?.length, cache.keptSpansOf("ro-5"), cache.spansOf("ro-5")?.stored.size]).toEqual([2, undefined, 1]);
+      // Stopped, it drops what it kept, and keeps nothing new.
+      cache.rolloutCreated("ro-6");
+      cache.keepSpans(false);
+      store("ro-6", "s1", 10);
+      expect([cache.keptSpansOf("ro-4"), cache.keptSpansOf("ro-6"), cache.spansOf("ro-4")?.stored.size]).toEqual([undefined, undefined, 2]);
     });
   });
 

@@ -1,14 +1,19 @@
 /** TripletService over a real server: order, resume by cursor, follow, filters, backpressure, unary RPCs. */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { createStoreClient } from "../../src/client/store-client.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type RewardMatch, type StreamTripletsResponse, TripletMode } from "../../src/gen/agl/v1/triplets_pb.js";
 import { AttemptStatus, RolloutMode, RolloutStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
 import type { StoreApi } from "../../src/store/store-api.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
+import { createSqliteBackend } from "../../src/store/backends/sqlite/sqlite-backend.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { createTripletClient, type TripletClient } from "../../src/triplets/triplet-client.js";
-import { claimWithSpans, finish } from "../support/triplet-fixtures.js";
+import { type ClaimedRollout, claimWithSpans, finish } from "../support/triplet-fixtures.js";
 
 let store: Store;
 let server: StoreServer;
@@ -230,5 +235,52 @@ describe("TripletService unary calls", () => {
     });
     expect(bad.status).toBe(400);
     expect((await bad.json()).code).toBe("invalid_argument");
+  });
+});
+
+describe("StreamTriplets in the process of a SQLite store", () => {
+  it("while one follows, the backend keeps the spans it receives, and the triplets are built from them", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agl-kept-"));
+    const sqlite = createStore({
+      backend: createSqliteBackend({ path: join(dir, "store.db"), keepSpansAfterReadersMs: 200 }),
+      watchdogIntervalSeconds: 0,
+    });
+    const sqliteServer = await startStoreServer({ store: sqlite, port: 0, triplets: { pollIntervalMs: 50 } });
+    const remote = createStoreClient({ baseUrl: sqliteServer.url });
+    const triplets = createTripletClient({ baseUrl: sqliteServer.url });
+    // Kept spans are handed out frozen; spans read from the file are decoded afresh.
+    const kept = async (r: ClaimedRollout) => {
+      const frozen = new Set((await sqlite.querySpans({ rolloutId: r.rolloutId })).spans.map((s) => Object.isFrozen(s)));
+      return frozen.size === 1 ? [...frozen][0] : "some";
+    };
+    try {
+      const [before] = await claimWithSpans(remote, 1, { calls: 2 });
+      expect(await kept(before!)).toBe(false);
+      const abort = new AbortController();
+      const got: StreamTripletsResponse[] = [];
+      const following = (async () => {
+        for await (const m of triplets.streamTriplets({ follow: true }, { signal: abort.signal, timeoutMs: 20_000 })) got.push(m);
+      })().catch((e) => expect(ConnectError.from(e).code).toBe(Code.Canceled));
+      await expect.poll(() => got.some((m) => m.caughtUp), { timeout: 5_000 }).toBe(true);
+      const [during] = await claimWithSpans(remote, 1, { calls: 2 });
+      expect(await kept(during!)).toBe(true);
+      await finish(remote, during!);
+      await expect.poll(() => got.filter((m) => m.rollout).length, { timeout: 5_000 }).toBe(1);
+      const sent = got.find((m) => m.rollout)?.rollout;
+      expect(sent?.rolloutId).toBe(during!.rolloutId);
+      expect(sent?.triplets.map((t) => t.promptTokenIds)).toEqual(during!.prompts);
+      abort.abort();
+      await following;
+      // The stream ended: what was kept is dropped (after `keepSpansAfterReadersMs`), and nothing new is kept.
+      await expect.poll(() => kept(during!), { timeout: 5_000 }).toBe(false);
+      const [after] = await claimWithSpans(remote, 1, { calls: 1 });
+      expect(await kept(after!)).toBe(false);
+    } finally {
+      triplets.close();
+      remote.close();
+      await sqliteServer.close();
+      await sqlite.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

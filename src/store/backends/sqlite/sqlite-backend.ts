@@ -23,6 +23,11 @@ export interface SqliteBackendOptions {
   walRestartFrames?: number;
   /** Where failed rollbacks, checkpoints and event listeners are reported (default: stderr, `[store]`). */
   logger?: Logger;
+  /**
+   * How long spans are still kept after the last reader that asked for them stopped (`keepSpans`; default 30,000 ms):
+   * a trainer reads each step's triplets on a stream of its own, opened once the step's rollouts are out.
+   */
+  keepSpansAfterReadersMs?: number;
 }
 
 /**
@@ -37,6 +42,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): StorageBacke
     options.backgroundCheckpointAfter ?? 32,
     options.logger ?? createConsoleLogger({ prefix: "[store]" }),
     options.walRestartFrames,
+    options.keepSpansAfterReadersMs ?? 30_000,
   );
 }
 
@@ -72,12 +78,16 @@ class SqliteBackend implements StorageBackend {
   /** The checkpoint thread found the WAL long: the next transaction waits for it to catch up, and restarts the WAL. */
   private walTooLong = false;
   private closed: Promise<void> | undefined;
+  /** Readers that asked for the spans to be kept (`keepSpans`), and the timer that stops keeping them after the last. */
+  private spanKeepers = 0;
+  private stopKeepingSpans: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly path: string,
     private readonly backgroundCheckpointAfter: number,
     private readonly logger: Logger,
     private readonly walRestartFrames: number | undefined,
+    private readonly keepSpansAfterReadersMs: number,
   ) {
     this.listeners = createListeners(logger);
     this.db = new Database(path);
@@ -226,12 +236,26 @@ class SqliteBackend implements StorageBackend {
     for (const member of group) member.reject(error);
   }
 
+  keepSpans(): () => void {
+    clearTimeout(this.stopKeepingSpans);
+    this.spanKeepers++;
+    this.rows.keepSpans(true);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.spanKeepers > 0) return;
+      this.stopKeepingSpans = setTimeout(() => this.rows.keepSpans(false), this.keepSpansAfterReadersMs).unref();
+    };
+  }
+
   subscribe(listener: (event: StoreEvent) => void): () => void {
     return this.listeners.subscribe(listener);
   }
 
   /** Closes the database after the transactions already requested; later ones are refused. Idempotent. */
   close(): Promise<void> {
+    clearTimeout(this.stopKeepingSpans);
     this.closed ??= this.mutex.run(async () => {
       this.commitGroup();
       await this.checkpointer?.stop();

@@ -25,9 +25,11 @@ export class RowCache {
   /** The rollouts of `spans` whose span objects are kept, oldest first, and those spans' stored bytes in all. */
   private readonly keeping = new Map<string, RolloutSpans>();
   private keptBytes = 0;
+  /** Whether spans are kept now (a reader asked for them: `StorageBackend.keepSpans`). */
+  private keepingSpans = false;
 
   /** `maxKeptBytes`: the budget of the spans kept, by their stored size (their objects take a few times that). */
-  constructor(private readonly maxKeptBytes = 16 << 20) {}
+  constructor(private readonly maxKeptBytes = 8 << 20) {}
 
   /** What `latestAttempt` knows: the latest attempt's key, null when there is none, undefined when it does not know. */
   latestOf(rolloutId: string): LatestAttempt | null | undefined {
@@ -48,22 +50,30 @@ export class RowCache {
     return this.spans.get(rolloutId);
   }
 
+  /** Starts or stops keeping spans; stopped, it drops those it kept. */
+  keepSpans(on: boolean): void {
+    this.keepingSpans = on;
+    if (!on) for (const [rolloutId, spans] of this.keeping) this.dropKept(rolloutId, spans);
+  }
+
   /**
    * A span was stored as `bytes` under `sequenceId`: the rollout's spans are still known while they are few, and kept
-   * while the kept spans of all rollouts are under their budget (the oldest rollouts' are dropped first). `keep`: the
-   * span, which nothing may change from now on; undefined when it cannot be kept (the rollout's are then dropped).
+   * while spans are kept and the kept spans of all rollouts are under their budget (the oldest rollouts' are dropped
+   * first). `keep`: the span, which nothing may change from now on; undefined when it cannot be kept (the rollout's
+   * are then dropped, as when spans are not kept now).
    */
   spanStored(spans: RolloutSpans, rolloutId: string, key: string, sequenceId: number, keep: Span | undefined, bytes: number): void {
     spans.stored.set(key, sequenceId);
     if (spans.stored.size > maxSpansPerRollout) this.forgetSpansOf(rolloutId);
-    else if (!keep) this.dropKept(rolloutId, spans);
+    else if (!keep || !this.keepingSpans) this.dropKept(rolloutId, spans);
     else if (spans.kept) {
       spans.kept.push(keep);
       spans.keptBytes += bytes;
       this.keptBytes += bytes;
+      if (this.keptBytes <= this.maxKeptBytes) return;
       for (const [oldest, kept] of this.keeping) {
-        if (this.keptBytes <= this.maxKeptBytes) break;
         this.dropKept(oldest, kept);
+        if (this.keptBytes <= this.maxKeptBytes) break;
       }
     }
   }
