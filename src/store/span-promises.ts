@@ -14,6 +14,8 @@ import { checkCount, checkId } from "./validate.js";
 
 const defaultTtlMs = 10_000;
 const maxTtlMs = 60_000;
+/** Rollouts remembered to exist, the newest first kept. */
+const maxKnownRollouts = 1 << 16;
 
 type Held = Pick<StoreApi, "addSpans" | "updateAttempt" | "updateRollout">;
 type PromiseMethods = Held & Pick<StoreApi, "expectSpans">;
@@ -46,6 +48,15 @@ function unlessAborted(promise: Promise<void>, signal: AbortSignal | undefined):
  */
 export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethods {
   const { limits } = ctx;
+  /**
+   * Rollouts known to exist: rollouts are never deleted, and their ids come only from the store once it committed
+   * them, so a promise of a known rollout's spans needs no read (the LLM proxy promises every call's span).
+   */
+  const known = new Set<string>();
+  const exists = (rolloutId: string) => {
+    known.add(rolloutId);
+    if (known.size > maxKnownRollouts) known.delete(known.values().next().value as string);
+  };
   /** Per rollout and promised span id: the promise, and how to settle it. */
   const promised = new Map<string, Map<string, { settled: Promise<void>; settle(): void }>>();
 
@@ -90,11 +101,8 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
     for (const [i, spanId] of req.spanIds.entries()) checkId(spanId, `${at}span_ids[${i}]`, limits);
     if (req.ttlMs > maxTtlMs) throw invalidArgument(`${at}ttl_ms: at most ${maxTtlMs}, got ${req.ttlMs}`);
   };
-  /**
-   * Holds (or withdraws) a checked promise; FAILED_PRECONDITION on PostgreSQL, NOT_FOUND for an unknown rollout
-   * (`found`: the rollout is known to exist).
-   */
-  const take = async (req: ExpectSpansRequest, found = false) => {
+  /** Holds (or withdraws) a checked promise; FAILED_PRECONDITION on PostgreSQL, NOT_FOUND for an unknown rollout. */
+  const take = async (req: ExpectSpansRequest) => {
     if (ctx.backend.name === "postgres") {
       throw failedPrecondition(
         "a PostgreSQL store cannot hold span promises (another server may take the rollout's updates): store the spans first",
@@ -103,7 +111,10 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
     if (req.withdraw) {
       for (const spanId of req.spanIds) settle(req.rolloutId, spanId);
     } else {
-      if (!found) await ctx.read((tx) => requireRollout(tx, req.rolloutId));
+      if (!known.has(req.rolloutId)) {
+        await ctx.read((tx) => requireRollout(tx, req.rolloutId));
+        exists(req.rolloutId);
+      }
       for (const spanId of req.spanIds) promise(req.rolloutId, spanId, req.ttlMs || defaultTtlMs);
     }
   };
@@ -112,6 +123,7 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
   const describe = (req: ExpectSpansRequest) =>
     ctx.read(async (tx) => {
       const rollout = await tx.getRollout(req.rolloutId);
+      if (rollout) exists(req.rolloutId);
       const attempt = rollout && (await tx.getAttempt(req.rolloutId, req.attemptId));
       const tokenIn = rollout?.metadata?.agl_token_in;
       return create(AttemptDescriptionSchema, {
@@ -144,7 +156,7 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
       // reported not held (its sender then stores that span before answering), never a failure of the stored spans.
       for (const [i, entry] of req.expect.entries()) {
         const attempt = described?.[i];
-        const taken = attempt && !attempt.rolloutExists ? Promise.reject() : take(entry, attempt !== undefined);
+        const taken = attempt && !attempt.rolloutExists ? Promise.reject() : take(entry);
         response.expectHeld.push(
           await taken.then(
             () => true,
