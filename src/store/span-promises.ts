@@ -14,7 +14,7 @@ import { checkCount, checkId } from "./validate.js";
 
 const defaultTtlMs = 10_000;
 const maxTtlMs = 60_000;
-/** Rollouts remembered to exist, the newest first kept. */
+/** Rollouts remembered to exist at most (the oldest forgotten first). */
 const maxKnownRollouts = 1 << 16;
 
 type Held = Pick<StoreApi, "addSpans" | "updateAttempt" | "updateRollout">;
