@@ -859,7 +859,7 @@ describe("sqlite backend on a file", () => {
 
     it("answer span queries from the spans they keep as the file does, and read the file once they cannot", async () => {
       const path = join(dir, "kept.db");
-      const [mine, other] = [createSqliteBackend({ path, keepSpansAfterReadersMs: 100 }), createSqliteBackend({ path })];
+      const [mine, other] = [createSqliteBackend({ path, keepSpansAfterReadersMs: 500 }), createSqliteBackend({ path })];
       await mine.transaction((t) => t.insertRollouts([rollout("ro-1"), rollout("ro-2"), rollout("ro-3")]));
       const release = mine.keepSpans?.() as () => void;
       // As a server receives them: out of order, a tie (s1 and s3), two attempts.
@@ -927,7 +927,7 @@ describe("sqlite backend on a file", () => {
       release();
       release();
       expect((await ro3(mine)).items.every((s) => Object.isFrozen(s))).toBe(true);
-      await new Promise((resolve) => setTimeout(resolve, 150));
+      await new Promise((resolve) => setTimeout(resolve, 600));
       expect((await ro3(mine)).items.some((s) => Object.isFrozen(s))).toBe(false);
       await mine.transaction((t) => t.insertSpans(received([span("ro-3", "at-1", "s2", 2)])));
       mine.keepSpans?.();
