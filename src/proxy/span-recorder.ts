@@ -31,9 +31,9 @@ export interface SpanRecorder {
    */
   carry(request: SpanPromise): { outcome: Promise<CarriedOutcome>; send(): void };
   /**
-   * Asks the store, on the next batch (sent now), what the proxy checks of an attempt before serving its first call
-   * (`describe_attempt`): null when the store answered without it (it predates the field), undefined when the call
-   * failed.
+   * Asks the store, in a batch of its own (sent now: a scope the store refuses must not take other calls' spans down
+   * with it), what the proxy checks of an attempt before serving its first call (`describe_attempt`): null when the
+   * store answered without it (it predates the field), undefined when the call failed.
    */
   describe(scope: CallScope): Promise<AttemptDescription | null | undefined>;
 }
@@ -166,11 +166,7 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
     },
     describe(scope) {
       const request = { rolloutId: scope.rolloutId, attemptId: scope.attemptId, describeAttempt: true };
-      const described = new Promise<AttemptDescription | null | undefined>((resolve) =>
-        open().expect.push({ request, resolve: (_, attempt) => resolve(attempt) }),
-      );
-      flush();
-      return described;
+      return new Promise((resolve) => void write([], [{ request, resolve: (_, attempt) => resolve(attempt) }]));
     },
   };
 }

@@ -219,6 +219,10 @@ describe.each([false, true])("the standalone proxy's span promises (stream: %s)"
     expect([noAttempt.status, (await noAttempt.json()).error.code]).toEqual([404, "attempt_not_found"]);
     expect(engine.requests).toHaveLength(0);
     expect(getRollouts()).toBe(0);
+    // An id the store refuses outright (too long): the question fails alone, and GetRollout says it does not exist.
+    const tooLong = await call(`/rollout/ro-${"f".repeat(300)}/attempt/${attemptId}`);
+    expect([tooLong.status, (await tooLong.json()).error.code]).toEqual([404, "rollout_not_found"]);
+    expect(getRollouts()).toBe(1);
   });
 
   it.each(["reads expect", "predates expect", "holds no promises"] as const)(
