@@ -860,8 +860,9 @@ describe("sqlite backend on a file", () => {
     it("answer span queries from the spans they keep as the file does, and read the file once they cannot", async () => {
       const path = join(dir, "kept.db");
       const [mine, other] = [createSqliteBackend({ path, keepSpansAfterReadersMs: 500 }), createSqliteBackend({ path })];
-      await mine.transaction((t) => t.insertRollouts([rollout("ro-1"), rollout("ro-2"), rollout("ro-3")]));
+      // Spans are kept for rollouts created while a reader asked for them.
       const release = mine.keepSpans?.() as () => void;
+      await mine.transaction((t) => t.insertRollouts([rollout("ro-1"), rollout("ro-2"), rollout("ro-3")]));
       // As a server receives them: out of order, a tie (s1 and s3), two attempts.
       const received = (spans: Span[]) =>
         (

@@ -36,12 +36,15 @@ export class RowCache {
     return this.latest.get(rolloutId);
   }
 
-  /** A rollout just inserted: it has no attempts and no spans. */
+  /** A rollout just inserted: it has no attempts and no spans (kept from now on, while spans are kept). */
   rolloutCreated(rolloutId: string): void {
     this.setLatest(rolloutId, null);
-    const spans: RolloutSpans = { counter: 0, stored: new Map(), kept: [], keptBytes: 0, frozen: 0 };
+    const spans: RolloutSpans = { counter: 0, stored: new Map(), kept: undefined, keptBytes: 0, frozen: 0 };
     this.spans.set(rolloutId, spans);
-    this.keeping.set(rolloutId, spans);
+    if (this.keepingSpans) {
+      spans.kept = [];
+      this.keeping.set(rolloutId, spans);
+    }
     if (this.spans.size > maxSpanRollouts) this.forgetSpansOf(this.spans.keys().next().value as string);
   }
 
@@ -65,8 +68,9 @@ export class RowCache {
   spanStored(spans: RolloutSpans, rolloutId: string, key: string, sequenceId: number, keep: Span | undefined, bytes: number): void {
     spans.stored.set(key, sequenceId);
     if (spans.stored.size > maxSpansPerRollout) this.forgetSpansOf(rolloutId);
+    else if (!spans.kept) return;
     else if (!keep || !this.keepingSpans) this.dropKept(rolloutId, spans);
-    else if (spans.kept) {
+    else {
       spans.kept.push(keep);
       spans.keptBytes += bytes;
       this.keptBytes += bytes;
@@ -165,7 +169,10 @@ const maxLatest = 1 << 16;
 export interface RolloutSpans {
   counter: number;
   stored: Map<string, number>;
-  /** Undefined once dropped (the budget, or a span that could not be kept): queries then read the file. */
+  /**
+   * Undefined when the rollout was created while spans were not kept, and once dropped (the budget, a span that could
+   * not be kept, the reader gone): queries then read the file.
+   */
   kept: Span[] | undefined;
   keptBytes: number;
   /** How many of `kept` are frozen (the first ones): each is frozen when first handed out, not on the write path. */
