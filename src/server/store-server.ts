@@ -178,5 +178,6 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
 function inStoreProcess(store: StoreApi): Pick<StreamTripletsOptions, "events" | "keepSpans"> {
   const backend = (store as Partial<Store>).backend;
   if (!backend) return {};
-  return { events: (listener) => backend.subscribe(listener), ...(backend.keepSpans ? { keepSpans: () => backend.keepSpans!() } : {}) };
+  const keepSpans = backend.keepSpans?.bind(backend);
+  return { events: (listener) => backend.subscribe(listener), ...(keepSpans ? { keepSpans } : {}) };
 }
