@@ -39,7 +39,7 @@ export class RowCache {
   /** A rollout just inserted: it has no attempts and no spans (kept from now on, while spans are kept). */
   rolloutCreated(rolloutId: string): void {
     this.setLatest(rolloutId, null);
-    const spans: RolloutSpans = { counter: 0, stored: new Map(), kept: undefined, keptBytes: 0, frozen: 0 };
+    const spans: RolloutSpans = { counter: 0, stored: new Map(), kept: undefined, keptBytes: 0 };
     this.spans.set(rolloutId, spans);
     if (this.keepingSpans) {
       spans.kept = [];
@@ -90,7 +90,7 @@ export class RowCache {
   keptSpansOf(rolloutId: string): readonly Span[] | undefined {
     const spans = this.spans.get(rolloutId);
     if (!spans?.kept) return undefined;
-    while (spans.frozen < spans.kept.length) Object.freeze(spans.kept[spans.frozen++]);
+    for (const span of spans.kept) Object.freeze(span);
     return spans.kept;
   }
 
@@ -175,8 +175,6 @@ export interface RolloutSpans {
    */
   kept: Span[] | undefined;
   keptBytes: number;
-  /** How many of `kept` are frozen (the first ones): each is frozen when first handed out, not on the write path. */
-  frozen: number;
 }
 
 /** Rollouts whose spans the cache follows (the newest created), and the most spans it follows for one of them. */

@@ -27,6 +27,7 @@ import {
 } from "../../backend.js";
 import { spanFacts } from "../../span-facts.js";
 import { encodeSpan, wasReceived } from "../../span-wire.js";
+import { fieldValue, sortAndPage } from "../memory/memory-query.js";
 import { bucketCount, finalRewards, rewardGroups, type SqlRow } from "../sql/aggregate-rows.js";
 import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "../sql/stored-messages.js";
 import {
@@ -275,10 +276,7 @@ export class SqliteTx implements StorageTx {
     const matches = kept.filter(
       (s) => (attemptId === undefined || s.attemptId === attemptId) && (afterSequenceId === undefined || s.sequenceId > afterSequenceId),
     );
-    const sign = page.descending ? -1 : 1;
-    matches.sort((a, b) => sign * (a.sequenceId - b.sequenceId));
-    const offset = Math.max(0, page.offset);
-    return { items: matches.slice(offset, page.limit < 0 ? undefined : offset + page.limit), total: matches.length };
+    return sortAndPage(matches, page, fieldValue, "sequence_id", (span) => span);
   }
 
   async nextSequenceId(rolloutId: string, count: number): Promise<number> {
