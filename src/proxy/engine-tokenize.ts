@@ -15,8 +15,8 @@ export interface Tokenized {
 export async function engineTokenize(upstream: Upstream, backend: Backend, body: Json, signal: AbortSignal): Promise<Tokenized> {
   const url = new URL(`${backend.endpoint.replace(/\/+$/, "").replace(/\/v1$/, "")}/tokenize`);
   const res = await upstream.post(url, Buffer.from(JSON.stringify({ model: backend.model, ...body })), backend.apiKey, signal);
-  const text = await readBody(res);
-  const status = res.statusCode ?? 502;
+  const text = await readBody(res.body);
+  const { status } = res;
   if (status >= 400) return { status, tokens: undefined };
   try {
     const tokens = (JSON.parse(text.toString("utf8")) as { tokens?: unknown }).tokens;

@@ -10,7 +10,7 @@ import { type CallKind, type CompletionRecord, readCompletion } from "./completi
 import { sendJson } from "./http-io.js";
 import type { CallScope } from "./scope-check.js";
 import { answerIds, streamThrough } from "./stream-through.js";
-import { isRetryableStatus, readBody, type Upstream, type UpstreamError } from "./upstream.js";
+import { isRetryableStatus, readBody, type Upstream, type UpstreamError, type UpstreamResponse } from "./upstream.js";
 
 /** How calls are forwarded; shared by every call of a proxy. */
 export interface ForwardPolicy {
@@ -187,7 +187,7 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
     tries++;
     const { body, askedIds } = upstreamBody(plan, policy, backend);
     const url = upstreamUrl(backend.endpoint, (plan.engine?.kind ?? plan.kind) === "chat" ? "/chat/completions" : "/completions");
-    let upstream: http.IncomingMessage;
+    let upstream: UpstreamResponse;
     try {
       upstream = await policy.upstream.post(url, body, backend.apiKey, signal);
     } catch (error) {
@@ -208,11 +208,11 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       );
     }
     const ttfb = performance.now() - plan.startedAt;
-    const status = upstream.statusCode ?? 502;
+    const { status } = upstream;
     if (status >= 400) {
       let text: Buffer;
       try {
-        text = await readBody(upstream);
+        text = await readBody(upstream.body);
       } catch {
         text = Buffer.alloc(0);
       }
@@ -230,7 +230,7 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       }
       if (isRetryableStatus(status) && tries <= policy.maxRetries && !signal.aborted) {
         policy.onRetry();
-        await sleep(backoffMs(tries, policy.backoffBaseMs, policy.backoffMaxMs, upstream.headers["retry-after"]), { signal });
+        await sleep(backoffMs(tries, policy.backoffBaseMs, policy.backoffMaxMs, upstream.retryAfter), { signal });
         if (!signal.aborted) continue;
       }
       const message = `the engine answered ${status}: ${text.toString("utf8").slice(0, 500)}`;
@@ -238,10 +238,10 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
         if (res.headersSent || signal.aborted) return void res.end();
         if (plan.client?.api === "messages") return sendJson(res, status, errorBody("messages", status, "engine_error", message));
         const headers: http.OutgoingHttpHeaders = {
-          "content-type": upstream.headers["content-type"] ?? "application/json",
+          "content-type": upstream.contentType ?? "application/json",
           "content-length": text.length,
         };
-        if (upstream.headers["retry-after"]) headers["retry-after"] = upstream.headers["retry-after"];
+        if (upstream.retryAfter) headers["retry-after"] = upstream.retryAfter;
         res.writeHead(status, headers);
         res.end(text);
       };
@@ -249,7 +249,7 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
         finish(waiting, status, tries, backend, ttfb, undefined, { type: "upstream_status", message }),
       );
     }
-    const isStream = stream && /text\/event-stream/i.test(upstream.headers["content-type"] ?? "");
+    const isStream = stream && /text\/event-stream/i.test(upstream.contentType ?? "");
     if (isStream) {
       const outcome = await streamThrough(
         upstream,
@@ -275,7 +275,7 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
     }
     let text: Buffer;
     try {
-      text = await readBody(upstream);
+      text = await readBody(upstream.body);
     } catch (error) {
       const message = `the engine's answer broke off: ${error instanceof Error ? error.message : String(error)}`;
       const disconnected = signal.aborted;
@@ -309,7 +309,7 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
     const send = () => {
       if (signal.aborted) return;
       res.writeHead(status, {
-        "content-type": plan.client ? "application/json" : (upstream.headers["content-type"] ?? "application/json"),
+        "content-type": plan.client ? "application/json" : (upstream.contentType ?? "application/json"),
         "content-length": text.length,
         "x-agl-span-id": plan.ids.spanId,
       });

