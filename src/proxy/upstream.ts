@@ -56,9 +56,10 @@ const closedUnanswered = (code: string | undefined) => code === "ECONNRESET" || 
  */
 export function createUpstream(options: UpstreamOptions = {}): Upstream {
   const headersTimeoutMs = options.headersTimeoutMs ?? 600_000;
+  const idleTimeoutMs = options.idleTimeoutMs ?? 300_000;
   const agent = new Agent({
     headersTimeout: headersTimeoutMs,
-    bodyTimeout: options.idleTimeoutMs ?? 300_000,
+    bodyTimeout: idleTimeoutMs,
     ...(options.tls ? { connect: { ...options.tls } } : {}),
   });
   const post = async (
@@ -74,6 +75,10 @@ export function createUpstream(options: UpstreamOptions = {}): Upstream {
     try {
       // From the response on, the caller owns the abort: it ends the body as undici sees it fire.
       const res = await agent.request({ origin: url.origin, path: url.pathname + url.search, method: "POST", headers, body, signal });
+      res.body.once("error", (error: Error & { code?: string }) => {
+        // Said in words before any other listener reads it (undici's own: "Body Timeout Error").
+        if (error.code === "UND_ERR_BODY_TIMEOUT") error.message = `${url.origin} sent nothing for ${idleTimeoutMs} ms`;
+      });
       return {
         status: res.statusCode,
         contentType: first(res.headers["content-type"]),

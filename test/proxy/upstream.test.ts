@@ -1,6 +1,7 @@
 /**
  * The proxy's connections to engines: a kept-alive connection the engine closed just as a request went out on it (its
- * idle time ran out) costs nothing; the request goes out again on a fresh connection.
+ * idle time ran out) costs nothing; the request goes out again on a fresh connection. An engine that stops sending
+ * mid-answer is given up after the idle timeout, saying so.
  */
 import * as net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
@@ -63,5 +64,28 @@ describe("upstream connections", () => {
     const failure = upstream.post(engine.url, Buffer.from("{}"), undefined, new AbortController().signal);
     await expect(failure).rejects.toBeInstanceOf(UpstreamError);
     await expect(failure).rejects.toMatchObject({ kind: "connect", message: expect.stringMatching(/ECONNREFUSED/) });
+  });
+
+  it("gives up an answer whose engine stops sending for the idle timeout, saying so", async () => {
+    const server = net.createServer((socket) => {
+      socket.once("data", () =>
+        socket.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"choices":'),
+      );
+      socket.on("error", () => {});
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    closeEngine = () => server.close();
+    const { port } = server.address() as net.AddressInfo;
+    upstream = createUpstream({ idleTimeoutMs: 200 });
+    const res = await upstream.post(
+      new URL(`http://127.0.0.1:${port}/v1/chat/completions`),
+      Buffer.from("{}"),
+      undefined,
+      new AbortController().signal,
+    );
+    expect(res.status).toBe(200);
+    const started = performance.now();
+    await expect(readBody(res.body)).rejects.toThrow(`http://127.0.0.1:${port} sent nothing for 200 ms`);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(150);
   });
 });
