@@ -73,7 +73,7 @@ export function createUpstream(options: UpstreamOptions = {}): Upstream {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
     if (apiKey) headers.authorization = `Bearer ${apiKey}`;
     try {
-      // From the response on, the caller owns the abort: it ends the body as undici sees it fire.
+      // The client leaving aborts the request and, once the answer started, its body.
       const res = await agent.request({ origin: url.origin, path: url.pathname + url.search, method: "POST", headers, body, signal });
       res.body.once("error", (error: Error & { code?: string }) => {
         // Said in words before any other listener reads it (undici's own: "Body Timeout Error").
