@@ -8,7 +8,8 @@
  * stores its span (ids, logprobs, bodies) right after its answer, the store holding the attempt's updates until then;
  * unattributed calls store nothing. The same conversation also goes through the proxy as a Responses and as an
  * Anthropic Messages call (translated onto the engine's chat completions and back). Prints p50/p90/p99 and the server
- * processes' CPU time per call for each path, and the p50 the proxy adds per API.
+ * processes' CPU time per call for each path (standalone: also the store's and the proxy's each), and the p50 the
+ * proxy adds per API.
  *
  *   npx tsx bench/proxy/run.ts --requests 2000 [--mode serve|standalone|both] [--spans-first] [--compiled]
  *                              [--backend memory|sqlite] [--profile DIR] [--only REGEX]
@@ -100,6 +101,8 @@ interface Series {
   sorted: number[];
   user: number;
   system: number;
+  /** User + system per call, per server process (in `pids` order). */
+  byProcess: number[];
 }
 
 /**
@@ -107,23 +110,26 @@ interface Series {
  * path, measured in turns of `block` calls per path.
  */
 async function measureAll(pids: number[], paths: { url: string; body: string }[]): Promise<Series[]> {
-  const cpu = () => pids.map(cpuMs).reduce((a, b) => ({ user: a.user + b.user, system: a.system + b.system }), { user: 0, system: 0 });
-  const out = paths.map(() => ({ sorted: [] as number[], user: 0, system: 0 }));
+  const out = paths.map((): Series => ({ sorted: [], user: 0, system: 0, byProcess: pids.map(() => 0) }));
   const block = Number(args.block);
   for (let done = 0; done < requests; done += block) {
     for (const [i, path] of paths.entries()) {
       const series = out[i] as Series;
-      const before = cpu();
+      const before = pids.map(cpuMs);
       for (let k = 0; k < Math.min(block, requests - done); k++) series.sorted.push(await timedPost(path.url, path.body));
-      const after = cpu();
-      series.user += after.user - before.user;
-      series.system += after.system - before.system;
+      for (const [j, pid] of pids.entries()) {
+        const [was, now] = [before[j] as ReturnType<typeof cpuMs>, cpuMs(pid)];
+        series.user += now.user - was.user;
+        series.system += now.system - was.system;
+        series.byProcess[j] = (series.byProcess[j] as number) + now.user - was.user + now.system - was.system;
+      }
     }
   }
   for (const series of out) {
     series.sorted.sort((a, b) => a - b);
     series.user /= requests;
     series.system /= requests;
+    series.byProcess = series.byProcess.map((ms) => ms / requests);
   }
   return out;
 }
@@ -227,9 +233,11 @@ for (const [mode, { rows, spans }] of results) {
       ? "agl serve --proxy-backend (one process)"
       : `agl proxy${args["spans-first"] ? " --spans-first" : ""} (own process) + agl serve`;
   console.log(`\n${title}`);
-  console.log("path                                p50 ms   p90 ms   p99 ms   server CPU ms/call (user + system)");
-  for (const [name, { sorted, user, system }] of rows) {
-    const cpu = `${(user + system).toFixed(3)} (${user.toFixed(3)} + ${system.toFixed(3)})`;
+  const split = mode === "standalone" ? ", store + proxy process" : "";
+  console.log(`path                                p50 ms   p90 ms   p99 ms   server CPU ms/call (user + system${split})`);
+  for (const [name, { sorted, user, system, byProcess }] of rows) {
+    const perProcess = split ? `; ${byProcess.map((ms) => ms.toFixed(3)).join(" + ")}` : "";
+    const cpu = `${(user + system).toFixed(3)} (${user.toFixed(3)} + ${system.toFixed(3)}${perProcess})`;
     console.log(`${name.padEnd(34)} ${[50, 90, 99].map((p) => pct(sorted, p).toFixed(3).padStart(8)).join(" ")}   ${cpu}`);
   }
   for (const kind of ["whole", "streamed"]) {
