@@ -72,6 +72,9 @@ export function createUpstream(options: UpstreamOptions = {}): Upstream {
     if (signal.aborted) throw new UpstreamError("the client went away", "aborted");
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
     if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+    // Credentials in the engine's URL, as node:http sent them (undici leaves them out).
+    else if (url.username)
+      headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString("base64")}`;
     try {
       // The client leaving aborts the request and, once the answer started, its body.
       const res = await agent.request({ origin: url.origin, path: url.pathname + url.search, method: "POST", headers, body, signal });

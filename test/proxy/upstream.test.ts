@@ -1,8 +1,9 @@
 /**
  * The proxy's connections to engines: a kept-alive connection the engine closed just as a request went out on it (its
  * idle time ran out) costs nothing; the request goes out again on a fresh connection. An engine that stops sending
- * mid-answer is given up after the idle timeout, saying so.
+ * mid-answer is given up after the idle timeout, saying so. Credentials in an engine's URL are sent as Basic auth.
  */
+import * as http from "node:http";
 import * as net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { createUpstream, readBody, type Upstream, UpstreamError } from "../../src/proxy/upstream.js";
@@ -87,5 +88,25 @@ describe("upstream connections", () => {
     const started = performance.now();
     await expect(readBody(res.body)).rejects.toThrow(`http://127.0.0.1:${port} sent nothing for 200 ms`);
     expect(performance.now() - started).toBeGreaterThanOrEqual(150);
+  });
+
+  it("sends an engine's API key as a bearer token, else the credentials in its URL as Basic auth", async () => {
+    const server = http.createServer((req, res) => {
+      req.resume();
+      res.end(JSON.stringify({ authorization: req.headers.authorization ?? null }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    closeEngine = () => server.close();
+    const { port } = server.address() as net.AddressInfo;
+    upstream = createUpstream();
+    const seen = async (url: string, apiKey?: string) => {
+      const res = await (upstream as Upstream).post(new URL(url), Buffer.from("{}"), apiKey, new AbortController().signal);
+      return JSON.parse((await readBody(res.body)).toString()).authorization;
+    };
+    expect(await seen(`http://127.0.0.1:${port}/v1/chat/completions`)).toBeNull();
+    expect(await seen(`http://vllm:s%40cret@127.0.0.1:${port}/v1/chat/completions`)).toBe(
+      `Basic ${Buffer.from("vllm:s@cret").toString("base64")}`,
+    );
+    expect(await seen(`http://vllm:s%40cret@127.0.0.1:${port}/v1/chat/completions`, "sk-1")).toBe("Bearer sk-1");
   });
 });
