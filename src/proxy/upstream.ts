@@ -1,5 +1,5 @@
 import type { Readable } from "node:stream";
-import { Agent } from "undici";
+import type { Agent } from "undici";
 import type { ClientTls } from "../core/tls.js";
 
 /** Why an upstream try failed without an HTTP answer. */
@@ -57,11 +57,15 @@ const closedUnanswered = (code: string | undefined) => code === "ECONNRESET" || 
 export function createUpstream(options: UpstreamOptions = {}): Upstream {
   const headersTimeoutMs = options.headersTimeoutMs ?? 600_000;
   const idleTimeoutMs = options.idleTimeoutMs ?? 300_000;
-  const agent = new Agent({
-    headersTimeout: headersTimeoutMs,
-    bodyTimeout: idleTimeoutMs,
-    ...(options.tls ? { connect: { ...options.tls } } : {}),
-  });
+  // Loaded with the first proxy rather than by every `agl serve` (undici's modules take ~100 ms to load).
+  const agentReady: Promise<Agent> = import("undici").then(
+    ({ Agent }) =>
+      new Agent({
+        headersTimeout: headersTimeoutMs,
+        bodyTimeout: idleTimeoutMs,
+        ...(options.tls ? { connect: { ...options.tls } } : {}),
+      }),
+  );
   const post = async (
     url: URL,
     body: Buffer,
@@ -75,6 +79,7 @@ export function createUpstream(options: UpstreamOptions = {}): Upstream {
     // Credentials in the engine's URL, as node:http sent them (undici leaves them out).
     else if (url.username)
       headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString("base64")}`;
+    const agent = await agentReady;
     try {
       // The client leaving aborts the request and, once the answer started, its body.
       const res = await agent.request({ origin: url.origin, path: url.pathname + url.search, method: "POST", headers, body, signal });
@@ -102,7 +107,7 @@ export function createUpstream(options: UpstreamOptions = {}): Upstream {
   return {
     post: (url, body, apiKey, signal) => post(url, body, apiKey, signal, 0),
     close() {
-      void agent.destroy();
+      void agentReady.then((agent) => agent.destroy());
     },
   };
 }
