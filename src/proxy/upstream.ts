@@ -45,10 +45,12 @@ export interface Upstream {
 const MAX_STALE_SOCKETS = 8;
 
 /**
- * The error of a request on a connection the engine closed before answering: reset, written to after the close, or
- * closed by the other side (undici's `UND_ERR_SOCKET`).
+ * The error of a request on a kept-alive connection the engine had closed: reset, written to after the close, or
+ * closed by the other side (undici's `UND_ERR_SOCKET`, which says what the connection had read: a connection that
+ * never answered was not a stale one, and its failure counts as a try).
  */
-const closedUnanswered = (code: string | undefined) => code === "ECONNRESET" || code === "EPIPE" || code === "UND_ERR_SOCKET";
+const closedStale = (error: { code?: string; socket?: { bytesRead?: number } }) =>
+  error.code === "ECONNRESET" || error.code === "EPIPE" || (error.code === "UND_ERR_SOCKET" && (error.socket?.bytesRead ?? 0) > 0);
 
 /**
  * Creates an {@link Upstream} with its own connection pools. undici rather than `node:http`: measured in front of
@@ -94,13 +96,13 @@ export function createUpstream(options: UpstreamOptions = {}): Upstream {
         body: res.body,
       };
     } catch (error) {
-      const code = (error as { code?: string }).code;
+      const { code } = error as { code?: string };
       if (signal.aborted) throw new UpstreamError("the client went away", "aborted");
       if (code === "UND_ERR_HEADERS_TIMEOUT")
         throw new UpstreamError(`no response from ${url.origin} within ${headersTimeoutMs} ms`, "timeout");
       // An engine closes a kept-alive connection after its idle time (uvicorn's 5 s, Node's 5 s); a request sent on
       // it just then is reset unread. It is sent again, on the next pooled connection or a new one.
-      if (closedUnanswered(code) && staleSockets < MAX_STALE_SOCKETS) return post(url, body, apiKey, signal, staleSockets + 1);
+      if (closedStale(error as object) && staleSockets < MAX_STALE_SOCKETS) return post(url, body, apiKey, signal, staleSockets + 1);
       throw new UpstreamError(`${url.origin}: ${code ?? (error as Error).message}`, "connect");
     }
   };

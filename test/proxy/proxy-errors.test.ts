@@ -134,6 +134,8 @@ describe("LLM proxy: engine failures", () => {
     h.engine.fault({ type: "stall", ms: 1_000 }, { type: "close" });
     expect((await postJson(`${baseUrl}/chat/completions`, chat)).status).toBe(200);
     expect(h.engine.requests).toHaveLength(3);
+    // A connection closed without ever answering is a failed try, not a stale kept-alive one sent again for free.
+    expect(h.proxy.status().retries).toBe(2);
 
     const down = createLlmProxy({
       store: h.store,
