@@ -815,10 +815,11 @@ describe("sqlite backend on a file", () => {
     /** Stores a span under the next `count` ids it takes (the last one). */
     const store = (t: StorageTx, rolloutId: string, spanId: string, count = 1) =>
       t.nextSequenceId(rolloutId, count).then((id) => t.insertSpans([span(rolloutId, "at-1", spanId, id)]));
+    /** The last sequence id the file says the rollout issued: its counter, or its spans' largest id if larger. */
     const counterInFile = (path: string, rolloutId: string) => {
       const file = new Database(path, { readonly: true });
       try {
-        return file.prepare("SELECT value FROM span_counters WHERE rollout_id = ?").pluck().get(rolloutId);
+        return file.prepare(prepareStatements(file).lastSequenceId.source).pluck().get(rolloutId, rolloutId);
       } finally {
         file.close();
       }
@@ -855,6 +856,50 @@ describe("sqlite backend on a file", () => {
       expect(await mine.transaction((t) => store(t, "ro-1", "s2"))).toEqual([{ sequenceId: 12, duplicate: true }]);
       await Promise.all([mine.close(), other.close()]);
       expect([counterInFile(path, "ro-1"), counterInFile(path, "ro-2")]).toEqual([13, 1]);
+    });
+
+    it("write a counter only where no span they stored holds its value, and go on after the spans' ids once reopened", async () => {
+      const path = join(dir, "counters.db");
+      const rowsIn = (sql: string) => {
+        const file = new Database(path, { readonly: true });
+        try {
+          return file.prepare(sql).raw().all();
+        } finally {
+          file.close();
+        }
+      };
+      const first = createSqliteBackend({ path });
+      await first.transaction((t) => t.insertRollouts(["ro-1", "ro-2", "ro-3", "ro-4"].map((id) => rollout(id))));
+      // A batch's last span holds the counter's new value: no counter row.
+      await first.transaction((t) => store(t, "ro-1", "s1", 3));
+      await first.transaction((t) => store(t, "ro-4", "s1", 2));
+      // Ids taken without a span, and a raise whose span turns out stored already: written.
+      await first.transaction((t) => t.nextSequenceId("ro-2", 4));
+      await first.transaction(async (t) => {
+        await t.raiseSequenceId("ro-1", 9);
+        await t.insertSpans([span("ro-1", "at-1", "s1", 9)]);
+      });
+      // A counter raised in a call after the span that held it: written, as the last value the call took.
+      await first.transaction(async (t) => {
+        await store(t, "ro-3", "s1");
+        await t.nextSequenceId("ro-3", 2);
+      });
+      await first.close();
+      expect(rowsIn("SELECT rollout_id, value FROM span_counters ORDER BY rollout_id")).toEqual([
+        ["ro-1", 9],
+        ["ro-2", 4],
+        ["ro-3", 3],
+      ]);
+      // A new connection (an empty row cache) reads the larger of the counter and the spans' ids.
+      const second = createSqliteBackend({ path });
+      expect(await second.transaction((t) => store(t, "ro-3", "s2"))).toEqual([{ sequenceId: 4, duplicate: false }]);
+      expect(await second.transaction((t) => store(t, "ro-1", "s2", 2))).toEqual([{ sequenceId: 11, duplicate: false }]);
+      expect(await second.transaction((t) => t.nextSequenceId("ro-2", 1))).toBe(5);
+      await second.close();
+      const third = createSqliteBackend({ path });
+      expect(await third.transaction((t) => t.nextSequenceId("ro-1", 1))).toBe(12);
+      expect(await third.transaction((t) => t.nextSequenceId("ro-4", 1))).toBe(3);
+      await third.close();
     });
 
     it("answer span queries from the spans they keep as the file does, and read the file once they cannot", async () => {
@@ -1219,5 +1264,19 @@ describe("sqlite backend on a file", () => {
     const plan = db.prepare(`EXPLAIN QUERY PLAN ${prepareStatements(db).latestAttempt.source}`).all("ro-1") as { detail: string }[];
     db.close();
     expect(plan.map((step) => step.detail)).toEqual(["SEARCH attempts USING INDEX attempts_sequence (rollout_id=?)"]);
+  });
+
+  it("reads a rollout's last sequence id from its counter's key and the spans' index alone", () => {
+    const db = new Database(":memory:");
+    openSchema(db);
+    const plan = db.prepare(`EXPLAIN QUERY PLAN ${prepareStatements(db).lastSequenceId.source}`).all("ro-1", "ro-1") as {
+      detail: string;
+    }[];
+    db.close();
+    expect(plan.map((step) => step.detail).filter((detail) => detail.startsWith("SEARCH") || detail.startsWith("SCAN "))).toEqual([
+      "SCAN CONSTANT ROW",
+      "SEARCH span_counters USING PRIMARY KEY (rollout_id=?)",
+      "SEARCH spans USING COVERING INDEX spans_sequence (rollout_id=?)",
+    ]);
   });
 });

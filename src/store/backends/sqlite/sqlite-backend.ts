@@ -104,9 +104,9 @@ class SqliteBackend implements StorageBackend {
 
   /**
    * Group commit: COMMIT in WAL mode costs far more than a typical call's statements, so calls that queue up behind
-   * each other share one. Each call runs in its own savepoint (its failure undoes only its writes); the group commits
-   * when no call is running or waiting, after the event loop's current turn (or once it reaches {@link maxGroupSize}),
-   * and only then are its calls answered and their events delivered.
+   * each other share one. Each call after the first runs in its own savepoint (its failure undoes only its writes); the
+   * group commits when no call is running or waiting, after the event loop's current turn (or once it reaches
+   * {@link maxGroupSize}), and only then are its calls answered and their events delivered.
    */
   transaction<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new ConnectError("the store is closed", Code.Unavailable));
@@ -131,6 +131,8 @@ class SqliteBackend implements StorageBackend {
   ): Promise<void> {
     const s = this.statements;
     const tx = new SqliteTx(s, this.updates, this.cache, this.rows);
+    // The first call of a group needs no savepoint of its own: undoing it is undoing the transaction.
+    let first = false;
     let result: T;
     try {
       if (!this.group) {
@@ -140,16 +142,17 @@ class SqliteBackend implements StorageBackend {
         }
         s.begin.run();
         this.group = [];
+        first = true;
         this.forgetOthersWrites();
-      }
-      s.savepoint.run();
+      } else s.savepoint.run();
       result = await fn(tx);
+      tx.finish();
       tx.open = false;
-      s.release.run();
+      if (!first) s.release.run();
     } catch (error) {
       tx.open = false;
       tx.forgetWrites();
-      this.undoCall(error);
+      this.undoCall(error, first);
       reject(error);
       return;
     }
@@ -163,13 +166,21 @@ class SqliteBackend implements StorageBackend {
     this.dataVersion = version;
   }
 
-  /** Undoes a failed call's writes, keeping the group's; if SQLite ended the whole transaction, the group fails. */
-  private undoCall(error: unknown): void {
+  /**
+   * Undoes a failed call's writes, keeping the group's (the first call of a group: the transaction, which holds only
+   * its writes); if SQLite ended the whole transaction, the group fails.
+   */
+  private undoCall(error: unknown, first: boolean): void {
     if (!this.group) return;
     if (this.db.inTransaction) {
       try {
-        this.statements.rollbackToSavepoint.run();
-        this.statements.release.run();
+        if (first) {
+          this.statements.rollback.run();
+          this.group = undefined;
+        } else {
+          this.statements.rollbackToSavepoint.run();
+          this.statements.release.run();
+        }
         return;
       } catch (undoError) {
         this.logger.error("sqlite: rolling back a call failed", undoError);

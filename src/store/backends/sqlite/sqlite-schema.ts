@@ -12,7 +12,7 @@ import { decodeSpan } from "../sql/stored-messages.js";
  */
 
 /** Version of the schema this code writes; kept in `PRAGMA user_version`. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /**
  * Migrations, by the version they produce: `migrations[n - 1]` turns version n-1 into n. Version 1 is the initial
@@ -71,7 +71,7 @@ const migrations: string[] = [
   );
   CREATE INDEX IF NOT EXISTS spans_sequence ON spans (rollout_id, sequence_id);
 
-  -- Per-rollout span sequence counters: the last sequence id issued.
+  -- Per-rollout span sequence counters: the last sequence id issued, where no stored span holds it (version 3).
   CREATE TABLE IF NOT EXISTS span_counters (
     rollout_id TEXT    PRIMARY KEY,
     value      INTEGER NOT NULL
@@ -130,6 +130,10 @@ const migrations: string[] = [
   );
   INSERT INTO resource_versions (resources_id, version, data) SELECT resources_id, version, data FROM resources ORDER BY seq;
   `,
+  // 3: a rollout's last sequence id is the larger of its counter and its spans' largest id, and a call that stores a
+  // span under its counter's new value leaves the counter as it was. No table changes; the version keeps a program of
+  // version 2, which reads the counters alone, from giving ids twice.
+  "",
 ];
 
 /** Data steps of migrations, by the version they produce, run after its statements in the same transaction. */

@@ -61,15 +61,12 @@ export function prepareStatements(db: Database.Database): Statements {
         "ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING",
     ),
     spanSequenceId: db.prepare("SELECT sequence_id FROM spans WHERE rollout_id = ? AND attempt_id = ? AND span_id = ?").pluck(),
-    nextSequenceId: db
+    lastSequenceId: db
       .prepare(
-        "INSERT INTO span_counters (rollout_id, value) VALUES (?, ?) " +
-          "ON CONFLICT (rollout_id) DO UPDATE SET value = value + excluded.value RETURNING value",
+        "SELECT max(coalesce((SELECT value FROM span_counters WHERE rollout_id = ?), 0), " +
+          "coalesce((SELECT max(sequence_id) FROM spans WHERE rollout_id = ?), 0))",
       )
       .pluck(),
-    setSequenceId: db.prepare(
-      "INSERT INTO span_counters (rollout_id, value) VALUES (?, ?) ON CONFLICT (rollout_id) DO UPDATE SET value = excluded.value",
-    ),
     raiseSequenceId: db.prepare(
       "INSERT INTO span_counters (rollout_id, value) VALUES (?, ?) " +
         "ON CONFLICT (rollout_id) DO UPDATE SET value = max(value, excluded.value)",
@@ -176,9 +173,8 @@ type StatementName =
   | "dequeueThrough"
   | "insertSpan"
   | "spanSequenceId"
-  | "nextSequenceId"
+  | "lastSequenceId"
   | "raiseSequenceId"
-  | "setSequenceId"
   | "insertResources"
   | "putResources"
   | "setLatestResources"

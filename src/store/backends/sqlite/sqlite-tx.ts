@@ -60,6 +60,8 @@ export class SqliteTx implements StorageTx {
    * Made on the first write: calls that only read (queries, reads of one row) never need it.
    */
   private written: { rollouts: Set<string>; attempts: Set<string>; workers: Set<string> } | undefined;
+  /** Span counters this call took, by rollout, until a span it stores covers them or the call ends ({@link finish}). */
+  private readonly counters = new Map<string, number>();
 
   private get writes() {
     this.written ??= { rollouts: new Set(), attempts: new Set(), workers: new Set() };
@@ -228,6 +230,7 @@ export class SqliteTx implements StorageTx {
         data,
       );
       if (inserted.changes > 0) {
+        if (this.counters.get(span.rolloutId) === span.sequenceId) this.counters.delete(span.rolloutId);
         if (known) {
           // Only a span decoded here can be kept as it is: one from a caller in this process may yet be changed by it.
           const keep = wasReceived(span) ? span : undefined;
@@ -281,21 +284,40 @@ export class SqliteTx implements StorageTx {
 
   async nextSequenceId(rolloutId: string, count: number): Promise<number> {
     this.check();
-    const known = this.spansWritten(rolloutId);
-    if (!known) return this.s.nextSequenceId.get(rolloutId, count) as number;
-    known.counter += count;
-    this.s.setSequenceId.run(rolloutId, known.counter);
-    return known.counter;
+    const last = this.lastSequenceId(rolloutId) + count;
+    this.counterTaken(rolloutId, last);
+    return last;
   }
 
   async raiseSequenceId(rolloutId: string, value: number): Promise<void> {
     this.check();
+    if (value > this.lastSequenceId(rolloutId)) this.counterTaken(rolloutId, value);
+  }
+
+  /**
+   * The last sequence id the rollout issued: the larger of its stored counter and its spans' largest id, since a
+   * counter covered by a stored span is not written (see {@link finish}).
+   */
+  private lastSequenceId(rolloutId: string): number {
+    return (
+      this.counters.get(rolloutId) ?? this.rows.spansOf(rolloutId)?.counter ?? (this.s.lastSequenceId.get(rolloutId, rolloutId) as number)
+    );
+  }
+
+  private counterTaken(rolloutId: string, value: number): void {
     const known = this.spansWritten(rolloutId);
-    if (!known) this.s.raiseSequenceId.run(rolloutId, value);
-    else if (value > known.counter) {
-      known.counter = value;
-      this.s.setSequenceId.run(rolloutId, value);
-    }
+    if (known) known.counter = value;
+    this.counters.set(rolloutId, value);
+  }
+
+  /**
+   * Ends the call: writes the counters it took that no span it stored covers. A span batch takes ids and stores spans
+   * under them, the last one under the counter's new value, so it writes no counter: one statement and one page less
+   * a batch.
+   */
+  finish(): void {
+    for (const [rolloutId, value] of this.counters) this.s.raiseSequenceId.run(rolloutId, value);
+    this.counters.clear();
   }
 
   /** The cache's knowledge of a rollout's spans, which this call is about to change (forgotten if it is undone). */
