@@ -1,0 +1,153 @@
+/**
+ * The store's own CPU per rollout, without the network: `bench/store`'s lifecycle (rollouts enqueued in batches of 100;
+ * runners that claim them, send spans of ~1 KB in batches, the last batch riding on the `UpdateAttempt` that reports
+ * success) as calls on a store in this process, built from a checkout's compiled `dist/` (`make build` there first).
+ * Without gRPC and a load generator beside it, a change to the store's own path shows at a few percent, where
+ * `bench/store`'s figures move by more than that from one run to the next.
+ *
+ *   npx tsx bench/store/in-process.ts [--backend sqlite|memory] [--rollouts 5000] [--warmup 1000] [--runners 32]
+ *                                     [--spans 10] [--span-batch 5] [--dequeue-batch 1]
+ *   npx tsx bench/store/in-process.ts --compare ../base [--rounds 4]   # this checkout against another, ABBA order
+ *
+ * Every measurement runs in a fresh process. `--compare DIR` runs this checkout and DIR in ABBA order `--rounds` times
+ * and prints each run, then the mean and median of each. Compare two worktrees side by side rather than a checkout
+ * against one elsewhere on disk: in one A/A check the same build ran 5–10 % apart that way (docs/benchmarks.md).
+ */
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+
+const { values: args } = parseArgs({
+  options: {
+    backend: { type: "string", default: "sqlite" },
+    rollouts: { type: "string", default: "5000" },
+    warmup: { type: "string", default: "1000" },
+    runners: { type: "string", default: "32" },
+    spans: { type: "string", default: "10" },
+    "span-batch": { type: "string", default: "5" },
+    "dequeue-batch": { type: "string", default: "1" },
+    compare: { type: "string" },
+    rounds: { type: "string", default: "4" },
+    /** Internal: measure the checkout at this root and print one JSON line. */
+    root: { type: "string" },
+  },
+});
+if (args.backend !== "sqlite" && args.backend !== "memory") throw new Error("--backend is sqlite or memory");
+const here = resolve(fileURLToPath(new URL("../..", import.meta.url)));
+
+interface Result {
+  rolloutsPerSecond: number;
+  cpuMsPerRollout: number;
+}
+
+if (args.root !== undefined) {
+  process.stdout.write(`${JSON.stringify(await measure(resolve(args.root)))}\n`);
+  process.exit(0);
+} else if (args.compare === undefined) {
+  print(here, measureInChild(here));
+} else {
+  const roots = [here, resolve(args.compare)];
+  const results = new Map<string, number[]>(roots.map((root) => [root, []]));
+  for (let round = 0; round < Number(args.rounds); round++) {
+    for (const root of round % 2 === 0 ? [...roots, ...roots.toReversed()] : [...roots.toReversed(), ...roots]) {
+      const result = measureInChild(root);
+      print(root, result);
+      results.get(root)?.push(result.cpuMsPerRollout);
+    }
+  }
+  for (const [root, cpu] of results) {
+    const sorted = cpu.toSorted((a, b) => a - b);
+    const mean = cpu.reduce((a, b) => a + b, 0) / cpu.length;
+    const median = (sorted[(sorted.length - 1) >> 1]! + sorted[sorted.length >> 1]!) / 2;
+    console.log(
+      `${root}: CPU a rollout ${sorted[0]!.toFixed(3)}–${sorted.at(-1)!.toFixed(3)} ms, mean ${mean.toFixed(3)}, median ${median.toFixed(3)}`,
+    );
+  }
+}
+
+function print(root: string, result: Result): void {
+  console.log(`${root}: ${result.rolloutsPerSecond.toFixed(0)} rollouts/s, CPU ${result.cpuMsPerRollout.toFixed(3)} ms a rollout`);
+}
+
+function measureInChild(root: string): Result {
+  const forwarded = ["backend", "rollouts", "warmup", "runners", "spans", "span-batch", "dequeue-batch"] as const;
+  const output = execFileSync(
+    process.execPath,
+    ["--import", "tsx", fileURLToPath(import.meta.url), "--root", root, ...forwarded.flatMap((name) => [`--${name}`, String(args[name])])],
+    { cwd: here, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] },
+  );
+  return JSON.parse(output.trim().split("\n").at(-1) as string) as Result;
+}
+
+/** Runs the lifecycle against the store of the checkout at `root`: a warm-up, then the measured rollouts. */
+async function measure(root: string): Promise<Result> {
+  const load = (path: string) => import(pathToFileURL(join(root, path)).href);
+  const { createStore, createSqliteBackend, createMemoryBackend } = await load("dist/store.js");
+  const { create } = await load("node_modules/@bufbuild/protobuf/dist/esm/index.js");
+  const { SpanSchema, AttemptStatus } = await load("dist/gen/agl/v1/types_pb.js");
+  const dir = mkdtempSync(join(tmpdir(), "agl-bench-store-in-process-"));
+  const store = createStore({
+    backend: args.backend === "sqlite" ? createSqliteBackend({ path: join(dir, "agl.db") }) : createMemoryBackend(),
+  });
+  const payload = randomBytes(412).toString("hex");
+  const spansPerRollout = Number(args.spans);
+  const spanBatch = Math.min(Number(args["span-batch"]), spansPerRollout);
+  const spans = (rolloutId: string, attemptId: string, count: number) =>
+    Array.from({ length: count }, () => {
+      const ids = randomBytes(24).toString("hex");
+      return create(SpanSchema, {
+        rolloutId,
+        attemptId,
+        spanId: ids.slice(0, 16),
+        traceId: ids.slice(16),
+        name: "llm.call",
+        attributes: { payload: { value: { case: "stringValue", value: payload } } },
+      });
+    });
+
+  const run = async (total: number) => {
+    let done = 0;
+    const enqueue = async () => {
+      for (let sent = 0; sent < total; sent += 100) {
+        const rollouts = Array.from({ length: Math.min(100, total - sent) }, (_, i) => ({ metadata: { task: sent + i } }));
+        await store.enqueueRollouts({ rollouts });
+      }
+    };
+    const runner = async (k: number) => {
+      while (done < total) {
+        const { rollouts } = await store.dequeueRollouts({ workerId: `w${k}`, limit: Number(args["dequeue-batch"]), waitSeconds: 0.2 });
+        for (const rollout of rollouts) {
+          const { attemptId } = rollout.latestAttempt;
+          let sent = 0;
+          for (; spansPerRollout - sent > spanBatch; sent += spanBatch) {
+            await store.addSpans({ spans: spans(rollout.rolloutId, attemptId, spanBatch) });
+          }
+          const last = spans(rollout.rolloutId, attemptId, spansPerRollout - sent);
+          await store.updateAttempt({ rolloutId: rollout.rolloutId, attemptId, status: AttemptStatus.SUCCEEDED, spans: last });
+          done++;
+        }
+      }
+    };
+    await Promise.all([enqueue(), ...Array.from({ length: Number(args.runners) }, (_, k) => runner(k))]);
+  };
+
+  try {
+    await run(Number(args.warmup));
+    const total = Number(args.rollouts);
+    const cpu = process.cpuUsage();
+    const started = performance.now();
+    await run(total);
+    const used = process.cpuUsage(cpu);
+    return {
+      rolloutsPerSecond: total / ((performance.now() - started) / 1000),
+      cpuMsPerRollout: (used.user + used.system) / 1000 / total,
+    };
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
