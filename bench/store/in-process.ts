@@ -10,16 +10,18 @@
  *   npx tsx bench/store/in-process.ts --compare ../base [--rounds 4]   # this checkout against another, ABBA order
  *
  * Every measurement runs in a fresh process. `--compare DIR` runs this checkout and DIR in ABBA order `--rounds` times
- * and prints each run, then the mean and median of each. Compare two worktrees side by side rather than a checkout
- * against one elsewhere on disk: in one A/A check the same build ran 5–10 % apart that way (docs/benchmarks.md).
+ * and prints each run, then the mean and median of each: one build's runs spread by ±15 % on the shared machine, and
+ * the order evens out what a run inherits from the one before it.
  */
 import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import { AttemptStatus } from "../../src/gen/agl/v1/types_pb.js";
+import { median } from "../stats.js";
+import { spanMaker } from "./spans.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -60,11 +62,10 @@ if (args.root !== undefined) {
     }
   }
   for (const [root, cpu] of results) {
-    const sorted = cpu.toSorted((a, b) => a - b);
     const mean = cpu.reduce((a, b) => a + b, 0) / cpu.length;
-    const median = (sorted[(sorted.length - 1) >> 1]! + sorted[sorted.length >> 1]!) / 2;
     console.log(
-      `${root}: CPU a rollout ${sorted[0]!.toFixed(3)}–${sorted.at(-1)!.toFixed(3)} ms, mean ${mean.toFixed(3)}, median ${median.toFixed(3)}`,
+      `${root}: CPU a rollout ${Math.min(...cpu).toFixed(3)}–${Math.max(...cpu).toFixed(3)} ms, mean ${mean.toFixed(3)}, ` +
+        `median ${median(cpu).toFixed(3)}`,
     );
   }
 }
@@ -85,29 +86,14 @@ function measureInChild(root: string): Result {
 
 /** Runs the lifecycle against the store of the checkout at `root`: a warm-up, then the measured rollouts. */
 async function measure(root: string): Promise<Result> {
-  const load = (path: string) => import(pathToFileURL(join(root, path)).href);
-  const { createStore, createSqliteBackend, createMemoryBackend } = await load("dist/store.js");
-  const { create } = await load("node_modules/@bufbuild/protobuf/dist/esm/index.js");
-  const { SpanSchema, AttemptStatus } = await load("dist/gen/agl/v1/types_pb.js");
+  const { createStore, createSqliteBackend, createMemoryBackend } = await import(pathToFileURL(join(root, "dist/store.js")).href);
   const dir = mkdtempSync(join(tmpdir(), "agl-bench-store-in-process-"));
   const store = createStore({
     backend: args.backend === "sqlite" ? createSqliteBackend({ path: join(dir, "agl.db") }) : createMemoryBackend(),
   });
-  const payload = randomBytes(412).toString("hex");
   const spansPerRollout = Number(args.spans);
   const spanBatch = Math.min(Number(args["span-batch"]), spansPerRollout);
-  const spans = (rolloutId: string, attemptId: string, count: number) =>
-    Array.from({ length: count }, () => {
-      const ids = randomBytes(24).toString("hex");
-      return create(SpanSchema, {
-        rolloutId,
-        attemptId,
-        spanId: ids.slice(0, 16),
-        traceId: ids.slice(16),
-        name: "llm.call",
-        attributes: { payload: { value: { case: "stringValue", value: payload } } },
-      });
-    });
+  const spans = spanMaker(1024);
 
   const run = async (total: number) => {
     let done = 0;

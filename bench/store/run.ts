@@ -27,6 +27,7 @@ import pg from "pg";
 import { createStoreClient } from "../../src/client/store-client.js";
 import { AttemptStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { type ServerProcess, startServerProcess } from "../../test/support/server-process.js";
+import { spanMaker } from "./spans.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -59,7 +60,7 @@ const spansPerRollout = Number(args.spans);
 const spanBatch = Number(args["span-batch"]);
 const enqueueBatch = Number(args["enqueue-batch"]);
 const dequeueBatch = Number(args["dequeue-batch"]);
-const payload = randomBytes(Math.max(0, Number(args["span-bytes"]) - 200) / 2).toString("hex");
+const makeSpans = spanMaker(Number(args["span-bytes"]));
 
 const dir = mkdtempSync(join(tmpdir(), "agl-bench-"));
 let postgres: { url: string; schema: string; stop?: () => void } | undefined;
@@ -148,19 +149,6 @@ async function enqueueAll(total: number) {
     const rollouts = Array.from({ length: count }, (_, i) => ({ metadata: { task: sent + i } }));
     await timed("EnqueueRollouts", () => client.enqueueRollouts({ rollouts }));
   }
-}
-
-function makeSpans(rolloutId: string, attemptId: string, count: number) {
-  // One random draw per batch, as a tracer's id generator would amortise it.
-  const ids = randomBytes(24 * count).toString("hex");
-  return Array.from({ length: count }, (_, i) => ({
-    rolloutId,
-    attemptId,
-    spanId: ids.slice(48 * i, 48 * i + 16),
-    traceId: ids.slice(48 * i + 16, 48 * i + 48),
-    name: "llm.call",
-    attributes: { payload: { value: { case: "stringValue" as const, value: payload } } },
-  }));
 }
 
 const holdMs = Number(args["hold-ms"]);

@@ -161,8 +161,8 @@ const maxLatest = 1 << 16;
 /**
  * A rollout's spans, known from its creation on this connection: its span counter's value and the sequence id of each
  * stored span by `attemptId\0spanId`. A span batch then needs no statement to find which of its spans are stored,
- * nor to read the counter back (only to write it). While a reader in this process asked for them (a following triplet
- * stream: `StorageBackend.keepSpans`) and they fit the budget, the spans themselves are kept too, in the order they were
+ * nor to read its counter. While a reader in this process asked for them (a following triplet stream:
+ * `StorageBackend.keepSpans`) and they fit the budget, the spans themselves are kept too, in the order they were
  * stored: that stream reads each finished rollout's spans once, soon after they came, and read from the file they cost
  * a query and the decoding of every token id again.
  */
