@@ -70,7 +70,10 @@ export type RunnerSummary = Record<AttemptEnd, number> & { claimed: number };
 /** A runner: claims rollouts from the store, runs them on its executor, reports spans and outcomes. */
 export interface Runner {
   readonly workerId: string;
-  /** Runs until `stop()` (or `maxRollouts`); resolves with the counts once every claimed attempt is reported. */
+  /**
+   * Runs until `stop()` (or `maxRollouts`); resolves with the counts once every claimed attempt is reported (or given
+   * up after `retryForMs`). The process stays up meanwhile, also while the store is out of reach.
+   */
   run(): Promise<RunnerSummary>;
   /**
    * Stops claiming, lets running attempts finish for `graceMs` (default `shutdownGraceMs`), then aborts the rest and

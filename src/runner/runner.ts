@@ -36,10 +36,10 @@ const finalFromStore: Partial<Record<AttemptStatus, AbortKind>> = {
   [AttemptStatus.SUCCEEDED]: "cancelled",
 };
 
-/** Creates a runner. */
 /** How long a runner stays without work before it tells the store (see `idleSoon`). */
 const IDLE_BEAT_MS = 250;
 
+/** Creates a runner. */
 export function createRunner(options: RunnerOptions): Runner {
   const { store, executor } = options;
   const workerId = options.workerId ?? `${hostname()}-${process.pid}`;
@@ -153,6 +153,18 @@ export function createRunner(options: RunnerOptions): Runner {
   };
 
   const loop = async (): Promise<RunnerSummary> => {
+    // The process stays up while the runner runs. Its background timers are unref'd (the span shipper's retries
+    // among them: a tracer must not hold its process open), so while the store is out of reach an attempt waiting for
+    // its spans to be delivered could otherwise be all that is left, and the process would exit mid-retry.
+    const keepAlive = setInterval(() => {}, 2 ** 30);
+    try {
+      return await claimAndRun();
+    } finally {
+      clearInterval(keepAlive);
+    }
+  };
+
+  const claimAndRun = async (): Promise<RunnerSummary> => {
     // Claim nothing before the agent can run: a claimed rollout would wait (and look unresponsive) meanwhile.
     await executor.ready?.();
     heartbeats = startHeartbeats({
