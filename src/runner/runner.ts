@@ -153,18 +153,6 @@ export function createRunner(options: RunnerOptions): Runner {
   };
 
   const loop = async (): Promise<RunnerSummary> => {
-    // The process stays up while the runner runs. Its background timers are unref'd (the span shipper's retries
-    // among them: a tracer must not hold its process open), so while the store is out of reach an attempt waiting for
-    // its spans to be delivered could otherwise be all that is left, and the process would exit mid-retry.
-    const keepAlive = setInterval(() => {}, 2 ** 30);
-    try {
-      return await claimAndRun();
-    } finally {
-      clearInterval(keepAlive);
-    }
-  };
-
-  const claimAndRun = async (): Promise<RunnerSummary> => {
     // Claim nothing before the agent can run: a claimed rollout would wait (and look unresponsive) meanwhile.
     await executor.ready?.();
     heartbeats = startHeartbeats({
@@ -234,7 +222,13 @@ export function createRunner(options: RunnerOptions): Runner {
   return {
     workerId,
     run() {
-      running ??= loop();
+      if (!running) {
+        // The process stays up while the runner runs. Its background timers are unref'd (the span shipper's retries
+        // among them: a tracer must not hold its process open), so while the store is out of reach an attempt waiting
+        // for its spans to be delivered could otherwise be all that is left, and the process would exit mid-retry.
+        const keepAlive = setInterval(() => {}, 2 ** 30);
+        running = loop().finally(() => clearInterval(keepAlive));
+      }
       return running;
     },
     async stop({ graceMs } = {}) {
