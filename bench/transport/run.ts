@@ -1,0 +1,218 @@
+/**
+ * What one message of the span stream costs the server process, layer by layer. A grpc-js client sends
+ * `AddSpansRequest`s one at a time on one bidi stream and waits for each answer (the standalone proxy's pattern: one
+ * span of a proxied call a message), to three servers in turns:
+ * - `http2`: `node:http2` reading gRPC's length-prefixed frames and writing a 16-byte answer itself: the least a gRPC
+ *   server on Node can spend;
+ * - `grpc-js`: grpc-js (what the store serves gRPC with), the same answer, the bytes passed through;
+ * - `agl`: the store server's own stack for `AddSpansStream` (grpc-js, agl's adapter and service, decoding the
+ *   request, the answer built and encoded) over a store that stores nothing.
+ * Prints each server's CPU a message (the process's user + system time), the client's, and the round trip. What the
+ * store spends a span beyond `agl` is storing it (`bench/proxy`, standalone). Runs from the sources (tsx).
+ *
+ *   npx tsx bench/transport/run.ts [--messages 10000] [--warmup 3000] [--rounds 3] [--only http2|grpc-js|agl]
+ */
+import { fork } from "node:child_process";
+import * as http2 from "node:http2";
+import { parseArgs } from "node:util";
+import { create, toBinary } from "@bufbuild/protobuf";
+import * as grpc from "@grpc/grpc-js";
+import { AddSpansRequestSchema, AddSpansResponseSchema } from "../../src/gen/agl/v1/store_pb.js";
+import { callSpan } from "../../src/proxy/call-span.js";
+import { useNodeTextEncoding } from "../../src/encoding/node-text-encoding.js";
+import { addConnectService } from "../../src/server/grpc-adapter.js";
+import { createStoreServices } from "../../src/server/store-services.js";
+import { addSpansStreamMethod } from "../../src/store/add-spans-stream.js";
+import type { StoreApi } from "../../src/store/store-api.js";
+
+const kinds = ["http2", "grpc-js", "agl"] as const;
+type Kind = (typeof kinds)[number];
+const answer = Buffer.alloc(16, 7);
+const identity = (b: Buffer) => b;
+
+const path = (kind: Kind) => (kind === "agl" ? "/agl.v1.LightningStore/AddSpansStream" : "/bench.Echo/Stream");
+
+function listen(server: grpc.Server): Promise<number> {
+  return new Promise((resolve, reject) =>
+    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolve(port))),
+  );
+}
+
+/** The store server's own stack for `AddSpansStream` (grpc-js, agl's adapter, decoding, the answers), storing nothing. */
+function serveAgl(): Promise<number> {
+  useNodeTextEncoding(); // as the store server does
+  const server = new grpc.Server({ "grpc.max_receive_message_length": 16 << 20 });
+  const store = { addSpansStream: addSpansStreamMethod(async () => create(AddSpansResponseSchema)) } as Partial<StoreApi>;
+  const [lightningStore] = createStoreServices(store as StoreApi);
+  if (lightningStore) addConnectService(server, lightningStore);
+  return listen(server);
+}
+
+function serveGrpcJs(): Promise<number> {
+  const server = new grpc.Server({ "grpc.max_receive_message_length": 16 << 20 });
+  const definition = {
+    Stream: {
+      path: path("grpc-js"),
+      requestStream: true,
+      responseStream: true,
+      requestSerialize: identity,
+      requestDeserialize: identity,
+      responseSerialize: identity,
+      responseDeserialize: identity,
+    },
+  };
+  server.addService(definition, {
+    Stream: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+      call.on("data", () => call.write(answer));
+      call.on("end", () => call.end());
+    },
+  });
+  return listen(server);
+}
+
+function serveHttp2(): Promise<number> {
+  const framed = Buffer.alloc(5 + answer.length);
+  framed.writeUInt32BE(answer.length, 1);
+  answer.copy(framed, 5);
+  const server = http2.createServer();
+  server.on("stream", (stream) => {
+    stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+    stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+    let pending: Buffer = Buffer.alloc(0);
+    stream.on("data", (chunk: Buffer) => {
+      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+      while (pending.length >= 5) {
+        const size = pending.readUInt32BE(1);
+        if (pending.length < 5 + size) break;
+        pending = pending.subarray(5 + size);
+        stream.write(framed);
+      }
+    });
+    stream.on("end", () => stream.end());
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as { port: number }).port)));
+}
+
+if (process.argv[2] === "serve") {
+  const kind = process.argv[3] as Kind;
+  const port = await (kind === "agl" ? serveAgl() : kind === "grpc-js" ? serveGrpcJs() : serveHttp2());
+  process.on("message", () => process.send?.(process.cpuUsage()));
+  // Exits rather than dies, so that a `--cpu-prof` profile is written.
+  process.on("SIGTERM", () => process.exit(0));
+  process.send?.({ port });
+} else {
+  const { values: args } = parseArgs({
+    options: {
+      messages: { type: "string", default: "10000" },
+      rounds: { type: "string", default: "3" },
+      warmup: { type: "string", default: "3000" },
+      only: { type: "string" },
+    },
+  });
+  if (args.only !== undefined && !kinds.includes(args.only as Kind)) throw new Error(`--only takes one of ${kinds.join(", ")}`);
+  const message = Buffer.from(toBinary(AddSpansRequestSchema, create(AddSpansRequestSchema, { spans: [proxySpan()], id: 1 })));
+  const clientFor = (kind: Kind) =>
+    grpc.makeGenericClientConstructor(
+      {
+        Stream: {
+          path: path(kind),
+          requestStream: true,
+          responseStream: true,
+          requestSerialize: identity,
+          requestDeserialize: identity,
+          responseSerialize: identity,
+          responseDeserialize: identity,
+          originalName: "stream",
+        },
+      },
+      "Echo",
+    );
+
+  const measure = async (kind: Kind) => {
+    const server = fork(new URL(import.meta.url).pathname, ["serve", kind]);
+    const ask = <T>() => new Promise<T>((resolve) => server.once("message", (m) => resolve(m as T)));
+    const { port } = await ask<{ port: number }>();
+    const stub = new (clientFor(kind))(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    const call = (stub as unknown as { stream(): grpc.ClientDuplexStream<Buffer, Buffer> }).stream();
+    let answered: (() => void) | undefined;
+    call.on("data", () => answered?.());
+    const roundTrip = () =>
+      new Promise<void>((resolve) => {
+        answered = resolve;
+        call.write(message);
+      });
+    for (let i = 0; i < Number(args.warmup); i++) await roundTrip();
+    server.send("cpu");
+    const before = await ask<NodeJS.CpuUsage>();
+    const clientBefore = process.cpuUsage();
+    const times: number[] = [];
+    const n = Number(args.messages);
+    for (let i = 0; i < n; i++) {
+      const start = performance.now();
+      await roundTrip();
+      times.push(performance.now() - start);
+    }
+    const client = process.cpuUsage(clientBefore);
+    server.send("cpu");
+    const after = await ask<NodeJS.CpuUsage>();
+    const ended = new Promise((resolve) => call.once("status", resolve));
+    call.end();
+    await ended;
+    stub.close();
+    server.kill();
+    const cpuUs = (after.user - before.user + after.system - before.system) / n;
+    times.sort((a, b) => a - b);
+    const percentile = (q: number) => times[Math.min(times.length - 1, Math.floor((q / 100) * times.length))] as number;
+    console.log(
+      `${kind.padEnd(8)} server CPU ${cpuUs.toFixed(1).padStart(6)} µs a message ` +
+        `(user ${((after.user - before.user) / n).toFixed(1)}, system ${((after.system - before.system) / n).toFixed(1)}); ` +
+        `client CPU ${((client.user + client.system) / n).toFixed(1)} µs; round trip p50 ${percentile(50).toFixed(3)} ms, p99 ${percentile(99).toFixed(3)} ms`,
+    );
+  };
+  console.log(
+    `${args.messages} AddSpansRequests of ${message.length} bytes (one span of a proxied call), one at a time on one ` +
+      `stream, after ${args.warmup}`,
+  );
+  for (let round = 1; round <= Number(args.rounds); round++) {
+    for (const kind of round % 2 === 1 ? kinds : [...kinds].reverse()) if (!args.only || kind === args.only) await measure(kind);
+  }
+}
+
+/** A span as the proxy records one call of `bench/proxy` (~800 prompt and ~85 response token ids, logprobs, bodies). */
+function proxySpan() {
+  const ids = (n: number) => Array.from({ length: n }, (_, i) => (i * 7919) % 32_000);
+  const content = "word ".repeat(60);
+  return callSpan({
+    scope: { rolloutId: "ro-0123456789ab", attemptId: "at-0123456789ab" },
+    kind: "chat",
+    traceId: "0af7651916cd43dd8448eb211c80319c",
+    spanId: "b7ad6b7169203331",
+    parentId: "",
+    request: { model: "policy", temperature: 1 },
+    requestText: JSON.stringify({ model: "policy", messages: [{ role: "user", content: "word ".repeat(300) }] }),
+    api: "chat",
+    clientRequestText: undefined,
+    extraAttributes: undefined,
+    stream: false,
+    startTime: 1_764_900_000,
+    endTime: 1_764_900_000.0004,
+    timeToFirstByteMs: 0.3,
+    backendEndpoint: "http://127.0.0.1:8000/v1",
+    resourcesId: "rs-0123456789ab",
+    resourcesVersion: 1,
+    tries: 1,
+    httpStatus: 200,
+    completion: {
+      promptIds: ids(800),
+      responseIds: ids(85),
+      logprobs: ids(85).map((i) => -i / 1e5),
+      responseId: "chatcmpl-0123456789",
+      model: "policy",
+      finishReasons: ["stop"],
+      inputTokens: 800,
+      outputTokens: 85,
+      body: { id: "chatcmpl-0123456789", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content } }] },
+    },
+    error: undefined,
+  });
+}
