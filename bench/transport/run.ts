@@ -1,36 +1,41 @@
 /**
  * What one message of the span stream costs the server process, layer by layer. A grpc-js client sends
  * `AddSpansRequest`s one at a time on one bidi stream and waits for each answer (the standalone proxy's pattern: one
- * span of a proxied call a message), to three servers in turns:
+ * span of a proxied call a message), to five servers in turns, each one layer more of what the store does:
  * - `http2`: `node:http2` reading gRPC's length-prefixed frames and writing a 16-byte answer itself: the least a gRPC
  *   server on Node can spend;
  * - `grpc-js`: grpc-js (what the store serves gRPC with), the same answer, the bytes passed through;
- * - `agl`: the store server's own stack for `AddSpansStream` (grpc-js, agl's adapter and service, decoding the
- *   request, the answer built and encoded) over a store that stores nothing.
+ * - `adapter-raw`: agl's adapter on grpc-js (`addConnectService`) with an implementation that answers each request
+ *   with its id; the requests not decoded (one constant message stands for each);
+ * - `adapter`: the same, each request decoded;
+ * - `agl`: the store server's own service for `AddSpansStream` (the well-formed pass, answers built as they
+ *   complete) over a store that stores nothing.
  * Prints each server's CPU a message (the process's user + system time), the client's, and the round trip. What the
  * store spends a span beyond `agl` is storing it (`bench/proxy`, standalone). Runs from the sources (tsx).
  *
- *   npx tsx bench/transport/run.ts [--messages 10000] [--warmup 3000] [--rounds 3] [--only http2|grpc-js|agl]
+ *   npx tsx bench/transport/run.ts [--messages 10000] [--warmup 3000] [--rounds 3] [--only KIND]
  */
 import { fork } from "node:child_process";
 import * as http2 from "node:http2";
 import { parseArgs } from "node:util";
 import { create, toBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
-import { AddSpansRequestSchema, AddSpansResponseSchema } from "../../src/gen/agl/v1/store_pb.js";
+import { AddSpansRequestSchema, AddSpansResponseSchema, LightningStore } from "../../src/gen/agl/v1/store_pb.js";
 import { callSpan } from "../../src/proxy/call-span.js";
 import { useNodeTextEncoding } from "../../src/encoding/node-text-encoding.js";
 import { addConnectService } from "../../src/server/grpc-adapter.js";
+import { type ServiceRegistration, serviceRegistration } from "../../src/server/service-registration.js";
 import { createStoreServices } from "../../src/server/store-services.js";
 import { addSpansStreamMethod } from "../../src/store/add-spans-stream.js";
 import type { StoreApi } from "../../src/store/store-api.js";
 
-const kinds = ["http2", "grpc-js", "agl"] as const;
+/** The servers, each one layer more of what the store does with a span message than the one before. */
+const kinds = ["http2", "grpc-js", "adapter-raw", "adapter", "agl"] as const;
 type Kind = (typeof kinds)[number];
 const answer = Buffer.alloc(16, 7);
 const identity = (b: Buffer) => b;
 
-const path = (kind: Kind) => (kind === "agl" ? "/agl.v1.LightningStore/AddSpansStream" : "/bench.Echo/Stream");
+const path = (kind: Kind) => (kind === "http2" || kind === "grpc-js" ? "/bench.Echo/Stream" : "/agl.v1.LightningStore/AddSpansStream");
 
 function listen(server: grpc.Server): Promise<number> {
   return new Promise((resolve, reject) =>
@@ -38,15 +43,30 @@ function listen(server: grpc.Server): Promise<number> {
   );
 }
 
-/** The store server's own stack for `AddSpansStream` (grpc-js, agl's adapter, decoding, the answers), storing nothing. */
-function serveAgl(): Promise<number> {
+/**
+ * agl's gRPC adapter (`addConnectService`, as the store server uses it) over `service`; `decoded: false` hands the
+ * implementation one constant request rather than decoding each.
+ */
+function serveThroughAdapter(service: ServiceRegistration, decoded: boolean): Promise<number> {
   useNodeTextEncoding(); // as the store server does
   const server = new grpc.Server({ "grpc.max_receive_message_length": 16 << 20 });
-  const store = { addSpansStream: addSpansStreamMethod(async () => create(AddSpansResponseSchema)) } as Partial<StoreApi>;
-  const [lightningStore] = createStoreServices(store as StoreApi);
-  if (lightningStore) addConnectService(server, lightningStore);
+  const constant = create(AddSpansRequestSchema, { id: 1 });
+  addConnectService(server, service, decoded ? {} : { decodeRequest: () => constant });
   return listen(server);
 }
+
+/** The store's own service for `AddSpansStream` (the well-formed pass, answers built as they complete), storing nothing. */
+function storeService(): ServiceRegistration {
+  const store = { addSpansStream: addSpansStreamMethod(async () => create(AddSpansResponseSchema)) } as Partial<StoreApi>;
+  return createStoreServices(store as StoreApi)[0] as ServiceRegistration;
+}
+
+/** An implementation that answers each request with its id and does nothing else. */
+const echoService = serviceRegistration(LightningStore, {
+  async *addSpansStream(requests) {
+    for await (const request of requests) yield { id: request.id };
+  },
+});
 
 function serveGrpcJs(): Promise<number> {
   const server = new grpc.Server({ "grpc.max_receive_message_length": 16 << 20 });
@@ -95,7 +115,11 @@ function serveHttp2(): Promise<number> {
 
 if (process.argv[2] === "serve") {
   const kind = process.argv[3] as Kind;
-  const port = await (kind === "agl" ? serveAgl() : kind === "grpc-js" ? serveGrpcJs() : serveHttp2());
+  const port = await (kind === "http2"
+    ? serveHttp2()
+    : kind === "grpc-js"
+      ? serveGrpcJs()
+      : serveThroughAdapter(kind === "agl" ? storeService() : echoService, kind !== "adapter-raw"));
   process.on("message", () => process.send?.(process.cpuUsage()));
   // Exits rather than dies, so that a `--cpu-prof` profile is written.
   process.on("SIGTERM", () => process.exit(0));
