@@ -2,6 +2,7 @@ import type { Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { undecodableRequestError } from "./undecodable-request.js";
 import { wellFormed } from "../store/well-formed-text.js";
+import { mapAsyncIterable } from "../core/mapped-iterable.js";
 import type { Logger } from "../core/logger.js";
 
 /** Where the server reports what clients must not see: the part of the {@link Logger} it uses, so any Logger fits. */
@@ -59,15 +60,10 @@ function classify(error: unknown, method: string, signal: AbortSignal, logger: S
   return new ConnectError("internal error", Code.Internal, undefined, undefined, error);
 }
 
-async function* guard<T extends Message>(
-  messages: AsyncIterable<T>,
-  method: string,
-  signal: AbortSignal,
-  logger: ServerLogger,
-): AsyncIterable<T> {
-  try {
-    yield* messages;
-  } catch (error) {
-    throw sanitizeError(error, method, signal, logger);
-  }
+function guard<T extends Message>(messages: AsyncIterable<T>, method: string, signal: AbortSignal, logger: ServerLogger): AsyncIterable<T> {
+  return mapAsyncIterable(
+    messages,
+    (message) => message,
+    (error) => sanitizeError(error, method, signal, logger),
+  );
 }

@@ -5,6 +5,7 @@ import type * as grpc from "@grpc/grpc-js";
 import type { Readable } from "node:stream";
 import { metadataToHeaders } from "../encoding/grpc-headers.js";
 import { abortError } from "./grpc-metadata.js";
+import { mapAsyncIterable } from "../core/mapped-iterable.js";
 
 /** Any grpc-js server call, seen as raw bytes in and out. */
 export type GrpcCall =
@@ -101,14 +102,14 @@ export function parseRequest(schema: DescMessage, bytes: Uint8Array, decode: Req
 }
 
 /** The decoded request messages of a client-streaming or bidi call. */
-export async function* readRequests(call: Readable, decode: (bytes: Uint8Array) => Message, signal: AbortSignal): AsyncIterable<Message> {
-  try {
-    // A plain for-await would destroy the call (its write side too) once the client half-closes.
-    for await (const chunk of call.iterator({ destroyOnReturn: false })) yield decode(chunk as Uint8Array);
-  } catch (error) {
+export function readRequests(call: Readable, decode: (bytes: Uint8Array) => Message, signal: AbortSignal): AsyncIterable<Message> {
+  return mapAsyncIterable(
+    // The default iterator would destroy the call (its write side too) once the client half-closes.
+    call.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>,
+    decode,
     // A cancelled call destroys the request stream; report the cancellation rather than the stream error.
-    throw signal.aborted ? abortError(signal) : error;
-  }
+    (error) => (signal.aborted ? abortError(signal) : error),
+  );
 }
 
 /** A stream of one message. */

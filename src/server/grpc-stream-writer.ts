@@ -22,10 +22,20 @@ export async function writeStream(
 ): Promise<void> {
   const { signal } = ctx;
   const iterator = output[Symbol.asyncIterator]();
+  // One abort listener for the whole stream ends whichever wait for a message is in progress (one per message costs
+  // more than the rest of the wait).
+  let stopWaiting: ((stopped: typeof aborted) => void) | undefined;
+  const onAbort = () => stopWaiting?.(aborted);
+  signal.addEventListener("abort", onAbort, { once: true });
   let headerSent = false;
   try {
     for (;;) {
-      const next = await untilAborted(iterator.next(), signal);
+      if (signal.aborted) throw abortError(signal);
+      const next = await new Promise<IteratorResult<Message> | typeof aborted>((resolve, reject) => {
+        stopWaiting = resolve;
+        iterator.next().then(resolve, reject);
+      });
+      stopWaiting = undefined;
       if (next === aborted) throw abortError(signal);
       if (next.done === true) break;
       const bytes = serialize(next.value);
@@ -38,6 +48,7 @@ export async function writeStream(
     }
     if (signal.aborted) throw abortError(signal);
   } finally {
+    signal.removeEventListener("abort", onAbort);
     // Ends the implementation's generator (its finally blocks run) when we stop early.
     if (signal.aborted) iterator.return?.().catch(() => undefined);
   }
@@ -53,26 +64,5 @@ function drained(call: GrpcWritable, signal: AbortSignal): Promise<void> {
     if (signal.aborted) return resolve();
     call.on("drain", done);
     signal.addEventListener("abort", done);
-  });
-}
-
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | typeof aborted> {
-  if (signal.aborted) {
-    promise.catch(() => undefined);
-    return Promise.resolve(aborted);
-  }
-  return new Promise((resolve, reject) => {
-    const onAbort = () => resolve(aborted);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
   });
 }

@@ -10,6 +10,7 @@ import {
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
+import { mapAsyncIterable } from "../core/mapped-iterable.js";
 
 type AnyFn = (req: UnaryRequest | StreamRequest) => Promise<UnaryResponse | StreamResponse>;
 
@@ -84,8 +85,8 @@ export function normalize(schema: DescMessage, value: MessageInitShape<DescMessa
   return isMessage(value, schema) ? value : create(schema, value);
 }
 
-async function* normalizeAll(schema: DescMessage, values: AsyncIterable<MessageInitShape<DescMessage>>): AsyncIterable<Message> {
-  for await (const value of values) yield normalize(schema, value);
+function normalizeAll(schema: DescMessage, values: AsyncIterable<MessageInitShape<DescMessage>>): AsyncIterable<Message> {
+  return mapAsyncIterable(values, (value) => normalize(schema, value));
 }
 
 async function* once(message: Message): AsyncIterable<Message> {

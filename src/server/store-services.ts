@@ -4,6 +4,7 @@ import { ResourceService } from "../gen/agl/v1/resources_pb.js";
 import { LightningStore } from "../gen/agl/v1/store_pb.js";
 import type { StoreApi } from "../store/store-api.js";
 import { vouchWellFormed, withWellFormedText } from "../store/well-formed-text.js";
+import { mapAsyncIterable } from "../core/mapped-iterable.js";
 import { serviceRegistration, type ServiceRegistration } from "./service-registration.js";
 
 /**
@@ -34,8 +35,8 @@ function wellFormedRequest(desc: DescMessage, request: object, ctx: HandlerConte
 }
 
 /** {@link wellFormedRequest} of each message of a request stream. */
-async function* wellFormedRequests(desc: DescMessage, requests: AsyncIterable<object>, ctx: HandlerContext): AsyncIterable<object> {
-  for await (const request of requests) yield wellFormedRequest(desc, request, ctx);
+function wellFormedRequests(desc: DescMessage, requests: AsyncIterable<object>, ctx: HandlerContext): AsyncIterable<object> {
+  return mapAsyncIterable(requests, (request) => wellFormedRequest(desc, request, ctx));
 }
 
 type AnyMethod = (request: unknown, options: CallOptions) => unknown;
