@@ -22,8 +22,8 @@ export async function writeStream(
 ): Promise<void> {
   const { signal } = ctx;
   const iterator = output[Symbol.asyncIterator]();
-  // One abort listener for the whole stream ends whichever wait for a message is in progress (one per message costs
-  // more than the rest of the wait).
+  // One abort listener for the whole stream, which ends whichever wait for a message is in progress: adding and
+  // removing one for every message showed in the server's profiles (docs/benchmarks.md).
   let stopWaiting: ((stopped: typeof aborted) => void) | undefined;
   const onAbort = () => stopWaiting?.(aborted);
   signal.addEventListener("abort", onAbort, { once: true });
