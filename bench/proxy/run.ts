@@ -33,6 +33,7 @@ import * as http from "node:http";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createStoreClient } from "../../src/client/store-client.js";
+import { AttemptStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { type ServerProcess, startServerProcess } from "../../test/support/server-process.js";
 import { startListening } from "./start-listening.js";
 
@@ -203,7 +204,11 @@ async function measure(mode: "serve" | "standalone"): Promise<{ rows: Row[]; spa
       const pids = processes.map((p) => p.pid);
       const measured = await measureAll(pids, paths);
       const rows = paths.map((path, i): Row => [path.name, measured[i] as Series]);
-      const spans = (await store.querySpans({ rolloutId: rollout?.rolloutId as string, page: { limit: 0 } })).page?.total;
+      // Finishing the attempt waits for the spans the standalone proxy promised and has yet to store (a read does not),
+      // so that the count has every call's span.
+      const rolloutId = rollout?.rolloutId as string;
+      await store.updateAttempt({ rolloutId, attemptId: rollout?.latestAttempt?.attemptId, status: AttemptStatus.SUCCEEDED });
+      const spans = (await store.querySpans({ rolloutId, page: { limit: 0 } })).page?.total;
       return { rows, spans };
     } finally {
       store.close();

@@ -1548,10 +1548,11 @@ export const LightningStore: GenService<{
   },
   /**
    * Promises spans that will come through AddSpans shortly (the LLM proxy answers a call first and stores its span
-   * right after). Until each promised span is stored, withdrawn, or `ttl_ms` passes, the rollout's UpdateAttempt,
-   * UpdateRollout and QuerySpans wait, so an attempt cannot finish before its spans land. The promise lives in the
-   * memory of the one server of a memory or SQLite store; a PostgreSQL store answers FAILED_PRECONDITION (another
-   * server may take those calls), and the caller stores its spans before answering instead.
+   * right after). Until each promised span is stored, withdrawn, or `ttl_ms` passes, the rollout's UpdateAttempt and
+   * UpdateRollout that finish the attempt or the rollout wait, so an attempt cannot finish before its spans land;
+   * reads (QuerySpans too) and other updates do not wait. The promise lives in the memory of the one server of a
+   * memory or SQLite store; a PostgreSQL store answers FAILED_PRECONDITION (another server may take those calls), and
+   * the caller stores its spans before answering instead.
    *
    * @generated from rpc agl.v1.LightningStore.ExpectSpans
    */
