@@ -37,6 +37,17 @@ const identity = (b: Buffer) => b;
 
 const path = (kind: Kind) => (kind === "http2" || kind === "grpc-js" ? "/bench.Echo/Stream" : "/agl.v1.LightningStore/AddSpansStream");
 
+/** The bidi method a server of `kind` serves, as grpc-js describes one: bytes in, bytes out. */
+const bidiMethod = (kind: Kind) => ({
+  path: path(kind),
+  requestStream: true,
+  responseStream: true,
+  requestSerialize: identity,
+  requestDeserialize: identity,
+  responseSerialize: identity,
+  responseDeserialize: identity,
+});
+
 function listen(server: grpc.Server): Promise<number> {
   return new Promise((resolve, reject) =>
     server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolve(port))),
@@ -70,23 +81,15 @@ const echoService = serviceRegistration(LightningStore, {
 
 function serveGrpcJs(): Promise<number> {
   const server = new grpc.Server({ "grpc.max_receive_message_length": 16 << 20 });
-  const definition = {
-    Stream: {
-      path: path("grpc-js"),
-      requestStream: true,
-      responseStream: true,
-      requestSerialize: identity,
-      requestDeserialize: identity,
-      responseSerialize: identity,
-      responseDeserialize: identity,
+  server.addService(
+    { Stream: bidiMethod("grpc-js") },
+    {
+      Stream: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+        call.on("data", () => call.write(answer));
+        call.on("end", () => call.end());
+      },
     },
-  };
-  server.addService(definition, {
-    Stream: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
-      call.on("data", () => call.write(answer));
-      call.on("end", () => call.end());
-    },
-  });
+  );
   return listen(server);
 }
 
@@ -135,22 +138,7 @@ if (process.argv[2] === "serve") {
   });
   if (args.only !== undefined && !kinds.includes(args.only as Kind)) throw new Error(`--only takes one of ${kinds.join(", ")}`);
   const message = Buffer.from(toBinary(AddSpansRequestSchema, create(AddSpansRequestSchema, { spans: [proxySpan()], id: 1 })));
-  const clientFor = (kind: Kind) =>
-    grpc.makeGenericClientConstructor(
-      {
-        Stream: {
-          path: path(kind),
-          requestStream: true,
-          responseStream: true,
-          requestSerialize: identity,
-          requestDeserialize: identity,
-          responseSerialize: identity,
-          responseDeserialize: identity,
-          originalName: "stream",
-        },
-      },
-      "Echo",
-    );
+  const clientFor = (kind: Kind) => grpc.makeGenericClientConstructor({ Stream: { ...bidiMethod(kind), originalName: "stream" } }, "Echo");
 
   const measure = async (kind: Kind) => {
     const server = fork(new URL(import.meta.url).pathname, ["serve", kind]);
@@ -188,7 +176,7 @@ if (process.argv[2] === "serve") {
     times.sort((a, b) => a - b);
     const percentile = (q: number) => times[Math.min(times.length - 1, Math.floor((q / 100) * times.length))] as number;
     console.log(
-      `${kind.padEnd(8)} server CPU ${cpuUs.toFixed(1).padStart(6)} µs a message ` +
+      `${kind.padEnd(11)} server CPU ${cpuUs.toFixed(1).padStart(6)} µs a message ` +
         `(user ${((after.user - before.user) / n).toFixed(1)}, system ${((after.system - before.system) / n).toFixed(1)}); ` +
         `client CPU ${((client.user + client.system) / n).toFixed(1)} µs; round trip p50 ${percentile(50).toFixed(3)} ms, p99 ${percentile(99).toFixed(3)} ms`,
     );
