@@ -13,29 +13,51 @@
  * Prints each server's CPU a message (the process's user + system time), the client's, and the round trip. What the
  * store spends a span beyond `agl` is storing it (`bench/proxy`, standalone). Runs from the sources (tsx).
  *
- *   npx tsx bench/transport/run.ts [--messages 10000] [--warmup 3000] [--rounds 3] [--only KIND]
+ * One more kind, `calls`, measures what a small unary call costs when it rides the store's `CallStream` (how agl's
+ * TypeScript clients send every unary call: runners, the proxy, `agl train`): an `UpdateAttempt` without spans and its
+ * 30 s deadline, through the store server's interceptors, answered by a store that does nothing. It runs in the turns
+ * of the others; `--only calls` runs it alone.
+ *
+ *   npx tsx bench/transport/run.ts [--messages 10000] [--warmup 3000] [--rounds 3] [--only KIND] [--profile DIR]
+ *
+ * `--profile DIR` writes each server's V8 CPU profile there.
  */
 import { fork } from "node:child_process";
 import * as http2 from "node:http2";
 import { parseArgs } from "node:util";
 import { create, toBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
-import { AddSpansRequestSchema, AddSpansResponseSchema, LightningStore } from "../../src/gen/agl/v1/store_pb.js";
+import { CallRequestSchema } from "../../src/gen/agl/v1/calls_pb.js";
+import {
+  AddSpansRequestSchema,
+  AddSpansResponseSchema,
+  LightningStore,
+  UpdateAttemptRequestSchema,
+} from "../../src/gen/agl/v1/store_pb.js";
+import { AttemptSchema, AttemptStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { callSpan } from "../../src/proxy/call-span.js";
 import { useNodeTextEncoding } from "../../src/encoding/node-text-encoding.js";
+import { createCallStreamService } from "../../src/server/call-stream.js";
+import { createErrorLoggingInterceptor } from "../../src/server/error-logging.js";
 import { addConnectService } from "../../src/server/grpc-adapter.js";
 import { type ServiceRegistration, serviceRegistration } from "../../src/server/service-registration.js";
 import { createStoreServices } from "../../src/server/store-services.js";
 import { addSpansStreamMethod } from "../../src/store/add-spans-stream.js";
+import { decodeKeepingSpans } from "../../src/store/span-wire.js";
 import type { StoreApi } from "../../src/store/store-api.js";
 
 /** The servers, each one layer more of what the store does with a span message than the one before. */
-const kinds = ["http2", "grpc-js", "adapter-raw", "adapter", "agl"] as const;
+const kinds = ["http2", "grpc-js", "adapter-raw", "adapter", "agl", "calls"] as const;
 type Kind = (typeof kinds)[number];
 const answer = Buffer.alloc(16, 7);
 const identity = (b: Buffer) => b;
 
-const path = (kind: Kind) => (kind === "http2" || kind === "grpc-js" ? "/bench.Echo/Stream" : "/agl.v1.LightningStore/AddSpansStream");
+const path = (kind: Kind) =>
+  kind === "http2" || kind === "grpc-js"
+    ? "/bench.Echo/Stream"
+    : kind === "calls"
+      ? "/agl.v1.CallStream/Calls"
+      : "/agl.v1.LightningStore/AddSpansStream";
 
 /** The bidi method a server of `kind` serves, as grpc-js describes one: bytes in, bytes out. */
 const bidiMethod = (kind: Kind) => ({
@@ -70,6 +92,18 @@ function serveThroughAdapter(service: ServiceRegistration, decoded: boolean): Pr
 function storeService(): ServiceRegistration {
   const store = { addSpansStream: addSpansStreamMethod(async () => create(AddSpansResponseSchema)) } as Partial<StoreApi>;
   return createStoreServices(store as StoreApi)[0] as ServiceRegistration;
+}
+
+/** The store server's `CallStream` over a store whose `UpdateAttempt` does nothing, with the server's interceptors. */
+function callStreamService(): ServiceRegistration {
+  const attempt = create(AttemptSchema, { rolloutId: "ro-0123456789ab", attemptId: "at-0123456789ab", status: AttemptStatus.SUCCEEDED });
+  const store = { updateAttempt: async () => attempt } as Partial<StoreApi>;
+  return createCallStreamService({
+    services: createStoreServices(store as StoreApi),
+    interceptors: [createErrorLoggingInterceptor()],
+    maxMessageBytes: 16 << 20,
+    decodeRequest: decodeKeepingSpans,
+  });
 }
 
 /** An implementation that answers each request with its id and does nothing else. */
@@ -122,7 +156,10 @@ if (process.argv[2] === "serve") {
     ? serveHttp2()
     : kind === "grpc-js"
       ? serveGrpcJs()
-      : serveThroughAdapter(kind === "agl" ? storeService() : echoService, kind !== "adapter-raw"));
+      : serveThroughAdapter(
+          kind === "agl" ? storeService() : kind === "calls" ? callStreamService() : echoService,
+          kind !== "adapter-raw",
+        ));
   process.on("message", () => process.send?.(process.cpuUsage()));
   // Exits rather than dies, so that a `--cpu-prof` profile is written.
   process.on("SIGTERM", () => process.exit(0));
@@ -134,14 +171,32 @@ if (process.argv[2] === "serve") {
       rounds: { type: "string", default: "3" },
       warmup: { type: "string", default: "3000" },
       only: { type: "string" },
+      profile: { type: "string" },
     },
   });
   if (args.only !== undefined && !kinds.includes(args.only as Kind)) throw new Error(`--only takes one of ${kinds.join(", ")}`);
-  const message = Buffer.from(toBinary(AddSpansRequestSchema, create(AddSpansRequestSchema, { spans: [proxySpan()], id: 1 })));
+  const spanMessage = Buffer.from(toBinary(AddSpansRequestSchema, create(AddSpansRequestSchema, { spans: [proxySpan()], id: 1 })));
+  const update = create(UpdateAttemptRequestSchema, {
+    rolloutId: "ro-0123456789ab",
+    attemptId: "at-0123456789ab",
+    status: AttemptStatus.SUCCEEDED,
+  });
+  const callMessage = Buffer.from(
+    toBinary(
+      CallRequestSchema,
+      create(CallRequestSchema, {
+        id: 1,
+        method: "agl.v1.LightningStore/UpdateAttempt",
+        request: toBinary(UpdateAttemptRequestSchema, update),
+        timeoutMs: 30_000,
+      }),
+    ),
+  );
   const clientFor = (kind: Kind) => grpc.makeGenericClientConstructor({ Stream: { ...bidiMethod(kind), originalName: "stream" } }, "Echo");
 
   const measure = async (kind: Kind) => {
-    const server = fork(new URL(import.meta.url).pathname, ["serve", kind]);
+    const profile = args.profile ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${args.profile}`] : [];
+    const server = fork(new URL(import.meta.url).pathname, ["serve", kind], { execArgv: [...process.execArgv, ...profile] });
     const ask = <T>() => new Promise<T>((resolve) => server.once("message", (m) => resolve(m as T)));
     const { port } = await ask<{ port: number }>();
     const stub = new (clientFor(kind))(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
@@ -151,7 +206,7 @@ if (process.argv[2] === "serve") {
     const roundTrip = () =>
       new Promise<void>((resolve) => {
         answered = resolve;
-        call.write(message);
+        call.write(kind === "calls" ? callMessage : spanMessage);
       });
     for (let i = 0; i < Number(args.warmup); i++) await roundTrip();
     server.send("cpu");
@@ -182,8 +237,8 @@ if (process.argv[2] === "serve") {
     );
   };
   console.log(
-    `${args.messages} AddSpansRequests of ${message.length} bytes (one span of a proxied call), one at a time on one ` +
-      `stream, after ${args.warmup}`,
+    `${args.messages} AddSpansRequests of ${spanMessage.length} bytes (one span of a proxied call), one at a time on one ` +
+      `stream, after ${args.warmup}; calls: CallRequests of ${callMessage.length} bytes (an UpdateAttempt)`,
   );
   for (let round = 1; round <= Number(args.rounds); round++) {
     for (const kind of round % 2 === 1 ? kinds : [...kinds].reverse()) if (!args.only || kind === args.only) await measure(kind);

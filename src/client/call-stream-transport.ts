@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { encodeMessage } from "../encoding/generated-encoder.js";
 import { decodeMessage } from "../encoding/generated-decoder.js";
 import { Code, ConnectError, type Transport, type UnaryResponse } from "@connectrpc/connect";
+import { DeadlineTimer } from "../core/deadline-timer.js";
 import { CallStream, type CallRequest, CallRequestSchema } from "../gen/agl/v1/calls_pb.js";
 
 /** Options of {@link withCallStream}. */
@@ -17,8 +18,24 @@ export interface CallStreamTransportOptions {
   maxInFlight?: number;
 }
 
-type Waiter = { resolve(bytes: Uint8Array): void; reject(error: ConnectError): void; unary(): void };
-type Open = { send(request: CallRequest): void; end(): void; waiting: Map<number, Waiter>; headerKey: string; idle?: NodeJS.Timeout };
+type Waiter = {
+  resolve(bytes: Uint8Array): void;
+  reject(error: ConnectError): void;
+  unary(): void;
+  /** Epoch ms; `Infinity`: none. */
+  deadline: number;
+  expire(): void;
+};
+type Open = {
+  send(request: CallRequest): void;
+  end(): void;
+  waiting: Map<number, Waiter>;
+  headerKey: string;
+  /** The deadlines of the calls waiting, and when the stream has been idle long enough: a timer each, not one a call. */
+  deadlines: DeadlineTimer;
+  idle: DeadlineTimer;
+  idleSince: number;
+};
 
 const headerKeyOf = (header: Headers) => JSON.stringify([...header]);
 
@@ -48,6 +65,22 @@ export function withCallStream(inner: Transport, options: CallStreamTransportOpt
     const stream: Open = {
       waiting: new Map(),
       headerKey,
+      deadlines: new DeadlineTimer((now) => {
+        let next = Number.POSITIVE_INFINITY;
+        for (const waiter of stream.waiting.values()) {
+          if (waiter.deadline <= now) waiter.expire();
+          else next = Math.min(next, waiter.deadline);
+        }
+        return next;
+      }),
+      idle: new DeadlineTimer((now) => {
+        if (stream.waiting.size > 0) return Number.POSITIVE_INFINITY; // armed again when the calls are done
+        if (now < stream.idleSince + idleMs) return stream.idleSince + idleMs;
+        if (open === stream) open = undefined;
+        stream.end();
+        return Number.POSITIVE_INFINITY;
+      }),
+      idleSince: 0,
       send(request) {
         queue.push(request);
         wake?.();
@@ -82,7 +115,8 @@ export function withCallStream(inner: Transport, options: CallStreamTransportOpt
         failure = ConnectError.from(error);
       }
       if (open === stream) open = undefined;
-      clearTimeout(stream.idle);
+      stream.idle.stop();
+      stream.deadlines.stop();
       stop.abort();
       if (failure.code === Code.Unimplemented) unsupported = true;
       for (const waiter of stream.waiting.values()) {
@@ -96,13 +130,8 @@ export function withCallStream(inner: Transport, options: CallStreamTransportOpt
 
   // A stream without calls ends after `idleMs`; a call meanwhile keeps it.
   const idleSoon = (stream: Open) => {
-    clearTimeout(stream.idle);
-    stream.idle = setTimeout(() => {
-      if (stream.waiting.size > 0) return;
-      if (open === stream) open = undefined;
-      stream.end();
-    }, idleMs);
-    stream.idle.unref();
+    stream.idleSince = Date.now();
+    stream.idle.add(stream.idleSince + idleMs);
   };
 
   return {
@@ -118,15 +147,10 @@ export function withCallStream(inner: Transport, options: CallStreamTransportOpt
       if (signal?.aborted) return Promise.reject(new ConnectError("call aborted", Code.Canceled));
       open ??= start(headers, headerKey);
       const stream = open;
-      clearTimeout(stream.idle);
       nextId = (nextId % 0xffff_ffff) + 1;
       const id = nextId;
       return new Promise<UnaryResponse<never, never>>((resolve, reject) => {
-        let timer: NodeJS.Timeout | undefined;
-        const settle = () => {
-          clearTimeout(timer);
-          signal?.removeEventListener("abort", onAbort);
-        };
+        const settle = () => signal?.removeEventListener("abort", onAbort);
         const giveUp = (error: ConnectError) => {
           if (stream.waiting.get(id) !== waiter) return;
           stream.waiting.delete(id);
@@ -136,7 +160,10 @@ export function withCallStream(inner: Transport, options: CallStreamTransportOpt
           reject(error);
         };
         const onAbort = () => giveUp(new ConnectError("call aborted", Code.Canceled));
+        const deadline = timeoutMs !== undefined && timeoutMs > 0 ? Date.now() + timeoutMs : Number.POSITIVE_INFINITY;
         const waiter: Waiter = {
+          deadline,
+          expire: () => giveUp(new ConnectError(`the deadline of ${timeoutMs} ms was exceeded`, Code.DeadlineExceeded)),
           resolve(answer) {
             settle();
             try {
@@ -152,19 +179,13 @@ export function withCallStream(inner: Transport, options: CallStreamTransportOpt
           },
           unary() {
             settle();
-            const left = timeoutMs === undefined || timeoutMs <= 0 ? timeoutMs : Math.max(1, deadline - Date.now());
+            const left = deadline === Number.POSITIVE_INFINITY ? timeoutMs : Math.max(1, deadline - Date.now());
             inner.unary(method, signal, left, headers, request, contextValues).then(resolve as never, reject);
           },
         };
-        const deadline = Date.now() + (timeoutMs ?? 0);
-        if (timeoutMs !== undefined && timeoutMs > 0) {
-          timer = setTimeout(
-            () => giveUp(new ConnectError(`the deadline of ${timeoutMs} ms was exceeded`, Code.DeadlineExceeded)),
-            timeoutMs,
-          );
-        }
         signal?.addEventListener("abort", onAbort, { once: true });
         stream.waiting.set(id, waiter);
+        stream.deadlines.add(deadline);
         stream.send(
           create(CallRequestSchema, {
             id,

@@ -10,6 +10,7 @@ import {
   type MethodImplSpec,
 } from "@connectrpc/connect";
 import { answerConcurrently } from "../core/concurrent-answers.js";
+import { DeadlineTimer } from "../core/deadline-timer.js";
 import { CallStream, type CallRequest, type CallResponse, CallResponseSchema } from "../gen/agl/v1/calls_pb.js";
 import { parseRequest, type RequestDecoder } from "./grpc-call.js";
 import { abortError } from "./grpc-metadata.js";
@@ -52,37 +53,51 @@ export function createCallStreamService(options: CallStreamOptions): ServiceRegi
   });
 }
 
+/** A call in flight: its signal's controller and its deadline (epoch ms; infinite: none). */
+interface InFlight {
+  controller: AbortController;
+  deadline: number;
+}
+
 async function* answers(
   requests: AsyncIterable<CallRequest>,
   stream: HandlerContext,
   methods: ReadonlyMap<string, MethodImplSpec>,
   options: CallStreamOptions,
 ): AsyncIterable<CallResponse> {
-  const inFlight = new Map<number, AbortController>();
+  const inFlight = new Map<number, InFlight>();
   // One listener on the stream's signal for every call in flight.
   const abortAll = () => {
-    for (const controller of inFlight.values()) controller.abort(abortError(stream.signal));
+    for (const { controller } of inFlight.values()) controller.abort(abortError(stream.signal));
   };
   stream.signal.addEventListener("abort", abortAll, { once: true });
+  // One timer for the deadlines of the calls in flight: a timer of each call's own cost ~5 % of a small call's CPU.
+  const deadlines = new DeadlineTimer((now) => {
+    let next = Number.POSITIVE_INFINITY;
+    for (const { controller, deadline } of inFlight.values()) {
+      if (deadline <= now) controller.abort(new ConnectError("the deadline was exceeded", Code.DeadlineExceeded));
+      else next = Math.min(next, deadline);
+    }
+    return next;
+  });
 
   const run = async (request: CallRequest): Promise<CallResponse | undefined> => {
     const { id } = request;
     if (request.cancel) {
-      inFlight.get(id)?.abort(new ConnectError("the client cancelled the call", Code.Canceled));
+      inFlight.get(id)?.controller.abort(new ConnectError("the client cancelled the call", Code.Canceled));
       return undefined;
     }
     const controller = new AbortController();
     if (stream.signal.aborted) controller.abort(abortError(stream.signal));
-    inFlight.set(id, controller);
-    const timer =
-      request.timeoutMs > 0
-        ? setTimeout(() => controller.abort(new ConnectError("the deadline was exceeded", Code.DeadlineExceeded)), request.timeoutMs)
-        : undefined;
+    const deadline = request.timeoutMs > 0 ? Date.now() + request.timeoutMs : Number.POSITIVE_INFINITY;
+    const call = { controller, deadline };
+    inFlight.set(id, call);
+    deadlines.add(deadline);
     try {
       const spec = methods.get(request.method);
       if (!spec) throw new ConnectError(`${JSON.stringify(request.method)} is not a unary method served here`, Code.Unimplemented);
       const message = parseRequest(spec.method.input, request.request, options.decodeRequest);
-      const ctx = callContext(spec, stream, controller, request.timeoutMs);
+      const ctx = callContext(spec, stream, controller, deadline);
       const output = (await invokeImplementation(spec, ctx, message, options.interceptors ?? [])) as Message;
       const bytes = encodeMessage(spec.method.output, output);
       if (bytes.byteLength > options.maxMessageBytes - framingBytes) {
@@ -93,8 +108,7 @@ async function* answers(
       const e = controller.signal.aborted ? ConnectError.from(controller.signal.reason) : ConnectError.from(error);
       return create(CallResponseSchema, { id, errorCode: e.code || Code.Unknown, errorMessage: e.rawMessage });
     } finally {
-      clearTimeout(timer);
-      if (inFlight.get(id) === controller) inFlight.delete(id);
+      if (inFlight.get(id) === call) inFlight.delete(id);
     }
   };
 
@@ -102,13 +116,13 @@ async function* answers(
     yield* answerConcurrently(requests, run, options.maxInFlight ?? 256);
   } finally {
     stream.signal.removeEventListener("abort", abortAll);
+    deadlines.stop();
     abortAll();
   }
 }
 
-/** The context of one call on the stream: the stream's headers, its own signal and deadline. */
-function callContext(spec: MethodImplSpec, stream: HandlerContext, controller: AbortController, timeoutMs: number): HandlerContext {
-  const deadline = timeoutMs > 0 ? Date.now() + timeoutMs : undefined;
+/** The context of one call on the stream: the stream's headers, its own signal and deadline (epoch ms; infinite: none). */
+function callContext(spec: MethodImplSpec, stream: HandlerContext, controller: AbortController, deadline: number): HandlerContext {
   return {
     service: spec.method.parent,
     method: spec.method,
@@ -116,7 +130,7 @@ function callContext(spec: MethodImplSpec, stream: HandlerContext, controller: A
     requestMethod: stream.requestMethod,
     url: stream.url,
     signal: controller.signal,
-    timeoutMs: () => (deadline === undefined ? undefined : deadline - Date.now()),
+    timeoutMs: () => (deadline === Number.POSITIVE_INFINITY ? undefined : deadline - Date.now()),
     requestHeader: stream.requestHeader,
     responseHeader: new Headers(),
     responseTrailer: new Headers(),

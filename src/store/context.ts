@@ -1,5 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
+import { longestTimerMs } from "../core/deadline-timer.js";
 import type { Attempt, PageInfo, Rollout } from "../gen/agl/v1/types_pb.js";
 import { AttemptSchema, AttemptStatus } from "../gen/agl/v1/types_pb.js";
 import type { PageSpec, StorageBackend, StorageTx, TransactionOptions } from "./backend.js";
@@ -32,7 +33,9 @@ export interface StoreContext {
  * `check()` throws CANCELED or DEADLINE_EXCEEDED when the caller ended it; a closing store just ends the wait.
  */
 export function callScope(ctx: StoreContext, options?: CallOptions) {
-  const timeout = options?.timeoutMs !== undefined && options.timeoutMs > 0 ? AbortSignal.timeout(options.timeoutMs) : undefined;
+  const ms = options?.timeoutMs;
+  // A deadline further off than a Node timer can wait (~24.8 days; such a timer fires at once) outlasts any wait here.
+  const timeout = ms !== undefined && ms > 0 && ms <= longestTimerMs ? AbortSignal.timeout(ms) : undefined;
   const signals = [ctx.closing, options?.signal, timeout].filter((s): s is AbortSignal => s !== undefined);
   return {
     signal: AbortSignal.any(signals),

@@ -5,7 +5,7 @@
  */
 import { create, fromBinary, type DescMessage, type MessageInitShape, toBinary, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
+import { type Client, Code, ConnectError, createClient, type HandlerContext } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CallStreamTransportOptions, withCallStream } from "../../src/client/call-stream-transport.js";
@@ -23,6 +23,8 @@ import {
   WaitForRolloutsRequestSchema,
 } from "../../src/gen/agl/v1/store_pb.js";
 import { RolloutMode } from "../../src/gen/agl/v1/types_pb.js";
+import { ExportTraceServiceRequestSchema, TraceService } from "../../src/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
+import { serviceRegistration } from "../../src/server/service-registration.js";
 import { startTestServer, type TestServer } from "./helpers.js";
 
 const store = (method: string) => `agl.v1.LightningStore/${method}`;
@@ -150,6 +152,40 @@ describe("CallStream on the server", () => {
   });
 });
 
+describe("CallStream's deadlines", () => {
+  it("ends each call at its own deadline, the earliest first, and never a call whose deadline is far off or absent", async () => {
+    // Export here waits for its signal alone: only the stream's deadline can end it.
+    const waitForAbort = (_request: unknown, ctx: HandlerContext) =>
+      new Promise<never>((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason), { once: true }));
+    const server = await startTestServer({ extraServices: [serviceRegistration(TraceService, { export: waitForAbort })] });
+    const exportCall = (id: number, timeoutMs: number) =>
+      call(id, "opentelemetry.proto.collector.trace.v1.TraceService/Export", ExportTraceServiceRequestSchema, {}, timeoutMs);
+    try {
+      const started = performance.now();
+      const answers = await exchange(
+        server,
+        undefined,
+        // The second call's deadline comes before the first's; the third's is past what a Node timer can wait.
+        [exportCall(1, 400), exportCall(2, 100), exportCall(3, 0xffff_ffff), exportCall(4, 0)],
+        {
+          expect: 4,
+          after: 2,
+          later: [create(CallRequestSchema, { id: 3, cancel: true }), create(CallRequestSchema, { id: 4, cancel: true })],
+        },
+      );
+      expect(performance.now() - started).toBeGreaterThanOrEqual(400);
+      expect(answers.map((a) => [a.id, a.errorCode])).toEqual([
+        [2, Code.DeadlineExceeded],
+        [1, Code.DeadlineExceeded],
+        [3, Code.Canceled],
+        [4, Code.Canceled],
+      ]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 /**
  * Runs `test` with a client of a fresh server over {@link withCallStream} (with `options`), whose inner grpc-js
  * transport counts the unary and streaming calls it makes.
@@ -202,6 +238,12 @@ describe("the store client over CallStream", () => {
       );
       setTimeout(() => abort.abort(), 50);
       await expect(aborted).rejects.toMatchObject({ code: Code.Canceled });
+      // A deadline further off than a Node timer can wait does not end the call at once, here or in the store.
+      const far = await client.waitForRollouts(
+        { rolloutIds: [rollouts[0]?.rolloutId as string], timeoutSeconds: 0.2 },
+        { timeoutMs: 2 ** 32 },
+      );
+      expect(far.rollouts).toEqual([]);
       // The stream goes on after both.
       expect((await client.getRollout({ rolloutId: rollouts[1]?.rolloutId as string })).rolloutId).toBe(rollouts[1]?.rolloutId);
     } finally {

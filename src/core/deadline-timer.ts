@@ -1,0 +1,42 @@
+/** The longest a Node timer waits: it fires one set for longer at once (after 1 ms). */
+export const longestTimerMs = 2 ** 31 - 1;
+
+/**
+ * One timer for the deadlines of many operations in flight (the calls of one stream), where a timer each would cost
+ * more than a small call's own work. It is armed for the earliest deadline it was told of. Operations that end leave
+ * it be: when it fires, `due` ends what is past its deadline (given the time, epoch ms) and returns the earliest
+ * deadline left (`Infinity`: none), for which it is armed again. The timer does not keep the process alive.
+ */
+export class DeadlineTimer {
+  private timer: NodeJS.Timeout | undefined;
+  private armedFor = Number.POSITIVE_INFINITY;
+
+  constructor(private readonly due: (now: number) => number) {}
+
+  /** An operation with this deadline (epoch ms; `Infinity`: none) began. */
+  add(deadline: number): void {
+    if (deadline < this.armedFor) this.arm(deadline);
+  }
+
+  /** Disarms the timer; a later `add` arms it again. */
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.armedFor = Number.POSITIVE_INFINITY;
+  }
+
+  private arm(deadline: number): void {
+    clearTimeout(this.timer);
+    this.armedFor = deadline;
+    // A deadline further off than a timer can wait is waited for in steps.
+    this.timer = setTimeout(this.fire, Math.min(longestTimerMs, Math.max(0, deadline - Date.now())));
+    this.timer.unref();
+  }
+
+  private readonly fire = () => {
+    this.timer = undefined;
+    this.armedFor = Number.POSITIVE_INFINITY;
+    const next = this.due(Date.now());
+    if (next < Number.POSITIVE_INFINITY) this.arm(next);
+  };
+}
