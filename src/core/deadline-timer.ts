@@ -3,15 +3,19 @@ export const longestTimerMs = 2 ** 31 - 1;
 
 /**
  * One timer for the deadlines of many operations in flight (the calls of one stream), where a timer each would cost
- * more than a small call's own work. It is armed for the earliest deadline it was told of. Operations that end leave
- * it be: when it fires, `due` ends what is past its deadline (given the time, epoch ms) and returns the earliest
- * deadline left (`Infinity`: none), for which it is armed again. The timer does not keep the process alive.
+ * more than a small call's own work (docs/benchmarks.md). It is armed for the earliest deadline it was told of.
+ * Operations that end leave it be: when it fires, `due` ends what is past its deadline (given the time, epoch ms) and
+ * returns the earliest deadline left (`Infinity`: none), for which it is armed again. Unless `keepAlive`, the timer does
+ * not keep the process alive.
  */
 export class DeadlineTimer {
   private timer: NodeJS.Timeout | undefined;
   private armedFor = Number.POSITIVE_INFINITY;
 
-  constructor(private readonly due: (now: number) => number) {}
+  constructor(
+    private readonly due: (now: number) => number,
+    private readonly options: { keepAlive?: boolean } = {},
+  ) {}
 
   /** An operation with this deadline (epoch ms; `Infinity`: none) began. */
   add(deadline: number): void {
@@ -30,7 +34,7 @@ export class DeadlineTimer {
     this.armedFor = deadline;
     // A deadline further off than a timer can wait is waited for in steps.
     this.timer = setTimeout(this.fire, Math.min(longestTimerMs, Math.max(0, deadline - Date.now())));
-    this.timer.unref();
+    if (!this.options.keepAlive) this.timer.unref();
   }
 
   private readonly fire = () => {

@@ -6,6 +6,7 @@ import type { PendingWrites } from "../store/pending-writes.js";
 import type { StoreApi } from "../store/store-api.js";
 import { type CallRecord, callSpan } from "./call-span.js";
 import type { CallScope, ScopeChecker } from "./scope-check.js";
+import { DeadlineTimer } from "../core/deadline-timer.js";
 import type { Logger } from "../core/logger.js";
 
 /** Counters of what the recorder did. */
@@ -22,7 +23,7 @@ export interface SpanRecorder {
    */
   record(call: CallRecord, waiting: boolean): Promise<void>;
   stats(): RecorderStats;
-  /** Sends what waits for a batch now. */
+  /** Sends what waits for a batch now (as the proxy closes). */
   flush(): void;
   /**
    * Sends a span promise with the next batch (`AddSpans.expect`): at once when spans wait for one, otherwise with the
@@ -69,7 +70,7 @@ export interface SpanRecorderOptions {
 
 type Scoped = CallRecord & { scope: CallScope };
 type Carried = { request: SpanPromise; resolve(outcome: CarriedOutcome, attempt: AttemptDescription | null | undefined): void };
-type Batch = { calls: Scoped[]; expect: Carried[]; written: Promise<void>; send(): void };
+type Batch = { calls: Scoped[]; expect: Carried[]; written: Promise<void>; send(): void /** Epoch ms. */; lingersUntil: number };
 
 /** Creates a {@link SpanRecorder}. */
 export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
@@ -114,22 +115,28 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
   };
 
   let batch: Batch | undefined;
-  let timer: NodeJS.Timeout | undefined;
   const flush = () => {
-    clearTimeout(timer);
-    timer = undefined;
     const full = batch;
     batch = undefined;
     full?.send();
   };
+  // One timer for the batches' lingering, not one a batch (a call opens one or two): when it fires, the open batch
+  // goes if its time is up, else the timer waits for it.
+  const linger = new DeadlineTimer(
+    (now) => {
+      if (batch && batch.lingersUntil <= now) flush();
+      return batch?.lingersUntil ?? Number.POSITIVE_INFINITY;
+    },
+    { keepAlive: true },
+  );
   const open = (): Batch => {
     if (!batch) {
       let send!: () => void;
       const calls: Scoped[] = [];
       const expect: Carried[] = [];
       const written = new Promise<void>((resolve) => (send = () => void write(calls, expect).then(resolve)));
-      batch = { calls, expect, written, send };
-      timer = setTimeout(flush, lingerMs);
+      batch = { calls, expect, written, send, lingersUntil: Date.now() + lingerMs };
+      linger.add(batch.lingersUntil);
     }
     return batch;
   };
@@ -149,7 +156,10 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
       return written;
     },
     stats: () => ({ ...stats }),
-    flush,
+    flush() {
+      flush();
+      linger.stop(); // nothing lingers: a process that closes its proxy is not held by the timer
+    },
     carry(request) {
       const joined = open();
       let resolve!: (outcome: CarriedOutcome) => void;

@@ -2,10 +2,18 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
 import { type AddSpansRequestSchema, type AddSpansResponse, AddSpansResponseSchema } from "../gen/agl/v1/store_pb.js";
 import type { StoreApi } from "../store/store-api.js";
+import { DeadlineTimer } from "../core/deadline-timer.js";
 import type { Logger } from "../core/logger.js";
 
 type Request = MessageInitShape<typeof AddSpansRequestSchema>;
-type Waiting = { resolve(response: AddSpansResponse): void; reject(error: ConnectError): void; unary(): void; timer?: NodeJS.Timeout };
+type Waiting = {
+  resolve(response: AddSpansResponse): void;
+  reject(error: ConnectError): void;
+  unary(): void;
+  /** Epoch ms; `Infinity`: none. */
+  deadline: number;
+  expire(): void;
+};
 
 /** `addSpans` over one `AddSpansStream` to the store, and how to close it. */
 export interface SpanStream {
@@ -26,16 +34,26 @@ export function createSpanStream(store: StoreApi, logger: Logger): SpanStream {
   let unsupported = false;
   let closing = false;
   let nextId = 0;
-  let open: { send(request: Request): void; waiting: Map<number, Waiting>; stop: AbortController } | undefined;
+  let open: { send(request: Request): void; waiting: Map<number, Waiting>; deadlines: DeadlineTimer; stop: AbortController } | undefined;
 
   const start = () => {
     const stop = new AbortController();
     const queue: Request[] = [];
     let wake: (() => void) | undefined;
     const waiting = new Map<number, Waiting>();
+    // One timer for the batches' deadlines, not one a batch: each span stream message would arm and clear its own.
+    const deadlines = new DeadlineTimer((now) => {
+      let next = Number.POSITIVE_INFINITY;
+      for (const waiter of waiting.values()) {
+        if (waiter.deadline <= now) waiter.expire();
+        else next = Math.min(next, waiter.deadline);
+      }
+      return next;
+    });
     stop.signal.addEventListener("abort", () => wake?.(), { once: true });
     const stream = {
       waiting,
+      deadlines,
       stop,
       send(request: Request) {
         queue.push(request);
@@ -55,7 +73,6 @@ export function createSpanStream(store: StoreApi, logger: Logger): SpanStream {
           const waiter = waiting.get(answer.id);
           if (!waiter) continue;
           waiting.delete(answer.id);
-          clearTimeout(waiter.timer);
           if (answer.errorCode) waiter.reject(new ConnectError(answer.errorMessage, answer.errorCode as Code));
           else waiter.resolve(answer.response ?? create(AddSpansResponseSchema));
           if (closing && waiting.size === 0) stop.abort();
@@ -66,12 +83,12 @@ export function createSpanStream(store: StoreApi, logger: Logger): SpanStream {
       }
       if (open === stream) open = undefined;
       stop.abort();
+      deadlines.stop();
       if (failure.code === Code.Unimplemented && !unsupported) {
         unsupported = true;
         logger.info(`the store does not take AddSpansStream (${failure.rawMessage}); each span batch is an AddSpans call`);
       }
       for (const waiter of waiting.values()) {
-        clearTimeout(waiter.timer);
         if (unsupported) waiter.unary();
         else waiter.reject(failure);
       }
@@ -88,15 +105,19 @@ export function createSpanStream(store: StoreApi, logger: Logger): SpanStream {
       nextId = (nextId % 0xffff_ffff) + 1;
       const id = nextId;
       return new Promise<AddSpansResponse>((resolve, reject) => {
-        const waiter: Waiting = { resolve, reject, unary: () => void store.addSpans(request, options).then(resolve, reject) };
         const timeoutMs = options?.timeoutMs;
-        if (timeoutMs !== undefined && timeoutMs > 0) {
-          waiter.timer = setTimeout(() => {
+        const waiter: Waiting = {
+          resolve,
+          reject,
+          unary: () => void store.addSpans(request, options).then(resolve, reject),
+          deadline: timeoutMs !== undefined && timeoutMs > 0 ? Date.now() + timeoutMs : Number.POSITIVE_INFINITY,
+          expire() {
             stream.waiting.delete(id);
             reject(new ConnectError(`no answer from the store's span stream within ${timeoutMs} ms`, Code.DeadlineExceeded));
-          }, timeoutMs);
-        }
+          },
+        };
         stream.waiting.set(id, waiter);
+        stream.deadlines.add(waiter.deadline);
         stream.send({ ...request, id });
       });
     },

@@ -7,6 +7,7 @@ import {
   ExpectSpansRequestSchema,
 } from "../gen/agl/v1/store_pb.js";
 import { AttemptStatus, RolloutStatus } from "../gen/agl/v1/types_pb.js";
+import { DeadlineTimer } from "../core/deadline-timer.js";
 import { requireRollout, type StoreContext } from "./context.js";
 import { failedPrecondition, invalidArgument } from "./errors.js";
 import type { StoreApi } from "./store-api.js";
@@ -57,8 +58,20 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
     known.add(rolloutId);
     if (known.size > maxKnownRollouts) known.delete(known.values().next().value as string);
   };
-  /** Per rollout and promised span id: the promise, and how to settle it. */
-  const promised = new Map<string, Map<string, { settled: Promise<void>; settle(): void }>>();
+  /** Per rollout and promised span id: the promise, how to settle it, and when its TTL ends (epoch ms). */
+  const promised = new Map<string, Map<string, { settled: Promise<void>; settle(): void; expiresAt: number }>>();
+  // One timer for every promise's TTL, not one a promise (the standalone proxy promises every call's span).
+  const ttls = new DeadlineTimer((now) => {
+    let next = Number.POSITIVE_INFINITY;
+    // Settling deletes the entry (and an emptied rollout's map): a Map's iteration allows that.
+    for (const spans of promised.values()) {
+      for (const entry of spans.values()) {
+        if (entry.expiresAt <= now) entry.settle();
+        else next = Math.min(next, entry.expiresAt);
+      }
+    }
+    return next;
+  });
 
   const settle = (rolloutId: string, spanId: string) => promised.get(rolloutId)?.get(spanId)?.settle();
   const promise = (rolloutId: string, spanId: string, ttlMs: number) => {
@@ -69,14 +82,14 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
     const entry = {
       settled: new Promise<void>((r) => (resolve = r)),
       settle() {
-        clearTimeout(timer);
         if (rolloutSpans.get(spanId) === entry) rolloutSpans.delete(spanId);
         if (rolloutSpans.size === 0 && promised.get(rolloutId) === rolloutSpans) promised.delete(rolloutId);
         resolve();
       },
+      expiresAt: Date.now() + ttlMs,
     };
-    const timer = setTimeout(() => entry.settle(), ttlMs).unref();
     rolloutSpans.set(spanId, entry);
+    ttls.add(entry.expiresAt);
   };
   /** Resolves once every span promised so far for the rollout has settled. */
   const settled = (rolloutId: string, signal: AbortSignal | undefined): Promise<void> | undefined => {

@@ -51,6 +51,38 @@ describe("span stream", () => {
     expect((await h.client.querySpans({ rolloutId: ids.rolloutId })).spans).toHaveLength(8);
   });
 
+  it("fails a batch the store does not answer in time at its own deadline, the earliest first, and goes on", async () => {
+    const ids = await claimAttempt(h.client);
+    const { store, counts } = counted(h.client);
+    // The store's answers are held back until `release`, as from a store too busy to answer.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const slow: StoreApi = {
+      ...store,
+      addSpansStream: (requests, options) =>
+        (async function* () {
+          for await (const answer of store.addSpansStream(requests, options)) {
+            await released;
+            yield answer;
+          }
+        })(),
+    };
+    const stream = createSpanStream(slow, silentLogger);
+    const failed: string[] = [];
+    const batch = (prefix: string, timeoutMs: number) =>
+      stream.addSpans({ spans: makeSpans(ids, 1, prefix) }, { timeoutMs }).catch((error) => {
+        failed.push(`${prefix} ${error.code === Code.DeadlineExceeded ? "deadline" : error.code}`);
+      });
+    const started = Date.now();
+    await Promise.all([batch("a", 300), batch("b", 100)]);
+    expect(failed).toEqual(["b deadline", "a deadline"]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+    release();
+    expect((await stream.addSpans({ spans: makeSpans(ids, 1, "c") }, { timeoutMs: 5_000 })).acks).toHaveLength(1);
+    expect(counts.streams).toBe(1);
+    stream.close();
+  });
+
   it("fails the batches in flight when the store goes away, and opens a new stream for the next", async () => {
     const ids = await claimAttempt(h.client);
     const { store, counts } = counted(h.client);
