@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { encodeMessage } from "../encoding/generated-encoder.js";
 import { decodeMessage } from "../encoding/generated-decoder.js";
 import { Code, ConnectError, type Transport, type UnaryResponse } from "@connectrpc/connect";
-import { DeadlineTimer } from "../core/deadline-timer.js";
+import { DeadlineTimer, expirePast } from "../core/deadline-timer.js";
 import { CallStream, type CallRequest, CallRequestSchema } from "../gen/agl/v1/calls_pb.js";
 
 /** Options of {@link withCallStream}. */
@@ -65,14 +65,7 @@ export function withCallStream(inner: Transport, options: CallStreamTransportOpt
     const stream: Open = {
       waiting: new Map(),
       headerKey,
-      deadlines: new DeadlineTimer((now) => {
-        let next = Number.POSITIVE_INFINITY;
-        for (const waiter of stream.waiting.values()) {
-          if (waiter.deadline <= now) waiter.expire();
-          else next = Math.min(next, waiter.deadline);
-        }
-        return next;
-      }),
+      deadlines: new DeadlineTimer((now) => expirePast(stream.waiting.values(), now, (waiter) => waiter.expire())),
       idle: new DeadlineTimer((now) => {
         if (stream.waiting.size > 0) return Number.POSITIVE_INFINITY; // armed again when the calls are done
         if (now < stream.idleSince + idleMs) return stream.idleSince + idleMs;

@@ -1,6 +1,6 @@
 import { setTimeout as wait } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { DeadlineTimer } from "./deadline-timer.js";
+import { DeadlineTimer, expirePast } from "./deadline-timer.js";
 
 /** A timer over a set of deadlines, as a stream's calls use it: `due` ends the past ones and gives the next. */
 function deadlines() {
@@ -59,5 +59,18 @@ describe("DeadlineTimer", () => {
     expect(d.fired()).toBe(0);
     expect(stopped.fired()).toBe(0);
     d.timer.stop();
+  });
+
+  it("expirePast ends the items past their deadline, which may leave their Map, and gives the earliest of the rest", () => {
+    const items = new Map([1, 5, 3, 9, 7].map((deadline) => [deadline, { deadline }]));
+    const expired: number[] = [];
+    const next = expirePast(items.values(), 5, (item) => {
+      expired.push(item.deadline);
+      items.delete(item.deadline);
+    });
+    expect(expired).toEqual([1, 5, 3]);
+    expect(next).toBe(7);
+    expect([...items.keys()]).toEqual([9, 7]);
+    expect(expirePast(new Set<{ deadline: number }>(), 5, () => {})).toBe(Number.POSITIVE_INFINITY);
   });
 });

@@ -44,3 +44,16 @@ export class DeadlineTimer {
     if (next < Number.POSITIVE_INFINITY) this.arm(next);
   };
 }
+
+/**
+ * A {@link DeadlineTimer}'s `due` over items that carry their deadline: ends (`expire`) those past it at `now`, and
+ * returns the earliest deadline of the others (`Infinity`: none). An item may leave its Map or Set as it expires.
+ */
+export function expirePast<T extends { deadline: number }>(items: Iterable<T>, now: number, expire: (item: T) => void): number {
+  let next = Number.POSITIVE_INFINITY;
+  for (const item of items) {
+    if (item.deadline <= now) expire(item);
+    else next = Math.min(next, item.deadline);
+  }
+  return next;
+}

@@ -70,7 +70,14 @@ export interface SpanRecorderOptions {
 
 type Scoped = CallRecord & { scope: CallScope };
 type Carried = { request: SpanPromise; resolve(outcome: CarriedOutcome, attempt: AttemptDescription | null | undefined): void };
-type Batch = { calls: Scoped[]; expect: Carried[]; written: Promise<void>; send(): void /** Epoch ms. */; lingersUntil: number };
+type Batch = {
+  calls: Scoped[];
+  expect: Carried[];
+  written: Promise<void>;
+  send(): void;
+  /** When it goes if nothing sends it before (epoch ms). */
+  lingersUntil: number;
+};
 
 /** Creates a {@link SpanRecorder}. */
 export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {

@@ -2,7 +2,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
 import { type AddSpansRequestSchema, type AddSpansResponse, AddSpansResponseSchema } from "../gen/agl/v1/store_pb.js";
 import type { StoreApi } from "../store/store-api.js";
-import { DeadlineTimer } from "../core/deadline-timer.js";
+import { DeadlineTimer, expirePast } from "../core/deadline-timer.js";
 import type { Logger } from "../core/logger.js";
 
 type Request = MessageInitShape<typeof AddSpansRequestSchema>;
@@ -42,14 +42,7 @@ export function createSpanStream(store: StoreApi, logger: Logger): SpanStream {
     let wake: (() => void) | undefined;
     const waiting = new Map<number, Waiting>();
     // One timer for the batches' deadlines, not one a batch: each span stream message would arm and clear its own.
-    const deadlines = new DeadlineTimer((now) => {
-      let next = Number.POSITIVE_INFINITY;
-      for (const waiter of waiting.values()) {
-        if (waiter.deadline <= now) waiter.expire();
-        else next = Math.min(next, waiter.deadline);
-      }
-      return next;
-    });
+    const deadlines = new DeadlineTimer((now) => expirePast(waiting.values(), now, (waiter) => waiter.expire()));
     stop.signal.addEventListener("abort", () => wake?.(), { once: true });
     const stream = {
       waiting,

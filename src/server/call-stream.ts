@@ -10,7 +10,7 @@ import {
   type MethodImplSpec,
 } from "@connectrpc/connect";
 import { answerConcurrently } from "../core/concurrent-answers.js";
-import { DeadlineTimer } from "../core/deadline-timer.js";
+import { DeadlineTimer, expirePast } from "../core/deadline-timer.js";
 import { CallStream, type CallRequest, type CallResponse, CallResponseSchema } from "../gen/agl/v1/calls_pb.js";
 import { parseRequest, type RequestDecoder } from "./grpc-call.js";
 import { abortError } from "./grpc-metadata.js";
@@ -72,14 +72,11 @@ async function* answers(
   };
   stream.signal.addEventListener("abort", abortAll, { once: true });
   // One timer for the deadlines of the calls in flight: a timer of each call's own cost ~5 % of a small call's CPU.
-  const deadlines = new DeadlineTimer((now) => {
-    let next = Number.POSITIVE_INFINITY;
-    for (const { controller, deadline } of inFlight.values()) {
-      if (deadline <= now) controller.abort(new ConnectError("the deadline was exceeded", Code.DeadlineExceeded));
-      else next = Math.min(next, deadline);
-    }
-    return next;
-  });
+  const deadlines = new DeadlineTimer((now) =>
+    expirePast(inFlight.values(), now, ({ controller }) =>
+      controller.abort(new ConnectError("the deadline was exceeded", Code.DeadlineExceeded)),
+    ),
+  );
 
   const run = async (request: CallRequest): Promise<CallResponse | undefined> => {
     const { id } = request;

@@ -7,7 +7,7 @@ import {
   ExpectSpansRequestSchema,
 } from "../gen/agl/v1/store_pb.js";
 import { AttemptStatus, RolloutStatus } from "../gen/agl/v1/types_pb.js";
-import { DeadlineTimer } from "../core/deadline-timer.js";
+import { DeadlineTimer, expirePast } from "../core/deadline-timer.js";
 import { requireRollout, type StoreContext } from "./context.js";
 import { failedPrecondition, invalidArgument } from "./errors.js";
 import type { StoreApi } from "./store-api.js";
@@ -59,17 +59,15 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
     if (known.size > maxKnownRollouts) known.delete(known.values().next().value as string);
   };
   /** Per rollout and promised span id: the promise, how to settle it, and when its TTL ends (epoch ms). */
-  const promised = new Map<string, Map<string, { settled: Promise<void>; settle(): void; expiresAt: number }>>();
+  const promised = new Map<string, Map<string, { settled: Promise<void>; settle(): void; deadline: number }>>();
   // One timer for every promise's TTL, not one a promise (the standalone proxy promises every call's span).
   const ttls = new DeadlineTimer((now) => {
     let next = Number.POSITIVE_INFINITY;
-    // Settling deletes the entry (and an emptied rollout's map): a Map's iteration allows that.
-    for (const spans of promised.values()) {
-      for (const entry of spans.values()) {
-        if (entry.expiresAt <= now) entry.settle();
-        else next = Math.min(next, entry.expiresAt);
-      }
-    }
+    for (const spans of promised.values())
+      next = Math.min(
+        next,
+        expirePast(spans.values(), now, (entry) => entry.settle()),
+      );
     return next;
   });
 
@@ -86,10 +84,10 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
         if (rolloutSpans.size === 0 && promised.get(rolloutId) === rolloutSpans) promised.delete(rolloutId);
         resolve();
       },
-      expiresAt: Date.now() + ttlMs,
+      deadline: Date.now() + ttlMs,
     };
     rolloutSpans.set(spanId, entry);
-    ttls.add(entry.expiresAt);
+    ttls.add(entry.deadline);
   };
   /** Resolves once every span promised so far for the rollout has settled. */
   const settled = (rolloutId: string, signal: AbortSignal | undefined): Promise<void> | undefined => {
