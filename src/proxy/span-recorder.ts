@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type WriteSpansResult, writeSpans } from "../client/span-writer.js";
 import type { AttemptDescription, ExpectSpansRequestSchema } from "../gen/agl/v1/store_pb.js";
-import { AttemptStatus } from "../gen/agl/v1/types_pb.js";
+import { AttemptStatus, type Span } from "../gen/agl/v1/types_pb.js";
 import type { PendingWrites } from "../store/pending-writes.js";
 import type { StoreApi } from "../store/store-api.js";
 import { type CallRecord, callSpan } from "./call-span.js";
@@ -72,6 +72,8 @@ type Scoped = CallRecord & { scope: CallScope };
 type Carried = { request: SpanPromise; resolve(outcome: CarriedOutcome, attempt: AttemptDescription | null | undefined): void };
 type Batch = {
   calls: Scoped[];
+  /** The calls' spans, built as each joined: right after its answer, not when the next call starts and sends them. */
+  spans: Span[];
   expect: Carried[];
   written: Promise<void>;
   send(): void;
@@ -85,10 +87,10 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
   const timeoutMs = options.timeoutMs ?? 5_000;
   const lingerMs = options.batchLingerMs ?? 0;
   const maxBatch = options.maxBatch ?? 64;
-  const write = async (calls: Scoped[], expect: Carried[] = []) => {
+  const write = async (calls: Scoped[], expect: Carried[] = [], spans = calls.map(callSpan)) => {
     let answer: Pick<WriteSpansResult, "expectHeld" | "expectAttempts"> | undefined;
     try {
-      answer = await writeCalls(calls, expect);
+      answer = await writeCalls(calls, spans, expect);
     } finally {
       const held = answer?.expectHeld;
       for (const [i, carried] of expect.entries()) {
@@ -97,9 +99,9 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
       }
     }
   };
-  const writeCalls = async (calls: Scoped[], expect: Carried[]) => {
+  const writeCalls = async (calls: Scoped[], spans: Span[], expect: Carried[]) => {
     const bySpan = new Map(calls.map((call) => [call.spanId, call]));
-    const { acks, failed, ...answer } = await writeSpans(options.store, calls.map(callSpan), {
+    const { acks, failed, ...answer } = await writeSpans(options.store, spans, {
       callTimeoutMs: timeoutMs,
       expect: expect.map((carried) => carried.request),
     });
@@ -140,9 +142,10 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
     if (!batch) {
       let send!: () => void;
       const calls: Scoped[] = [];
+      const spans: Span[] = [];
       const expect: Carried[] = [];
-      const written = new Promise<void>((resolve) => (send = () => void write(calls, expect).then(resolve)));
-      batch = { calls, expect, written, send, lingersUntil: Date.now() + lingerMs };
+      const written = new Promise<void>((resolve) => (send = () => void write(calls, expect, spans).then(resolve)));
+      batch = { calls, spans, expect, written, send, lingersUntil: Date.now() + lingerMs };
       linger.add(batch.lingersUntil);
     }
     return batch;
@@ -150,6 +153,7 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
   const join = (call: Scoped): Promise<void> => {
     const joined = open();
     joined.calls.push(call);
+    joined.spans.push(callSpan(call));
     if (joined.calls.length >= maxBatch) flush();
     return joined.written;
   };
