@@ -151,9 +151,10 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
     return batch;
   };
   const join = (call: Scoped): Promise<void> => {
+    const span = callSpan(call);
     const joined = open();
     joined.calls.push(call);
-    joined.spans.push(callSpan(call));
+    joined.spans.push(span);
     if (joined.calls.length >= maxBatch) flush();
     return joined.written;
   };
