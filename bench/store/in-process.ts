@@ -13,14 +13,13 @@
  * and prints each run, then the mean and median of each: one build's runs spread by ±15 % on the shared machine, and
  * the order evens out what a run inherits from the one before it.
  */
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { AttemptStatus } from "../../src/gen/agl/v1/types_pb.js";
-import { median } from "../stats.js";
+import { inTurns, printSummary, runInChild } from "../checkouts-in-turns.js";
 import { spanMaker } from "./spans.js";
 
 const { values: args } = parseArgs({
@@ -52,22 +51,13 @@ if (args.root !== undefined) {
 } else if (args.compare === undefined) {
   print(here, measureInChild(here));
 } else {
-  const roots = [here, resolve(args.compare)];
-  const results = new Map<string, number[]>(roots.map((root) => [root, []]));
-  for (let round = 0; round < Number(args.rounds); round++) {
-    for (const root of round % 2 === 0 ? [...roots, ...roots.toReversed()] : [...roots.toReversed(), ...roots]) {
-      const result = measureInChild(root);
-      print(root, result);
-      results.get(root)?.push(result.cpuMsPerRollout);
-    }
-  }
-  for (const [root, cpu] of results) {
-    const mean = cpu.reduce((a, b) => a + b, 0) / cpu.length;
-    console.log(
-      `${root}: CPU a rollout ${Math.min(...cpu).toFixed(3)}–${Math.max(...cpu).toFixed(3)} ms, mean ${mean.toFixed(3)}, ` +
-        `median ${median(cpu).toFixed(3)}`,
-    );
-  }
+  const run = (root: string) => {
+    const result = measureInChild(root);
+    print(root, result);
+    return result;
+  };
+  const cpu = inTurns([here, resolve(args.compare)], Number(args.rounds), run, (result) => result.cpuMsPerRollout);
+  printSummary(cpu, "CPU a rollout", "ms", 3);
 }
 
 function print(root: string, result: Result): void {
@@ -76,12 +66,7 @@ function print(root: string, result: Result): void {
 
 function measureInChild(root: string): Result {
   const forwarded = ["backend", "rollouts", "warmup", "runners", "spans", "span-batch", "dequeue-batch"] as const;
-  const output = execFileSync(
-    process.execPath,
-    ["--import", "tsx", fileURLToPath(import.meta.url), "--root", root, ...forwarded.flatMap((name) => [`--${name}`, String(args[name])])],
-    { cwd: here, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] },
-  );
-  return JSON.parse(output.trim().split("\n").at(-1) as string) as Result;
+  return runInChild(import.meta.url, ["--root", root, ...forwarded.flatMap((name) => [`--${name}`, String(args[name])])], here);
 }
 
 /** Runs the lifecycle against the store of the checkout at `root`: a warm-up, then the measured rollouts. */

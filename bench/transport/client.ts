@@ -7,11 +7,11 @@
  *
  *   npx tsx bench/transport/client.ts [--calls 15000] [--warmup 3000] [--compare DIR] [--rounds 2]
  */
-import { execFileSync } from "node:child_process";
 import { resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { startServerProcess } from "../../test/support/server-process.js";
+import { inTurns, printSummary, runInChild } from "../checkouts-in-turns.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -34,28 +34,22 @@ if (args.root !== undefined) {
   process.exit(0);
 }
 const roots = args.compare === undefined ? [here] : [here, resolve(args.compare)];
-const results = new Map<string, number[]>(roots.map((root) => [root, []]));
 console.log(`${args.calls} sequential GetRollout calls through agl's store client, after ${args.warmup}`);
-for (let round = 0; round < Number(args.rounds); round++) {
-  for (const root of round % 2 === 0 ? [...roots, ...roots.toReversed()] : [...roots.toReversed(), ...roots]) {
-    const result = measureInChild(root);
-    results.get(root)?.push(result.cpuUs);
-    console.log(`${root}: client CPU ${result.cpuUs.toFixed(1)} µs a call, round trip ${result.roundTripUs.toFixed(1)} µs`);
-  }
-}
-for (const [root, cpu] of results) {
-  const mean = cpu.reduce((a, b) => a + b, 0) / cpu.length;
-  console.log(`${root}: client CPU ${Math.min(...cpu).toFixed(1)}–${Math.max(...cpu).toFixed(1)} µs a call, mean ${mean.toFixed(1)}`);
-}
-
-function measureInChild(root: string): Result {
-  const output = execFileSync(
-    process.execPath,
-    ["--import", "tsx", fileURLToPath(import.meta.url), "--root", root, "--calls", String(args.calls), "--warmup", String(args.warmup)],
-    { cwd: here, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] },
+const run = (root: string) => {
+  const result = runInChild<Result>(
+    import.meta.url,
+    ["--root", root, "--calls", String(args.calls), "--warmup", String(args.warmup)],
+    here,
   );
-  return JSON.parse(output.trim().split("\n").at(-1) as string) as Result;
-}
+  console.log(`${root}: client CPU ${result.cpuUs.toFixed(1)} µs a call, round trip ${result.roundTripUs.toFixed(1)} µs`);
+  return result;
+};
+printSummary(
+  inTurns(roots, Number(args.rounds), run, (result) => result.cpuUs),
+  "client CPU a call",
+  "µs",
+  1,
+);
 
 /** Runs the calls with the compiled client of the checkout at `root` against its compiled server. */
 async function measure(root: string): Promise<Result> {
