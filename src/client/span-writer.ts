@@ -41,6 +41,8 @@ export interface WriteSpansResult {
   expectHeld?: boolean[];
   /** The store's `expect_attempts` for that call: one per entry when any asked for `describe_attempt`. */
   expectAttempts?: AttemptDescription[];
+  /** The store's `holds` for that call: it read the holds among the promises. */
+  holds?: boolean;
 }
 
 /**
@@ -83,6 +85,7 @@ async function writeBatch(store: StoreApi, batch: Span[], options: WriteSpansOpt
     if (expect.length > 0) {
       result.expectHeld = response.expectHeld;
       result.expectAttempts = response.expectAttempts;
+      result.holds = response.holds;
     }
     return;
   } catch (thrown) {

@@ -143,7 +143,8 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
   const sendError = (r: http.ServerResponse, status: number, code: string, message: string) =>
     sendJson(r, status, errorBody(api, status, code, message));
   // Calls without scope are not stored.
-  const answerFirst = plan.scope && policy.order.begin(plan.scope, plan.ids.spanId);
+  const order = plan.scope && policy.order.begin(plan.scope, plan.ids.spanId);
+  const answerFirst = order ? () => order.answerFirst() : undefined;
   const base: Omit<CallRecord, "endTime" | "httpStatus" | "completion" | "error" | "tries" | "backendEndpoint" | "timeToFirstByteMs"> = {
     scope: plan.scope,
     kind: plan.kind,
@@ -165,8 +166,8 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
     ttfb: number | undefined,
     completion: CompletionRecord | undefined,
     error?: { type: string; message: string },
-  ) =>
-    policy.record(
+  ) => {
+    const written = policy.record(
       {
         ...base,
         endTime: plan.startTime + (performance.now() - plan.startedAt) / 1000,
@@ -179,6 +180,9 @@ export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: ht
       },
       waiting,
     );
+    order?.recorded();
+    return written;
+  };
 
   let tries = 0;
   let probing = 0;

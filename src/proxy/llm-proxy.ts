@@ -136,13 +136,15 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
   const gate = createPauseGate({ maxWaitMs: options.pauseMaxWaitMs });
   const credentials = credentialsOf(options);
   const promising = !options.pendingWrites && options.spanPromises !== false;
-  const order = options.pendingWrites
-    ? inProcessOrder
-    : promising
-      ? promisedOrder(options.store, logger, (request) => recorder.carry(request))
-      : spanFirstOrder;
+  const promised = promising
+    ? promisedOrder(options.store, logger, {
+        carry: (request) => recorder.carry(request),
+        release: (request) => recorder.release(request),
+      })
+    : undefined;
+  const order = options.pendingWrites ? inProcessOrder : (promised ?? spanFirstOrder);
   // A store in another process gets the spans as messages on one stream rather than calls of their own.
-  const spanStream = options.pendingWrites ? undefined : createSpanStream(options.store, logger);
+  const spanStream = options.pendingWrites ? undefined : createSpanStream(options.store, logger, promised);
   // There, an attempt's first call asks about it on that stream too, rather than with a GetRollout call of its own.
   const scopes = createScopeChecker(options.store, spanStream ? { describe: (scope) => recorder.describe(scope) } : {});
   const recorder = createSpanRecorder({
@@ -296,14 +298,17 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     async close() {
       source.close();
       versions.close();
-      recorder.flush();
-      spanStream?.close();
       if (server) {
         const closed = new Promise<void>((resolve) => server?.close(() => resolve()));
         server.closeIdleConnections();
         await Promise.race([closed, sleep(2_000, { unref: true })]);
         for (const socket of sockets) socket.destroy();
       }
+      // The attempts' holds go back after the spans of their calls, so that no attempt's end waits for their TTL (a
+      // store that does not answer is not waited for long).
+      if (promised) await Promise.race([promised.releaseAll(), sleep(2_000, { unref: true })]);
+      recorder.flush();
+      spanStream?.close();
       upstream.close();
     },
   };

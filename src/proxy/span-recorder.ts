@@ -37,13 +37,19 @@ export interface SpanRecorder {
    * store answered without it (it predates the field), undefined when the call failed.
    */
   describe(scope: CallScope): Promise<AttemptDescription | null | undefined>;
+  /**
+   * Releases a hold (`release`: the `expect` entry that does) once the spans recorded so far are stored: the open
+   * batch goes now, and the release follows once every batch sent before it was answered.
+   */
+  release(release: SpanPromise): Promise<void>;
 }
 
 /**
  * What came of a carried promise: the store holds it; it answered that it does not (as `ExpectSpans` would have
- * refused it); it answered without reading `expect` (a store older than it); or the call failed.
+ * refused it); it answered without reading `expect` (a store older than it); it took a hold as a promise of a span
+ * with the hold's id (a store that predates holds); or the call failed.
  */
-export type CarriedOutcome = "held" | "refused" | "unread" | "failed";
+export type CarriedOutcome = "held" | "refused" | "unread" | "held as a promise" | "failed";
 
 /** A span promise, as `ExpectSpans` takes it. */
 export type SpanPromise = MessageInitShape<typeof ExpectSpansRequestSchema>;
@@ -87,14 +93,31 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
   const timeoutMs = options.timeoutMs ?? 5_000;
   const lingerMs = options.batchLingerMs ?? 0;
   const maxBatch = options.maxBatch ?? 64;
-  const write = async (calls: Scoped[], expect: Carried[] = [], spans = calls.map(callSpan)) => {
-    let answer: Pick<WriteSpansResult, "expectHeld" | "expectAttempts"> | undefined;
+  /** Writes in progress: a hold's release waits for them. */
+  const writing = new Set<Promise<void>>();
+  const write = (calls: Scoped[], expect: Carried[] = [], spans = calls.map(callSpan)) => {
+    const written = writeAndResolve(calls, expect, spans);
+    writing.add(written);
+    void written.finally(() => writing.delete(written));
+    return written;
+  };
+  const writeAndResolve = async (calls: Scoped[], expect: Carried[], spans: Span[]) => {
+    let answer: Pick<WriteSpansResult, "expectHeld" | "expectAttempts" | "holds"> | undefined;
     try {
       answer = await writeCalls(calls, spans, expect);
     } finally {
       const held = answer?.expectHeld;
       for (const [i, carried] of expect.entries()) {
-        const outcome = held === undefined ? "failed" : held.length === 0 ? "unread" : held[i] ? "held" : "refused";
+        const outcome: CarriedOutcome =
+          held === undefined
+            ? "failed"
+            : held.length === 0
+              ? "unread"
+              : !held[i]
+                ? "refused"
+                : carried.request.hold && !answer?.holds
+                  ? "held as a promise"
+                  : "held";
         carried.resolve(outcome, held === undefined ? undefined : (answer?.expectAttempts?.[i] ?? null));
       }
     }
@@ -189,6 +212,13 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
     describe(scope) {
       const request = { rolloutId: scope.rolloutId, attemptId: scope.attemptId, describeAttempt: true };
       return new Promise((resolve) => void write([], [{ request, resolve: (_, attempt) => resolve(attempt) }]));
+    },
+    async release(request) {
+      flush();
+      // The store takes a batch's promises once its spans are stored, but the batches of one stream run side by side
+      // there: the release goes once those before it are answered, not with them.
+      await Promise.all(writing);
+      await write([], [{ request, resolve: () => {} }]);
     },
   };
 }

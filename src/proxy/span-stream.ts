@@ -1,6 +1,11 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
-import { type AddSpansRequestSchema, type AddSpansResponse, AddSpansResponseSchema } from "../gen/agl/v1/store_pb.js";
+import {
+  type AddSpansRequestSchema,
+  type AddSpansResponse,
+  AddSpansResponseSchema,
+  type ExpectSpansRequest,
+} from "../gen/agl/v1/store_pb.js";
 import type { StoreApi } from "../store/store-api.js";
 import { DeadlineTimer, expirePast } from "../core/deadline-timer.js";
 import type { Logger } from "../core/logger.js";
@@ -14,6 +19,14 @@ type Waiting = {
   deadline: number;
   expire(): void;
 };
+
+/** What the holds taken on the stream (`ExpectSpansRequest.hold`) need to hear from it. */
+export interface SpanStreamEvents {
+  /** The store asks for these holds to be released (`AddSpansStreamResponse.release`). */
+  release(entries: ExpectSpansRequest[]): void;
+  /** A stream ended: the holds taken on it ended with it. */
+  ended(): void;
+}
 
 /** `addSpans` over one `AddSpansStream` to the store, and how to close it. */
 export interface SpanStream {
@@ -30,7 +43,7 @@ export interface SpanStream {
  * the stream). A store without the method (`UNIMPLEMENTED`) is asked once: those batches and every later one go as
  * plain `AddSpans` calls. A batch with `timeoutMs` fails with `DEADLINE_EXCEEDED` when no answer came in time.
  */
-export function createSpanStream(store: StoreApi, logger: Logger): SpanStream {
+export function createSpanStream(store: StoreApi, logger: Logger, events?: SpanStreamEvents): SpanStream {
   let unsupported = false;
   let closing = false;
   let nextId = 0;
@@ -63,6 +76,7 @@ export function createSpanStream(store: StoreApi, logger: Logger): SpanStream {
       let failure: ConnectError;
       try {
         for await (const answer of store.addSpansStream(requests(), { signal: stop.signal })) {
+          if (answer.release.length > 0) events?.release(answer.release);
           const waiter = waiting.get(answer.id);
           if (!waiter) continue;
           waiting.delete(answer.id);
@@ -77,6 +91,7 @@ export function createSpanStream(store: StoreApi, logger: Logger): SpanStream {
       if (open === stream) open = undefined;
       stop.abort();
       deadlines.stop();
+      events?.ended();
       if (failure.code === Code.Unimplemented && !unsupported) {
         unsupported = true;
         logger.info(`the store does not take AddSpansStream (${failure.rawMessage}); each span batch is an AddSpans call`);

@@ -1,7 +1,13 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { answerConcurrently } from "../core/concurrent-answers.js";
-import { type AddSpansRequestSchema, AddSpansStreamResponseSchema } from "../gen/agl/v1/store_pb.js";
+import {
+  type AddSpansRequestSchema,
+  type AddSpansStreamResponse,
+  AddSpansStreamResponseSchema,
+  type ExpectSpansRequest,
+} from "../gen/agl/v1/store_pb.js";
+import type { AddSpansFrom, SpanHolder } from "./span-promises.js";
 import type { StoreApi } from "./store-api.js";
 
 /** Requests of one stream in progress at once; the stream reads no further until one is answered. */
@@ -10,17 +16,28 @@ const maxInFlight = 64;
 /**
  * `AddSpansStream` over a store's `addSpans`: each request of the stream is stored as `AddSpans` would store it, at
  * most {@link maxInFlight} at once, and answered with its id as it completes; a request that fails is answered with
- * its error and the stream goes on. The stream ends once its requests have ended and every one is answered; a failure
- * of the stream itself (the caller went away) ends it with that error.
+ * its error and the stream goes on. The stream is its sender's {@link SpanHolder}: the store's requests to release a
+ * hold go out between the answers (`release`, id 0). The stream ends once its requests
+ * have ended and every one is answered; a failure of the stream itself (the caller went away) ends it with that error.
  */
-export function addSpansStreamMethod(addSpans: StoreApi["addSpans"]): StoreApi["addSpansStream"] {
-  return (requests, options) =>
-    answerConcurrently(
+export function addSpansStreamMethod(addSpans: AddSpansFrom): StoreApi["addSpansStream"] {
+  return (requests, options) => {
+    let ended = false;
+    const asked: ExpectSpansRequest[] = [];
+    let wake: (() => void) | undefined;
+    const holder: SpanHolder = {
+      ask(release) {
+        if (ended) return;
+        asked.push(release);
+        wake?.();
+      },
+    };
+    const answers = answerConcurrently(
       requests,
       async (request: MessageInitShape<typeof AddSpansRequestSchema>) => {
         const id = request.id ?? 0;
         try {
-          return create(AddSpansStreamResponseSchema, { id, response: await addSpans(request, options) });
+          return create(AddSpansStreamResponseSchema, { id, response: await addSpans(request, options, holder) });
         } catch (error) {
           const e = ConnectError.from(error);
           return create(AddSpansStreamResponseSchema, { id, errorCode: e.code || Code.Unknown, errorMessage: e.rawMessage });
@@ -28,4 +45,27 @@ export function addSpansStreamMethod(addSpans: StoreApi["addSpans"]): StoreApi["
       },
       maxInFlight,
     );
+    return (async function* (): AsyncGenerator<AddSpansStreamResponse> {
+      const iterator = answers[Symbol.asyncIterator]();
+      const askedSoon = () => new Promise<"asked">((resolve) => (wake = () => resolve("asked")));
+      let next = iterator.next();
+      let asking = askedSoon();
+      try {
+        for (;;) {
+          if (asked.length > 0) {
+            yield create(AddSpansStreamResponseSchema, { release: asked.splice(0) });
+            asking = askedSoon();
+            continue;
+          }
+          const first = await Promise.race([next, asking]);
+          if (first === "asked") continue;
+          if (first.done) return;
+          yield first.value;
+          next = iterator.next();
+        }
+      } finally {
+        ended = true;
+      }
+    })();
+  };
 }

@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
 import {
   AddSpansRequestSchema,
+  type AddSpansResponse,
   AttemptDescriptionSchema,
   type ExpectSpansRequest,
   ExpectSpansRequestSchema,
@@ -19,7 +20,28 @@ const maxTtlMs = 60_000;
 const maxKnownRollouts = 1 << 16;
 
 type Held = Pick<StoreApi, "addSpans" | "updateAttempt" | "updateRollout">;
-type PromiseMethods = Held & Pick<StoreApi, "expectSpans">;
+/** `AddSpans`; from an `AddSpansStream`, with the stream's {@link SpanHolder}, whose sender may take holds. */
+export type AddSpansFrom = (...args: [...Parameters<StoreApi["addSpans"]>, holder?: SpanHolder]) => Promise<AddSpansResponse>;
+type PromiseMethods = Omit<Held, "addSpans"> & Pick<StoreApi, "expectSpans"> & { addSpans: AddSpansFrom };
+
+/** The sender of one `AddSpansStream`, as the holds it takes (`ExpectSpansRequest.hold`) see it. */
+export interface SpanHolder {
+  /**
+   * Asks the sender to release a hold: a message the store sends on the stream unasked, or nothing once the stream
+   * ended (the hold then lasts until its sender releases it on another stream, or until its TTL).
+   */
+  ask(release: ExpectSpansRequest): void;
+}
+
+/** A promise, or a hold: what the rollout's finishing updates wait for. */
+type Entry = {
+  settled: Promise<void>;
+  settle(): void;
+  /** Epoch ms. */
+  deadline: number;
+  /** A hold's: asks its sender to release it, once. */
+  ask?: () => void;
+};
 
 const finishingAttempt = new Set([AttemptStatus.SUCCEEDED, AttemptStatus.FAILED, AttemptStatus.TIMEOUT]);
 const finishingRollout = new Set([RolloutStatus.SUCCEEDED, RolloutStatus.FAILED]);
@@ -46,6 +68,8 @@ function unlessAborted(promise: Promise<void>, signal: AbortSignal | undefined):
  * `UpdateRollout` to succeeded/failed) wait, so an attempt cannot finish before its spans land. Heartbeats, reads and
  * cancellation never wait. Promises live in this process: a PostgreSQL store, which other servers share, refuses them.
  * Promises may also ride on `AddSpans` (`expect`): taken after its spans are stored, each reported in `expect_held`.
+ * On an `AddSpansStream`, a hold stands for every span of the attempt its sender has yet to store: an update that
+ * waits on it asks the sender to release it, which the sender does once it stored them.
  */
 export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethods {
   const { limits } = ctx;
@@ -59,7 +83,7 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
     if (known.size > maxKnownRollouts) known.delete(known.values().next().value as string);
   };
   /** Per rollout and promised span id: the promise, how to settle it, and when its TTL ends (epoch ms). */
-  const promised = new Map<string, Map<string, { settled: Promise<void>; settle(): void; deadline: number }>>();
+  const promised = new Map<string, Map<string, Entry>>();
   // One timer for every promise's TTL, not one a promise (the standalone proxy promises every call's span).
   const ttls = new DeadlineTimer((now) => {
     let next = Number.POSITIVE_INFINITY;
@@ -71,28 +95,46 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
     return next;
   });
 
-  const settle = (rolloutId: string, spanId: string) => promised.get(rolloutId)?.get(spanId)?.settle();
-  const promise = (rolloutId: string, spanId: string, ttlMs: number) => {
-    settle(rolloutId, spanId); // a repeated promise replaces the earlier one
-    const rolloutSpans = promised.get(rolloutId) ?? new Map();
+  const settle = (rolloutId: string, key: string) => promised.get(rolloutId)?.get(key)?.settle();
+  /** Holds are keyed apart from span ids: a span stored with a hold's id does not end the hold. */
+  const holdKey = (holdId: string) => `hold\0${holdId}`;
+  const promise = (rolloutId: string, key: string, ttlMs: number, hold?: { holder: SpanHolder; release: ExpectSpansRequest }) => {
+    const deadline = Date.now() + ttlMs;
+    const existing = hold && promised.get(rolloutId)?.get(key);
+    if (existing) {
+      // A hold taken again is renewed, not replaced: whoever waits on it waits for its release.
+      existing.deadline = Math.max(existing.deadline, deadline);
+      ttls.add(existing.deadline);
+      return;
+    }
+    settle(rolloutId, key); // a repeated promise replaces the earlier one
+    const rolloutSpans = promised.get(rolloutId) ?? new Map<string, Entry>();
     promised.set(rolloutId, rolloutSpans);
     let resolve!: () => void;
-    const entry = {
+    const entry: Entry = {
       settled: new Promise<void>((r) => (resolve = r)),
       settle() {
-        if (rolloutSpans.get(spanId) === entry) rolloutSpans.delete(spanId);
+        if (rolloutSpans.get(key) === entry) rolloutSpans.delete(key);
         if (rolloutSpans.size === 0 && promised.get(rolloutId) === rolloutSpans) promised.delete(rolloutId);
         resolve();
       },
-      deadline: Date.now() + ttlMs,
+      deadline,
     };
-    rolloutSpans.set(spanId, entry);
+    if (hold) {
+      let asked = false;
+      entry.ask = () => {
+        if (!asked) hold.holder.ask(hold.release);
+        asked = true;
+      };
+    }
+    rolloutSpans.set(key, entry);
     ttls.add(entry.deadline);
   };
   /** Resolves once every span promised so far for the rollout has settled. */
   const settled = (rolloutId: string, signal: AbortSignal | undefined): Promise<void> | undefined => {
     const spans = promised.get(rolloutId);
     if (!spans || spans.size === 0) return undefined;
+    for (const entry of spans.values()) entry.ask?.();
     return unlessAborted(
       Promise.all([...spans.values()].map((e) => e.settled)).then(() => undefined),
       signal,
@@ -111,22 +153,29 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
     checkCount(req.spanIds.length, limits.spansPerBatch, `${at}span_ids`);
     for (const [i, spanId] of req.spanIds.entries()) checkId(spanId, `${at}span_ids[${i}]`, limits);
     if (req.ttlMs > maxTtlMs) throw invalidArgument(`${at}ttl_ms: at most ${maxTtlMs}, got ${req.ttlMs}`);
+    if (req.hold && req.spanIds.length !== 1)
+      throw invalidArgument(`${at}span_ids: a hold is named by one id of the sender's, got ${req.spanIds.length}`);
   };
   /** Holds (or withdraws) a checked promise; FAILED_PRECONDITION on PostgreSQL, NOT_FOUND for an unknown rollout. */
-  const take = async (req: ExpectSpansRequest) => {
+  const take = async (req: ExpectSpansRequest, holder?: SpanHolder) => {
+    if (req.hold && !req.withdraw && !holder) throw failedPrecondition("a hold is taken on AddSpansStream only");
     if (ctx.backend.name === "postgres") {
       throw failedPrecondition(
         "a PostgreSQL store cannot hold span promises (another server may take the rollout's updates): store the spans first",
       );
     }
+    const keyOf = req.hold ? holdKey : (spanId: string) => spanId;
     if (req.withdraw) {
-      for (const spanId of req.spanIds) settle(req.rolloutId, spanId);
+      for (const spanId of req.spanIds) settle(req.rolloutId, keyOf(spanId));
     } else {
       if (!known.has(req.rolloutId)) {
         await ctx.read((tx) => requireRollout(tx, req.rolloutId));
         exists(req.rolloutId);
       }
-      for (const spanId of req.spanIds) promise(req.rolloutId, spanId, req.ttlMs || defaultTtlMs);
+      const ttlMs = req.ttlMs || defaultTtlMs;
+      const hold =
+        holder && req.hold ? { holder, release: create(ExpectSpansRequestSchema, { ...req, ttlMs: 0, withdraw: true }) } : undefined;
+      for (const spanId of req.spanIds) promise(req.rolloutId, keyOf(spanId), ttlMs, hold);
     }
   };
 
@@ -153,7 +202,7 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
       return { $typeName: "agl.v1.ExpectSpansResponse" };
     },
 
-    async addSpans(init, options) {
+    async addSpans(init, options, holder) {
       const req = create(AddSpansRequestSchema, init);
       checkCount(req.expect.length, limits.spansPerBatch, "expect");
       for (const [i, entry] of req.expect.entries()) checkPromise(entry, `expect[${i}].`);
@@ -167,7 +216,7 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
       // reported not held (its sender then stores that span before answering), never a failure of the stored spans.
       for (const [i, entry] of req.expect.entries()) {
         const attempt = described?.[i];
-        const taken = attempt && !attempt.rolloutExists ? Promise.reject() : take(entry);
+        const taken = attempt && !attempt.rolloutExists ? Promise.reject() : take(entry, holder);
         response.expectHeld.push(
           await taken.then(
             () => true,
@@ -176,6 +225,7 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
         );
       }
       if (described) response.expectAttempts = described.map((attempt) => attempt ?? create(AttemptDescriptionSchema));
+      if (req.expect.some((entry) => entry.hold)) response.holds = true;
       return response;
     },
 

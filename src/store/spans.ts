@@ -23,7 +23,7 @@ export function spanMethods(ctx: StoreContext): SpanMethods {
       checkSpans(req.spans, limits);
       // An empty batch (one that only carries span promises) writes nothing, so it needs no transaction.
       const acks = req.spans.length === 0 ? [] : await ctx.write((tx) => storeSpans(tx, req.spans, ctx.now()));
-      return { $typeName: "agl.v1.AddSpansResponse", acks, expectHeld: [], expectAttempts: [] };
+      return { $typeName: "agl.v1.AddSpansResponse", acks, expectHeld: [], expectAttempts: [], holds: false };
     },
 
     async querySpans(init) {

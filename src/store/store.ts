@@ -10,7 +10,7 @@ import type { StoreContext } from "./context.js";
 import { afterPendingWrites, createPendingWrites, type PendingWrites } from "./pending-writes.js";
 import { resourceMethods } from "./resources.js";
 import { rolloutMethods } from "./rollouts.js";
-import { spanPromiseMethods } from "./span-promises.js";
+import { type AddSpansFrom, spanPromiseMethods } from "./span-promises.js";
 import { spanMethods } from "./spans.js";
 import type { StoreApi } from "./store-api.js";
 import { defaultLimits, type StoreLimits } from "./validate.js";
@@ -58,6 +58,7 @@ export interface StoreOptions {
 /** The store: the state machine of docs/store-semantics.md over a storage backend. */
 export interface Store extends StoreApi {
   readonly backend: StorageBackend;
+  addSpans: AddSpansFrom;
   /**
    * Writes started in this process and not yet finished (the span of an LLM call the proxy already answered):
    * `updateAttempt`, `updateRollout` and `querySpans` of a rollout wait for that rollout's. (Spans promised by other

@@ -4,7 +4,7 @@ import { LightningStore } from "../gen/agl/v1/store_pb.js";
 import type { StoreApi } from "./store-api.js";
 import { ensureWellFormedText } from "./well-formed-text.js";
 
-type Method = (request: object, options?: unknown) => unknown;
+type Method = (request: object, ...rest: unknown[]) => unknown;
 
 /**
  * The store's methods, taking every request's text as well-formed UTF-16: lone surrogates (which only JSON and
@@ -18,7 +18,7 @@ export function withWellFormedRequests<T extends Partial<StoreApi>>(methods: T):
   for (const method of methodsOf) {
     const impl = out[method.localName];
     if (!impl) continue;
-    out[method.localName] = (request, options) => impl(ensureWellFormedText(method.input, request), options);
+    out[method.localName] = (request, ...rest) => impl(ensureWellFormedText(method.input, request), ...rest);
   }
   return out as T;
 }

@@ -1,9 +1,10 @@
 /**
  * When a call's span lands relative to the end of its answer. The guarantee either way: once an agent got its answer,
  * its runner cannot finish the attempt (nor anyone read the attempt's spans) without that call's span. With the store
- * elsewhere, each call's span promise rides on the `AddSpans` of the calls before it (`expect`): one store call per LLM
- * call, each a message on one `AddSpansStream`; against a store that predates both, batches are `AddSpans` calls and
- * promises go alone (`ExpectSpans`).
+ * elsewhere, an attempt's first call takes a hold of the attempt on the proxy's `AddSpansStream`, and the attempt's
+ * calls answer on it, their spans stored in batches; the attempt's end asks for the hold back. Against a store that
+ * predates holds, each call's span promise rides on the `AddSpans` of the calls before it (`expect`); against one that
+ * predates both, batches are `AddSpans` calls and promises go alone (`ExpectSpans`).
  */
 import { silentLogger } from "../../src/core/logger.js";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -14,6 +15,7 @@ import { createLlmProxy, type LlmProxy } from "../../src/proxy/llm-proxy.js";
 import { startStoreServer, type StoreServer } from "../../src/server/store-server.js";
 import { addSpansStreamMethod } from "../../src/store/add-spans-stream.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
+import type { AddSpansFrom } from "../../src/store/span-promises.js";
 import type { StoreApi } from "../../src/store/store-api.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { type FakeVllm, startFakeVllm } from "../support/fake-vllm.js";
@@ -47,10 +49,10 @@ function slowSpanWrites(inner: Store) {
   });
   gate.catch(() => {});
   let stored = 0;
-  const addSpans: StoreApi["addSpans"] = async (request, options) => {
-    if (!request.spans?.length) return inner.addSpans(request, options);
+  const addSpans: AddSpansFrom = async (request, options, holder) => {
+    if (!request.spans?.length) return inner.addSpans(request, options, holder);
     await gate;
-    const response = await inner.addSpans(request, options);
+    const response = await inner.addSpans(request, options, holder);
     stored++;
     return response;
   };
@@ -132,6 +134,24 @@ describe.each([false, true])("span ordering (stream: %s)", (stream) => {
     expect(proxy.status().spanWriteErrors).toBe(1);
   });
 
+  it("with the store elsewhere: the attempt's end waits for the span of a call still in progress when it came", async () => {
+    const { open, runnerStore, rolloutId, attemptId, baseUrl } = await start("elsewhere");
+    open();
+    await (await postJson(`${baseUrl}/chat/completions`, body)).text();
+    engine.setOptions({ latencyMs: 300 });
+    let answered = false;
+    const second = postJson(`${baseUrl}/chat/completions`, body)
+      .then((res) => res.text())
+      .then(() => (answered = true));
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the call reached the engine
+    // The store asks the proxy for the attempt's hold back; the proxy releases it once the call's span is stored.
+    const finished = runnerStore.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
+    expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
+    expect(answered).toBe(true);
+    expect((await store.querySpans({ rolloutId })).spans).toHaveLength(2);
+    await second;
+  });
+
   it("with the store elsewhere and span promises off: stores the span before the end of the answer reaches the client", async () => {
     const { open, stored, rolloutId, baseUrl } = await start("elsewhere, span first");
     const answer = postJson(`${baseUrl}/chat/completions`, body).then((res) => res.text());
@@ -155,12 +175,13 @@ async function startCounted(kind: "reads expect" | "predates expect" | "holds no
   let expectSpans = 0;
   let getRollouts = 0;
   let streams = 0;
-  const countedAddSpans: StoreApi["addSpans"] = async (request, options) => {
+  const countedAddSpans: AddSpansFrom = async (request, options, holder) => {
     addSpans.push({ spans: request.spans?.length ?? 0, promises: request.expect?.length ?? 0 });
-    if (kind === "reads expect") return store.addSpans(request, options);
+    if (kind === "reads expect") return store.addSpans(request, options, holder);
     if (kind === "predates expect") return store.addSpans({ spans: request.spans }, options);
     // Promises of no spans: only what describe_attempt asks for is answered.
-    const response = await store.addSpans({ spans: request.spans, expect: request.expect?.map((e) => ({ ...e, spanIds: [] })) }, options);
+    const expect = request.expect?.map((e) => ({ ...e, spanIds: [], hold: false }));
+    const response = await store.addSpans({ spans: request.spans, expect }, options);
     return { ...response, expectHeld: (request.expect ?? []).map(() => false) };
   };
   const served: StoreApi = {
@@ -252,20 +273,24 @@ describe.each([false, true])("the standalone proxy's span promises (stream: %s)"
         return;
       }
       if (kind === "reads expect") {
-        // The first promise goes alone (nothing to ride on) as its answer ends; each later one carries the span before.
+        // The first call took a hold of the attempt (alone: nothing to ride on) as its answer ended; the later calls
+        // answered on it with no message of their own, their spans waiting for a batch.
+        expect(addSpans).toEqual([{ spans: 0, promises: 1 }]);
+        // The attempt's end asked for the hold back: the spans went in one batch, then the release.
+        expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
         expect(addSpans).toEqual([
           { spans: 0, promises: 1 },
-          { spans: 1, promises: 1 },
-          { spans: 1, promises: 1 },
-          { spans: 1, promises: 1 },
+          { spans: calls, promises: 0 },
+          { spans: 0, promises: 1 },
         ]);
         expect(expectSpans()).toBe(0);
-      } else {
-        // The first promise was not read with the batch, so it went alone, and every later one too.
-        expect(addSpans.slice(0, 1)).toEqual([{ spans: 0, promises: 1 }]);
-        expect(addSpans.slice(1).every((call) => call.promises === 0)).toBe(true);
-        expect(expectSpans()).toBe(calls);
+        expect((await store.querySpans({ rolloutId })).spans).toHaveLength(calls);
+        return;
       }
+      // The hold was not read with the batch: that call's promise went alone, and every later one too.
+      expect(addSpans.slice(0, 1)).toEqual([{ spans: 0, promises: 1 }]);
+      expect(addSpans.slice(1).every((call) => call.promises === 0)).toBe(true);
+      expect(expectSpans()).toBe(calls);
       // The last span still waits for a batch: the attempt's end waits for it.
       expect(await settledWithin(finished, 100)).toBe(false);
       await proxy.close(); // sends what waits

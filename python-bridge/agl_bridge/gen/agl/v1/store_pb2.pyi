@@ -196,20 +196,22 @@ class AddSpansRequest(_message.Message):
     def __init__(self, spans: _Optional[_Iterable[_Union[_types_pb2.Span, _Mapping]]] = ..., expect: _Optional[_Iterable[_Union[ExpectSpansRequest, _Mapping]]] = ..., id: _Optional[int] = ...) -> None: ...
 
 class ExpectSpansRequest(_message.Message):
-    __slots__ = ("rollout_id", "attempt_id", "span_ids", "ttl_ms", "withdraw", "describe_attempt")
+    __slots__ = ("rollout_id", "attempt_id", "span_ids", "ttl_ms", "withdraw", "describe_attempt", "hold")
     ROLLOUT_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
     SPAN_IDS_FIELD_NUMBER: _ClassVar[int]
     TTL_MS_FIELD_NUMBER: _ClassVar[int]
     WITHDRAW_FIELD_NUMBER: _ClassVar[int]
     DESCRIBE_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    HOLD_FIELD_NUMBER: _ClassVar[int]
     rollout_id: str
     attempt_id: str
     span_ids: _containers.RepeatedScalarFieldContainer[str]
     ttl_ms: int
     withdraw: bool
     describe_attempt: bool
-    def __init__(self, rollout_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., span_ids: _Optional[_Iterable[str]] = ..., ttl_ms: _Optional[int] = ..., withdraw: _Optional[bool] = ..., describe_attempt: _Optional[bool] = ...) -> None: ...
+    hold: bool
+    def __init__(self, rollout_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., span_ids: _Optional[_Iterable[str]] = ..., ttl_ms: _Optional[int] = ..., withdraw: _Optional[bool] = ..., describe_attempt: _Optional[bool] = ..., hold: _Optional[bool] = ...) -> None: ...
 
 class ExpectSpansResponse(_message.Message):
     __slots__ = ()
@@ -244,26 +246,30 @@ class SpanAck(_message.Message):
     def __init__(self, rollout_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., span_id: _Optional[str] = ..., sequence_id: _Optional[int] = ..., duplicate: _Optional[bool] = ..., attempt_status: _Optional[_Union[_types_pb2.AttemptStatus, str]] = ...) -> None: ...
 
 class AddSpansResponse(_message.Message):
-    __slots__ = ("acks", "expect_held", "expect_attempts")
+    __slots__ = ("acks", "expect_held", "expect_attempts", "holds")
     ACKS_FIELD_NUMBER: _ClassVar[int]
     EXPECT_HELD_FIELD_NUMBER: _ClassVar[int]
     EXPECT_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    HOLDS_FIELD_NUMBER: _ClassVar[int]
     acks: _containers.RepeatedCompositeFieldContainer[SpanAck]
     expect_held: _containers.RepeatedScalarFieldContainer[bool]
     expect_attempts: _containers.RepeatedCompositeFieldContainer[AttemptDescription]
-    def __init__(self, acks: _Optional[_Iterable[_Union[SpanAck, _Mapping]]] = ..., expect_held: _Optional[_Iterable[bool]] = ..., expect_attempts: _Optional[_Iterable[_Union[AttemptDescription, _Mapping]]] = ...) -> None: ...
+    holds: bool
+    def __init__(self, acks: _Optional[_Iterable[_Union[SpanAck, _Mapping]]] = ..., expect_held: _Optional[_Iterable[bool]] = ..., expect_attempts: _Optional[_Iterable[_Union[AttemptDescription, _Mapping]]] = ..., holds: _Optional[bool] = ...) -> None: ...
 
 class AddSpansStreamResponse(_message.Message):
-    __slots__ = ("id", "response", "error_code", "error_message")
+    __slots__ = ("id", "response", "error_code", "error_message", "release")
     ID_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
     id: int
     response: AddSpansResponse
     error_code: int
     error_message: str
-    def __init__(self, id: _Optional[int] = ..., response: _Optional[_Union[AddSpansResponse, _Mapping]] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+    release: _containers.RepeatedCompositeFieldContainer[ExpectSpansRequest]
+    def __init__(self, id: _Optional[int] = ..., response: _Optional[_Union[AddSpansResponse, _Mapping]] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., release: _Optional[_Iterable[_Union[ExpectSpansRequest, _Mapping]]] = ...) -> None: ...
 
 class QuerySpansRequest(_message.Message):
     __slots__ = ("rollout_id", "attempt_id", "trace_id", "trace_id_contains", "span_id", "span_id_contains", "parent_id", "parent_id_contains", "name", "name_contains", "filter_logic", "after_sequence_id", "page")
