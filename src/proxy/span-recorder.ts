@@ -7,6 +7,7 @@ import type { StoreApi } from "../store/store-api.js";
 import { type CallRecord, callSpan } from "./call-span.js";
 import type { CallScope, ScopeChecker } from "./scope-check.js";
 import { DeadlineTimer } from "../core/deadline-timer.js";
+import { sleep } from "../core/retry.js";
 import type { Logger } from "../core/logger.js";
 
 /** Counters of what the recorder did. */
@@ -86,6 +87,9 @@ type Batch = {
   /** When it goes if nothing sends it before (epoch ms). */
   lingersUntil: number;
 };
+
+/** Tries of a hold's release: 100 ms after the first, then twice as long each time, ~13 s in all. */
+const releaseTries = 8;
 
 /** Creates a {@link SpanRecorder}. */
 export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
@@ -218,7 +222,12 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
       // The store takes a batch's promises once its spans are stored, but the batches of one stream run side by side
       // there: the release goes once those before it are answered, not with them.
       await Promise.all(writing);
-      await write([], [{ request, resolve: () => {} }]);
+      // Tried again while the store is out of reach, for about as long as a hold lasts there.
+      for (let tries = 1, backoffMs = 100; ; tries++, backoffMs *= 2) {
+        const outcome = await new Promise<CarriedOutcome>((resolve) => void write([], [{ request, resolve }]));
+        if (outcome !== "failed" || tries >= releaseTries) return;
+        await sleep(backoffMs, { unref: true });
+      }
     },
   };
 }

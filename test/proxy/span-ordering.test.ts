@@ -152,6 +152,24 @@ describe.each([false, true])("span ordering (stream: %s)", (stream) => {
     await second;
   });
 
+  it("with the store elsewhere: a hold whose stream broke is released on the next once the store is back", async () => {
+    const { open, rolloutId, attemptId, baseUrl } = await start("elsewhere");
+    open();
+    await (await postJson(`${baseUrl}/chat/completions`, body)).text();
+    while ((await store.querySpans({ rolloutId })).spans.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    // The store's server goes away and comes back on the same port; the store keeps the hold.
+    const port = Number(new URL((server as StoreServer).url).port);
+    await server?.close();
+    const again = slowSpanWrites(store);
+    again.open();
+    server = await startStoreServer({ store: again.slow, port });
+    const startedAt = Date.now();
+    const finished = store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
+    expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
+    expect(Date.now() - startedAt).toBeLessThan(8_000); // released, not timed out (10 s)
+    expect((await store.querySpans({ rolloutId })).spans).toHaveLength(1);
+  });
+
   it("with the store elsewhere and span promises off: stores the span before the end of the answer reaches the client", async () => {
     const { open, stored, rolloutId, baseUrl } = await start("elsewhere, span first");
     const answer = postJson(`${baseUrl}/chat/completions`, body).then((res) => res.text());
@@ -168,7 +186,7 @@ describe.each([false, true])("span ordering (stream: %s)", (stream) => {
  * store it serves reads `expect`, predates it (skips the field, as any protobuf decoder skips one it does not know, and
  * answers no `expect_held`), or cannot hold promises, as a PostgreSQL store answers (it still describes attempts).
  */
-async function startCounted(kind: "reads expect" | "predates expect" | "holds no promises") {
+async function startCounted(kind: "reads expect" | "predates holds" | "predates expect" | "holds no promises") {
   store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: 0 });
   engine = await startFakeVllm();
   const addSpans: { spans: number; promises: number }[] = [];
@@ -179,6 +197,9 @@ async function startCounted(kind: "reads expect" | "predates expect" | "holds no
     addSpans.push({ spans: request.spans?.length ?? 0, promises: request.expect?.length ?? 0 });
     if (kind === "reads expect") return store.addSpans(request, options, holder);
     if (kind === "predates expect") return store.addSpans({ spans: request.spans }, options);
+    // It skips `hold`: a hold is a promise of a span with the hold's id, and the answer says nothing of holds.
+    if (kind === "predates holds")
+      return store.addSpans({ spans: request.spans, expect: request.expect?.map((e) => ({ ...e, hold: false })) }, options);
     // Promises of no spans: only what describe_attempt asks for is answered.
     const expect = request.expect?.map((e) => ({ ...e, spanIds: [], hold: false }));
     const response = await store.addSpans({ spans: request.spans, expect }, options);
@@ -246,7 +267,7 @@ describe.each([false, true])("the standalone proxy's span promises (stream: %s)"
     expect(getRollouts()).toBe(1);
   });
 
-  it.each(["reads expect", "predates expect", "holds no promises"] as const)(
+  it.each(["reads expect", "predates holds", "predates expect", "holds no promises"] as const)(
     "a store that %s: about one store call per LLM call where it can, and the attempt waits for its spans",
     async (kind) => {
       const { addSpans, expectSpans, getRollouts, streams, rolloutId, attemptId, baseUrl } = await startCounted(kind);
@@ -284,6 +305,24 @@ describe.each([false, true])("the standalone proxy's span promises (stream: %s)"
           { spans: 0, promises: 1 },
         ]);
         expect(expectSpans()).toBe(0);
+        expect((await store.querySpans({ rolloutId })).spans).toHaveLength(calls);
+        return;
+      }
+      if (kind === "predates holds") {
+        // The hold was taken as a promise, and withdrawn; each call's promise then rode on the batch of the call
+        // before (the first alone, with nothing to ride on).
+        expect(addSpans).toEqual([
+          { spans: 0, promises: 1 },
+          { spans: 0, promises: 1 },
+          { spans: 1, promises: 1 },
+          { spans: 1, promises: 1 },
+          { spans: 1, promises: 1 },
+        ]);
+        expect(expectSpans()).toBe(1);
+        // The last span still waits for a batch: the attempt's end waits for it, not for the withdrawn hold.
+        expect(await settledWithin(finished, 100)).toBe(false);
+        await proxy.close(); // sends what waits
+        expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
         expect((await store.querySpans({ rolloutId })).spans).toHaveLength(calls);
         return;
       }
