@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { StoreApi } from "../store/store-api.js";
+import { createBoundedMap } from "./bounded-map.js";
 import type { CallScope } from "./scope-check.js";
 import type { Logger } from "../core/logger.js";
 import type { CarriedOutcome, SpanPromise, SpanRecorder } from "./span-recorder.js";
@@ -48,6 +49,9 @@ const holdTtlMs = 10_000;
 /** New calls use a hold taken at most this long before; later ones take a new hold. */
 const holdReuseMs = holdTtlMs / 4;
 
+/** Attempts remembered to have made a call, at most (the oldest forgotten first). */
+const maxStarted = 100_000;
+
 const attemptKey = (scope: { rolloutId?: string; attemptId?: string }) => `${scope.rolloutId}\0${scope.attemptId}`;
 
 /** A hold of one attempt's finishing updates, taken on the span stream; see {@link promisedOrder}. */
@@ -70,9 +74,10 @@ type Hold = {
 };
 
 /**
- * The store is another process. With a store that takes holds (`ExpectSpansRequest.hold`), an attempt's first call
+ * The store is another process. With a store that takes holds (`ExpectSpansRequest.hold`), an attempt's second call
  * takes one as it starts (its answer waits for it, as for a promise) and the attempt's later calls answer first on it
- * with no message of their own: their spans go in batches (the recorder's linger). When an update would finish the
+ * with no message of their own: their spans go in batches (the recorder's linger). The first call promises its span,
+ * as below: an attempt of one call is served as it was before holds. When an update would finish the
  * attempt, the store asks for the hold back; the proxy sends the spans of the calls answered by then, waits for the
  * calls still in progress to hand over theirs, stores those, and releases the hold. A hold lasts `holdTtlMs` at the
  * store; a call answers first on one taken less than half of that before, and a new one is taken every `holdReuseMs`.
@@ -98,6 +103,8 @@ export function promisedOrder(
   const current = new Map<string, Hold>();
   /** Every hold not released, by id, oldest first. */
   const holds = new Map<string, Hold>();
+  /** Attempts whose first call started. */
+  const started = createBoundedMap<true>(maxStarted, maxStarted);
   const alone = async (request: SpanPromise): Promise<boolean> => {
     try {
       await store.expectSpans(request);
@@ -204,9 +211,14 @@ export function promisedOrder(
   return {
     begin(scope, spanId) {
       if (refused) return never;
-      if (!recorder || !holding) return promising(scope, spanId);
+      if (!recorder || !carrying || !holding) return promising(scope, spanId);
       const key = attemptKey(scope);
       let hold = current.get(key);
+      // An attempt's first call promises its own span: an agent that makes one call would pay a hold's release for it.
+      if (!hold && !started.get(key)) {
+        started.set(key, true, 1);
+        return promising(scope, spanId);
+      }
       if (!hold || performance.now() - hold.sentAt > holdReuseMs) {
         hold = take(recorder.carry, scope);
         current.set(key, hold);

@@ -1,10 +1,11 @@
 /**
  * When a call's span lands relative to the end of its answer. The guarantee either way: once an agent got its answer,
  * its runner cannot finish the attempt (nor anyone read the attempt's spans) without that call's span. With the store
- * elsewhere, an attempt's first call takes a hold of the attempt on the proxy's `AddSpansStream`, and the attempt's
- * calls answer on it, their spans stored in batches; the attempt's end asks for the hold back. Against a store that
- * predates holds, each call's span promise rides on the `AddSpans` of the calls before it (`expect`); against one that
- * predates both, batches are `AddSpans` calls and promises go alone (`ExpectSpans`).
+ * elsewhere, an attempt's first call promises its span, riding on the `AddSpans` of the calls before it (`expect`, a
+ * message on the proxy's `AddSpansStream`); its second takes a hold of the attempt there, and its later calls answer
+ * on the hold, their spans stored in batches; the attempt's end asks for the hold back. Against a store that predates
+ * holds, every call promises its span; against one that predates both, batches are `AddSpans` calls and promises go
+ * alone (`ExpectSpans`).
  */
 import { silentLogger } from "../../src/core/logger.js";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -155,8 +156,9 @@ describe.each([false, true])("span ordering (stream: %s)", (stream) => {
   it("with the store elsewhere: a hold whose stream broke is released on the next once the store is back", async () => {
     const { open, rolloutId, attemptId, baseUrl } = await start("elsewhere");
     open();
-    await (await postJson(`${baseUrl}/chat/completions`, body)).text();
-    while ((await store.querySpans({ rolloutId })).spans.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    // The second call takes the hold.
+    for (let i = 0; i < 2; i++) await (await postJson(`${baseUrl}/chat/completions`, body)).text();
+    while ((await store.querySpans({ rolloutId })).spans.length < 2) await new Promise((resolve) => setTimeout(resolve, 10));
     // The store's server goes away and comes back on the same port; the store keeps the hold.
     const port = Number(new URL((server as StoreServer).url).port);
     await server?.close();
@@ -167,7 +169,7 @@ describe.each([false, true])("span ordering (stream: %s)", (stream) => {
     const finished = store.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED });
     expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
     expect(Date.now() - startedAt).toBeLessThan(8_000); // released, not timed out (10 s)
-    expect((await store.querySpans({ rolloutId })).spans).toHaveLength(1);
+    expect((await store.querySpans({ rolloutId })).spans).toHaveLength(2);
   });
 
   it("with the store elsewhere and span promises off: stores the span before the end of the answer reaches the client", async () => {
@@ -294,14 +296,19 @@ describe.each([false, true])("the standalone proxy's span promises (stream: %s)"
         return;
       }
       if (kind === "reads expect") {
-        // The first call took a hold of the attempt (alone: nothing to ride on) as its answer ended; the later calls
-        // answered on it with no message of their own, their spans waiting for a batch.
-        expect(addSpans).toEqual([{ spans: 0, promises: 1 }]);
+        // The first call promised its span (alone: nothing to ride on) as its answer ended; the second took a hold of
+        // the attempt, riding with that span; the later calls answered on the hold with no message of their own,
+        // their spans waiting for a batch.
+        expect(addSpans).toEqual([
+          { spans: 0, promises: 1 },
+          { spans: 1, promises: 1 },
+        ]);
         // The attempt's end asked for the hold back: the spans went in one batch, then the release.
         expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
         expect(addSpans).toEqual([
           { spans: 0, promises: 1 },
-          { spans: calls, promises: 0 },
+          { spans: 1, promises: 1 },
+          { spans: calls - 1, promises: 0 },
           { spans: 0, promises: 1 },
         ]);
         expect(expectSpans()).toBe(0);
@@ -309,12 +316,12 @@ describe.each([false, true])("the standalone proxy's span promises (stream: %s)"
         return;
       }
       if (kind === "predates holds") {
-        // The hold was taken as a promise, and withdrawn; each call's promise then rode on the batch of the call
-        // before (the first alone, with nothing to ride on).
+        // The second call's hold was taken as a promise, and withdrawn; that call's promise then went alone (its
+        // batch had gone), and each later one rode on the batch of the call before.
         expect(addSpans).toEqual([
           { spans: 0, promises: 1 },
-          { spans: 0, promises: 1 },
           { spans: 1, promises: 1 },
+          { spans: 0, promises: 1 },
           { spans: 1, promises: 1 },
           { spans: 1, promises: 1 },
         ]);
@@ -326,7 +333,7 @@ describe.each([false, true])("the standalone proxy's span promises (stream: %s)"
         expect((await store.querySpans({ rolloutId })).spans).toHaveLength(calls);
         return;
       }
-      // The hold was not read with the batch: that call's promise went alone, and every later one too.
+      // The first promise was not read with the batch, so it went alone, and every later one too.
       expect(addSpans.slice(0, 1)).toEqual([{ spans: 0, promises: 1 }]);
       expect(addSpans.slice(1).every((call) => call.promises === 0)).toBe(true);
       expect(expectSpans()).toBe(calls);
