@@ -96,14 +96,23 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
   });
 
   const settle = (rolloutId: string, key: string) => promised.get(rolloutId)?.get(key)?.settle();
+  const askOnce = ({ holder, release }: { holder: SpanHolder; release: ExpectSpansRequest }) => {
+    let asked = false;
+    return () => {
+      if (!asked) holder.ask(release);
+      asked = true;
+    };
+  };
   /** Holds are keyed apart from span ids: a span stored with a hold's id does not end the hold. */
   const holdKey = (holdId: string) => `hold\0${holdId}`;
   const promise = (rolloutId: string, key: string, ttlMs: number, hold?: { holder: SpanHolder; release: ExpectSpansRequest }) => {
     const deadline = Date.now() + ttlMs;
     const existing = hold && promised.get(rolloutId)?.get(key);
     if (existing) {
-      // A hold taken again is renewed, not replaced: whoever waits on it waits for its release.
+      // A hold taken again is renewed, not replaced: whoever waits on it waits for its release. It is asked for on
+      // the stream that took it last.
       existing.deadline = Math.max(existing.deadline, deadline);
+      existing.ask = askOnce(hold);
       ttls.add(existing.deadline);
       return;
     }
@@ -120,13 +129,7 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
       },
       deadline,
     };
-    if (hold) {
-      let asked = false;
-      entry.ask = () => {
-        if (!asked) hold.holder.ask(hold.release);
-        asked = true;
-      };
-    }
+    if (hold) entry.ask = askOnce(hold);
     rolloutSpans.set(key, entry);
     ttls.add(entry.deadline);
   };
