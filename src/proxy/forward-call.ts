@@ -1,7 +1,7 @@
 import type * as http from "node:http";
 import { performance } from "node:perf_hooks";
 import { backoffMs, sleep } from "../core/retry.js";
-import type { AnswerOrder } from "./answer-order.js";
+import type { AnswerOrder, CallOrder } from "./answer-order.js";
 import type { Backend } from "./backends.js";
 import { upstreamUrl } from "./backends.js";
 import type { CallRecord } from "./call-span.js";
@@ -138,12 +138,26 @@ function upstreamBody(plan: CallPlan, policy: ForwardPolicy, backend: Backend): 
  * error event. Never throws.
  */
 export async function forwardCall(policy: ForwardPolicy, plan: CallPlan, res: http.ServerResponse, signal: AbortSignal): Promise<void> {
+  // Calls without scope are not stored.
+  const order = plan.scope && policy.order.begin(plan.scope, plan.ids.spanId);
+  try {
+    await forwardAndRecord(policy, plan, res, signal, order);
+  } finally {
+    order?.recorded(); // also should it throw: a hold's release does not wait for a call that is over
+  }
+}
+
+async function forwardAndRecord(
+  policy: ForwardPolicy,
+  plan: CallPlan,
+  res: http.ServerResponse,
+  signal: AbortSignal,
+  order: CallOrder | undefined,
+): Promise<void> {
   const stream = plan.request.stream === true;
   const api = plan.client?.api ?? plan.kind;
   const sendError = (r: http.ServerResponse, status: number, code: string, message: string) =>
     sendJson(r, status, errorBody(api, status, code, message));
-  // Calls without scope are not stored.
-  const order = plan.scope && policy.order.begin(plan.scope, plan.ids.spanId);
   const answerFirst = order ? () => order.answerFirst() : undefined;
   const base: Omit<CallRecord, "endTime" | "httpStatus" | "completion" | "error" | "tries" | "backendEndpoint" | "timeToFirstByteMs"> = {
     scope: plan.scope,
