@@ -1,12 +1,7 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { answerConcurrently } from "../core/concurrent-answers.js";
-import {
-  type AddSpansRequestSchema,
-  type AddSpansStreamResponse,
-  AddSpansStreamResponseSchema,
-  type ExpectSpansRequest,
-} from "../gen/agl/v1/store_pb.js";
+import { type AddSpansRequestSchema, type AddSpansStreamResponse, AddSpansStreamResponseSchema } from "../gen/agl/v1/store_pb.js";
 import type { AddSpansFrom, SpanHolder } from "./span-promises.js";
 import type { StoreApi } from "./store-api.js";
 
@@ -17,22 +12,14 @@ const maxInFlight = 64;
  * `AddSpansStream` over a store's `addSpans`: each request of the stream is stored as `AddSpans` would store it, at
  * most {@link maxInFlight} at once, and answered with its id as it completes; a request that fails is answered with
  * its error and the stream goes on. The stream is its sender's {@link SpanHolder}: the store's requests to release a
- * hold go out between the answers (`release`, id 0). The stream ends once its requests
- * have ended and every one is answered; a failure of the stream itself (the caller went away) ends it with that error.
+ * hold go out between the answers (`release`, id 0). The stream ends once its requests have ended and every one is
+ * answered; a failure of the stream itself (the caller went away) ends it with that error.
  */
 export function addSpansStreamMethod(addSpans: AddSpansFrom): StoreApi["addSpansStream"] {
   return (requests, options) => {
-    let ended = false;
-    const asked: ExpectSpansRequest[] = [];
-    let wake: (() => void) | undefined;
-    const holder: SpanHolder = {
-      ask(release) {
-        if (ended) return;
-        asked.push(release);
-        wake?.();
-      },
-    };
-    const answers = answerConcurrently(
+    let send: ((message: AddSpansStreamResponse) => void) | undefined;
+    const holder: SpanHolder = { ask: (release) => send?.(create(AddSpansStreamResponseSchema, { release: [release] })) };
+    return answerConcurrently(
       requests,
       async (request: MessageInitShape<typeof AddSpansRequestSchema>) => {
         const id = request.id ?? 0;
@@ -44,28 +31,7 @@ export function addSpansStreamMethod(addSpans: AddSpansFrom): StoreApi["addSpans
         }
       },
       maxInFlight,
+      (unasked) => (send = unasked),
     );
-    return (async function* (): AsyncGenerator<AddSpansStreamResponse> {
-      const iterator = answers[Symbol.asyncIterator]();
-      const askedSoon = () => new Promise<"asked">((resolve) => (wake = () => resolve("asked")));
-      let next = iterator.next();
-      let asking = askedSoon();
-      try {
-        for (;;) {
-          if (asked.length > 0) {
-            yield create(AddSpansStreamResponseSchema, { release: asked.splice(0) });
-            asking = askedSoon();
-            continue;
-          }
-          const first = await Promise.race([next, asking]);
-          if (first === "asked") continue;
-          if (first.done) return;
-          yield first.value;
-          next = iterator.next();
-        }
-      } finally {
-        ended = true;
-      }
-    })();
   };
 }
