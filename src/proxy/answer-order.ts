@@ -70,6 +70,7 @@ type Hold = {
   releasing: boolean;
   /** Calls may answer first on it: false once the stream it was taken on ended. */
   live: boolean;
+  /** Its release was sent. */
   released: boolean;
 };
 
@@ -77,10 +78,10 @@ type Hold = {
  * The store is another process. With a store that takes holds (`ExpectSpansRequest.hold`), an attempt's second call
  * takes one as it starts (its answer waits for it, as for a promise) and the attempt's later calls answer first on it
  * with no message of their own: their spans go in batches (the recorder's linger). The first call promises its span,
- * as below: an attempt of one call is served as it was before holds. When an update would finish the
- * attempt, the store asks for the hold back; the proxy sends the spans of the calls answered by then, waits for the
- * calls still in progress to hand over theirs, stores those, and releases the hold. A hold lasts `holdTtlMs` at the
- * store; a call answers first on one taken less than half of that before, and a new one is taken every `holdReuseMs`.
+ * as below: an attempt of one call is served as it was before holds. When an update would finish the attempt, the
+ * store asks for the hold back; the proxy sends the spans of the calls answered by then, waits for the calls still in
+ * progress to hand over theirs, stores those, and releases the hold. A hold lasts `holdTtlMs` at the store; a call
+ * answers first on one taken less than half of that before, and a new one is taken every `holdReuseMs`.
  *
  * Otherwise, promise each span as its call starts, so the promise travels while the engine works, and answer first
  * once the store holds it; the span is stored right after. The promise rides on the span recorder's next `AddSpans`
