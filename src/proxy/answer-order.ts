@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
+import type { AttemptDescription } from "../gen/agl/v1/store_pb.js";
 import type { StoreApi } from "../store/store-api.js";
 import { createBoundedMap } from "./bounded-map.js";
 import type { CallScope } from "./scope-check.js";
@@ -14,6 +15,8 @@ import type { SpanStreamEvents } from "./span-stream.js";
 export interface AnswerOrder {
   /** Called as a scoped call starts; the call tells what it returns how it ends. */
   begin(scope: CallScope, spanId: string): CallOrder;
+  /** The call checked with this span id will not start (refused, or it ended before): a promise made for it goes. */
+  unused(scope: CallScope, spanId: string): void;
   /** A span answered first could not be stored: the store need not wait for it any longer. */
   lost(scope: CallScope, spanId: string): void;
 }
@@ -37,10 +40,10 @@ const never: CallOrder = { answerFirst: async () => false, recorded: nothing };
  * The proxy runs in the store's process and registers each span write with the store's pending writes in the same
  * tick as it ends the answer: always answer first.
  */
-export const inProcessOrder: AnswerOrder = { begin: () => always, lost: nothing };
+export const inProcessOrder: AnswerOrder = { begin: () => always, unused: nothing, lost: nothing };
 
 /** Store every span before its answer ends. */
-export const spanFirstOrder: AnswerOrder = { begin: () => never, lost: nothing };
+export const spanFirstOrder: AnswerOrder = { begin: () => never, unused: nothing, lost: nothing };
 
 /** How long a promise holds at the store; a call that outlives half of it promises its span again before answering. */
 const promiseTtlMs = 10_000;
@@ -95,8 +98,14 @@ type Hold = {
 export function promisedOrder(
   store: StoreApi,
   logger: Logger,
-  recorder?: Pick<SpanRecorder, "carry" | "release">,
-): AnswerOrder & SpanStreamEvents & { /** Releases every hold whose calls are over (as the proxy closes). */ releaseAll(): Promise<void> } {
+  recorder?: Pick<SpanRecorder, "carry" | "release" | "describe">,
+): AnswerOrder &
+  SpanStreamEvents & {
+    /** Releases every hold whose calls are over (as the proxy closes). */
+    releaseAll(): Promise<void>;
+    /** Describes an attempt on the span stream, with the span promise of the call that asks (`spanId`). */
+    describe(scope: CallScope, spanId: string | undefined): Promise<AttemptDescription | null | undefined>;
+  } {
   let refused = false;
   let carrying = recorder !== undefined;
   let holding = carrying;
@@ -106,6 +115,8 @@ export function promisedOrder(
   const holds = new Map<string, Hold>();
   /** Attempts whose first call started. */
   const started = createBoundedMap<true>(maxStarted, maxStarted);
+  /** By span id: the promises sent with an attempt's description, for calls yet to start. */
+  const described = new Map<string, Promise<CarriedOutcome>>();
   const alone = async (request: SpanPromise): Promise<boolean> => {
     try {
       await store.expectSpans(request);
@@ -209,11 +220,33 @@ export function promisedOrder(
     holds.delete(hold.request.spanIds[0]);
     sendRelease({ ...hold.request, ttlMs: 0, withdraw: true });
   };
+  const withdraw = (scope: CallScope, spanId: string) =>
+    store.expectSpans({ rolloutId: scope.rolloutId, attemptId: scope.attemptId, spanIds: [spanId], withdraw: true }).catch(nothing);
   return {
+    describe(scope, spanId) {
+      if (!recorder) return Promise.resolve(null);
+      if (spanId === undefined || refused || !carrying) return recorder.describe(scope);
+      let told!: (outcome: CarriedOutcome) => void;
+      described.set(spanId, new Promise((resolve) => (told = resolve)));
+      return recorder.describe(scope, { request: promiseOf(scope, spanId), resolve: (outcome) => told(outcome) });
+    },
+    unused(scope, spanId) {
+      if (described.delete(spanId)) withdraw(scope, spanId);
+    },
     begin(scope, spanId) {
+      const early = described.get(spanId);
+      described.delete(spanId);
       if (refused) return never;
-      if (!recorder || !carrying || !holding) return promising(scope, spanId);
       const key = attemptKey(scope);
+      if (early) {
+        // The first call's promise went with the attempt's description: no message of its own.
+        started.set(key, true, 1);
+        return {
+          answerFirst: async () => (await early) === "held" || promising(scope, spanId).answerFirst(),
+          recorded: nothing,
+        };
+      }
+      if (!recorder || !carrying || !holding) return promising(scope, spanId);
       let hold = current.get(key);
       // An attempt's first call promises its own span: an agent that makes one call would pay a hold's release for it.
       if (!hold && !started.get(key)) {
@@ -244,9 +277,7 @@ export function promisedOrder(
         },
       };
     },
-    lost(scope, spanId) {
-      store.expectSpans({ rolloutId: scope.rolloutId, attemptId: scope.attemptId, spanIds: [spanId], withdraw: true }).catch(nothing);
-    },
+    lost: withdraw,
     release(entries) {
       for (const entry of entries) {
         const hold = holds.get(entry.spanIds[0] ?? "");

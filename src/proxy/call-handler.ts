@@ -92,59 +92,69 @@ export async function handleCall(
     }
     client = { api: route.call, shape: api, body, text: requestText };
   }
-  if (route.scope) {
-    const refusal = await deps.scopes.check(route.scope);
-    if (refusal) return sendError(res, refusal.status, refusal.code, refusal.message);
+  const ids = traceIdsFor(req.headers.traceparent);
+  const scope = route.scope;
+  if (scope) {
+    const refusal = await deps.scopes.check(scope, ids.spanId);
+    if (refusal) {
+      deps.policy.order.unused(scope, ids.spanId);
+      return sendError(res, refusal.status, refusal.code, refusal.message);
+    }
   } else {
     deps.onUnattributed();
   }
-  const set = await deps.backends();
-  if (!set)
-    return sendError(res, 503, "no_backend", "no engine is configured yet: publish an LLM resource or pass --backend", {
-      "retry-after": "1",
-    });
-  const model = typeof request.model === "string" ? request.model : undefined;
-  const { backends, rewrite } = backendsForModel(set.backends, model);
-  if (backends.length === 0) {
-    const served = [...new Set(set.backends.map((b) => b.model))].join(", ");
-    return sendError(res, 404, "model_not_found", `model ${JSON.stringify(model)} is not served here; models: ${served}`);
-  }
-  const refused = await deps.gate.enter(abort.signal);
-  if (refused) {
-    if (refused.reason === "aborted") return;
-    const message =
-      refused.reason === "paused"
-        ? "the proxy is paused for a weight update; retry later"
-        : "the proxy stayed paused too long; retry later";
-    return sendError(res, 429, "proxy_paused", message, { "retry-after": String(refused.retryAfterSeconds) });
-  }
   try {
-    const order = routeOrder(backends, route.scope?.rolloutId, deps.rotation());
-    const scope = route.scope;
-    let tokenPlan: Awaited<ReturnType<TokenIn["plan"]>> | undefined;
-    if (scope && route.call !== "completions" && deps.tokenInFor(scope, order[0] as Backend)) {
-      tokenPlan = await deps.tokenIn.plan(`${scope.rolloutId}/${scope.attemptId}`, request, order[0] as Backend, abort.signal);
-      // The answer is rebuilt from the engine's, in chat shape when the client called chat completions.
-      client ??= { api: "chat", shape: chatShape, body, text: requestText };
+    const set = await deps.backends();
+    if (!set)
+      return sendError(res, 503, "no_backend", "no engine is configured yet: publish an LLM resource or pass --backend", {
+        "retry-after": "1",
+      });
+    const model = typeof request.model === "string" ? request.model : undefined;
+    const { backends, rewrite } = backendsForModel(set.backends, model);
+    if (backends.length === 0) {
+      const served = [...new Set(set.backends.map((b) => b.model))].join(", ");
+      return sendError(res, 404, "model_not_found", `model ${JSON.stringify(model)} is not served here; models: ${served}`);
     }
-    const plan: CallPlan = {
-      kind: route.call === "completions" ? "completions" : "chat",
-      scope,
-      request,
-      requestText: client && client.api !== "chat" ? JSON.stringify(request) : requestText,
-      client,
-      engine: tokenPlan?.engine,
-      onAnswer: tokenPlan?.onAnswer,
-      spanAttributes: tokenPlan?.attributes,
-      ids: traceIdsFor(req.headers.traceparent),
-      order,
-      rewrite,
-      resources: await deps.resourcesOf(scope, set),
-      startTime,
-      startedAt,
-    };
-    await forwardCall(deps.policy, plan, res, abort.signal);
+    const refused = await deps.gate.enter(abort.signal);
+    if (refused) {
+      if (refused.reason === "aborted") return;
+      const message =
+        refused.reason === "paused"
+          ? "the proxy is paused for a weight update; retry later"
+          : "the proxy stayed paused too long; retry later";
+      return sendError(res, 429, "proxy_paused", message, { "retry-after": String(refused.retryAfterSeconds) });
+    }
+    try {
+      const order = routeOrder(backends, scope?.rolloutId, deps.rotation());
+      let tokenPlan: Awaited<ReturnType<TokenIn["plan"]>> | undefined;
+      if (scope && route.call !== "completions" && deps.tokenInFor(scope, order[0] as Backend)) {
+        tokenPlan = await deps.tokenIn.plan(`${scope.rolloutId}/${scope.attemptId}`, request, order[0] as Backend, abort.signal);
+        // The answer is rebuilt from the engine's, in chat shape when the client called chat completions.
+        client ??= { api: "chat", shape: chatShape, body, text: requestText };
+      }
+      const plan: CallPlan = {
+        kind: route.call === "completions" ? "completions" : "chat",
+        scope,
+        request,
+        requestText: client && client.api !== "chat" ? JSON.stringify(request) : requestText,
+        client,
+        engine: tokenPlan?.engine,
+        onAnswer: tokenPlan?.onAnswer,
+        spanAttributes: tokenPlan?.attributes,
+        ids,
+        order,
+        rewrite,
+        resources: await deps.resourcesOf(scope, set),
+        startTime,
+        startedAt,
+      };
+      await forwardCall(deps.policy, plan, res, abort.signal);
+    } finally {
+      deps.gate.leave();
+    }
   } finally {
-    deps.gate.leave();
+    // A call that ends before it is forwarded (no engine, a model nobody serves, the pause gate, the client gone)
+    // does not leave the promise its check sent to wait out the store's TTL.
+    if (scope) deps.policy.order.unused(scope, ids.spanId);
   }
 }

@@ -140,13 +140,18 @@ export function createLlmProxy(options: LlmProxyOptions): LlmProxy {
     ? promisedOrder(options.store, logger, {
         carry: (request) => recorder.carry(request),
         release: (request) => recorder.release(request),
+        describe: (scope, promise) => recorder.describe(scope, promise),
       })
     : undefined;
   const order = options.pendingWrites ? inProcessOrder : (promised ?? spanFirstOrder);
   // A store in another process gets the spans as messages on one stream rather than calls of their own.
   const spanStream = options.pendingWrites ? undefined : createSpanStream(options.store, logger, promised);
-  // There, an attempt's first call asks about it on that stream too, rather than with a GetRollout call of its own.
-  const scopes = createScopeChecker(options.store, spanStream ? { describe: (scope) => recorder.describe(scope) } : {});
+  // There, an attempt's first call asks about it on that stream too, with its span's promise, rather than with a
+  // GetRollout call of its own.
+  const scopes = createScopeChecker(
+    options.store,
+    spanStream ? { describe: (scope, spanId) => (promised ? promised.describe(scope, spanId) : recorder.describe(scope)) } : {},
+  );
   const recorder = createSpanRecorder({
     store: spanStream ? { ...options.store, addSpans: spanStream.addSpans } : options.store,
     scopes,

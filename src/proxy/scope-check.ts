@@ -17,7 +17,8 @@ export interface ScopeRefusal {
 
 /** Checks scopes against the store, remembering the ones that exist. */
 export interface ScopeChecker {
-  check(scope: CallScope): Promise<ScopeRefusal | undefined>;
+  /** `spanId`: the span of the call being checked, which the store may be asked about with the attempt (`describe`). */
+  check(scope: CallScope, spanId?: string): Promise<ScopeRefusal | undefined>;
   /** The resources id of a checked scope's rollout ("" when it has none, or the scope was not checked). */
   resourcesIdOf(scope: CallScope): string;
   /** A checked scope's rollout's `metadata.agl_token_in`, when it is a boolean. */
@@ -39,7 +40,7 @@ export interface ScopeCheckerOptions {
    * the store does not answer that way (it is not asked so again), undefined when the call failed; either way the
    * checker then reads the rollout.
    */
-  describe?: (scope: CallScope) => Promise<AttemptDescription | null | undefined>;
+  describe?: (scope: CallScope, spanId: string | undefined) => Promise<AttemptDescription | null | undefined>;
 }
 
 const rolloutNotFound = (scope: CallScope): ScopeRefusal => ({
@@ -66,16 +67,16 @@ export function createScopeChecker(store: StoreApi, options: ScopeCheckerOptions
     known.set(key, value);
     if (known.size > maxEntries) known.delete(known.keys().next().value as string);
   };
-  const described = async (scope: CallScope): Promise<Found | ScopeRefusal | undefined> => {
-    const attempt = await describe?.(scope);
+  const described = async (scope: CallScope, spanId: string | undefined): Promise<Found | ScopeRefusal | undefined> => {
+    const attempt = await describe?.(scope, spanId);
     if (attempt === null) describe = undefined;
     if (!attempt) return undefined;
     if (!attempt.rolloutExists) return rolloutNotFound(scope);
     if (!attempt.attemptExists) return attemptNotFound(scope);
     return { resourcesId: attempt.resourcesId, tokenIn: attempt.tokenIn };
   };
-  const exists = async (scope: CallScope): Promise<Found | ScopeRefusal> => {
-    const answer = describe && (await described(scope));
+  const exists = async (scope: CallScope, spanId: string | undefined): Promise<Found | ScopeRefusal> => {
+    const answer = describe && (await described(scope, spanId));
     if (answer) return answer;
     try {
       const rollout = await store.getRollout({ rolloutId: scope.rolloutId });
@@ -92,7 +93,7 @@ export function createScopeChecker(store: StoreApi, options: ScopeCheckerOptions
     return attemptNotFound(scope);
   };
   return {
-    async check(scope) {
+    async check(scope, spanId) {
       const key = keyOf(scope);
       const seen = known.get(key);
       if (seen?.state === "ok") return undefined;
@@ -103,7 +104,7 @@ export function createScopeChecker(store: StoreApi, options: ScopeCheckerOptions
           message: `attempt ${scope.attemptId} of rollout ${scope.rolloutId} was cancelled`,
         };
       }
-      const found = await exists(scope);
+      const found = await exists(scope, spanId);
       if ("status" in found) return found;
       remember(key, { state: "ok", ...found });
       return undefined;

@@ -35,9 +35,10 @@ export interface SpanRecorder {
   /**
    * Asks the store, in a batch of its own (sent now: a scope the store refuses must not take other calls' spans down
    * with it), what the proxy checks of an attempt before serving its first call (`describe_attempt`): null when the
-   * store answered without it (it predates the field), undefined when the call failed.
+   * store answered without it (it predates the field), undefined when the call failed. `promise`: that call's span
+   * promise, in the same entry (the store takes it once it found the rollout).
    */
-  describe(scope: CallScope): Promise<AttemptDescription | null | undefined>;
+  describe(scope: CallScope, promise?: Carried): Promise<AttemptDescription | null | undefined>;
   /**
    * Releases a hold (`release`: the `expect` entry that does) once the spans recorded so far are stored: the open
    * batch goes now, and the release follows once every batch sent before it was answered.
@@ -76,7 +77,8 @@ export interface SpanRecorderOptions {
 }
 
 type Scoped = CallRecord & { scope: CallScope };
-type Carried = { request: SpanPromise; resolve(outcome: CarriedOutcome, attempt: AttemptDescription | null | undefined): void };
+/** A promise sent with a batch, and what to tell once the store answered. */
+export type Carried = { request: SpanPromise; resolve(outcome: CarriedOutcome, attempt: AttemptDescription | null | undefined): void };
 type Batch = {
   calls: Scoped[];
   /** The calls' spans, built as each joined: right after its answer, not when the next call starts and sends them. */
@@ -213,9 +215,15 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
         },
       };
     },
-    describe(scope) {
-      const request = { rolloutId: scope.rolloutId, attemptId: scope.attemptId, describeAttempt: true };
-      return new Promise((resolve) => void write([], [{ request, resolve: (_, attempt) => resolve(attempt) }]));
+    describe(scope, promise) {
+      const request = { ...promise?.request, rolloutId: scope.rolloutId, attemptId: scope.attemptId, describeAttempt: true };
+      return new Promise((resolve) => {
+        const answered: Carried["resolve"] = (outcome, attempt) => {
+          promise?.resolve(outcome, attempt);
+          resolve(attempt);
+        };
+        void write([], [{ request, resolve: answered }]);
+      });
     },
     async release(request) {
       flush();

@@ -153,6 +153,20 @@ describe.each([false, true])("span ordering (stream: %s)", (stream) => {
     await second;
   });
 
+  it("with the store elsewhere: a call refused after its check leaves no promise for the attempt's end to wait for", async () => {
+    const { open, runnerStore, rolloutId, attemptId, baseUrl } = await start("elsewhere");
+    open();
+    // Its check described the attempt with the call's promise; then the paused proxy refused it.
+    proxy.pause({ mode: "reject" });
+    const refused = await postJson(`${baseUrl}/chat/completions`, body);
+    expect(refused.status).toBe(429);
+    const startedAt = Date.now();
+    expect((await runnerStore.updateAttempt({ rolloutId, attemptId, status: AttemptStatus.SUCCEEDED })).status).toBe(
+      AttemptStatus.SUCCEEDED,
+    );
+    expect(Date.now() - startedAt).toBeLessThan(5_000); // withdrawn, not timed out (10 s)
+  });
+
   it("with the store elsewhere: a hold whose stream broke is released on the next once the store is back", async () => {
     const { open, rolloutId, attemptId, baseUrl } = await start("elsewhere");
     open();
@@ -280,8 +294,8 @@ describe.each([false, true])("the standalone proxy's span promises (stream: %s)"
       }
       // The span batches went as messages on one AddSpansStream, or as AddSpans calls where the store has no stream.
       expect(streams()).toBe(kind === "predates expect" ? 0 : 1);
-      // The first call asked about its attempt with a batch (describe_attempt) before it was served: a store that
-      // answers needs no GetRollout; one that predates the field is then asked with GetRollout.
+      // The first call asked about its attempt with a batch (describe_attempt, and its span's promise) before it was
+      // served: a store that answers needs no GetRollout; one that predates the field is then asked with GetRollout.
       const describe = { spans: 0, promises: 1 };
       expect(addSpans[0]).toEqual(describe);
       expect(getRollouts()).toBe(kind === "predates expect" ? 1 : 0);
@@ -296,17 +310,13 @@ describe.each([false, true])("the standalone proxy's span promises (stream: %s)"
         return;
       }
       if (kind === "reads expect") {
-        // The first call promised its span (alone: nothing to ride on) as its answer ended; the second took a hold of
-        // the attempt, riding with that span; the later calls answered on the hold with no message of their own,
-        // their spans waiting for a batch.
-        expect(addSpans).toEqual([
-          { spans: 0, promises: 1 },
-          { spans: 1, promises: 1 },
-        ]);
+        // The first call's promise went with the attempt's description; the second took a hold of the attempt,
+        // riding with the first's span; the later calls answered on the hold with no message of their own, their
+        // spans waiting for a batch.
+        expect(addSpans).toEqual([{ spans: 1, promises: 1 }]);
         // The attempt's end asked for the hold back: the spans went in one batch, then the release.
         expect((await finished).status).toBe(AttemptStatus.SUCCEEDED);
         expect(addSpans).toEqual([
-          { spans: 0, promises: 1 },
           { spans: 1, promises: 1 },
           { spans: calls - 1, promises: 0 },
           { spans: 0, promises: 1 },
@@ -319,7 +329,6 @@ describe.each([false, true])("the standalone proxy's span promises (stream: %s)"
         // The second call's hold was taken as a promise, and withdrawn; that call's promise then went alone (its
         // batch had gone), and each later one rode on the batch of the call before.
         expect(addSpans).toEqual([
-          { spans: 0, promises: 1 },
           { spans: 1, promises: 1 },
           { spans: 0, promises: 1 },
           { spans: 1, promises: 1 },
