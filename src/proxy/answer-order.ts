@@ -115,8 +115,8 @@ export function promisedOrder(
   const holds = new Map<string, Hold>();
   /** Attempts whose first call started. */
   const started = createBoundedMap<true>(maxStarted, maxStarted);
-  /** By span id: the promises sent with an attempt's description, for calls yet to start. */
-  const described = new Map<string, Promise<CarriedOutcome>>();
+  /** By span id: the promises sent with an attempt's description (and when), for calls yet to start. */
+  const described = new Map<string, { outcome: Promise<CarriedOutcome>; sentAt: number }>();
   const alone = async (request: SpanPromise): Promise<boolean> => {
     try {
       await store.expectSpans(request);
@@ -227,7 +227,7 @@ export function promisedOrder(
       if (!recorder) return Promise.resolve(null);
       if (spanId === undefined || refused || !carrying) return recorder.describe(scope);
       let told!: (outcome: CarriedOutcome) => void;
-      described.set(spanId, new Promise((resolve) => (told = resolve)));
+      described.set(spanId, { outcome: new Promise((resolve) => (told = resolve)), sentAt: performance.now() });
       return recorder.describe(scope, { request: promiseOf(scope, spanId), resolve: (outcome) => told(outcome) });
     },
     unused(scope, spanId) {
@@ -242,7 +242,10 @@ export function promisedOrder(
         // The first call's promise went with the attempt's description: no message of its own.
         started.set(key, true, 1);
         return {
-          answerFirst: async () => (await early) === "held" || promising(scope, spanId).answerFirst(),
+          async answerFirst() {
+            const fresh = performance.now() - early.sentAt < promiseTtlMs / 2;
+            return ((await early.outcome) === "held" && fresh) || promising(scope, spanId).answerFirst();
+          },
           recorded: nothing,
         };
       }
