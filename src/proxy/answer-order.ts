@@ -90,15 +90,15 @@ type Hold = {
  * once the store holds it; the span is stored right after. The promise rides on the span recorder's next `AddSpans`
  * (`expect`): at once with the spans of calls that ended just before, otherwise with the next batch, sent at the
  * latest as the answer is about to end; so a proxy busy with calls makes about one call to the store per LLM call, not
- * two. Without a recorder, or once a store turned out not to take promises that way (it predates them), each goes
- * alone (`ExpectSpans`, a small call the store keeps in memory). A store that cannot hold promises (PostgreSQL, or a
- * server without the method) is asked once: from then on spans are stored first. Any other failure makes that call
- * store its span first.
+ * two; an attempt's first call sends it in the entry that asks the store about the attempt (`describe`). Once a store
+ * turned out not to take promises that way (it predates them), each goes alone (`ExpectSpans`, a small call the store
+ * keeps in memory). A store that cannot hold promises (PostgreSQL, or a server without the method) is asked once: from
+ * then on spans are stored first. Any other failure makes that call store its span first.
  */
 export function promisedOrder(
   store: StoreApi,
   logger: Logger,
-  recorder?: Pick<SpanRecorder, "carry" | "release" | "describe">,
+  recorder: Pick<SpanRecorder, "carry" | "release" | "describe">,
 ): AnswerOrder &
   SpanStreamEvents & {
     /** Releases every hold whose calls are over (as the proxy closes). */
@@ -107,8 +107,8 @@ export function promisedOrder(
     describe(scope: CallScope, spanId: string | undefined): Promise<AttemptDescription | null | undefined>;
   } {
   let refused = false;
-  let carrying = recorder !== undefined;
-  let holding = carrying;
+  let carrying = true;
+  let holding = true;
   /** The hold each attempt's new calls use. */
   const current = new Map<string, Hold>();
   /** Every hold not released, by id, oldest first. */
@@ -138,7 +138,7 @@ export function promisedOrder(
   });
   const promise = (scope: CallScope, spanId: string): { held: Promise<boolean>; send(): void } => {
     const request = promiseOf(scope, spanId);
-    if (!recorder || !carrying) return { held: alone(request), send: () => {} };
+    if (!carrying) return { held: alone(request), send: () => {} };
     const carried = recorder.carry(request);
     const held = carried.outcome.then(async (outcome) => {
       if (outcome === "held" || refused) return outcome === "held";
@@ -168,7 +168,9 @@ export function promisedOrder(
       recorded: nothing,
     };
   };
-  const take = (carry: SpanRecorder["carry"], scope: CallScope): Hold => {
+  const withdraw = (scope: CallScope, spanId: string) =>
+    store.expectSpans({ rolloutId: scope.rolloutId, attemptId: scope.attemptId, spanIds: [spanId], withdraw: true }).catch(nothing);
+  const take = (scope: CallScope): Hold => {
     const now = performance.now();
     for (const [id, old] of holds) {
       if (now - old.sentAt < holdTtlMs) break;
@@ -179,7 +181,7 @@ export function promisedOrder(
     }
     const id = randomBytes(8).toString("hex");
     const request = { rolloutId: scope.rolloutId, attemptId: scope.attemptId, spanIds: [id] as [string], hold: true, ttlMs: holdTtlMs };
-    const carried = carry(request);
+    const carried = recorder.carry(request);
     const hold: Hold = {
       request,
       sentAt: now,
@@ -194,7 +196,7 @@ export function promisedOrder(
       if (outcome === "held as a promise") {
         if (holding) logger.info("the store does not take holds; each call promises its span");
         holding = false;
-        store.expectSpans({ rolloutId: scope.rolloutId, attemptId: scope.attemptId, spanIds: [id], withdraw: true }).catch(nothing);
+        withdraw(scope, id);
       } else if (outcome === "unread") {
         if (carrying) logger.info("the store does not read span promises sent with AddSpans; each is sent alone (ExpectSpans)");
         holding = carrying = false;
@@ -206,7 +208,6 @@ export function promisedOrder(
   /** Releases in progress. */
   const releases = new Set<Promise<void>>();
   const sendRelease = (entry: SpanPromise) => {
-    if (!recorder) return;
     const released = recorder.release(entry);
     releases.add(released);
     void released.finally(() => releases.delete(released));
@@ -220,11 +221,8 @@ export function promisedOrder(
     holds.delete(hold.request.spanIds[0]);
     sendRelease({ ...hold.request, ttlMs: 0, withdraw: true });
   };
-  const withdraw = (scope: CallScope, spanId: string) =>
-    store.expectSpans({ rolloutId: scope.rolloutId, attemptId: scope.attemptId, spanIds: [spanId], withdraw: true }).catch(nothing);
   return {
     describe(scope, spanId) {
-      if (!recorder) return Promise.resolve(null);
       if (spanId === undefined || refused || !carrying) return recorder.describe(scope);
       let told!: (outcome: CarriedOutcome) => void;
       described.set(spanId, { outcome: new Promise((resolve) => (told = resolve)), sentAt: performance.now() });
@@ -249,7 +247,7 @@ export function promisedOrder(
           recorded: nothing,
         };
       }
-      if (!recorder || !carrying || !holding) return promising(scope, spanId);
+      if (!carrying || !holding) return promising(scope, spanId);
       let hold = current.get(key);
       // An attempt's first call promises its own span: an agent that makes one call would pay a hold's release for it.
       if (!hold && !started.get(key)) {
@@ -257,7 +255,7 @@ export function promisedOrder(
         return promising(scope, spanId);
       }
       if (!hold || performance.now() - hold.sentAt > holdReuseMs) {
-        hold = take(recorder.carry, scope);
+        hold = take(scope);
         current.set(key, hold);
       }
       const on = hold;
