@@ -127,8 +127,10 @@ async function trainSim(storeUrl: string, started: (child: ChildProcess) => void
     policy: ({ messages }) => ({ content: `${word.exec(String(messages.at(-1)?.content ?? ""))?.[1] ?? "?"} animal` }),
   });
   const proxy = await startServerProcess(["--store", storeUrl], { root, command: "proxy" });
-  // On a busy machine the agent's worker thread may wait for CPU a long while: starved, not blocked.
-  const runner = spawn(process.execPath, [cli, "run", "examples/rl-kind/agent.ts", "--store", storeUrl, "--blocked-worker-ms", "120000"], {
+  // As `agl train` starts it: one worker thread running 64 rollouts at once (`agl run` alone defaults to 8). On a busy
+  // machine the agent's worker thread may wait for CPU a long while: starved, not blocked.
+  const runnerArgs = ["run", "examples/rl-kind/agent.ts", "--store", storeUrl, "--workers", "1", "--concurrency", "64"];
+  const runner = spawn(process.execPath, [cli, ...runnerArgs, "--blocked-worker-ms", "120000"], {
     cwd: root,
     stdio: ["ignore", "ignore", "pipe"],
   });
@@ -138,6 +140,7 @@ async function trainSim(storeUrl: string, started: (child: ChildProcess) => void
   const client = createStoreClient({ baseUrl: storeUrl });
   const triplets = createTripletClient({ baseUrl: storeUrl });
   const llm = { model: engine.model, samplingParameters: { temperature: 1.0 } };
+  let cursor = "";
   try {
     for (let step = 0; step < steps; step++) {
       await client.updateResources({
@@ -157,10 +160,15 @@ async function trainSim(storeUrl: string, started: (child: ChildProcess) => void
       }));
       const ids = (await client.enqueueRollouts({ rollouts: specs })).rollouts.map((r) => r.rolloutId);
       const abort = new AbortController();
+      // As the local trainer reads them (agl_bridge's StreamTripletSource): the train rollouts from its cursor, until
+      // every rollout of the step arrived.
       const reading = (async () => {
-        let got = 0;
-        for await (const message of triplets.streamTriplets({ rolloutIds: ids, follow: true }, { signal: abort.signal })) {
-          if (message.rollout && ++got === ids.length) return;
+        const missing = new Set(ids);
+        const request = { rolloutMode: RolloutMode.TRAIN, follow: true, cursor };
+        for await (const message of triplets.streamTriplets(request, { signal: abort.signal })) {
+          if (message.rollout) missing.delete(message.rollout.rolloutId);
+          if (message.cursor) cursor = message.cursor;
+          if (missing.size === 0) return;
         }
       })();
       await client.waitForRollouts({ rolloutIds: ids, timeoutSeconds: 600 });

@@ -17,6 +17,7 @@ import { createCallStreamService } from "./call-stream.js";
 import { createTripletService } from "./triplet-service.js";
 import type { StreamTripletsOptions } from "../triplets/stream-triplets.js";
 import type { Store } from "../store/store.js";
+import type { Span } from "../gen/agl/v1/types_pb.js";
 import { trackHttpConnections } from "./http-connections.js";
 import { useNodeTextEncoding } from "../encoding/node-text-encoding.js";
 import { decodeKeepingSpans } from "../store/span-wire.js";
@@ -172,12 +173,29 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
 }
 
 /**
- * What following triplet streams use of a store in this process (`createStore`'s): its committed events, so they read
- * on events, and its backend's kept spans.
+ * What triplet streams use of a store in this process (`createStore`'s): its committed events, so following streams
+ * read on events; its backend's kept spans; and one read for the spans of several attempts.
  */
-function inStoreProcess(store: StoreApi): Pick<StreamTripletsOptions, "events" | "keepSpans"> {
+function inStoreProcess(store: StoreApi): Pick<StreamTripletsOptions, "events" | "keepSpans" | "spansOf"> {
   const backend = (store as Partial<Store>).backend;
   if (!backend) return {};
   const keepSpans = backend.keepSpans?.bind(backend);
-  return { events: (listener) => backend.subscribe(listener), ...(keepSpans ? { keepSpans } : {}) };
+  return {
+    events: (listener) => backend.subscribe(listener),
+    ...(keepSpans ? { keepSpans } : {}),
+    spansOf: (attempts) =>
+      backend.transaction(
+        async (tx) => {
+          const lists: Span[][] = [];
+          for (const { rolloutId, attemptId } of attempts) {
+            lists.push((await tx.querySpans({ rolloutId, attemptId, any: false }, allInOrder)).items);
+          }
+          return lists;
+        },
+        { readOnly: true },
+      ),
+  };
 }
+
+/** Every span, in the order `QuerySpans` gives them by default. */
+const allInOrder = { descending: false, limit: -1, offset: 0 };

@@ -53,23 +53,37 @@ interface ResourcesRef {
 export function rolloutMethods(ctx: StoreContext): RolloutMethods {
   const { limits } = ctx;
 
-  /** The current version of a resources id ("" has none: 0); an unknown id is NOT_FOUND. */
-  async function resourcesVersion(tx: StorageTx, resourcesId: string): Promise<number> {
+  /**
+   * The current version of a resources id ("" has none: 0); an unknown id is NOT_FOUND. `seen` keeps the versions one
+   * call has read: an enqueue of a step's rollouts names one id for all of them.
+   */
+  async function resourcesVersion(tx: StorageTx, resourcesId: string, seen = new Map<string, number>()): Promise<number> {
     if (!resourcesId) return 0;
+    const known = seen.get(resourcesId);
+    if (known !== undefined) return known;
     const update = await tx.getResources(resourcesId);
     if (!update) throw notFound(`resources ${JSON.stringify(resourcesId)} not found`);
+    seen.set(resourcesId, update.version);
     return update.version;
   }
 
   /** Validates a spec and builds the rollout it describes (resources default to the latest snapshot). */
-  async function buildRollout(tx: StorageTx, spec: RolloutSpec, status: RolloutStatus, latest: ResourcesRef) {
+  async function buildRollout(
+    tx: StorageTx,
+    spec: RolloutSpec,
+    status: RolloutStatus,
+    latest: ResourcesRef,
+    versions: Map<string, number> = new Map(),
+  ) {
     checkEnum(spec.mode, RolloutMode, "mode", true);
     checkConfig(spec.config, limits);
     checkValue(spec.input, "input");
     checkStruct(spec.metadata, "metadata");
     // Bounded like an id: PostgreSQL indexes it, and an index entry holds about 2.7 kB.
     if (spec.groupId) checkId(spec.groupId, "group_id", limits);
-    const resources = spec.resourcesId ? { resourcesId: spec.resourcesId, version: await resourcesVersion(tx, spec.resourcesId) } : latest;
+    const resources = spec.resourcesId
+      ? { resourcesId: spec.resourcesId, version: await resourcesVersion(tx, spec.resourcesId, versions) }
+      : latest;
     const config = create(RolloutConfigSchema, spec.config ?? {});
     config.maxAttempts ||= 1;
     return create(RolloutSchema, {
@@ -126,7 +140,8 @@ export function rolloutMethods(ctx: StoreContext): RolloutMethods {
       const rollouts = await ctx.write(async (tx) => {
         const latest = await latestResources(tx);
         const built: Rollout[] = [];
-        for (const spec of req.rollouts) built.push(await buildRollout(tx, spec, RolloutStatus.QUEUING, latest));
+        const versions = new Map<string, number>();
+        for (const spec of req.rollouts) built.push(await buildRollout(tx, spec, RolloutStatus.QUEUING, latest, versions));
         await tx.insertRollouts(built);
         await tx.enqueue(built.map((r) => r.rolloutId));
         if (built.length > 0) tx.notify({ kind: "queued" });

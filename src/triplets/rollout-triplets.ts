@@ -12,7 +12,7 @@ import {
   type TripletOptions,
   TripletMode,
 } from "../gen/agl/v1/triplets_pb.js";
-import type { Rollout } from "../gen/agl/v1/types_pb.js";
+import type { Rollout, Span } from "../gen/agl/v1/types_pb.js";
 import type { StoreApi } from "../store/store-api.js";
 
 /** The adapter options a request's `TripletOptions` stand for. */
@@ -38,12 +38,20 @@ export interface ResourcesFilter {
   resourcesVersion: number;
 }
 
+/** `attemptId`, or the rollout's latest attempt's id for "latest" or "" ("" when it has none). */
+export function latestOr(rollout: Rollout, attemptId: string): string {
+  return attemptId && attemptId !== "latest" ? attemptId : (rollout.latestAttempt?.attemptId ?? "");
+}
+
 /** All spans of one attempt (`latest` or an id), in sequence order. */
 export async function attemptSpans(store: StoreApi, rolloutId: string, attemptId: string, signal?: AbortSignal) {
   return (await store.querySpans({ rolloutId, attemptId }, signal ? { signal } : {})).spans;
 }
 
-/** Builds the `RolloutTriplets` message of one rollout from its attempt's spans. */
+/**
+ * Builds the `RolloutTriplets` message of one rollout from its attempt's spans: `spans` when the caller read them
+ * already (those of `attemptId`), else read here.
+ */
 export async function rolloutTriplets(
   store: StoreApi,
   rollout: Rollout,
@@ -51,9 +59,10 @@ export async function rolloutTriplets(
   options: TripletAdapterOptions,
   resources?: ResourcesFilter,
   signal?: AbortSignal,
+  spans?: Span[],
 ): Promise<RolloutTriplets> {
-  const attempt = attemptId && attemptId !== "latest" ? attemptId : (rollout.latestAttempt?.attemptId ?? "");
-  const spans = attempt ? await attemptSpans(store, rollout.rolloutId, attempt, signal) : [];
+  const attempt = latestOr(rollout, attemptId);
+  spans ??= attempt ? await attemptSpans(store, rollout.rolloutId, attempt, signal) : [];
   const adapted = spansToTriplets(spans, options, rollout);
   const triplets = resources?.resourcesId
     ? adapted.triplets.filter(

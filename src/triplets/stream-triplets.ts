@@ -6,12 +6,12 @@ import {
   type StreamTripletsResponse,
   StreamTripletsResponseSchema,
 } from "../gen/agl/v1/triplets_pb.js";
-import { type Rollout, RolloutMode, RolloutStatus } from "../gen/agl/v1/types_pb.js";
+import { type Rollout, RolloutMode, RolloutStatus, type Span } from "../gen/agl/v1/types_pb.js";
 import { sleep } from "../core/retry.js";
 import type { StoreApi } from "../store/store-api.js";
 import type { StoreEvent } from "../store/backend.js";
 import { openCursor } from "./cursor.js";
-import { adapterOptions, rolloutTriplets } from "./rollout-triplets.js";
+import { adapterOptions, latestOr, rolloutTriplets } from "./rollout-triplets.js";
 
 /** Options of {@link streamTriplets}. */
 export interface StreamTripletsOptions {
@@ -35,7 +35,21 @@ export interface StreamTripletsOptions {
    * runs (`StorageBackend.keepSpans`), so the triplets of rollouts that finish meanwhile need not read them back.
    */
   keepSpans?: () => () => void;
+  /**
+   * Where the stream runs in the store's process: the spans of several attempts (each attempt's in sequence order)
+   * in one read of the store, rather than one `querySpans` call each.
+   */
+  spansOf?: (attempts: AttemptRef[]) => Promise<Span[][]>;
 }
+
+/** One attempt of one rollout. */
+export interface AttemptRef {
+  rolloutId: string;
+  attemptId: string;
+}
+
+/** Finished rollouts whose spans `spansOf` reads at once: bounds the spans held ahead of sending, and the read. */
+const spanReadBatch = 32;
 
 const finished = new Set([RolloutStatus.SUCCEEDED, RolloutStatus.FAILED, RolloutStatus.CANCELLED]);
 
@@ -96,7 +110,7 @@ export async function* streamTriplets(
   // Unfinished rollouts a pass found, by id, with their positions: with events, only those an event names are read again.
   const unfinished = new Map<string, number>();
   let scanned = 0; // positions below it were read at least once
-  const take = async function* (rollout: Rollout, position: number) {
+  const take = async function* (rollout: Rollout, position: number, spans: Span[] | undefined) {
     scanned = Math.max(scanned, position + 1);
     if (!cursor.pending(position)) return;
     if (!finished.has(rollout.status)) {
@@ -104,11 +118,27 @@ export async function* streamTriplets(
       return;
     }
     unfinished.delete(rollout.rolloutId);
-    const build = wanted(rollout) ? rolloutTriplets(store, rollout, "latest", adapter, resources, signal) : undefined;
+    const build = wanted(rollout) ? rolloutTriplets(store, rollout, "latest", adapter, resources, signal, spans) : undefined;
     // Awaited in order later; until then a failure must not count as unhandled.
     build?.catch(() => {});
     queue.push({ position, build });
     return yield* send(prefetch);
+  };
+  // Takes rollouts (with their positions, in order), reading the spans of those to be sent a batch at a time where
+  // the store offers that (`spansOf`); otherwise each message's build reads its own.
+  const takeAll = async function* (found: ReadonlyArray<readonly [Rollout, number]>) {
+    const spansOf = options.spansOf;
+    if (!spansOf) {
+      for (const [rollout, position] of found) yield* take(rollout, position, undefined);
+      return;
+    }
+    for (let i = 0; i < found.length; i += spanReadBatch) {
+      const batch = found.slice(i, i + spanReadBatch);
+      const due = batch.filter(([r, p]) => cursor.pending(p) && finished.has(r.status) && wanted(r) && latestOr(r, "latest"));
+      const lists = due.length > 0 ? await spansOf(due.map(([r]) => ({ rolloutId: r.rolloutId, attemptId: latestOr(r, "latest") }))) : [];
+      const spans = new Map(due.map(([r], k) => [r.rolloutId, lists[k]]));
+      for (const [rollout, position] of batch) yield* take(rollout, position, spans.get(rollout.rolloutId));
+    }
   };
   // Reads the matching rollouts in creation order from `offset` to the end.
   const scan = async function* (offset: number) {
@@ -117,7 +147,8 @@ export async function* streamTriplets(
         { rolloutIdIn: req.rolloutIds, groupId: req.groupId, page: { offset, limit: pageSize } },
         signal ? { signal } : {},
       );
-      for (const [i, rollout] of page.rollouts.entries()) yield* take(rollout, offset + i);
+      const start = offset;
+      yield* takeAll(page.rollouts.map((rollout, i) => [rollout, start + i] as const));
       if (page.rollouts.length < pageSize) return;
       offset += pageSize;
     }
@@ -126,8 +157,7 @@ export async function* streamTriplets(
   const reread = async function* (known: string[]) {
     for (let i = 0; i < known.length; i += pageSize) {
       const page = await store.queryRollouts({ rolloutIdIn: known.slice(i, i + pageSize) }, signal ? { signal } : {});
-      const found = page.rollouts.map((r) => [r, unfinished.get(r.rolloutId) as number] as const).sort((a, b) => a[1] - b[1]);
-      for (const [rollout, position] of found) yield* take(rollout, position);
+      yield* takeAll(page.rollouts.map((r) => [r, unfinished.get(r.rolloutId) as number] as const).sort((a, b) => a[1] - b[1]));
     }
   };
   let named = new Set<string>();
