@@ -7,8 +7,9 @@
  *
  * Two trainers:
  * - `--trainer sim` (default): the trainer's store calls alone, made here as the local trainer makes them each step
- *   (publish the resources, enqueue the step's groups in one call, read their triplets on a following stream while
- *   they run, wait for them), the model a loopback engine (test/support/fake-vllm.ts) answering after `--engine-ms`,
+ *   (publish the resources, enqueue the step's groups in one call, read the train rollouts' triplets from its cursor
+ *   on a following stream while they run, wait for them), with the runner pool `agl train` starts (one worker thread,
+ *   64 rollouts at once); the model a loopback engine (test/support/fake-vllm.ts) answering after `--engine-ms`,
  *   and `--update-ms` for the update. Light enough to run beside other work.
  * - `--trainer local`: `agl train --trainer local` itself (the tiny model, the policy server, GRPO), as `make demo`.
  *
