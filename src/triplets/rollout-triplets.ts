@@ -38,11 +38,6 @@ export interface ResourcesFilter {
   resourcesVersion: number;
 }
 
-/** `attemptId`, or the rollout's latest attempt's id for "latest" or "" ("" when it has none). */
-export function latestOr(rollout: Rollout, attemptId: string): string {
-  return attemptId && attemptId !== "latest" ? attemptId : (rollout.latestAttempt?.attemptId ?? "");
-}
-
 /** All spans of one attempt (`latest` or an id), in sequence order. */
 export async function attemptSpans(store: StoreApi, rolloutId: string, attemptId: string, signal?: AbortSignal) {
   return (await store.querySpans({ rolloutId, attemptId }, signal ? { signal } : {})).spans;
@@ -61,7 +56,7 @@ export async function rolloutTriplets(
   signal?: AbortSignal,
   spans?: Span[],
 ): Promise<RolloutTriplets> {
-  const attempt = latestOr(rollout, attemptId);
+  const attempt = attemptId && attemptId !== "latest" ? attemptId : (rollout.latestAttempt?.attemptId ?? "");
   spans ??= attempt ? await attemptSpans(store, rollout.rolloutId, attempt, signal) : [];
   const adapted = spansToTriplets(spans, options, rollout);
   const triplets = resources?.resourcesId

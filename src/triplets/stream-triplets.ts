@@ -11,7 +11,7 @@ import { sleep } from "../core/retry.js";
 import type { StoreApi } from "../store/store-api.js";
 import type { StoreEvent } from "../store/backend.js";
 import { openCursor } from "./cursor.js";
-import { adapterOptions, latestOr, rolloutTriplets } from "./rollout-triplets.js";
+import { adapterOptions, rolloutTriplets } from "./rollout-triplets.js";
 
 /** Options of {@link streamTriplets}. */
 export interface StreamTripletsOptions {
@@ -134,9 +134,12 @@ export async function* streamTriplets(
     }
     for (let i = 0; i < found.length; i += spanReadBatch) {
       const batch = found.slice(i, i + spanReadBatch);
-      const due = batch.filter(([r, p]) => cursor.pending(p) && finished.has(r.status) && wanted(r) && latestOr(r, "latest"));
-      const lists = due.length > 0 ? await spansOf(due.map(([r]) => ({ rolloutId: r.rolloutId, attemptId: latestOr(r, "latest") }))) : [];
-      const spans = new Map(due.map(([r], k) => [r.rolloutId, lists[k]]));
+      const due = batch.flatMap(([r, p]) => {
+        const attemptId = r.latestAttempt?.attemptId;
+        return attemptId && cursor.pending(p) && finished.has(r.status) && wanted(r) ? [{ rolloutId: r.rolloutId, attemptId }] : [];
+      });
+      const lists = due.length > 0 ? await spansOf(due) : [];
+      const spans = new Map(due.map((a, k) => [a.rolloutId, lists[k]]));
       for (const [rollout, position] of batch) yield* take(rollout, position, spans.get(rollout.rolloutId));
     }
   };
@@ -147,8 +150,7 @@ export async function* streamTriplets(
         { rolloutIdIn: req.rolloutIds, groupId: req.groupId, page: { offset, limit: pageSize } },
         signal ? { signal } : {},
       );
-      const start = offset;
-      yield* takeAll(page.rollouts.map((rollout, i) => [rollout, start + i] as const));
+      yield* takeAll(page.rollouts.map((rollout, i) => [rollout, offset + i] as const));
       if (page.rollouts.length < pageSize) return;
       offset += pageSize;
     }
