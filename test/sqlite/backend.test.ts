@@ -1148,7 +1148,8 @@ describe("sqlite backend on a file", () => {
 
   it("under writes that never pause, restarts the WAL once it passes its limit, rather than letting it grow", async () => {
     const path = join(dir, "long-wal.db");
-    const backend = createSqliteBackend({ path, backgroundCheckpointAfter: 1, walRestartFrames: 64 });
+    // The thread notices a long WAL when it checkpoints: every 50 ms here, so several times within these writes.
+    const backend = createSqliteBackend({ path, backgroundCheckpointAfter: 1, walRestartFrames: 64, checkpointIntervalMs: 50 });
     const payload = { name: "x".repeat(12_000) };
     const write = (id: string, sequenceId: number) =>
       backend.transaction((t) => t.insertSpans([span("ro-1", "at-1", id, sequenceId, payload)]));

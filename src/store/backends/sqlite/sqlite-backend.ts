@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import type { StorageBackend, StorageTx, StoreEvent } from "../../backend.js";
 import { createListeners, type Listeners } from "../../listeners.js";
 import { createMutex } from "../../mutex.js";
-import { type Checkpointer, startCheckpointer } from "./sqlite-checkpointer.js";
+import { type Checkpointer, type CheckpointerOptions, startCheckpointer } from "./sqlite-checkpointer.js";
 import { StatementCache } from "./sqlite-queries.js";
 import { RowCache } from "./sqlite-row-cache.js";
 import { openSchema } from "./sqlite-schema.js";
@@ -21,6 +21,8 @@ export interface SqliteBackendOptions {
   backgroundCheckpointAfter?: number;
   /** WAL frames (each a page: 8 KiB in a database this code created) past which writes pause between two transactions for the WAL to restart (default: 64 MiB of frames). */
   walRestartFrames?: number;
+  /** How often the checkpoint thread looks for new commits (default 250 ms; see `CheckpointerOptions.intervalMs`). */
+  checkpointIntervalMs?: number;
   /** Where failed rollbacks, checkpoints and event listeners are reported (default: stderr, `[store]`). */
   logger?: Logger;
   /**
@@ -41,7 +43,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): StorageBacke
     options.path,
     options.backgroundCheckpointAfter ?? 32,
     options.logger ?? createConsoleLogger({ prefix: "[store]" }),
-    options.walRestartFrames,
+    { restartFrames: options.walRestartFrames, intervalMs: options.checkpointIntervalMs },
     options.keepSpansAfterReadersMs ?? 30_000,
   );
 }
@@ -86,7 +88,7 @@ class SqliteBackend implements StorageBackend {
     private readonly path: string,
     private readonly backgroundCheckpointAfter: number,
     private readonly logger: Logger,
-    private readonly walRestartFrames: number | undefined,
+    private readonly checkpoints: Pick<CheckpointerOptions, "restartFrames" | "intervalMs">,
     private readonly keepSpansAfterReadersMs: number,
   ) {
     this.listeners = createListeners(logger);
@@ -225,7 +227,7 @@ class SqliteBackend implements StorageBackend {
       onActive: (active) => {
         if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${active ? 0 : 1000}`);
       },
-      restartFrames: this.walRestartFrames,
+      ...this.checkpoints,
       onLongWal: () => {
         this.walTooLong = true;
       },
