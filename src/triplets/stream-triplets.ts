@@ -128,17 +128,15 @@ export async function* streamTriplets(
   // the store offers that (`spansOf`); otherwise each message's build reads its own.
   const takeAll = async function* (found: ReadonlyArray<readonly [Rollout, number]>) {
     const spansOf = options.spansOf;
-    if (!spansOf) {
-      for (const [rollout, position] of found) yield* take(rollout, position, undefined);
-      return;
-    }
     for (let i = 0; i < found.length; i += spanReadBatch) {
       const batch = found.slice(i, i + spanReadBatch);
       const due = batch.flatMap(([r, p]) => {
         const attemptId = r.latestAttempt?.attemptId;
-        return attemptId && cursor.pending(p) && finished.has(r.status) && wanted(r) ? [{ rolloutId: r.rolloutId, attemptId }] : [];
+        return spansOf && attemptId && cursor.pending(p) && finished.has(r.status) && wanted(r)
+          ? [{ rolloutId: r.rolloutId, attemptId }]
+          : [];
       });
-      const lists = due.length > 0 ? await spansOf(due) : [];
+      const lists = spansOf && due.length > 0 ? await spansOf(due) : [];
       const spans = new Map(due.map((a, k) => [a.rolloutId, lists[k]]));
       for (const [rollout, position] of batch) yield* take(rollout, position, spans.get(rollout.rolloutId));
     }
