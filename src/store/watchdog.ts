@@ -47,6 +47,8 @@ export function scanDue(
   defaults: WatchdogDefaults,
   deadlines: Deadlines,
 ): Promise<number> {
+  // Taken once: a transaction body may run again (a retry), and the heap gives each due rollout once.
+  let due: string[] | undefined;
   return transaction(async (tx) => {
     const t = now();
     const gone = await markGoneWorkers(tx, t, defaults.workerGoneSeconds);
@@ -55,7 +57,8 @@ export function scanDue(
       return checkRollouts(tx, await tx.activeRollouts(), t, defaults, gone, deadlines);
     }
     const rollouts: Rollout[] = [];
-    for (const id of deadlines.takeDue(t)) {
+    due ??= deadlines.takeDue(t);
+    for (const id of due) {
       const rollout = await tx.getRollout(id);
       if (rollout && isActive(rollout) && hasDeadline(rollout, defaults)) rollouts.push(rollout);
     }

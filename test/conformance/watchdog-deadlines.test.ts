@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { AttemptStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { backends } from "./backends.js";
 import { addSpan, openStore, startRollout } from "./harness.js";
+import type { StorageBackend } from "../../src/store/backend.js";
 import type { Store } from "../../src/store/store.js";
 
 const passes = { watchdogIntervalSeconds: 0.02, watchdogFullScanSeconds: 1e9, scanDebounceSeconds: 1e9 };
@@ -38,6 +39,42 @@ describe.each(backends)("watchdog deadlines [$name]", (def) => {
     clock.advance(2);
     expect(await statusWithin(store, rolloutId, AttemptStatus.UNRESPONSIVE)).toBe(AttemptStatus.UNRESPONSIVE);
     expect(await statusWithin(store, quiet.rolloutId, AttemptStatus.TIMEOUT)).toBe(AttemptStatus.TIMEOUT);
+  });
+
+  it("acts on the rollouts a pass took as due when its transaction runs again", async () => {
+    // Every transaction's first run is undone after its body ran, and runs again, as a retried transaction does.
+    const retried = new Error("run it again");
+    const { store, clock } = await openStore(
+      {
+        ...def,
+        create: async () => {
+          const backend = await def.create();
+          const transaction: StorageBackend["transaction"] = async (fn, options) => {
+            let first = true;
+            for (;;) {
+              try {
+                return await backend.transaction(async (tx) => {
+                  const value = await fn(tx);
+                  if (first) throw retried;
+                  return value;
+                }, options);
+              } catch (error) {
+                if (error !== retried) throw error;
+                first = false;
+              }
+            }
+          };
+          return new Proxy(backend, {
+            get: (target, key) => (key === "transaction" ? transaction : Reflect.get(target, key, target)),
+          });
+        },
+      },
+      passes,
+    );
+    await sleep(100);
+    const { rolloutId } = await startRollout(store, { config: { timeoutSeconds: 2 } });
+    clock.advance(3);
+    expect(await statusWithin(store, rolloutId, AttemptStatus.TIMEOUT)).toBe(AttemptStatus.TIMEOUT);
   });
 
   it("leaves rollouts whose attempts it did not write to the full passes", async () => {

@@ -728,6 +728,47 @@ describe("sqlite backend on a file", () => {
       expect(committed(path)).toEqual(["ro-a", "ro-c", "ro-d"]);
     });
 
+    it("runs the calls before a failed call that wrote again, and leaves them be when it wrote nothing", async () => {
+      const path = join(dir, "group-rerun.db");
+      const backend = createSqliteBackend({ path });
+      const events: StoreEvent[] = [];
+      backend.subscribe((e) => events.push(e));
+      let runs = 0;
+      const counted = (rolloutId: string) =>
+        backend.transaction(async (t) => {
+          runs++;
+          await t.insertRollouts([rollout(rolloutId)]);
+          t.notify({ kind: "finished", rolloutIds: [rolloutId] });
+          return rolloutId;
+        });
+      const notFound = () =>
+        backend.transaction(async (t) => {
+          if (!(await t.getRollout("ro-missing"))) throw new Error("not found");
+        });
+      const refusedAfterWriting = () =>
+        backend.transaction(async (t) => {
+          await t.insertRollouts([rollout("ro-undone")]);
+          t.notify({ kind: "finished", rolloutIds: ["ro-undone"] });
+          throw new Error("refused");
+        });
+      const outcomes = await Promise.allSettled([counted("ro-1"), notFound(), counted("ro-2"), refusedAfterWriting(), counted("ro-3")]);
+      expect(outcomes.map((o) => (o.status === "fulfilled" ? o.value : (o.reason as Error).message))).toEqual([
+        "ro-1",
+        "not found",
+        "ro-2",
+        "refused",
+        "ro-3",
+      ]);
+      // The failed read undid nothing; the failed write rolled back ro-1 and ro-2, which ran again: five runs, not three.
+      expect(runs).toBe(5);
+      expect(committed(path)).toEqual(["ro-1", "ro-2", "ro-3"]);
+      expect(events).toEqual(["ro-1", "ro-2", "ro-3"].map((id) => ({ kind: "finished", rolloutIds: [id] })));
+      // The rows the rerun calls wrote are read back as they are now.
+      expect(await backend.transaction(async (t) => (await t.getRollout("ro-2"))?.rolloutId)).toBe("ro-2");
+      expect(await backend.transaction((t) => t.getRollout("ro-undone"))).toBeUndefined();
+      await backend.close();
+    });
+
     it("under a long queue, answers do not wait for the whole queue to commit", async () => {
       const path = join(dir, "group-cap.db");
       const backend = createSqliteBackend({ path });

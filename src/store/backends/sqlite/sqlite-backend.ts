@@ -48,11 +48,19 @@ export function createSqliteBackend(options: SqliteBackendOptions): StorageBacke
   );
 }
 
+/** A call: its transaction's body, and where its answer goes. */
+interface Call {
+  fn: (tx: StorageTx) => Promise<unknown>;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
 /** A call that ran to the end inside the open group; its answer waits for the group's COMMIT. */
 interface GroupMember {
-  events: StoreEvent[];
-  resolve(): void;
-  reject(error: unknown): void;
+  call: Call;
+  result: unknown;
+  /** What it did (its events, the rows it wrote): forgotten if the group's transaction is rolled back. */
+  tx: SqliteTx;
 }
 
 /** Most calls one COMMIT covers: under sustained load the queue may never empty, and answers must not wait long. */
@@ -106,9 +114,14 @@ class SqliteBackend implements StorageBackend {
 
   /**
    * Group commit: COMMIT in WAL mode costs far more than a typical call's statements, so calls that queue up behind
-   * each other share one. Each call after the first runs in its own savepoint (its failure undoes only its writes); the
-   * group commits when no call is running or waiting, after the event loop's current turn (or once it reaches
-   * {@link maxGroupSize}), and only then are its calls answered and their events delivered.
+   * each other share one. The group commits when no call is running or waiting, after the event loop's current turn
+   * (or once it reaches {@link maxGroupSize}), and only then are its calls answered and their events delivered.
+   *
+   * A call that fails undoes only its own writes, without a savepoint for each call: one costs its SAVEPOINT and
+   * RELEASE and, worse, a copy of every page the call then changes (8 % of `bench/store/in-process.ts`'s CPU a
+   * rollout). Most failures come before a call wrote anything (a rollout not found, a refused transition): nothing
+   * to undo. One that wrote rolls the group's transaction back, and the calls before it run again in a new one, as a
+   * transaction body may (the PostgreSQL backend runs a conflicting one again too); their answers had not gone out.
    */
   transaction<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new ConnectError("the store is closed", Code.Unavailable));
@@ -116,7 +129,7 @@ class SqliteBackend implements StorageBackend {
     return new Promise<T>((resolve, reject) => {
       void this.mutex.run(async () => {
         try {
-          await this.runCall(fn, resolve, reject);
+          await this.runCall({ fn, resolve: resolve as (value: unknown) => void, reject });
         } finally {
           this.outstanding--;
           if ((this.group?.length ?? 0) >= maxGroupSize) this.commitGroup();
@@ -126,39 +139,32 @@ class SqliteBackend implements StorageBackend {
     });
   }
 
-  private async runCall<T>(
-    fn: (tx: StorageTx) => Promise<T>,
-    resolve: (value: T) => void,
-    reject: (error: unknown) => void,
-  ): Promise<void> {
+  private async runCall(call: Call): Promise<void> {
     const s = this.statements;
     const tx = new SqliteTx(s, this.updates, this.cache, this.rows);
-    // The first call of a group needs no savepoint of its own: undoing it is undoing the transaction.
-    let first = false;
-    let result: T;
+    const first = !this.group;
+    let result: unknown;
     try {
-      if (!this.group) {
+      if (first) {
         if (this.walTooLong) {
           this.walTooLong = false;
           await this.checkpointer?.catchUp();
         }
         s.begin.run();
         this.group = [];
-        first = true;
         this.forgetOthersWrites();
-      } else s.savepoint.run();
-      result = await fn(tx);
+      }
+      result = await call.fn(tx);
       tx.finish();
       tx.open = false;
-      if (!first) s.release.run();
     } catch (error) {
       tx.open = false;
       tx.forgetWrites();
-      this.undoCall(error, first);
-      reject(error);
+      await this.undoCall(error, first || tx.wrote);
+      call.reject(error);
       return;
     }
-    this.group.push({ events: tx.events, resolve: () => resolve(result), reject });
+    this.group?.push({ call, result, tx });
   }
 
   /** Clears the row cache if another connection (another server on the file, a script) committed since we last looked. */
@@ -169,27 +175,27 @@ class SqliteBackend implements StorageBackend {
   }
 
   /**
-   * Undoes a failed call's writes, keeping the group's (the first call of a group: the transaction, which holds only
-   * its writes); if SQLite ended the whole transaction, the group fails.
+   * After a call failed: when it wrote, rolls the group's transaction back and runs the calls before it again in a new
+   * one; if SQLite ended the transaction itself (SQLITE_FULL, SQLITE_IOERR…), the group fails.
    */
-  private undoCall(error: unknown, first: boolean): void {
-    if (!this.group) return;
-    if (this.db.inTransaction) {
-      try {
-        if (first) {
-          this.statements.rollback.run();
-          this.group = undefined;
-        } else {
-          this.statements.rollbackToSavepoint.run();
-          this.statements.release.run();
-        }
-        return;
-      } catch (undoError) {
-        this.logger.error("sqlite: rolling back a call failed", undoError);
-      }
+  private async undoCall(error: unknown, wrote: boolean): Promise<void> {
+    const group = this.group;
+    if (!group) return;
+    if (!this.db.inTransaction) {
+      this.failGroup(error);
+      return;
     }
-    // Some errors (SQLITE_FULL, SQLITE_IOERR…) end the transaction by themselves: the other calls' writes are gone.
-    this.failGroup(error);
+    if (!wrote) return;
+    try {
+      this.statements.rollback.run();
+    } catch (rollbackError) {
+      this.logger.error("sqlite: rolling back a failed call's group failed", rollbackError);
+      this.failGroup(error);
+      return;
+    }
+    this.group = undefined;
+    for (const member of group) member.tx.forgetWrites();
+    for (const member of group) await this.runCall(member.call);
   }
 
   /**
@@ -217,8 +223,8 @@ class SqliteBackend implements StorageBackend {
     }
     this.group = undefined;
     if (++this.commits === this.backgroundCheckpointAfter && this.path !== ":memory:") this.startCheckpoints();
-    for (const member of group) for (const event of member.events) this.listeners.deliver(event);
-    for (const member of group) member.resolve();
+    for (const member of group) for (const event of member.tx.events) this.listeners.deliver(event);
+    for (const member of group) member.call.resolve(member.result);
   }
 
   private startCheckpoints(): void {
@@ -246,7 +252,7 @@ class SqliteBackend implements StorageBackend {
         this.logger.error("sqlite: rollback failed", rollbackError);
       }
     }
-    for (const member of group) member.reject(error);
+    for (const member of group) member.call.reject(error);
   }
 
   keepSpans(): () => void {

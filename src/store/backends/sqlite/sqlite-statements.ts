@@ -20,9 +20,6 @@ export function prepareStatements(db: Database.Database): Statements {
     begin: db.prepare("BEGIN IMMEDIATE"),
     commit: db.prepare("COMMIT"),
     rollback: db.prepare("ROLLBACK"),
-    savepoint: db.prepare("SAVEPOINT call"),
-    release: db.prepare("RELEASE call"),
-    rollbackToSavepoint: db.prepare("ROLLBACK TO call"),
     dataVersion: db.prepare("PRAGMA data_version").pluck(),
 
     insertRollout: db.prepare(`INSERT INTO rollouts (${rolloutColumns}`),
@@ -156,9 +153,6 @@ type StatementName =
   | "begin"
   | "commit"
   | "rollback"
-  | "savepoint"
-  | "release"
-  | "rollbackToSavepoint"
   | "dataVersion"
   | "insertRollout"
   | "putRollout"

@@ -48,12 +48,14 @@ import { attemptRow, resourcesRow, type RowUpdates, type Statements } from "./sq
 const spanInRollout = (attemptId: string, spanId: string) => `${attemptId}\0${spanId}`;
 
 /**
- * One call's transaction of the SQLite backend: its statements run synchronously on the backend's connection,
- * inside the savepoint the backend opened for the call (see sqlite-backend.ts).
+ * One call's transaction of the SQLite backend: its statements run synchronously on the backend's connection, inside
+ * the transaction the backend's open group shares (see sqlite-backend.ts).
  */
 export class SqliteTx implements StorageTx {
   /** Cleared when the transaction ends: a leaked tx must not write outside its transaction. */
   open = true;
+  /** The call ran a statement that writes: undoing it takes a rollback. */
+  wrote = false;
   readonly events: StoreEvent[] = [];
   /**
    * Keys of the cached rows this call wrote (rollouts: also those whose attempts it wrote), forgotten if it is undone.
@@ -104,8 +106,14 @@ export class SqliteTx implements StorageTx {
     if (!this.open) throw new Error("sqlite store: transaction already ended");
   }
 
-  async insertRollouts(rollouts: Rollout[]): Promise<void> {
+  /** `check`, before a statement that writes. */
+  private checkWrite(): void {
     this.check();
+    this.wrote = true;
+  }
+
+  async insertRollouts(rollouts: Rollout[]): Promise<void> {
+    this.checkWrite();
     for (const rollout of rollouts) {
       const row = rolloutRow(rollout);
       this.s.insertRollout.run(row);
@@ -121,7 +129,7 @@ export class SqliteTx implements StorageTx {
   }
 
   async putRollout(rollout: Rollout): Promise<void> {
-    this.check();
+    this.checkWrite();
     const row = rolloutRow(rollout);
     const columns = this.updates.rollouts.write(row, this.rows.rollouts.columnsOf(rollout.rolloutId));
     this.rolloutWritten(rollout.rolloutId, row.data, columns);
@@ -138,7 +146,7 @@ export class SqliteTx implements StorageTx {
   }
 
   async insertAttempt(attempt: Attempt): Promise<void> {
-    this.check();
+    this.checkWrite();
     const row = attemptRow(attempt);
     this.s.insertAttempt.run(row);
     this.attemptWritten(attempt, row.data, this.updates.attempts.valuesOf(row));
@@ -181,7 +189,7 @@ export class SqliteTx implements StorageTx {
   }
 
   async putAttempt(attempt: Attempt): Promise<void> {
-    this.check();
+    this.checkWrite();
     const row = attemptRow(attempt);
     const columns = this.updates.attempts.write(row, this.rows.attempts.columnsOf(attemptKey(attempt.rolloutId, attempt.attemptId)));
     this.attemptWritten(attempt, row.data, columns);
@@ -193,12 +201,12 @@ export class SqliteTx implements StorageTx {
   }
 
   async enqueue(rolloutIds: string[]): Promise<void> {
-    this.check();
+    this.checkWrite();
     for (const rolloutId of rolloutIds) this.s.enqueue.run(rolloutId);
   }
 
   async dequeue(limit: number): Promise<string[]> {
-    this.check();
+    this.checkWrite();
     if (!(limit > 0)) return [];
     const rows = this.s.queueHead.all(limit) as Array<[number, string]>;
     if (rows.length === 0) return [];
@@ -208,7 +216,7 @@ export class SqliteTx implements StorageTx {
   }
 
   async insertSpans(spans: Span[]): Promise<Array<{ sequenceId: number; duplicate: boolean }>> {
-    this.check();
+    this.checkWrite();
     const result: Array<{ sequenceId: number; duplicate: boolean }> = [];
     for (const span of spans) {
       const known = this.spansWritten(span.rolloutId);
@@ -316,6 +324,7 @@ export class SqliteTx implements StorageTx {
    * a batch.
    */
   finish(): void {
+    if (this.counters.size > 0) this.wrote = true;
     for (const [rolloutId, value] of this.counters) this.s.raiseSequenceId.run(rolloutId, value);
     this.counters.clear();
   }
@@ -328,14 +337,14 @@ export class SqliteTx implements StorageTx {
   }
 
   async insertResources(update: ResourcesUpdate): Promise<void> {
-    this.check();
+    this.checkWrite();
     const row = resourcesRow(update);
     this.s.insertResources.run(row);
     this.published(update, row.data);
   }
 
   async putResources(update: ResourcesUpdate): Promise<void> {
-    this.check();
+    this.checkWrite();
     const row = resourcesRow(update);
     this.s.putResources.run(row);
     this.published(update, row.data);
@@ -382,7 +391,7 @@ export class SqliteTx implements StorageTx {
   }
 
   async putWorker(worker: Worker): Promise<void> {
-    this.check();
+    this.checkWrite();
     const data = encodeMessage(WorkerSchema, worker);
     this.s.putWorker.run(
       worker.workerId,
