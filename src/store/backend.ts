@@ -18,6 +18,9 @@ export interface StorageBackend {
   /**
    * Runs `fn` atomically and in isolation from other transactions. If `fn` throws, nothing it wrote is kept.
    * Events passed to `tx.notify` are delivered to subscribers (of every process sharing the storage) after commit.
+   * `fn` may run more than once (PostgreSQL after a conflict; SQLite when a later call of its commit group failed
+   * after writing): only the last run's writes, events and result count, so it must not change anything outside the
+   * transaction that a second run would not leave the same.
    */
   transaction<T>(fn: (tx: StorageTx) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**

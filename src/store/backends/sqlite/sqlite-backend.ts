@@ -118,7 +118,7 @@ class SqliteBackend implements StorageBackend {
    * (or once it reaches {@link maxGroupSize}), and only then are its calls answered and their events delivered.
    *
    * A call that fails undoes only its own writes, without a savepoint for each call: one costs its SAVEPOINT and
-   * RELEASE and, worse, a copy of every page the call then changes (8 % of `bench/store/in-process.ts`'s CPU a
+   * RELEASE and, worse, a copy of every page the call then changes (a tenth of `bench/store/in-process.ts`'s CPU a
    * rollout). Most failures come before a call wrote anything (a rollout not found, a refused transition): nothing
    * to undo. One that wrote rolls the group's transaction back, and the calls before it run again in a new one, as a
    * transaction body may (the PostgreSQL backend runs a conflicting one again too); their answers had not gone out.
