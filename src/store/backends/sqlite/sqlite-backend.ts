@@ -145,7 +145,7 @@ class SqliteBackend implements StorageBackend {
     const first = !this.group;
     let result: unknown;
     try {
-      if (first) {
+      if (!this.group) {
         if (this.walTooLong) {
           this.walTooLong = false;
           await this.checkpointer?.catchUp();
@@ -164,7 +164,7 @@ class SqliteBackend implements StorageBackend {
       call.reject(error);
       return;
     }
-    this.group?.push({ call, result, tx });
+    this.group.push({ call, result, tx });
   }
 
   /** Clears the row cache if another connection (another server on the file, a script) committed since we last looked. */
