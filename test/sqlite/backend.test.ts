@@ -1070,6 +1070,29 @@ describe("sqlite backend on a file", () => {
       store("ro-6", "s1", 10);
       expect([cache.keptSpansOf("ro-4"), cache.keptSpansOf("ro-6"), cache.spansOf("ro-4")?.stored.size]).toEqual([undefined, undefined, 2]);
     });
+
+    it("know the spans of the rollouts of a deep queue as they run, and keep only those created while keeping went on", () => {
+      const cache = new RowCache();
+      const id = (i: number) => `ro-${String(i).padStart(6, "0")}`;
+      // Twenty thousand rollouts queued, then run oldest first: each known to have no spans when its first batch comes.
+      for (let i = 0; i < 20_000; i++) cache.rolloutCreated(id(i));
+      expect(cache.spansOf(id(0))).toEqual({ counter: 0, stored: new Map(), kept: undefined, keptBytes: 0 });
+      for (let i = 1; i < 10_000; i++) cache.spansOf(id(i));
+      // Those asked about longest ago are forgotten first; the queue's rest is still known.
+      expect([cache.spansOf(id(0)), cache.spansOf(id(9_999))?.counter, cache.spansOf(id(19_999))?.counter]).toEqual([undefined, 0, 0]);
+      // Past the rollouts it remembers, the oldest created are forgotten.
+      for (let i = 20_000; i < 20_000 + (1 << 16); i++) cache.rolloutCreated(id(i));
+      expect([cache.spansOf(id(10_000)), cache.spansOf(id(20_000))?.counter]).toEqual([undefined, 0]);
+
+      cache.keepSpans(true);
+      for (const name of ["ro-a", "ro-b"]) cache.rolloutCreated(name);
+      cache.keepSpans(false);
+      cache.rolloutCreated("ro-c");
+      cache.keepSpans(true);
+      cache.rolloutCreated("ro-d");
+      // ro-a and ro-b were created before keeping stopped, ro-c while it was stopped: only ro-d's spans are kept.
+      expect(["ro-a", "ro-b", "ro-c", "ro-d"].map((name) => cache.keptSpansOf(name))).toEqual([undefined, undefined, undefined, []]);
+    });
   });
 
   describe("rewrites of a row", () => {

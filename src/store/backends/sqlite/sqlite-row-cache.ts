@@ -20,8 +20,16 @@ export class RowCache {
   readonly workers = new BoundedRows(4 << 20);
   /** Each rollout's latest attempt, by rollout id; null: the rollout has no attempt yet. */
   private readonly latest = new Map<string, LatestAttempt | null>();
-  /** The spans of rollouts this connection created, by rollout id (see {@link RolloutSpans}). */
+  /** The spans of rollouts this connection created, by rollout id, once one was asked about (see {@link RolloutSpans}). */
   private readonly spans = new Map<string, RolloutSpans>();
+  /**
+   * Rollouts this connection created and nobody asked about yet (they have no spans), oldest first, each with the
+   * `keepGeneration` it was created in, or -1 when spans were not kept then. A few dozen bytes each where an entry of
+   * `spans` holds a map: a queue of many thousand rollouts is remembered until its rollouts run.
+   */
+  private readonly created = new Map<string, number>();
+  /** Counts the times keeping spans started: a rollout's spans are kept only if keeping never stopped since it was created. */
+  private keepGeneration = 0;
   /** The rollouts of `spans` whose span objects are kept, oldest first, and those spans' stored bytes in all. */
   private readonly keeping = new Map<string, RolloutSpans>();
   private keptBytes = 0;
@@ -39,22 +47,34 @@ export class RowCache {
   /** A rollout just inserted: it has no attempts and no spans (kept from now on, while spans are kept). */
   rolloutCreated(rolloutId: string): void {
     this.setLatest(rolloutId, null);
-    const spans: RolloutSpans = { counter: 0, stored: new Map(), kept: undefined, keptBytes: 0 };
-    this.spans.set(rolloutId, spans);
-    if (this.keepingSpans) {
-      spans.kept = [];
-      this.keeping.set(rolloutId, spans);
-    }
-    if (this.spans.size > maxSpanRollouts) this.forgetSpansOf(this.spans.keys().next().value as string);
+    this.forgetSpansOf(rolloutId);
+    this.created.set(rolloutId, this.keepingSpans ? this.keepGeneration : -1);
+    if (this.created.size > maxCreatedRollouts) this.created.delete(this.created.keys().next().value as string);
   }
 
   /** What the cache knows of a rollout's spans: undefined when it does not know them all. */
   spansOf(rolloutId: string): RolloutSpans | undefined {
-    return this.spans.get(rolloutId);
+    return this.spans.get(rolloutId) ?? this.firstAsked(rolloutId);
+  }
+
+  /** A rollout this connection created, asked about for the first time: its entry, with no spans. */
+  private firstAsked(rolloutId: string): RolloutSpans | undefined {
+    const generation = this.created.get(rolloutId);
+    if (generation === undefined) return undefined;
+    this.created.delete(rolloutId);
+    const spans: RolloutSpans = { counter: 0, stored: new Map(), kept: undefined, keptBytes: 0 };
+    this.spans.set(rolloutId, spans);
+    if (this.keepingSpans && generation === this.keepGeneration) {
+      spans.kept = [];
+      this.keeping.set(rolloutId, spans);
+    }
+    if (this.spans.size > maxSpanRollouts) this.forgetSpansOf(this.spans.keys().next().value as string);
+    return spans;
   }
 
   /** Starts or stops keeping spans; stopped, it drops those it kept. */
   keepSpans(on: boolean): void {
+    if (on && !this.keepingSpans) this.keepGeneration++;
     this.keepingSpans = on;
     if (!on) for (const [rolloutId, spans] of this.keeping) this.dropKept(rolloutId, spans);
   }
@@ -88,7 +108,7 @@ export class RowCache {
    * span's hundred-odd nested objects costs more than reading the span back from the file.
    */
   keptSpansOf(rolloutId: string): readonly Span[] | undefined {
-    const spans = this.spans.get(rolloutId);
+    const spans = this.spansOf(rolloutId);
     if (!spans?.kept) return undefined;
     for (const span of spans.kept) Object.freeze(span);
     return spans.kept;
@@ -96,6 +116,7 @@ export class RowCache {
 
   /** Forgets a rollout's spans (an undone call stored some, or the database knew one the cache did not). */
   forgetSpansOf(rolloutId: string): void {
+    this.created.delete(rolloutId);
     const spans = this.spans.get(rolloutId);
     if (!spans) return;
     this.spans.delete(rolloutId);
@@ -139,6 +160,7 @@ export class RowCache {
     this.workers.clear();
     this.latest.clear();
     this.spans.clear();
+    this.created.clear();
     this.keeping.clear();
     this.keptBytes = 0;
   }
@@ -177,9 +199,13 @@ export interface RolloutSpans {
   keptBytes: number;
 }
 
-/** Rollouts whose spans the cache follows (the newest created), and the most spans it follows for one of them. */
+/**
+ * Rollouts whose spans the cache follows (those asked about last: running or just finished), the most spans it
+ * follows for one of them, and the rollouts created and not asked about yet that it remembers (the newest).
+ */
 const maxSpanRollouts = 1 << 13;
 const maxSpansPerRollout = 1 << 10;
+const maxCreatedRollouts = 1 << 16;
 
 /** Encoded rows by key, the oldest written dropped first once their bytes pass the budget. */
 export class BoundedRows {
