@@ -200,8 +200,9 @@ export interface RolloutSpans {
 }
 
 /**
- * Rollouts whose spans the cache follows (those asked about last: running or just finished), the most spans it
- * follows for one of them, and the rollouts created and not asked about yet that it remembers (the newest).
+ * Rollouts whose spans the cache follows (those it was first asked about last: their spans began to come, so they
+ * run or just finished), the most spans it follows for one of them, and the rollouts created and not asked about yet
+ * that it remembers (the newest).
  */
 const maxSpanRollouts = 1 << 13;
 const maxSpansPerRollout = 1 << 10;
