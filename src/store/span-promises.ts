@@ -3,12 +3,14 @@ import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
 import {
   AddSpansRequestSchema,
   type AddSpansResponse,
+  type AttemptDescription,
   AttemptDescriptionSchema,
   type ExpectSpansRequest,
   ExpectSpansRequestSchema,
 } from "../gen/agl/v1/store_pb.js";
 import { AttemptStatus, RolloutStatus } from "../gen/agl/v1/types_pb.js";
 import { DeadlineTimer, expirePast } from "../core/deadline-timer.js";
+import type { StorageTx } from "./backend.js";
 import { requireRollout, type StoreContext } from "./context.js";
 import { failedPrecondition, invalidArgument } from "./errors.js";
 import type { StoreApi } from "./store-api.js";
@@ -183,18 +185,24 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
   };
 
   /** What an LLM proxy checks of an attempt before it serves the attempt's first call (`describe_attempt`). */
-  const describe = (req: ExpectSpansRequest) =>
+  const describe = async (tx: StorageTx, req: ExpectSpansRequest) => {
+    const rollout = await tx.getRollout(req.rolloutId);
+    if (rollout) exists(req.rolloutId);
+    const attempt = rollout && (await tx.getAttempt(req.rolloutId, req.attemptId));
+    const tokenIn = rollout?.metadata?.agl_token_in;
+    return create(AttemptDescriptionSchema, {
+      rolloutExists: rollout !== undefined,
+      attemptExists: attempt !== undefined,
+      resourcesId: rollout?.resourcesId ?? "",
+      tokenIn: typeof tokenIn === "boolean" ? tokenIn : undefined,
+    });
+  };
+  /** The description of each entry that asks for one, all read in one transaction (the proxy gathers them). */
+  const describeAll = (entries: readonly ExpectSpansRequest[]) =>
     ctx.read(async (tx) => {
-      const rollout = await tx.getRollout(req.rolloutId);
-      if (rollout) exists(req.rolloutId);
-      const attempt = rollout && (await tx.getAttempt(req.rolloutId, req.attemptId));
-      const tokenIn = rollout?.metadata?.agl_token_in;
-      return create(AttemptDescriptionSchema, {
-        rolloutExists: rollout !== undefined,
-        attemptExists: attempt !== undefined,
-        resourcesId: rollout?.resourcesId ?? "",
-        tokenIn: typeof tokenIn === "boolean" ? tokenIn : undefined,
-      });
+      const described: Array<AttemptDescription | undefined> = [];
+      for (const entry of entries) described.push(entry.describeAttempt ? await describe(tx, entry) : undefined);
+      return described;
     });
 
   return {
@@ -210,9 +218,7 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
       checkCount(req.expect.length, limits.spansPerBatch, "expect");
       for (const [i, entry] of req.expect.entries()) checkPromise(entry, `expect[${i}].`);
       // Read before the spans are stored: a failed read fails the call before it changed anything.
-      const described = req.expect.some((entry) => entry.describeAttempt)
-        ? await Promise.all(req.expect.map((entry) => (entry.describeAttempt ? describe(entry) : undefined)))
-        : undefined;
+      const described = req.expect.some((entry) => entry.describeAttempt) ? await describeAll(req.expect) : undefined;
       const response = await held.addSpans(req, options);
       if (promised.size > 0) for (const ack of response.acks) settle(ack.rolloutId, ack.spanId);
       // Taken once the spans are stored, so a failed call holds nothing; a promise the store cannot take is
