@@ -71,14 +71,16 @@ it("a scope the store refuses fails the shared question: each then goes alone, a
   // An id longer than the store takes: the whole AddSpans is INVALID_ARGUMENT.
   const refused = { rolloutId: `ro-${"f".repeat(300)}`, attemptId: attempts[0]!.attemptId };
 
-  const [first, bad, second] = await Promise.all([attempts[0]!, refused, attempts[1]!].map((scope, i) => describe(scope, `s${i}`)));
+  const [first, bad, second] = (await Promise.all([attempts[0]!, refused, attempts[1]!].map((scope, i) => describe(scope, `s${i}`)))).map(
+    ([attempt, outcome]) => [attempt?.attemptExists, outcome],
+  );
   expect(calls).toEqual([
     { promises: 3, failed: true },
     { promises: 1, failed: false },
     { promises: 1, failed: true },
     { promises: 1, failed: false },
   ]);
-  expect([first[0]?.attemptExists, first[1]]).toEqual([true, "held"]);
-  expect([second[0]?.attemptExists, second[1]]).toEqual([true, "held"]);
+  expect(first).toEqual([true, "held"]);
+  expect(second).toEqual([true, "held"]);
   expect(bad).toEqual([undefined, "failed"]);
 });
