@@ -33,11 +33,10 @@ export interface SpanRecorder {
    */
   carry(request: SpanPromise): { outcome: Promise<CarriedOutcome>; send(): void };
   /**
-   * Asks the store, in a batch of describes only (gathered in this turn of the event loop: a scope the store refuses
-   * must not take other calls' spans down with it), what the proxy checks of an attempt before serving its first call
-   * (`describe_attempt`): null when the
-   * store answered without it (it predates the field), undefined when the call failed. `promise`: that call's span
-   * promise, in the same entry (the store takes it once it found the rollout).
+   * Asks the store what the proxy checks of an attempt before serving its first call (`describe_attempt`), with the
+   * questions asked in the same turn of the event loop and no spans (a scope the store refuses must not take other
+   * calls' spans down with it): null when the store answered without it (it predates the field), undefined when the
+   * call failed. `promise`: that call's span promise, in the same entry (the store takes it once it found the rollout).
    */
   describe(scope: CallScope, promise?: Carried): Promise<AttemptDescription | null | undefined>;
   /**
@@ -166,8 +165,9 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
       if (entries.length === 1) void write([], entries);
       return;
     }
-    // A store that refuses one entry (a malformed scope) fails the whole batch: each entry then goes alone, as it did
-    // before they were gathered, so one bad scope costs the others a second try and nothing more.
+    // A store that refuses one entry (a malformed scope) fails the whole batch, having changed nothing: each entry then
+    // goes alone, as it did before they were gathered, so one bad scope costs the others a second try and nothing
+    // more (a store out of reach fails each again, as it would have).
     void write(
       [],
       entries.map((entry) => ({
