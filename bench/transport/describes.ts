@@ -28,8 +28,9 @@ const { values: args } = parseArgs({
     profile: { type: "string" },
   },
 });
-const attempts = Number(args.attempts);
 const wave = Number(args.wave);
+/** Questions a run: whole waves. */
+const attempts = Math.ceil(Number(args.attempts) / wave) * wave;
 
 /** CPU seconds (user + system) of a live process, from /proc. */
 function cpuSeconds(pid: number): number {
@@ -47,8 +48,10 @@ try {
   const scopes: { rolloutId: string; attemptId: string }[] = [];
   const rounds = Number(args.rounds);
   const total = attempts * rounds * (args.only === undefined ? 2 : 1) + wave * 20;
-  for (let made = 0; made < total; made += 500) {
-    await client.enqueueRollouts({ rollouts: Array.from({ length: Math.min(500, total - made) }, () => ({})) });
+  for (let made = 0; made < total; made += 5000) {
+    await client.enqueueRollouts({ rollouts: Array.from({ length: Math.min(5000, total - made) }, () => ({})) });
+  }
+  while (scopes.length < total) {
     const { rollouts } = await client.dequeueRollouts({ workerId: "w", limit: 500 });
     for (const r of rollouts) scopes.push({ rolloutId: r.rolloutId, attemptId: r.latestAttempt?.attemptId ?? "" });
   }
