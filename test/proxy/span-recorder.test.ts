@@ -4,7 +4,6 @@
  */
 import { afterEach, expect, it } from "vitest";
 import { silentLogger } from "../../src/core/logger.js";
-import type { AttemptDescription } from "../../src/gen/agl/v1/store_pb.js";
 import { createScopeChecker } from "../../src/proxy/scope-check.js";
 import { type CarriedOutcome, createSpanRecorder } from "../../src/proxy/span-recorder.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
@@ -33,13 +32,9 @@ async function start() {
   const recorder = createSpanRecorder({ store: counted, scopes: createScopeChecker(counted), logger: silentLogger });
   /** Describes the attempt with its first call's span promise, as the proxy does; the outcome is the promise's. */
   const describe = (scope: { rolloutId: string; attemptId: string }, spanId: string) => {
-    let outcome!: Promise<CarriedOutcome>;
-    const described = new Promise<AttemptDescription | null | undefined>((resolve) => {
-      outcome = new Promise((told) => {
-        const request = { ...scope, spanIds: [spanId] };
-        void recorder.describe(scope, { request, resolve: (o) => told(o) }).then(resolve);
-      });
-    });
+    let told!: (outcome: CarriedOutcome) => void;
+    const outcome = new Promise<CarriedOutcome>((resolve) => (told = resolve));
+    const described = recorder.describe(scope, { request: { ...scope, spanIds: [spanId] }, resolve: (o) => told(o) });
     return Promise.all([described, outcome]);
   };
   return { calls, describe };
