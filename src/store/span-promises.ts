@@ -3,7 +3,6 @@ import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
 import {
   AddSpansRequestSchema,
   type AddSpansResponse,
-  type AttemptDescription,
   AttemptDescriptionSchema,
   type ExpectSpansRequest,
   ExpectSpansRequestSchema,
@@ -197,13 +196,12 @@ export function spanPromiseMethods(ctx: StoreContext, held: Held): PromiseMethod
       tokenIn: typeof tokenIn === "boolean" ? tokenIn : undefined,
     });
   };
-  /** The description of each entry that asks for one, all read in one transaction (the proxy gathers them). */
+  /**
+   * The description of each entry that asks for one, all read in one transaction (the proxy gathers them), side by
+   * side: PostgreSQL then pipelines the reads on the transaction's connection rather than waiting out each.
+   */
   const describeAll = (entries: readonly ExpectSpansRequest[]) =>
-    ctx.read(async (tx) => {
-      const described: Array<AttemptDescription | undefined> = [];
-      for (const entry of entries) described.push(entry.describeAttempt ? await describe(tx, entry) : undefined);
-      return described;
-    });
+    ctx.read((tx) => Promise.all(entries.map((entry) => (entry.describeAttempt ? describe(tx, entry) : undefined))));
 
   return {
     async expectSpans(init) {
