@@ -24,7 +24,7 @@ export interface SpanRecorder {
    */
   record(call: CallRecord, waiting: boolean): Promise<void>;
   stats(): RecorderStats;
-  /** Sends what waits for a batch now (as the proxy closes). */
+  /** Sends now what waits for a batch, and the questions about attempts waiting for the turn to end (as the proxy closes). */
   flush(): void;
   /**
    * Sends a span promise with the next batch (`AddSpans.expect`): at once when spans wait for one, otherwise with the
@@ -161,10 +161,8 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
   const sendDescribes = () => {
     const entries = describing;
     describing = [];
-    if (entries.length <= 1) {
-      if (entries.length === 1) void write([], entries);
-      return;
-    }
+    if (entries.length === 0) return;
+    if (entries.length === 1) return void write([], entries);
     // A store that refuses one entry (a malformed scope) fails the whole batch, having changed nothing: each entry then
     // goes alone, as it did before they were gathered, so one bad scope costs the others a second try and nothing
     // more (a store out of reach fails each again, as it would have).
@@ -224,6 +222,7 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
     stats: () => ({ ...stats }),
     flush() {
       flush();
+      sendDescribes();
       linger.stop(); // nothing lingers: a process that closes its proxy is not held by the timer
     },
     carry(request) {
