@@ -30,6 +30,7 @@ import { RolloutMode } from "../../src/gen/agl/v1/types_pb.js";
 import { createTripletClient } from "../../src/triplets/triplet-client.js";
 import { startFakeVllm } from "../../test/support/fake-vllm.js";
 import { startServerProcess } from "../../test/support/server-process.js";
+import { processCpuSeconds } from "../stats.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -55,8 +56,7 @@ const n = 16;
 /** CPU seconds (user + system) of a live process, from /proc; undefined once it is gone. */
 function cpuSeconds(pid: number): number | undefined {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    return processCpuSeconds(pid);
   } catch {
     return undefined;
   }

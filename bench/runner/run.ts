@@ -11,7 +11,6 @@
  *
  * Run: npx tsx bench/runner/run.ts
  */
-import { readFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { fromJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
@@ -23,6 +22,7 @@ import { createPoolExecutor } from "../../src/runner/pool-executor.js";
 import { createRunner, type AttemptEndEvent } from "../../src/runner/runner.js";
 import { startServerProcess } from "../../test/support/server-process.js";
 import { noop } from "./agents.js";
+import { processCpuSeconds } from "../stats.js";
 
 const agents = new URL("./agents.ts", import.meta.url).pathname;
 const quantile = (xs: number[], q: number) => {
@@ -33,8 +33,7 @@ const ms = (x: number) => `${x.toFixed(3)} ms`;
 /** CPU milliseconds (user + system) a process has used so far, from /proc (Linux). */
 function processCpuMs(pid: number): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+    return processCpuSeconds(pid) * 1000;
   } catch {
     return Number.NaN;
   }

@@ -28,6 +28,7 @@ import { createStoreClient } from "../../src/client/store-client.js";
 import { AttemptStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { type ServerProcess, startServerProcess } from "../../test/support/server-process.js";
 import { spanMaker } from "./spans.js";
+import { processCpuSeconds, statCpuSeconds } from "../stats.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -108,12 +109,6 @@ async function timed<T>(name: string, call: () => Promise<T>): Promise<T> {
   return result;
 }
 
-/** CPU seconds (user + system) of a /proc stat line. */
-const statCpuSeconds = (stat: string) => {
-  const fields = stat.split(") ")[1]?.split(" ") ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-};
-
 /**
  * CPU seconds the server processes have used so far (Linux /proc): in all, on their main threads (where requests and
  * SQLite run), and on V8's helper threads (`V8Worker`: concurrent garbage collection and compilation).
@@ -121,7 +116,7 @@ const statCpuSeconds = (stat: string) => {
 function serverCpuSeconds(): { total: number; main: number; v8: number } {
   const cpu = { total: 0, main: 0, v8: 0 };
   for (const server of servers) {
-    cpu.total += statCpuSeconds(readFileSync(`/proc/${server.pid}/stat`, "utf8"));
+    cpu.total += processCpuSeconds(server.pid);
     for (const thread of readdirSync(`/proc/${server.pid}/task`)) {
       const task = `/proc/${server.pid}/task/${thread}`;
       const seconds = statCpuSeconds(readFileSync(`${task}/stat`, "utf8"));

@@ -5,12 +5,13 @@
  *
  *   npx tsx bench/store/watchdog.ts --backend sqlite --active 2000 --seconds 20 [--agl-root ../base]
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createStoreClient } from "../../src/client/store-client.js";
 import { startServerProcess } from "../../test/support/server-process.js";
+import { processCpuSeconds } from "../stats.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -24,12 +25,7 @@ const dir = mkdtempSync(join(tmpdir(), "agl-bench-watchdog-"));
 const storage = args.backend === "memory" ? ["--memory"] : ["--database", join(dir, "bench.db")];
 const server = await startServerProcess(storage, { compiled: true, root: args["agl-root"] });
 const client = createStoreClient({ baseUrl: server.url });
-const cpuSeconds = () => {
-  const fields = readFileSync(`/proc/${server.pid}/stat`, "utf8")
-    .replace(/^.*\) /s, "")
-    .split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-};
+const cpuSeconds = () => processCpuSeconds(server.pid);
 try {
   const active = Number(args.active);
   for (let sent = 0; sent < active; sent += 500) {

@@ -10,7 +10,7 @@
  *   npx tsx bench/transport/describes.ts [--attempts 6400] [--wave 32] [--rounds 3] [--only alone|gathered]
  *   npx tsx bench/transport/describes.ts --profile DIR    # the server's V8 CPU profile, written when it stops
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -18,6 +18,7 @@ import { createStoreClient } from "../../src/client/store-client.js";
 import { silentLogger } from "../../src/core/logger.js";
 import { createSpanStream } from "../../src/proxy/span-stream.js";
 import { startServerProcess } from "../../test/support/server-process.js";
+import { processCpuSeconds } from "../stats.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -31,12 +32,6 @@ const { values: args } = parseArgs({
 const wave = Number(args.wave);
 /** Questions a run: whole waves. */
 const attempts = Math.ceil(Number(args.attempts) / wave) * wave;
-
-/** CPU seconds (user + system) of a live process, from /proc. */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
 
 const dir = mkdtempSync(join(tmpdir(), "agl-bench-describes-"));
 const nodeArgs = args.profile ? ["--cpu-prof", "--cpu-prof-interval=200", `--cpu-prof-dir=${resolve(args.profile)}`] : [];
@@ -65,7 +60,7 @@ try {
     gathered: () => stream.addSpans({ spans: [], expect: Array.from({ length: wave }, (_, i) => question(i)) }),
   };
   const run = async (how: keyof typeof ask, count: number) => {
-    const before = cpuSeconds(server.pid);
+    const before = processCpuSeconds(server.pid);
     const times: number[] = [];
     for (let asked = 0; asked < count; asked += wave) {
       const started = performance.now();
@@ -73,7 +68,7 @@ try {
       times.push(performance.now() - started);
     }
     times.sort((a, b) => a - b);
-    return { cpuUs: ((cpuSeconds(server.pid) - before) / count) * 1e6, p50: times[times.length >> 1] ?? 0 };
+    return { cpuUs: ((processCpuSeconds(server.pid) - before) / count) * 1e6, p50: times[times.length >> 1] ?? 0 };
   };
   await run("alone", wave * 10);
   await run("gathered", wave * 10);

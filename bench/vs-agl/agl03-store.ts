@@ -16,6 +16,7 @@ import * as http from "node:http";
 import { createServer } from "node:net";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { ExportTraceServiceRequestSchema } from "../../src/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
+import { processCpuSeconds } from "../stats.js";
 
 export interface Agl03StoreOptions {
   venv: string;
@@ -46,11 +47,8 @@ export async function freePort(): Promise<number> {
 
 /** User + system CPU seconds of a process so far, and its RSS in bytes (Linux /proc). */
 export function processUsage(pid: number): { cpu: number; rss: number } {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8")
-    .replace(/^.*\) /s, "")
-    .split(" ");
   const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return { cpu: (Number(fields[11]) + Number(fields[12])) / 100, rss: Number(rss?.[1] ?? 0) * 1024 };
+  return { cpu: processCpuSeconds(pid), rss: Number(rss?.[1] ?? 0) * 1024 };
 }
 
 /** User + system CPU seconds of a process and all its descendants so far (Linux /proc). */
