@@ -59,7 +59,9 @@ describe("multi-host topology over TLS with scoped tokens, each link cut once", 
     cuts.push(
       await cutWhileBusy(t, { ...cut, name: "runner-a <-> store", link: t.hosts.runnerA.link, afterStep: 4, workerId: "runner-a" }),
     );
-    cuts.push(await cutWhileBusy(t, { ...cut, name: "trainer <-> store", link: t.hosts.trainer.link, afterStep: 12 }));
+    // Three quarters of the step still to finish: the trainer's wait on it is in flight when the link goes down.
+    const trainerCut = { ...cut, name: "trainer <-> store", link: t.hosts.trainer.link, afterStep: 12, minUnfinished: (3 * TASKS * N) / 4 };
+    cuts.push(await cutWhileBusy(t, trainerCut));
     cuts.push(await cutWhileBusy(t, { ...cut, name: "proxy <-> engine", link: t.engineLink, afterStep: 20 }));
     // The trainer's calls in flight during its cut broke (its keepalive) and were made again: the wait for the step's
     // rollouts for the time left, the triplet stream from its cursor.

@@ -27,9 +27,15 @@ export interface CutOptions {
   link: LanLink;
   /** Cut once the trainer has finished this many steps... */
   afterStep: number;
-  /** ...and at least `minInFlight` training rollouts are running (held by `workerId`, when given). */
+  /** ...and at least `minInFlight` training rollouts are running (held by `workerId`, when given)... */
   minInFlight: number;
   workerId?: string;
+  /**
+   * ...and, when given, at least this many training rollouts are not finished yet. A demo step's last rollouts finish
+   * within a few tenths of a second: with only `minInFlight` running, the trainer's wait on them could end between the
+   * look and the cut, and the cut then found only its triplet stream in flight.
+   */
+  minUnfinished?: number;
   /** How long the link stays down. */
   ms: number;
 }
@@ -64,18 +70,20 @@ export async function untilStep(t: Topology, step: number, timeoutMs: number): P
 export async function cutWhileBusy(t: Topology, options: CutOptions): Promise<LinkCut> {
   await untilStep(t, options.afterStep, 300_000);
   const observer = createStoreClient({ baseUrl: t.storeUrl, token: TOPOLOGY_TOKENS.reader, caFile: t.caFile, timeoutMs: 5_000 });
-  const running = async () => {
-    const { rollouts } = await observer.queryRollouts({ statusIn: [RolloutStatus.RUNNING], modeIn: [RolloutMode.TRAIN] });
-    return rollouts.filter((r) => options.workerId === undefined || r.latestAttempt?.workerId === options.workerId).length;
+  const unfinished = [RolloutStatus.QUEUING, RolloutStatus.PREPARING, RolloutStatus.RUNNING, RolloutStatus.REQUEUING];
+  const look = async () => {
+    const { rollouts } = await observer.queryRollouts({ statusIn: unfinished, modeIn: [RolloutMode.TRAIN] });
+    const running = rollouts.filter(
+      (r) => r.status === RolloutStatus.RUNNING && (options.workerId === undefined || r.latestAttempt?.workerId === options.workerId),
+    );
+    return { inFlight: running.length, busy: running.length >= options.minInFlight && rollouts.length >= (options.minUnfinished ?? 0) };
   };
-  let inFlight: number;
+  let seen: Awaited<ReturnType<typeof look>>;
   try {
     const giveUp = Date.now() + 120_000;
-    inFlight = await running();
-    while (inFlight < options.minInFlight) {
+    for (seen = await look(); !seen.busy; seen = await look()) {
       if (Date.now() > giveUp) throw new Error(`no rollouts in flight for the ${options.name} cut\n${await storeState(t)}`);
       await sleep(20);
-      inFlight = await running();
     }
   } finally {
     observer.close();
@@ -84,7 +92,7 @@ export async function cutWhileBusy(t: Topology, options: CutOptions): Promise<Li
   options.link.cut();
   await sleep(options.ms);
   options.link.restore();
-  const cut: LinkCut = { link: options.name, duringStep, inFlight, restoredAt: Date.now() };
+  const cut: LinkCut = { link: options.name, duringStep, inFlight: seen.inFlight, restoredAt: Date.now() };
   untilStep(t, t.trainer.rewards().length + 1, 300_000).then(
     () => (cut.nextStepAfterS = (Date.now() - cut.restoredAt) / 1000),
     () => {},
