@@ -17,12 +17,19 @@
  *   npx tsx bench/demo-store/run.ts --agl-root ../base        # another checkout's store, proxy, runners (and trainer)
  *   npx tsx bench/demo-store/run.ts --profile /tmp/prof        # the store's V8 CPU profile, written when it stops
  *   npx tsx bench/demo-store/run.ts --store-node-args=--perf-basic-prof   # Node/V8 flags of the store's process (with =)
+ *   npx tsx bench/demo-store/run.ts --compare ../base [--rounds 2]   # this checkout against another, in turns
+ *
+ * `--compare DIR` runs the workload for this checkout and DIR (through each one's `bin/agl.js`), each run in a fresh
+ * process, in ABBA order `--rounds` times, and prints each run, the range, mean and median of each checkout's store
+ * CPU per rollout after the first step, and how many times DIR's mean is this checkout's: single runs spread by
+ * ±10 % as the machine drifts, and an older checkout's runs more than that.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
 import { createStoreClient } from "../../src/client/store-client.js";
@@ -30,6 +37,7 @@ import { RolloutMode } from "../../src/gen/agl/v1/types_pb.js";
 import { createTripletClient } from "../../src/triplets/triplet-client.js";
 import { startFakeVllm } from "../../test/support/fake-vllm.js";
 import { startServerProcess } from "../../test/support/server-process.js";
+import { inTurns, printSummary, runInChild } from "../checkouts-in-turns.js";
 import { processCpuSeconds } from "../stats.js";
 
 const { values: args } = parseArgs({
@@ -43,9 +51,17 @@ const { values: args } = parseArgs({
     profile: { type: "string" },
     "store-node-args": { type: "string", default: "" },
     keep: { type: "boolean", default: false },
+    compare: { type: "string" },
+    rounds: { type: "string", default: "2" },
+    // One run's figures as a JSON line at the end (what `--compare` reads from each run).
+    json: { type: "boolean", default: false },
   },
 });
 if (args.trainer !== "sim" && args.trainer !== "local") throw new Error("--trainer is sim or local");
+if (args.compare !== undefined) {
+  compareCheckouts(resolve(args.compare));
+  process.exit(0);
+}
 const root = resolve(args["agl-root"] ?? new URL("../..", import.meta.url).pathname);
 const cli = join(root, "bin/agl.js");
 const dir = mkdtempSync(join(tmpdir(), "agl-bench-demo-store-"));
@@ -247,10 +263,8 @@ const perRollout = (cpu: number) => `${((cpu * 1000) / rollouts).toFixed(2)} ms`
 console.log(`demo workload, trainer ${args.trainer}: ${steps} steps × ${tasksPerStep} tasks × ${n} rollouts; ${root}`);
 console.log(`rollouts: ${rollouts} (${JSON.stringify(byStatus)}), wall ${wall.toFixed(1)} s, load ${loadBefore} → ${load()}`);
 console.log(`store CPU: ${storeCpu.toFixed(2)} s, ${perRollout(storeCpu)} per rollout`);
-if (warm) {
-  const steady = (storeEnd - warm.cpu) / (rollouts - warm.rollouts);
-  console.log(`store CPU after the first step: ${(steady * 1000).toFixed(2)} ms per rollout (${rollouts - warm.rollouts} rollouts)`);
-}
+const steadyMs = warm ? ((storeEnd - warm.cpu) * 1000) / (rollouts - warm.rollouts) : Number.NaN;
+if (warm) console.log(`store CPU after the first step: ${steadyMs.toFixed(2)} ms per rollout (${rollouts - warm.rollouts} rollouts)`);
 // Where the store's CPU went by thread (from its start): the JS thread is the process's own name.
 const threads = [...storeThreads].sort((a, b) => b[1].user + b[1].system - (a[1].user + a[1].system));
 console.log(
@@ -263,5 +277,26 @@ console.log(
 const byRole = new Map<string, number>();
 for (const { role, cpu } of last.values()) byRole.set(role, (byRole.get(role) ?? 0) + cpu);
 for (const [name, cpu] of byRole) console.log(`${name} CPU: ${cpu.toFixed(2)} s, ${perRollout(cpu)} per rollout (start-up included)`);
+if (args.json) console.log(JSON.stringify({ rollouts, steadyMs }));
 if (!args.keep) rmSync(dir, { recursive: true, force: true });
 else console.log(`kept ${dir}`);
+
+/** `--compare`: this checkout and `base` in turns, each run a fresh process of this script. */
+function compareCheckouts(base: string): void {
+  const here = resolve(fileURLToPath(new URL("../..", import.meta.url)));
+  const forwarded = ["steps", "trainer", "engine-ms", "update-ms", "seed", "store-node-args"] as const;
+  const run = (checkout: string) => {
+    const result = runInChild<{ rollouts: number; steadyMs: number }>(
+      import.meta.url,
+      ["--json", "--agl-root", checkout, ...forwarded.map((name) => `--${name}=${args[name]}`)],
+      here,
+    );
+    console.log(`${checkout}: ${result.steadyMs.toFixed(2)} ms a rollout after the first step (${result.rollouts} rollouts)`);
+    return result;
+  };
+  const figures = inTurns([here, base], Number(args.rounds), run, (result) => result.steadyMs);
+  printSummary(figures, "store CPU a rollout after the first step", "ms", 2);
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const ratio = mean(figures.get(base) ?? []) / mean(figures.get(here) ?? []);
+  console.log(`${base} ÷ ${here}, means: ${ratio.toFixed(2)}×`);
+}
