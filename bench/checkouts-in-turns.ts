@@ -4,7 +4,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { median } from "./stats.js";
+import { mean, median } from "./stats.js";
 
 /**
  * Runs `script` (a bench's own file, given its `import.meta.url`) again in a new process with `args`, and returns the
@@ -41,10 +41,9 @@ export function inTurns<R>(
 /** Prints each root's range, mean and median of `figures`, as `label` in `unit` with `digits` decimals. */
 export function printSummary(figures: Map<string, number[]>, label: string, unit: string, digits: number): void {
   for (const [root, xs] of figures) {
-    const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
     console.log(
       `${root}: ${label} ${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)} ${unit}, ` +
-        `mean ${mean.toFixed(digits)}, median ${median(xs).toFixed(digits)}`,
+        `mean ${mean(xs).toFixed(digits)}, median ${median(xs).toFixed(digits)}`,
     );
   }
 }

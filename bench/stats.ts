@@ -10,6 +10,9 @@ export function statCpuSeconds(stat: string): number {
 /** User + system CPU seconds a live process has used so far (Linux /proc); throws once it is gone. */
 export const processCpuSeconds = (pid: number): number => statCpuSeconds(readFileSync(`/proc/${pid}/stat`, "utf8"));
 
+/** The mean of `xs`; NaN for none. */
+export const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+
 /** The median of `xs` (the mean of the two middle values for an even count); NaN for none. */
 export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);

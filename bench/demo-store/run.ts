@@ -38,7 +38,7 @@ import { createTripletClient } from "../../src/triplets/triplet-client.js";
 import { startFakeVllm } from "../../test/support/fake-vllm.js";
 import { startServerProcess } from "../../test/support/server-process.js";
 import { inTurns, printSummary, runInChild } from "../checkouts-in-turns.js";
-import { processCpuSeconds } from "../stats.js";
+import { mean, processCpuSeconds } from "../stats.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -283,6 +283,7 @@ else console.log(`kept ${dir}`);
 
 /** `--compare`: this checkout and `base` in turns, each run a fresh process of this script. */
 function compareCheckouts(base: string): void {
+  if (Number(args.steps) < 2) throw new Error("--compare needs --steps 2 or more: its figure leaves the first step out");
   const here = resolve(fileURLToPath(new URL("../..", import.meta.url)));
   const forwarded = ["steps", "trainer", "engine-ms", "update-ms", "seed", "store-node-args"] as const;
   const run = (checkout: string) => {
@@ -296,7 +297,6 @@ function compareCheckouts(base: string): void {
   };
   const figures = inTurns([here, base], Number(args.rounds), run, (result) => result.steadyMs);
   printSummary(figures, "store CPU a rollout after the first step", "ms", 2);
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const ratio = mean(figures.get(base) ?? []) / mean(figures.get(here) ?? []);
   console.log(`${base} ÷ ${here}, means: ${ratio.toFixed(2)}×`);
 }
