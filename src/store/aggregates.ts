@@ -43,6 +43,9 @@ export function aggregateMethods(ctx: StoreContext): AggregateMethods {
         const end = req.endTime ?? nextUp(now);
         const start = req.startTime ?? Math.min((await tx.firstRolloutStartTime()) ?? now, now);
         if (!(end > start)) throw invalidArgument(`start_time (${start}) is after now; give an end_time after it`);
+        if (!Number.isFinite(end - start)) {
+          throw invalidArgument(`the window from ${start} to ${end} is too wide to count in seconds: narrow start_time or end_time`);
+        }
         const bucketSeconds = req.bucketSeconds || end - start;
         const bucketCount = Math.ceil((end - start) / bucketSeconds);
         if (bucketCount > maxTimelineBuckets) {
