@@ -82,7 +82,8 @@ export async function cutWhileBusy(t: Topology, options: CutOptions): Promise<Li
   try {
     const giveUp = Date.now() + 120_000;
     for (seen = await look(); !seen.busy; seen = await look()) {
-      if (Date.now() > giveUp) throw new Error(`the ${options.name} cut never found the training rollouts it waits for in flight\n${await storeState(t)}`);
+      if (Date.now() > giveUp)
+        throw new Error(`the ${options.name} cut never found the training rollouts it waits for in flight\n${await storeState(t)}`);
       await sleep(20);
     }
   } finally {
