@@ -3,16 +3,21 @@ import { attrJson, attrNumber, attrString } from "./attributes.js";
 import { AGL_ANNOTATION, AGL_OPERATION, AGL_OPERATION_NAME, AGL_REWARD, AGL_REWARD_FEEDBACK, rewardValueKey } from "../core/semconv.js";
 import type { TraceNode } from "./trace-tree.js";
 
+const agentOpsOutputs = ["agentops.task.output", "agentops.entity.output"];
+
+/** Every attribute {@link rewardOf} reads (with the span's name). */
+export const rewardAttributes: readonly string[] = [rewardValueKey(0), ...agentOpsOutputs, "reward"];
+
 /**
  * The reward a span carries, or undefined. Formats, first match wins: agl / Agent Lightning v0.3
  * (`agentlightning.reward.0.value`, dimension 0 is the primary reward), AgentOps (`agentops.task.output` or
  * `agentops.entity.output` holding `{"type": "reward", "value": …}`), and v0.2 (`reward` on an annotation span).
  */
-export function rewardOf(span: Span): number | undefined {
+export function rewardOf(span: Pick<Span, "name" | "attributes">): number | undefined {
   const a = span.attributes;
   const primary = attrNumber(a, rewardValueKey(0));
   if (primary !== undefined) return primary;
-  for (const key of ["agentops.task.output", "agentops.entity.output"]) {
+  for (const key of agentOpsOutputs) {
     const out = attrJson(a, key) as { type?: unknown; value?: unknown } | undefined;
     if (out && out.type === "reward" && typeof out.value === "number") return out.value;
   }

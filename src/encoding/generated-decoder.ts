@@ -1,7 +1,7 @@
 import { type DescField, type DescMessage, fromBinary, type MessageShape, ScalarType } from "@bufbuild/protobuf";
 import { StructSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
-import { isPlainProto3, usesJson } from "./plain-proto3.js";
+import { checksEveryString, isPlainProto3, usesJson } from "./plain-proto3.js";
 import { smallBigInt } from "./small-bigints.js";
 import { wireTypeOf } from "./wire-type-of.js";
 
@@ -20,12 +20,16 @@ import { wireTypeOf } from "./wire-type-of.js";
  * files that are not proto3 (presence tracked on a prototype). Those never come from agl's encoders, and the result
  * is protobuf-es's in every case.
  */
-type Decode = (reader: BinaryReader, bytes: Uint8Array, end: number, depth: number, keep?: Elements) => unknown;
+type Decode = (reader: BinaryReader, bytes: Uint8Array, end: number, depth: number, elements?: ElementReader) => unknown;
 
-/** Where the top-level decoder puts the bytes of each element of one repeated message field (`number`). */
-interface Elements {
+/**
+ * Reads each element of one repeated message field of the top-level message (`number`) in place of the generated
+ * decoder: called with the reader at the element's start and the element's end, it must leave the reader at that end
+ * and return the element, or undefined where it cannot read it exactly as protobuf-es would.
+ */
+export interface ElementReader {
   number: number;
-  list: Uint8Array[];
+  read(reader: BinaryReader, bytes: Uint8Array, end: number, depth: number): unknown;
 }
 
 /** The generated code's answer when it cannot decode the message as protobuf-es would. */
@@ -41,53 +45,28 @@ export function decodeMessage<Desc extends DescMessage>(schema: Desc, bytes: Uin
 }
 
 /**
- * `decodeMessage`, and the bytes of each element of `field` (a top-level repeated message field), in order: what a
- * sender encoded each element to. Given only when the generated decoder read the whole message, which means that
- * every conforming decoder reads those bytes as protobuf-es did: it takes each field only with its declared wire
- * type (or packed) and no unknown field, and it checks the UTF-8 of every string (given only for types whose strings
- * all ask for that check). Otherwise `elements` is undefined and the message is `fromBinary`'s.
+ * `decodeMessage`, with each element of one top-level repeated message field read by `elements.read` (the store reads
+ * spans into objects that keep their bytes: src/store/received-span.ts). Undefined where the generated decoder cannot
+ * read the message as protobuf-es would, `read` refused an element, or the type has a string whose UTF-8 is not
+ * checked: the caller then decodes it some other way.
  */
-export function decodeWithElements<Desc extends DescMessage>(
+export function decodeReadingElements<Desc extends DescMessage>(
   schema: Desc,
   bytes: Uint8Array,
-  field: DescField,
-): { message: MessageShape<Desc>; elements: Uint8Array[] | undefined } {
+  elements: ElementReader,
+): MessageShape<Desc> | undefined {
   const decode = checksEveryString(schema) ? decoderOf(schema) : null;
-  const keep: Elements = { number: field.number, list: [] };
-  const message = decode === null ? fallBack : generated(decode, bytes, keep);
-  if (message === fallBack) return { message: fromBinary(schema, bytes), elements: undefined };
-  return { message: message as MessageShape<Desc>, elements: keep.list };
+  const message = decode === null ? fallBack : generated(decode, bytes, elements);
+  return message === fallBack ? undefined : (message as MessageShape<Desc>);
 }
 
 /** The generated decoder's message, or `fallBack` (malformed bytes included: protobuf-es says how, in its own words). */
-function generated(decode: Decode, bytes: Uint8Array, keep?: Elements): unknown {
+function generated(decode: Decode, bytes: Uint8Array, elements?: ElementReader): unknown {
   try {
-    return decode(new BinaryReader(bytes), bytes, bytes.byteLength, 1, keep);
+    return decode(new BinaryReader(bytes), bytes, bytes.byteLength, 1, elements);
   } catch {
     return fallBack;
   }
-}
-
-const stringsChecked = new WeakMap<DescMessage, boolean>();
-
-/** Whether every string of the type, at any depth (map keys and values too), is read with its UTF-8 checked. */
-function checksEveryString(desc: DescMessage): boolean {
-  let checked = stringsChecked.get(desc);
-  if (checked === undefined) {
-    const seen = new Set<DescMessage>();
-    const check = (message: DescMessage): boolean => {
-      if (seen.has(message)) return true;
-      seen.add(message);
-      return message.fields.every((field) => {
-        const scalars = field.fieldKind === "map" ? [field.mapKey, field.scalar] : [field.scalar];
-        if (scalars.includes(ScalarType.STRING) && !field.utf8Validation) return false;
-        return field.message === undefined || check(field.message);
-      });
-    };
-    checked = check(desc);
-    stringsChecked.set(desc, checked);
-  }
-  return checked;
 }
 
 function decoderOf(desc: DescMessage): Decode | null {
@@ -191,10 +170,9 @@ function generate(desc: DescMessage): Decode {
       }
       case "list":
         if (field.listKind === "message") {
-          // At the top level (`k` given), the element's bytes too, when it is the field asked for.
-          const keep = `if (k !== undefined && k.number === ${field.number}) k.list.push(b.subarray(s, s + n));`;
+          // At the top level (`k` given), the element is read by `k` when it is the field asked for.
           cases.push(
-            `${tag(field, WireType.LengthDelimited)} { const n = r.uint32(), s = r.pos; const v = ${readChild(field, "s + n")}; if (v === F) return F; m${local}.push(v); ${keep} break; }`,
+            `${tag(field, WireType.LengthDelimited)} { const e = r.uint32() + r.pos; const v = k !== undefined && k.number === ${field.number} ? k.read(r, b, e, depth + 1) ?? F : ${readChild(field, "e")}; if (v === F || r.pos !== e) return F; m${local}.push(v); break; }`,
           );
         } else {
           const scalar = field.listKind === "enum" ? ScalarType.INT32 : field.scalar;

@@ -1,4 +1,4 @@
-import type { DescField, DescMessage } from "@bufbuild/protobuf";
+import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
 
 /**
@@ -28,4 +28,26 @@ export function isPlainProto3(desc: DescMessage, accept?: (field: DescField) => 
 /** A field's value where protobuf-es keeps it as JSON: `google.protobuf.Struct`, outside `google.protobuf.Value`. */
 export function usesJson(field: DescField): boolean {
   return field.message?.typeName === "google.protobuf.Struct" && field.parent.typeName !== "google.protobuf.Value";
+}
+
+const stringsChecked = new WeakMap<DescMessage, boolean>();
+
+/** Whether every string of the type, at any depth (map keys and values too), is read with its UTF-8 checked. */
+export function checksEveryString(desc: DescMessage): boolean {
+  let checked = stringsChecked.get(desc);
+  if (checked === undefined) {
+    const seen = new Set<DescMessage>();
+    const check = (message: DescMessage): boolean => {
+      if (seen.has(message)) return true;
+      seen.add(message);
+      return message.fields.every((field) => {
+        const scalars = field.fieldKind === "map" ? [field.mapKey, field.scalar] : [field.scalar];
+        if (scalars.includes(ScalarType.STRING) && !field.utf8Validation) return false;
+        return field.message === undefined || check(field.message);
+      });
+    };
+    checked = check(desc);
+    stringsChecked.set(desc, checked);
+  }
+  return checked;
 }

@@ -1,4 +1,4 @@
-import { rewardOf } from "../adapter/rewards.js";
+import { rewardAttributes, rewardOf } from "../adapter/rewards.js";
 import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS } from "../core/semconv.js";
 import type { Span } from "../gen/agl/v1/types_pb.js";
 
@@ -15,7 +15,10 @@ export interface SpanFacts {
   responseTokens: number | null;
 }
 
-export function spanFacts(span: Span): SpanFacts {
+/** Every attribute {@link spanFacts} reads: a span's name and these attributes alone have the span's facts. */
+export const factAttributes: ReadonlySet<string> = new Set([...rewardAttributes, AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS]);
+
+export function spanFacts(span: Pick<Span, "name" | "attributes">): SpanFacts {
   const reward = rewardOf(span);
   const response = tokenCount(span, AGL_LLM_RESPONSE_TOKEN_IDS);
   return {
@@ -25,7 +28,7 @@ export function spanFacts(span: Span): SpanFacts {
   };
 }
 
-function tokenCount(span: Span, key: string): number | null {
+function tokenCount(span: Pick<Span, "attributes">, key: string): number | null {
   const value = span.attributes[key]?.value;
   return value?.case === "intArray" ? value.value.values.length : null;
 }

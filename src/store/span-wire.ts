@@ -1,9 +1,11 @@
-import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
-import { decodeMessage, decodeWithElements } from "../encoding/generated-decoder.js";
-import { encodeMessage } from "../encoding/generated-encoder.js";
+import { type DescField, type DescMessage, fromBinary, type Message } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
-import { type Span, SpanSchema } from "../gen/agl/v1/types_pb.js";
+import { decodeMessage, decodeReadingElements } from "../encoding/generated-decoder.js";
+import { encodeMessage } from "../encoding/generated-encoder.js";
 import { scanStrictBinary } from "../encoding/strict-binary.js";
+import { type Span, SpanSchema } from "../gen/agl/v1/types_pb.js";
+import { type Received, ReceivedSpan, readReceivedSpan } from "./received-span.js";
+import { type SpanFacts, spanFacts } from "./span-facts.js";
 
 /**
  * Spans keep the bytes they arrived in, so the SQL backends store those instead of encoding each span again: in
@@ -15,12 +17,10 @@ import { scanStrictBinary } from "../encoding/strict-binary.js";
  * every protobuf decoder takes as the field's value (the last occurrence of a scalar field wins), so the stored binary
  * decodes to exactly the span that was stored. Spans built any other way (the proxy's, the Connect stack's) are
  * encoded as before.
+ *
+ * Most spans are not even decoded: they are read into a {@link ReceivedSpan}, which holds its bytes itself. A request
+ * the generated decoder cannot read whole is decoded by protobuf-es, and its spans keep their bytes under the symbol.
  */
-interface Received {
-  bytes: Uint8Array;
-  /** The span's sequence id when it was decoded: the value `bytes` hold. */
-  sequenceId: number;
-}
 
 const received = Symbol("agl.receivedBytes");
 type WithReceived = Span & { [received]?: Received };
@@ -44,18 +44,20 @@ function spanListField(schema: DescMessage): DescField | null {
 }
 
 /**
- * Decodes a request and, for types with a top-level `repeated Span` field, keeps each span's bytes: as the generated
- * decoder read them, or, when only protobuf-es could read the request, from a scan that keeps them only if every
- * decoder reads them as protobuf-es did (see scanStrictBinary); otherwise the spans are encoded as usual. Each
- * occurrence of a repeated message field is one element, in order, so the occurrences pair with the decoded list.
+ * Decodes a request; for types with a top-level `repeated Span` field, each span is a {@link ReceivedSpan}. When
+ * the generated decoder cannot read the request whole, protobuf-es decodes it, and its spans keep their bytes only
+ * where a scan says every decoder reads them as protobuf-es did (see scanStrictBinary); otherwise they are encoded as
+ * usual. Each occurrence of a repeated message field is one element, in order, so the occurrences pair with the list.
  */
 export function decodeKeepingSpans(schema: DescMessage, bytes: Uint8Array): Message {
   const field = spanListField(schema);
   if (field === null) return decodeMessage(schema, bytes);
-  const { message, elements } = decodeWithElements(schema, bytes, field);
+  const read = decodeReadingElements(schema, bytes, { number: field.number, read: readReceivedSpan });
+  if (read !== undefined) return read;
+  const message = fromBinary(schema, bytes);
   const spans = (message as unknown as Record<string, Span[]>)[field.localName] ?? [];
   if (spans.length === 0) return message;
-  const slices = elements ?? strictElements(schema, bytes, field);
+  const slices = strictElements(schema, bytes, field);
   if (slices?.length === spans.length) {
     for (const [i, span] of spans.entries()) keep(span, { bytes: slices[i] as Uint8Array, sequenceId: span.sequenceId });
   }
@@ -73,6 +75,7 @@ function strictElements(schema: DescMessage, bytes: Uint8Array, field: DescField
 
 /** A shallow copy of a span (to change its sequence id) that keeps the bytes it was received in. */
 export function copySpan(span: Span): Span {
+  if (span instanceof ReceivedSpan) return span.copy();
   const copy = { ...span };
   const bytes = (span as WithReceived)[received];
   if (bytes) keep(copy, bytes);
@@ -80,11 +83,16 @@ export function copySpan(span: Span): Span {
 }
 
 /** Whether the span was decoded from a request here (its caller holds no reference to it). */
-export const wasReceived = (span: Span): boolean => (span as WithReceived)[received] !== undefined;
+export const wasReceived = (span: Span): boolean => receivedOf(span) !== undefined;
+
+const receivedOf = (span: Span): Received | undefined => (span instanceof ReceivedSpan ? span.received : (span as WithReceived)[received]);
+
+/** What the store keeps of a span as columns (see span-facts.ts): taken when a received span was read. */
+export const factsOf = (span: Span): SpanFacts => (span instanceof ReceivedSpan ? span.facts : spanFacts(span));
 
 /** The span's protobuf binary: its received bytes where it has them (only its sequence id may have changed since). */
 export function encodeSpan(span: Span): Uint8Array {
-  const original = (span as WithReceived)[received];
+  const original = receivedOf(span);
   if (original === undefined) return encodeMessage(SpanSchema, span);
   if (original.sequenceId === span.sequenceId) return original.bytes;
   // The tag and a varint of at most 5 bytes, written in place, into pooled memory: a BinaryWriter, or an ArrayBuffer

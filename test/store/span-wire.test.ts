@@ -8,12 +8,14 @@ import {
   type UpdateAttemptRequest,
   UpdateAttemptRequestSchema,
 } from "../../src/gen/agl/v1/store_pb.js";
-import { AttemptStatus, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
+import { AttemptStatus, type Span, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
 import { emptyIdPool, createMessageGenerator } from "../support/fuzz/random-message.js";
 import { mutateBytes } from "../support/fuzz/mutate.js";
 import { createPrng, fuzzSeed } from "../support/fuzz/prng.js";
 import { handWrittenSpan as handWritten } from "../support/hand-written-span.js";
-import { copySpan, decodeKeepingSpans, encodeSpan } from "../../src/store/span-wire.js";
+import { plainSpan, ReceivedSpan } from "../../src/store/received-span.js";
+import { spanFacts } from "../../src/store/span-facts.js";
+import { copySpan, decodeKeepingSpans, encodeSpan, factsOf } from "../../src/store/span-wire.js";
 
 const handWrittenSpan = (spanId: string, sequenceId = 0) =>
   handWritten({ rolloutId: "ro-1", attemptId: "at-1", spanId, name: "llm.call", sequenceId });
@@ -104,6 +106,7 @@ describe("span-wire: spans are stored in the bytes they arrived in", () => {
     const rng = createPrng(seed);
     const messages = createMessageGenerator(rng, emptyIdPool());
     let kept = 0;
+    let received = 0;
     for (let i = 0; i < 1_000; i++) {
       const schema = rng.chance(0.5) ? AddSpansRequestSchema : UpdateAttemptRequestSchema;
       let bytes: Uint8Array = toBinary(schema, messages.message(schema) as never);
@@ -116,17 +119,28 @@ describe("span-wire: spans are stored in the bytes they arrived in", () => {
       }
       // The request decodes as protobuf-es decodes it. Compared as values, as below: a NaN's bits are not (V8 quiets a
       // signalling NaN stored into an array of doubles), and `equals` never holds for a NaN at all.
-      if (!isDeepStrictEqual(request, fromBinary(schema, bytes))) expect.fail(`seed ${seed}, case ${i}: decoded otherwise`);
-      for (const span of request.spans) {
+      // Received spans (read, not decoded) are compared as the plain spans they stand for, field by field as well.
+      const expected = fromBinary(schema, bytes);
+      if (!isDeepStrictEqual({ ...request, spans: request.spans.map(plainSpan) }, expected))
+        expect.fail(`seed ${seed}, case ${i}: decoded otherwise`);
+      for (const [j, span] of request.spans.entries()) {
+        const want = expected.spans[j] as Span;
+        if (span instanceof ReceivedSpan) received++;
+        for (const field of SpanSchema.fields) {
+          if (!isDeepStrictEqual((span as Span)[field.localName as keyof Span], want[field.localName as keyof Span]))
+            expect.fail(`seed ${seed}, case ${i}: ${field.name} reads otherwise`);
+        }
+        if (!isDeepStrictEqual(factsOf(span), spanFacts(want))) expect.fail(`seed ${seed}, case ${i}: other facts`);
         if (encodeSpan(span).buffer === bytes.buffer) kept++;
         const stored = copySpan(span);
         if (rng.chance(0.5)) stored.sequenceId = rng.int(0, 2 ** 32 - 1);
         // Read from a plain Uint8Array: bytes read from a Buffer are Buffers, which isDeepStrictEqual tells apart.
-        if (!isDeepStrictEqual(fromBinary(SpanSchema, new Uint8Array(encodeSpan(stored))), stored))
+        if (!isDeepStrictEqual(fromBinary(SpanSchema, new Uint8Array(encodeSpan(stored))), plainSpan(stored)))
           expect.fail(`seed ${seed}, case ${i}: the stored span reads back different`);
       }
     }
     // Most spans take the fast path: the test checks the kept bytes, not only the fallback.
     expect(kept, `seed ${seed}`).toBeGreaterThan(200);
+    expect(received, `seed ${seed}`).toBeGreaterThan(200);
   });
 });

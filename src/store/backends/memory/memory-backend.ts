@@ -3,6 +3,7 @@ import type { Attempt, ResourcesUpdate, Rollout, Span, Worker } from "../../../g
 import { RolloutStatus } from "../../../gen/agl/v1/types_pb.js";
 import { spanKey, type StorageBackend, type StorageCounts, type StorageTx, type StoreEvent } from "../../backend.js";
 import { deepCopy, frozenCopy } from "../../deep-copy.js";
+import { plainSpan } from "../../received-span.js";
 import { combine, fieldValue, matchString, sortAndPage } from "./memory-query.js";
 import { finalReward, inScope, rewardGroups, rolloutTimeline } from "./memory-aggregates.js";
 import { createConsoleLogger, type Logger } from "../../../core/logger.js";
@@ -171,7 +172,7 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
         }
         const target = list;
         // Spans never change once stored: keep a frozen copy and hand it out without cloning it again.
-        target.push(frozenCopy(span));
+        target.push(frozenCopy(plainSpan(span)));
         const inRollout = seqs;
         inRollout.set(key, span.sequenceId);
         spanCount++;

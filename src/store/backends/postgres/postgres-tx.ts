@@ -35,10 +35,9 @@ import {
   workerWhere,
 } from "./postgres-queries.js";
 import { bucketCount, finalRewards, rewardGroups } from "../sql/aggregate-rows.js";
-import { spanFacts } from "../../span-facts.js";
 import type { StatementPipeline } from "./postgres-pipeline.js";
 import { attemptRow, resourcesRow, versionKey } from "./postgres-rows.js";
-import { encodeSpan } from "../../span-wire.js";
+import { encodeSpan, factsOf } from "../../span-wire.js";
 import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "../sql/stored-messages.js";
 
 /**
@@ -276,7 +275,7 @@ export class PostgresTx implements StorageTx {
 
   async insertSpans(spans: Span[]): Promise<Array<{ sequenceId: number; duplicate: boolean }>> {
     if (spans.length === 0) return [];
-    const facts = spans.map(spanFacts);
+    const facts = spans.map(factsOf);
     const rows = await this.run(
       `INSERT INTO ${this.t("spans")} (rollout_id, attempt_id, span_id, sequence_id, trace_id, parent_id, name, ` +
         "start_time, end_time, reward, llm_prompt_tokens, llm_response_tokens, data) SELECT * FROM unnest($1::text[], " +

@@ -7,8 +7,8 @@ import type { Attempt, Span } from "../../../gen/agl/v1/types_pb.js";
  * statement and a B-tree search: 10–15 % of the serving thread's time under `bench/store`. Rows this connection wrote
  * keep their column values too: the next rewrite sets only the columns that changed (see sqlite-column-updates).
  *
- * The spans of rollouts this connection created are the exception: it keeps the span objects themselves and hands
- * them out, read-only (see {@link RolloutSpans}).
+ * The spans of rollouts this connection created are the exception: it keeps the span objects as they were stored
+ * (see {@link RolloutSpans}).
  *
  * It holds only while this connection is the only writer. The backend clears it when `PRAGMA data_version` says another
  * connection committed, forgets the rows of a call it undoes, and clears it when a group fails.
@@ -36,7 +36,7 @@ export class RowCache {
   /** Whether spans are kept now (a reader asked for them: `StorageBackend.keepSpans`). */
   private keepingSpans = false;
 
-  /** `maxKeptBytes`: the budget of the spans kept, by their stored size (their objects take a few times that). */
+  /** `maxKeptBytes`: the budget of the spans kept, by their stored size. */
   constructor(private readonly maxKeptBytes = 8 << 20) {}
 
   /** What `latestAttempt` knows: the latest attempt's key, null when there is none, undefined when it does not know. */
@@ -103,15 +103,11 @@ export class RowCache {
   }
 
   /**
-   * Every stored span of a rollout, in the order they were stored; undefined unless the cache keeps them all. Their
-   * callers only read them (the triplet stream, answers to encode). Each is frozen, not deeply: freezing each of a
-   * span's hundred-odd nested objects costs more than reading the span back from the file.
+   * Every stored span of a rollout, in the order they were stored; undefined unless the cache keeps them all. They
+   * are what was stored (most of them `ReceivedSpan`s): the caller hands out frozen plain spans made from them.
    */
   keptSpansOf(rolloutId: string): readonly Span[] | undefined {
-    const spans = this.spansOf(rolloutId);
-    if (!spans?.kept) return undefined;
-    for (const span of spans.kept) Object.freeze(span);
-    return spans.kept;
+    return this.spansOf(rolloutId)?.kept;
   }
 
   /** Forgets a rollout's spans (an undone call stored some, or the database knew one the cache did not). */
@@ -186,7 +182,8 @@ const maxLatest = 1 << 16;
  * nor to read its counter. While a reader in this process asked for them (a following triplet stream:
  * `StorageBackend.keepSpans`) and they fit the budget, the spans themselves are kept too, in the order they were
  * stored: that stream reads each finished rollout's spans once, soon after they came, and read from the file they cost
- * a query and the decoding of every token id again.
+ * a query as well as their decoding. Most are `ReceivedSpan`s, which hold the bytes they came in and are decoded when
+ * read.
  */
 export interface RolloutSpans {
   counter: number;

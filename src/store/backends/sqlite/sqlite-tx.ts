@@ -25,8 +25,8 @@ import {
   attemptKey,
   spanKey,
 } from "../../backend.js";
-import { spanFacts } from "../../span-facts.js";
-import { encodeSpan, wasReceived } from "../../span-wire.js";
+import { plainSpan } from "../../received-span.js";
+import { encodeSpan, factsOf, wasReceived } from "../../span-wire.js";
 import { fieldValue, sortAndPage } from "../memory/memory-query.js";
 import { bucketCount, finalRewards, rewardGroups, type SqlRow } from "../sql/aggregate-rows.js";
 import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "../sql/stored-messages.js";
@@ -220,7 +220,7 @@ export class SqliteTx implements StorageTx {
     const result: Array<{ sequenceId: number; duplicate: boolean }> = [];
     for (const span of spans) {
       const known = this.spansWritten(span.rolloutId);
-      const facts = spanFacts(span);
+      const facts = factsOf(span);
       const data = encodeSpan(span);
       const inserted = this.s.insertSpan.run(
         span.rolloutId,
@@ -287,7 +287,9 @@ export class SqliteTx implements StorageTx {
     const matches = kept.filter(
       (s) => (attemptId === undefined || s.attemptId === attemptId) && (afterSequenceId === undefined || s.sequenceId > afterSequenceId),
     );
-    return sortAndPage(matches, page, fieldValue, "sequence_id", (span) => span);
+    // Frozen, not deeply (freezing a span's hundred-odd nested objects costs more than reading it from the file): a
+    // span kept as it was decoded is the same object for every reader.
+    return sortAndPage(matches, page, fieldValue, "sequence_id", (span) => Object.freeze(plainSpan(span)));
   }
 
   async nextSequenceId(rolloutId: string, count: number): Promise<number> {
