@@ -1,5 +1,5 @@
 import { create, type DescMessage } from "@bufbuild/protobuf";
-import type { BinaryReader } from "@bufbuild/protobuf/wire";
+import { type BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { decodeMessage } from "../encoding/generated-decoder.js";
 import { isProtoKey, isUtf8At, type Scan, scannerOf, spells, uint32At } from "../encoding/generated-scanner.js";
 import { type AttributeValue, AttributeValueSchema, type Span, SpanSchema } from "../gen/agl/v1/types_pb.js";
@@ -110,8 +110,8 @@ function decoded(span: ReceivedSpan): Span {
 export const plainSpan = (span: Span): Span => (span instanceof ReceivedSpan ? span.toPlain() : span);
 
 const fields = SpanSchema.field;
-const tagOf = (number: number, wireType: number) => (number << 3) | wireType;
-const [varint, bit64, delimited] = [0, 1, 2];
+const tagOf = (number: number, wireType: WireType) => (number << 3) | wireType;
+const { Varint: varint, Bit64: bit64, LengthDelimited: delimited } = WireType;
 const rolloutIdTag = tagOf(fields.rolloutId.number, delimited);
 const attemptIdTag = tagOf(fields.attemptId.number, delimited);
 const sequenceIdTag = tagOf(fields.sequenceId.number, varint);
