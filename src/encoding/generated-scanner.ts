@@ -1,7 +1,6 @@
 import { isUtf8 } from "node:buffer";
-import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
-import type { BinaryReader } from "@bufbuild/protobuf/wire";
-import { WireType } from "@bufbuild/protobuf/wire";
+import { type DescField, type DescMessage, type DescOneof, ScalarType } from "@bufbuild/protobuf";
+import { type BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { checksEveryString, isPlainProto3, usesJson } from "./plain-proto3.js";
 import { wireTypeOf } from "./wire-type-of.js";
 
@@ -101,18 +100,17 @@ function generate(desc: DescMessage): Scan {
     if (!locals.includes(name)) locals.push(name);
     return name;
   };
-  const caseOf = (field: DescField & { oneof: NonNullable<DescField["oneof"]> }) => local(`c${desc.oneofs.indexOf(field.oneof)}`);
+  const caseOf = (oneof: DescOneof) => local(`c${desc.oneofs.indexOf(oneof)}`);
   const once = (field: DescField): string => {
     if (field.oneof) {
-      const name = caseOf(field as DescField & { oneof: NonNullable<DescField["oneof"]> });
+      const name = caseOf(field.oneof);
       return `if (${name} === ${field.number}) return false; ${name} = ${field.number};`;
     }
     const seen = local(`s${field.number}`);
     return `if (${seen} === 1) return false; ${seen} = 1;`;
   };
   /** Any other member of a oneof becomes its case. */
-  const setCase = (field: DescField) =>
-    field.oneof ? `${caseOf(field as DescField & { oneof: NonNullable<DescField["oneof"]> })} = ${field.number};` : "";
+  const setCase = (field: DescField) => (field.oneof ? `${caseOf(field.oneof)} = ${field.number};` : "");
   const cases: string[] = [];
   for (const field of desc.fields) {
     switch (field.fieldKind) {
