@@ -11,7 +11,7 @@ import { wireTypeOf } from "./wire-type-of.js";
  * `__proto__`, every length inside its message. Such bytes read the same in every conforming decoder, so they can be
  * kept as they arrived and decoded later. It refuses a little more than the decoder does (a packed list whose last
  * varint runs past the list), never less. Generated per message type, as the decoder is: a scan by reflection cost
- * three quarters of a decode; this one about 40 %.
+ * three quarters of a decode, the sixth sitting's prototype of this one about 40 % (docs/benchmarks.md).
  */
 export type Scan = (reader: BinaryReader, bytes: Uint8Array, end: number, depth: number) => boolean;
 
@@ -22,7 +22,8 @@ const scanners = new WeakMap<DescMessage, Scan | null>();
 export function scannerOf(desc: DescMessage): Scan | null {
   let scan = scanners.get(desc);
   if (scan === undefined) {
-    scan = isPlainProto3(desc) && !usesJsonAnywhere(desc) && checksEveryString(desc) ? generate(desc) : null;
+    // No `Struct` kept as JSON either: the decoder reads those by hand (`structJson`), and no scan here follows it.
+    scan = isPlainProto3(desc, (field) => !usesJson(field)) && checksEveryString(desc) ? generate(desc) : null;
     scanners.set(desc, scan);
   }
   return scan;
@@ -207,10 +208,3 @@ const protoKey = Buffer.from("__proto__");
 
 /** Whether the bytes between `start` and `end` spell `__proto__` (a map key the decoder leaves to protobuf-es). */
 export const isProtoKey = (bytes: Uint8Array, start: number, end: number): boolean => spells(bytes, start, end, protoKey);
-
-/** Whether the type or one inside it holds a `google.protobuf.Struct` the decoder reads as JSON (scanned by no code here). */
-function usesJsonAnywhere(desc: DescMessage, seen = new Set<DescMessage>()): boolean {
-  if (seen.has(desc)) return false;
-  seen.add(desc);
-  return desc.fields.some((field) => usesJson(field) || (field.message !== undefined && usesJsonAnywhere(field.message, seen)));
-}
