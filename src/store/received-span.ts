@@ -112,27 +112,29 @@ const traceIdTag = tagOf(fields.traceId.number, delimited);
 const spanIdTag = tagOf(fields.spanId.number, delimited);
 const parentIdTag = tagOf(fields.parentId.number, delimited);
 const nameTag = tagOf(fields.name.number, delimited);
-const statusTag = tagOf(fields.status.number, delimited);
 const attributesTag = tagOf(fields.attributes.number, delimited);
-const eventsTag = tagOf(fields.events.number, delimited);
-const linksTag = tagOf(fields.links.number, delimited);
 const startTimeTag = tagOf(fields.startTime.number, bit64);
 const endTimeTag = tagOf(fields.endTime.number, bit64);
-const contextTag = tagOf(fields.context.number, delimited);
-const parentTag = tagOf(fields.parent.number, delimited);
-const resourceTag = tagOf(fields.resource.number, delimited);
 
 function scanner(desc: DescMessage | undefined): Scan {
   const scan = desc && scannerOf(desc);
   if (!scan) throw new Error(`no generated scanner for ${desc?.typeName}`);
   return scan;
 }
-const scanStatus = scanner(fields.status.message);
 const scanValue = scanner(fields.attributes.message);
-const scanEvent = scanner(fields.events.message);
-const scanLink = scanner(fields.links.message);
-const scanContext = scanner(fields.context.message);
-const scanResource = scanner(fields.resource.message);
+
+/**
+ * The other message fields (status, events, links, contexts, resource), which a read checks and does not take, by
+ * tag: each one's scanner, and for a singular one a bit of its own in the read's `seen` (met twice, the decoder would
+ * merge the two, so the read declines).
+ */
+const checkedMessages = new Map<number, { scan: Scan; bit: number }>();
+for (const field of SpanSchema.fields) {
+  if (field === fields.attributes || (scanned as readonly string[]).includes(field.localName)) continue;
+  const singular = field.fieldKind === "message";
+  if (!singular && !(field.fieldKind === "list" && field.listKind === "message")) continue; // declined as unknown
+  checkedMessages.set(tagOf(field.number, delimited), { scan: scanner(field.message), bit: singular ? 1 << checkedMessages.size : 0 });
+}
 
 /** The attributes the facts read, as bytes, by their length: found without decoding every key. */
 const factKeys: Array<Array<{ key: string; bytes: Uint8Array }>> = [];
@@ -174,12 +176,10 @@ export function readReceivedSpan(r: BinaryReader, b: Uint8Array, end: number, de
   let startTime: number | undefined;
   let endTime: number | undefined;
   let factValues: Record<string, AttributeValue> | undefined;
-  let status = false;
-  let context = false;
-  let parent = false;
-  let resource = false;
+  let seen = 0;
   while (r.pos < end) {
-    switch (uint32At(r, b)) {
+    const tag = uint32At(r, b);
+    switch (tag) {
       case rolloutIdTag:
         rolloutId = r.string(true);
         break;
@@ -206,28 +206,6 @@ export function readReceivedSpan(r: BinaryReader, b: Uint8Array, end: number, de
         break;
       case endTimeTag:
         endTime = r.double();
-        break;
-      case statusTag:
-        if (status || !scanMessage(scanStatus, r, b, end, depth + 1)) return undefined;
-        status = true;
-        break;
-      case contextTag:
-        if (context || !scanMessage(scanContext, r, b, end, depth + 1)) return undefined;
-        context = true;
-        break;
-      case parentTag:
-        if (parent || !scanMessage(scanContext, r, b, end, depth + 1)) return undefined;
-        parent = true;
-        break;
-      case resourceTag:
-        if (resource || !scanMessage(scanResource, r, b, end, depth + 1)) return undefined;
-        resource = true;
-        break;
-      case eventsTag:
-        if (!scanMessage(scanEvent, r, b, end, depth + 1)) return undefined;
-        break;
-      case linksTag:
-        if (!scanMessage(scanLink, r, b, end, depth + 1)) return undefined;
         break;
       case attributesTag: {
         const entryEnd = uint32At(r, b) + r.pos;
@@ -259,8 +237,11 @@ export function readReceivedSpan(r: BinaryReader, b: Uint8Array, end: number, de
         }
         break;
       }
-      default:
-        return undefined;
+      default: {
+        const checked = checkedMessages.get(tag);
+        if (checked === undefined || seen & checked.bit || !scanMessage(checked.scan, r, b, end, depth + 1)) return undefined;
+        seen |= checked.bit;
+      }
     }
   }
   if (r.pos !== end) return undefined;

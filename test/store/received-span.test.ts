@@ -5,7 +5,7 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import { BinaryReader, BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, type DescMessage, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { decodeMessage, decodeReadingElements } from "../../src/encoding/generated-decoder.js";
 import { scannerOf } from "../../src/encoding/generated-scanner.js";
@@ -165,7 +165,17 @@ describe("received spans", () => {
       .tag(9, WireType.LengthDelimited)
       .bytes(new BinaryWriter().tag(1, WireType.LengthDelimited).string("__proto__").finish())
       .finish();
-    for (const bytes of [unknownField, statusTwice, protoKey]) {
+    // Every singular message field met twice (protobuf-es merges the two; the generated decoder leaves that to it).
+    const full = fullSpan({});
+    const twice = SpanSchema.fields
+      .filter((field) => field.fieldKind === "message")
+      .map((field) => {
+        const value = full[field.localName as keyof Span] as Message;
+        const again = new BinaryWriter().tag(field.number, WireType.LengthDelimited).bytes(toBinary(field.message as DescMessage, value));
+        return new Uint8Array([...span, ...again.finish()]);
+      });
+    expect(twice.length).toBeGreaterThanOrEqual(4);
+    for (const bytes of [unknownField, statusTwice, protoKey, ...twice]) {
       const [received] = receive(bytes);
       expect(received).not.toBeInstanceOf(ReceivedSpan);
       expect(received).toEqual(fromBinary(SpanSchema, bytes));
