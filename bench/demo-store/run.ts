@@ -251,6 +251,8 @@ const wall = (performance.now() - startedAt) / 1000;
 const storeEnd = cpuSeconds(store.pid) ?? Number.NaN;
 const storeThreads = threadCpu(store.pid);
 const storeCpu = storeEnd - storeStart;
+// What the store kept: the CPU figures of two checkouts compare only while they stored the same spans a rollout.
+const spansByName = db.prepare("SELECT name, count(*) AS n FROM spans GROUP BY name ORDER BY name").all() as { name: string; n: number }[];
 db.close();
 const client = createStoreClient({ baseUrl: store.url });
 const byStatus = (await client.getStatistics({})).rolloutsByStatus;
@@ -262,6 +264,10 @@ if (code !== 0) console.error(`agl train exited with ${code}:\n${stderr.split("\
 const perRollout = (cpu: number) => `${((cpu * 1000) / rollouts).toFixed(2)} ms`;
 console.log(`demo workload, trainer ${args.trainer}: ${steps} steps × ${tasksPerStep} tasks × ${n} rollouts; ${root}`);
 console.log(`rollouts: ${rollouts} (${JSON.stringify(byStatus)}), wall ${wall.toFixed(1)} s, load ${loadBefore} → ${load()}`);
+const spansPerRollout = spansByName.reduce((sum, { n }) => sum + n, 0) / rollouts;
+console.log(
+  `spans: ${spansPerRollout.toFixed(2)} a rollout (${spansByName.map(({ name, n }) => `${name} ${(n / rollouts).toFixed(2)}`).join(", ")})`,
+);
 console.log(`store CPU: ${storeCpu.toFixed(2)} s, ${perRollout(storeCpu)} per rollout`);
 const steadyMs = warm ? ((storeEnd - warm.cpu) * 1000) / (rollouts - warm.rollouts) : Number.NaN;
 if (warm) console.log(`store CPU after the first step: ${steadyMs.toFixed(2)} ms per rollout (${rollouts - warm.rollouts} rollouts)`);
@@ -277,7 +283,7 @@ console.log(
 const byRole = new Map<string, number>();
 for (const { role, cpu } of last.values()) byRole.set(role, (byRole.get(role) ?? 0) + cpu);
 for (const [name, cpu] of byRole) console.log(`${name} CPU: ${cpu.toFixed(2)} s, ${perRollout(cpu)} per rollout (start-up included)`);
-if (args.json) console.log(JSON.stringify({ rollouts, steadyMs }));
+if (args.json) console.log(JSON.stringify({ rollouts, steadyMs, spansPerRollout }));
 if (!args.keep) rmSync(dir, { recursive: true, force: true });
 else console.log(`kept ${dir}`);
 
@@ -286,17 +292,30 @@ function compareCheckouts(base: string): void {
   if (Number(args.steps) < 2) throw new Error("--compare needs --steps 2 or more: its figure leaves the first step out");
   const here = resolve(fileURLToPath(new URL("../..", import.meta.url)));
   const forwarded = ["steps", "trainer", "engine-ms", "update-ms", "seed", "store-node-args"] as const;
+  const spans = new Map<string, number[]>(); // spans a rollout, each run's, by checkout
   const run = (checkout: string) => {
-    const result = runInChild<{ rollouts: number; steadyMs: number }>(
+    const result = runInChild<{ rollouts: number; steadyMs: number; spansPerRollout: number }>(
       import.meta.url,
       ["--json", "--agl-root", checkout, ...forwarded.map((name) => `--${name}=${args[name]}`)],
       here,
     );
-    console.log(`${checkout}: ${result.steadyMs.toFixed(2)} ms a rollout after the first step (${result.rollouts} rollouts)`);
+    console.log(
+      `${checkout}: ${result.steadyMs.toFixed(2)} ms a rollout after the first step (${result.rollouts} rollouts, ` +
+        `${result.spansPerRollout.toFixed(2)} spans each)`,
+    );
+    spans.set(checkout, [...(spans.get(checkout) ?? []), result.spansPerRollout]);
     return result;
   };
   const figures = inTurns([here, base], Number(args.rounds), run, (result) => result.steadyMs);
   printSummary(figures, "store CPU a rollout after the first step", "ms", 2);
   const ratio = mean(figures.get(base) ?? []) / mean(figures.get(here) ?? []);
   console.log(`${base} ÷ ${here}, means: ${ratio.toFixed(2)}×`);
+  const spansHere = mean(spans.get(here) ?? []);
+  const spansBase = mean(spans.get(base) ?? []);
+  if (Math.abs(spansHere - spansBase) > 0.01) {
+    console.log(
+      `warning: the checkouts stored ${spansHere.toFixed(2)} and ${spansBase.toFixed(2)} spans a rollout: ` +
+        "their CPU figures are not of the same work",
+    );
+  }
 }
