@@ -1,4 +1,4 @@
-import { create, type DescMessage } from "@bufbuild/protobuf";
+import { create, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { type BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { decodeMessage } from "../encoding/generated-decoder.js";
 import { isProtoKey, isUtf8At, type Scan, scannerOf, spells, uint32At } from "../encoding/generated-scanner.js";
@@ -77,6 +77,7 @@ export class ReceivedSpan implements Span {
 /** The fields a read takes from the bytes. */
 const scanned = ["rolloutId", "attemptId", "sequenceId", "traceId", "spanId", "parentId", "name", "startTime", "endTime"] as const;
 type ScannedFields = Pick<Span, (typeof scanned)[number]>;
+const isScanned = (field: DescField) => (scanned as readonly string[]).includes(field.localName);
 
 /** Received spans whose other fields were read, decoded once (rare: the store's own code reads none of them). */
 const decodedSpans = new WeakMap<ReceivedSpan, Span>();
@@ -90,11 +91,11 @@ function decoded(span: ReceivedSpan): Span {
   return whole;
 }
 
-for (const { localName } of SpanSchema.fields) {
-  if ((scanned as readonly string[]).includes(localName)) continue;
-  Object.defineProperty(ReceivedSpan.prototype, localName, {
+for (const field of SpanSchema.fields) {
+  if (isScanned(field)) continue;
+  Object.defineProperty(ReceivedSpan.prototype, field.localName, {
     get(this: ReceivedSpan) {
-      return decoded(this)[localName as keyof Span];
+      return decoded(this)[field.localName as keyof Span];
     },
   });
 }
@@ -130,7 +131,7 @@ const scanValue = scanner(fields.attributes.message);
  */
 const checkedMessages = new Map<number, { scan: Scan; bit: number }>();
 for (const field of SpanSchema.fields) {
-  if (field === fields.attributes || (scanned as readonly string[]).includes(field.localName)) continue;
+  if (field === fields.attributes || isScanned(field)) continue;
   const singular = field.fieldKind === "message";
   if (!singular && !(field.fieldKind === "list" && field.listKind === "message")) continue; // declined as unknown
   checkedMessages.set(tagOf(field.number, delimited), { scan: scanner(field.message), bit: singular ? 1 << checkedMessages.size : 0 });
