@@ -1,6 +1,7 @@
 import { type DescField, type DescMessage, fromBinary, type MessageShape, ScalarType } from "@bufbuild/protobuf";
 import { StructSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
+import { readMapKey } from "./map-keys.js";
 import { checksEveryString, isPlainProto3, usesJson } from "./plain-proto3.js";
 import { smallBigInt } from "./small-bigints.js";
 import { wireTypeOf } from "./wire-type-of.js";
@@ -187,7 +188,8 @@ function generate(desc: DescMessage): Decode {
         }
         break;
       case "map": {
-        const keyRead = readScalar(field.mapKey, false, field.utf8Validation);
+        const keyRead =
+          field.mapKey === ScalarType.STRING ? `mk(r, b, ${field.utf8Validation})` : readScalar(field.mapKey, false, field.utf8Validation);
         const keyZero = JSON.stringify(String(zeroScalar(field.mapKey)));
         let valueRead: string;
         let valueZero: string;
@@ -245,11 +247,12 @@ function generate(desc: DescMessage): Decode {
     if (decode === null) throw new Error(`no generated decoder for ${children[i]?.typeName}`);
     return decode;
   };
-  return new Function("F", "c", "d", "sj", "i64", "u64", "s64", source)(
+  return new Function("F", "c", "d", "sj", "mk", "i64", "u64", "s64", source)(
     fallBack,
     constants,
     lookup,
     structJson,
+    readMapKey,
     int64,
     uint64,
     sint64,
@@ -337,7 +340,7 @@ function structJson(r: BinaryReader, bytes: Uint8Array, end: number, depth: numb
     let seen = false;
     while (r.pos < entryEnd) {
       const tag = r.uint32();
-      if (tag === 10) key = r.string(strictKeys);
+      if (tag === 10) key = readMapKey(r, bytes, strictKeys);
       else if (tag === 18 && !seen) {
         seen = true;
         value = valueJson(r, bytes, r.uint32() + r.pos, depth + 1);
