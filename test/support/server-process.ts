@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import { readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
@@ -34,6 +36,7 @@ export interface ServerProcessOptions {
 /** Starts `agl serve <args> --port 0` (or another command) and resolves once it prints the address it listens on. */
 export async function startServerProcess(args: string[], options: ServerProcessOptions = {}): Promise<ServerProcess> {
   const entry = options.compiled ? "dist/cli/main.js" : "bin/agl.js";
+  if (options.compiled) assertBuilt(options.root ?? repoRoot, entry);
   const [command, ...commandArgs] = [
     ...(options.prefix ?? []),
     process.execPath,
@@ -85,4 +88,24 @@ export async function startServerProcess(args: string[], options: ServerProcessO
       await exited;
     },
   };
+}
+
+/**
+ * Refuses a compiled CLI older than the sources it was built from: a benchmark would measure code that is no longer
+ * there, and say nothing (`make build` rewrites every file of `dist/`).
+ */
+function assertBuilt(root: string, entry: string): void {
+  let built: number;
+  try {
+    built = statSync(join(root, entry)).mtimeMs;
+  } catch {
+    throw new Error(`${join(root, entry)} does not exist: run \`make build\` in ${root} first`);
+  }
+  const sources = join(root, "src");
+  for (const file of readdirSync(sources, { recursive: true, encoding: "utf8" })) {
+    if (!file.endsWith(".ts") || file.endsWith(".test.ts")) continue;
+    if (statSync(join(sources, file)).mtimeMs > built) {
+      throw new Error(`${join(root, "dist")} is older than ${join(sources, file)}: run \`make build\` in ${root} first`);
+    }
+  }
 }
