@@ -292,7 +292,8 @@ function compareCheckouts(base: string): void {
   if (Number(args.steps) < 2) throw new Error("--compare needs --steps 2 or more: its figure leaves the first step out");
   const here = resolve(fileURLToPath(new URL("../..", import.meta.url)));
   const forwarded = ["steps", "trainer", "engine-ms", "update-ms", "seed", "store-node-args"] as const;
-  const spans = new Map<string, number[]>(); // spans a rollout, each run's, by checkout
+  // Spans a rollout, each run's, by checkout.
+  const spans = new Map<string, number[]>([here, base].map((root) => [root, []]));
   const run = (checkout: string) => {
     const result = runInChild<{ rollouts: number; steadyMs: number; spansPerRollout: number }>(
       import.meta.url,
@@ -303,7 +304,7 @@ function compareCheckouts(base: string): void {
       `${checkout}: ${result.steadyMs.toFixed(2)} ms a rollout after the first step (${result.rollouts} rollouts, ` +
         `${result.spansPerRollout.toFixed(2)} spans each)`,
     );
-    spans.set(checkout, [...(spans.get(checkout) ?? []), result.spansPerRollout]);
+    spans.get(checkout)?.push(result.spansPerRollout);
     return result;
   };
   const figures = inTurns([here, base], Number(args.rounds), run, (result) => result.steadyMs);

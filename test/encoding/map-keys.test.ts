@@ -36,7 +36,7 @@ describe("map keys read once and given back", () => {
         expect(decodeMessage(SpanSchema, bytes)).toStrictEqual(fromBinary(SpanSchema, bytes));
       }
     }
-    // A key read often stays the same string; one that differs from it in a single character is not it.
+    // A key read again and again, and keys one character from it, each come back as themselves.
     const often = spanWith(["gen_ai.request.model", "gen_ai.request.modem", "gen_ai.request.mode"]);
     for (let i = 0; i < 3; i++) {
       expect(Object.keys(decodeMessage(SpanSchema, often).attributes)).toEqual([
