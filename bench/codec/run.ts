@@ -1,10 +1,10 @@
 /**
  * What decoding and encoding one message cost: protobuf-es's `fromBinary` and `toBinary` against agl's generated
  * decoder and encoder (src/encoding/generated-decoder.ts, generated-encoder.ts), on the messages the store handles
- * most: a rollout with its latest attempt, an attempt, a worker carrying the runner pool's heartbeat stats, and an
- * `AddSpans` of one recorded LLM call (~900 token ids, their logprobs, the bodies). Strings are encoded with Node's
- * `Buffer` as in agl's processes. The four run in alternating batches; each figure is the median of the batches, in µs
- * a message.
+ * most: a rollout with its latest attempt, an attempt, a worker carrying the runner pool's heartbeat stats, an
+ * `AddSpans` of one recorded LLM call (~900 token ids, their logprobs, the bodies), and a span of two dozen short
+ * attributes (the names every recorded LLM call repeats). Strings are encoded with Node's `Buffer` as in agl's
+ * processes. The four codecs run in alternating batches; each figure is the median of the batches, in µs a message.
  *
  *   npx tsx bench/codec/run.ts [--batches 15] [--batch-ms 200]
  */
@@ -89,6 +89,38 @@ const span = create(SpanSchema, {
   },
 });
 const addSpans = create(AddSpansRequestSchema, { spans: [span], id: 1 });
+// A span as the demo's agent records its LLM call: two dozen short attributes, the names every such span repeats.
+const namedSpan = create(SpanSchema, {
+  ...span,
+  attributes: Object.fromEntries(
+    [
+      "agl.llm.source",
+      "gen_ai.operation.name",
+      "gen_ai.provider.name",
+      "gen_ai.system",
+      "agl.llm.stream",
+      "gen_ai.request.model",
+      "gen_ai.request.temperature",
+      "gen_ai.request.max_tokens",
+      "agl.llm.http_status",
+      "agl.llm.time_to_first_byte_ms",
+      "gen_ai.response.id",
+      "gen_ai.response.model",
+      "gen_ai.response.finish_reasons",
+      "gen_ai.usage.input_tokens",
+      "gen_ai.usage.output_tokens",
+      "agl.llm.latency_ms",
+      "agl.llm.resources_id",
+      "agl.llm.resources_version",
+      "agl.llm.upstream_tries",
+      "agl.llm.backend",
+      "agl.llm.api",
+      "agentlightning.rollout_id",
+      "agentlightning.attempt_id",
+      "agent.name",
+    ].map((name, i) => [name, i % 2 === 0 ? attr.string(`value-${i}`) : attr.double(i * 1.5)]),
+  ),
+});
 
 /** Runs `fn` for about `batchMs`, and gives its µs a call. */
 function batch(fn: () => unknown): number {
@@ -126,3 +158,4 @@ measure("rollout, with its latest attempt", RolloutSchema, rollout);
 measure("attempt", AttemptSchema, attempt);
 measure("worker, 20 heartbeat stats", WorkerSchema, worker);
 measure("AddSpans, one LLM call (900 token ids)", AddSpansRequestSchema, addSpans);
+measure("span, 24 short attributes", SpanSchema, namedSpan);
