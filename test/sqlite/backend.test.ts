@@ -28,6 +28,7 @@ import { createSqliteBackend } from "../../src/store/backends/sqlite/sqlite-back
 import { decodeKeepingSpans } from "../../src/store/span-wire.js";
 import { RowCache, type RolloutSpans } from "../../src/store/backends/sqlite/sqlite-row-cache.js";
 import { openSchema, SCHEMA_VERSION } from "../../src/store/backends/sqlite/sqlite-schema.js";
+import { aggregates } from "../../src/store/backends/sqlite/sqlite-queries.js";
 import { prepareStatements } from "../../src/store/backends/sqlite/sqlite-statements.js";
 import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, rewardValueKey } from "../../src/core/semconv.js";
 
@@ -1329,6 +1330,48 @@ describe("sqlite backend on a file", () => {
     const plan = db.prepare(`EXPLAIN QUERY PLAN ${prepareStatements(db).latestAttempt.source}`).all("ro-1") as { detail: string }[];
     db.close();
     expect(plan.map((step) => step.detail)).toEqual(["SEARCH attempts USING INDEX attempts_sequence (rollout_id=?)"]);
+  });
+
+  it("counts finished rollouts by end time from the index of finished rollouts alone", () => {
+    const db = new Database(":memory:");
+    openSchema(db);
+    const { text, values } = aggregates.timeline({ start: 0, end: 100, bucketSeconds: 10, scope: {} }, "end_time");
+    const plan = db.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...values) as { detail: string }[];
+    const indexed = db.prepare("SELECT sql FROM sqlite_schema WHERE name = 'rollouts_end'").pluck().get();
+    db.close();
+    expect(plan.map((step) => step.detail)).toContain("SEARCH rollouts USING COVERING INDEX rollouts_end (end_time>? AND end_time<?)");
+    expect(indexed).toMatch(/WHERE end_time IS NOT NULL$/);
+  });
+
+  it("upgrades a version 3 database: the index of finished rollouts keeps them and leaves out the others", async () => {
+    const path = join(dir, "v3.db");
+    const first = createSqliteBackend({ path });
+    await first.transaction((t) =>
+      t.insertRollouts([
+        rollout("ro-1", { status: RolloutStatus.SUCCEEDED, endTime: 15 }),
+        rollout("ro-2", { status: RolloutStatus.FAILED, endTime: 25 }),
+        rollout("ro-3", { status: RolloutStatus.RUNNING }),
+      ]),
+    );
+    await first.close();
+    // Back to version 3: every rollout in the index.
+    const db = new Database(path);
+    db.exec("DROP INDEX rollouts_end; CREATE INDEX rollouts_end ON rollouts (end_time, mode, status)");
+    db.pragma("user_version = 3");
+    db.close();
+
+    const second = createSqliteBackend({ path });
+    const timeline = await second.transaction((t) => t.rolloutTimeline({ start: 0, end: 100, bucketSeconds: 10, scope: {} }));
+    await second.close();
+    const upgraded = new Database(path, { readonly: true });
+    const entries = upgraded.prepare("SELECT count(*) FROM rollouts INDEXED BY rollouts_end WHERE end_time >= 0").pluck().get();
+    expect(upgraded.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
+    upgraded.close();
+    expect(entries).toBe(2);
+    expect(timeline.finished.map((b) => [b.bucket, b.status, b.count]).sort()).toEqual([
+      [1, RolloutStatus.SUCCEEDED, 1],
+      [2, RolloutStatus.FAILED, 1],
+    ]);
   });
 
   it("reads a rollout's last sequence id from its counter's key and the spans' index alone", () => {
