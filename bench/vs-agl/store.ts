@@ -18,6 +18,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { assertBuilt } from "../../test/support/server-process.js";
 import { median } from "../stats.js";
 import { runAgl03Store, type StoreFigures } from "./agl03-store.js";
 
@@ -36,6 +37,8 @@ const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const rollouts = Number(args.rollouts);
 const runners = Number(args.runners);
 const warmup = Number(args.warmup);
+// The agl rows run each checkout's compiled server: refuse a stale one now, not after AGL's runs of the first round.
+for (const root of [repoRoot, ...(args.base ? [args.base] : [])]) assertBuilt(root);
 const venv = `${repoRoot}${execFileSync(`${repoRoot}bench/vs-agl/setup.sh`, ["store"], { encoding: "utf8" }).trim()}`;
 
 /** Runs bench/store/run.ts (this checkout's load generator) against `root`'s compiled server. */

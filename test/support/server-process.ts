@@ -35,8 +35,8 @@ export interface ServerProcessOptions {
 
 /** Starts `agl serve <args> --port 0` (or another command) and resolves once it prints the address it listens on. */
 export async function startServerProcess(args: string[], options: ServerProcessOptions = {}): Promise<ServerProcess> {
-  const entry = options.compiled ? "dist/cli/main.js" : "bin/agl.js";
-  if (options.compiled) assertBuilt(options.root ?? repoRoot, entry);
+  const entry = options.compiled ? compiledEntry : "bin/agl.js";
+  if (options.compiled) assertBuilt(options.root ?? repoRoot);
   const [command, ...commandArgs] = [
     ...(options.prefix ?? []),
     process.execPath,
@@ -90,16 +90,19 @@ export async function startServerProcess(args: string[], options: ServerProcessO
   };
 }
 
+const compiledEntry = "dist/cli/main.js";
+
 /**
  * Refuses a compiled CLI older than the sources it was built from: a benchmark would measure code that is no longer
- * there, and say nothing (`make build` rewrites every file of `dist/`).
+ * there, and say nothing (`make build` rewrites every file of `dist/`). A benchmark calls it up front where other
+ * runs come before its first server.
  */
-function assertBuilt(root: string, entry: string): void {
+export function assertBuilt(root = repoRoot): void {
   let built: number;
   try {
-    built = statSync(join(root, entry)).mtimeMs;
+    built = statSync(join(root, compiledEntry)).mtimeMs;
   } catch {
-    throw new Error(`${join(root, entry)} does not exist: run \`make build\` in ${root} first`);
+    throw new Error(`${join(root, compiledEntry)} does not exist: run \`make build\` in ${root} first`);
   }
   const sources = join(root, "src");
   for (const file of readdirSync(sources, { recursive: true, encoding: "utf8" })) {
