@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
+const compiledEntry = "dist/cli/main.js";
 
 /** A real `agl serve` process. */
 export interface ServerProcess {
@@ -89,8 +90,6 @@ export async function startServerProcess(args: string[], options: ServerProcessO
     },
   };
 }
-
-const compiledEntry = "dist/cli/main.js";
 
 /**
  * Refuses a compiled CLI older than the sources it was built from: a benchmark would measure code that is no longer
