@@ -37,7 +37,7 @@ export interface ServerProcessOptions {
 /** Starts `agl serve <args> --port 0` (or another command) and resolves once it prints the address it listens on. */
 export async function startServerProcess(args: string[], options: ServerProcessOptions = {}): Promise<ServerProcess> {
   const entry = options.compiled ? compiledEntry : "bin/agl.js";
-  if (options.compiled) assertBuilt(options.root ?? repoRoot);
+  if (options.compiled) assertBuilt(options.root);
   const [command, ...commandArgs] = [
     ...(options.prefix ?? []),
     process.execPath,
