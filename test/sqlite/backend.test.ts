@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -18,6 +18,7 @@ import {
   RolloutStatus,
   type Span,
   SpanSchema,
+  type Worker,
   WorkerSchema,
   WorkerStatus,
 } from "../../src/gen/agl/v1/types_pb.js";
@@ -438,6 +439,36 @@ describe.each(backends)("$name backend", ({ make }) => {
       expect(result.idleDesc).toEqual(["w-2", "w-1", "W-3"]);
       expect(result.got?.status).toBe(WorkerStatus.BUSY);
     });
+
+    it("keeps a worker's heartbeat stats through rewrites, whatever callers do with their objects later", async () => {
+      const stats = { cpu: 0.5, tags: ["a"], nested: { n: 1 } };
+      await tx((t) => t.putWorker(worker("w-1", WorkerStatus.IDLE, { heartbeatStats: stats })));
+      stats.cpu = 9;
+      stats.nested.n = 9;
+      for (let i = 1; i <= 3; i++) {
+        await tx(async (t) => {
+          const read = (await t.getWorker("w-1")) as Worker;
+          read.status = WorkerStatus.BUSY;
+          read.lastBusyTime = i;
+          await t.putWorker(read);
+          read.status = WorkerStatus.UNKNOWN; // after the write: the caller's object, not the stored row
+        });
+      }
+      const got = (await tx((t) => t.getWorker("w-1"))) as Worker;
+      expect(got).toMatchObject({
+        status: WorkerStatus.BUSY,
+        lastBusyTime: 3,
+        heartbeatStats: { cpu: 0.5, tags: ["a"], nested: { n: 1 } },
+      });
+      got.status = WorkerStatus.IDLE;
+      got.heartbeatStats = { cpu: 1 };
+      const again = await tx(async (t) => ({
+        got: await t.getWorker("w-1"),
+        listed: (await t.queryWorkers({ any: false }, page({}))).items,
+      }));
+      expect(again.got).toMatchObject({ status: WorkerStatus.BUSY, heartbeatStats: { cpu: 0.5, tags: ["a"], nested: { n: 1 } } });
+      expect(again.listed).toEqual([again.got]);
+    });
   });
 
   describe("transactions", () => {
@@ -781,6 +812,36 @@ describe("sqlite backend on a file", () => {
       expect(firstSeen!.length).toBeLessThan(names.length);
       expect(committed(path)).toHaveLength(names.length);
     });
+  });
+
+  it("stores a worker as bytes any protobuf decoder reads as the worker written, stats and all", async () => {
+    const path = join(dir, "workers.db");
+    const backend = createSqliteBackend({ path });
+    const stats = { done: 3, host: "h", load: [0.5, 1] };
+    await backend.transaction((t) =>
+      t.putWorker(create(WorkerSchema, { workerId: "w-1", status: WorkerStatus.IDLE, heartbeatStats: stats })),
+    );
+    // Read back and rewritten, as claims and attempts' ends do: the stats' field is written from what was stored.
+    await backend.transaction(async (t) => {
+      const read = (await t.getWorker("w-1")) as Worker;
+      await t.putWorker({ ...read, status: WorkerStatus.BUSY, currentRolloutId: "ro-1", lastBusyTime: 5 });
+    });
+    await backend.close();
+    const db = new Database(path, { readonly: true });
+    const { data } = db.prepare("SELECT data FROM workers WHERE worker_id = 'w-1'").get() as { data: Uint8Array };
+    db.close();
+    expect(fromBinary(WorkerSchema, data)).toEqual(
+      create(WorkerSchema, {
+        workerId: "w-1",
+        status: WorkerStatus.BUSY,
+        currentRolloutId: "ro-1",
+        lastBusyTime: 5,
+        heartbeatStats: stats,
+      }),
+    );
+    const reopened = createSqliteBackend({ path });
+    expect((await reopened.transaction((t) => t.getWorker("w-1")))?.heartbeatStats).toEqual(stats);
+    await reopened.close();
   });
 
   describe("row cache", () => {

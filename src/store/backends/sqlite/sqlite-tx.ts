@@ -1,13 +1,4 @@
-import { encodeMessage } from "../../../encoding/generated-encoder.js";
-import {
-  type Attempt,
-  type ResourcesUpdate,
-  type Rollout,
-  type RolloutStatus,
-  type Span,
-  type Worker,
-  WorkerSchema,
-} from "../../../gen/agl/v1/types_pb.js";
+import type { Attempt, ResourcesUpdate, Rollout, RolloutStatus, Span, Worker } from "../../../gen/agl/v1/types_pb.js";
 import {
   type PageResult,
   type PageSpec,
@@ -29,7 +20,7 @@ import { plainSpan } from "../../received-span.js";
 import { encodeSpan, factsOf, wasReceived } from "../../span-wire.js";
 import { fieldValue, sortAndPage } from "../memory/memory-query.js";
 import { bucketCount, finalRewards, rewardGroups, type SqlRow } from "../sql/aggregate-rows.js";
-import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, decodeWorker, rolloutRow, time } from "../sql/stored-messages.js";
+import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, rolloutRow, time } from "../sql/stored-messages.js";
 import {
   aggregates,
   attemptWhere,
@@ -43,6 +34,7 @@ import {
 } from "./sqlite-queries.js";
 import type { RowCache } from "./sqlite-row-cache.js";
 import { attemptRow, resourcesRow, type RowUpdates, type Statements } from "./sqlite-statements.js";
+import { decodeWorker, encodeWorker } from "./sqlite-worker-rows.js";
 
 /** A span's key within its rollout, as the row cache keeps the rollout's spans. */
 const spanInRollout = (attemptId: string, spanId: string) => `${attemptId}\0${spanId}`;
@@ -394,7 +386,7 @@ export class SqliteTx implements StorageTx {
 
   async putWorker(worker: Worker): Promise<void> {
     this.checkWrite();
-    const data = encodeMessage(WorkerSchema, worker);
+    const data = encodeWorker(worker);
     this.s.putWorker.run(
       worker.workerId,
       worker.status,
