@@ -7,10 +7,10 @@ import { frozenCopy } from "../../deep-copy.js";
 
 /**
  * A worker's row is read and rewritten at each claim and at each attempt's end, and its heartbeat stats (a Struct of
- * the runner's figures, some twenty entries) took most of the time of both: the demo's worker row took 6.0–6.7 µs to
- * decode, change and encode again, 1.2–1.5 µs this way. The stats change only with a heartbeat, so here they are
+ * the runner's figures, some twenty entries) took most of the time of both: the demo's worker row took 5.9–6.9 µs to
+ * decode, change and encode again, 1.6–2.2 µs this way. The stats change only with a heartbeat, so here they are
  * decoded and encoded once per heartbeat. The workers read from one stored row share one deeply frozen stats object (a
- * write replaces a worker's stats, never edits them), and the encoded field of such an object is remembered.
+ * write replaces a worker's stats, never edits them), and the encoded value of such an object is remembered.
  *
  * The row cache keeps the bytes it stored or read, so a row's bytes are the key of the worker they hold.
  */
