@@ -13,7 +13,7 @@ import { decodeSpan } from "../sql/stored-messages.js";
  */
 
 /** Version of the schema this code writes; kept in the `schema_version` table. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** Migrations by the version they produce: `migrations[n - 1]` turns version n-1 into n. */
 const migrations: string[] = [
@@ -130,6 +130,13 @@ const migrations: string[] = [
   -- resource_versions now keeps every published version (the history); version 1 pruned it to the newest 1,000.
   INSERT INTO resource_versions (resources_id, version, data) SELECT resources_id, version, data FROM resources
     ON CONFLICT (resources_id, version) DO NOTHING;
+  `,
+  // 3: \`rollouts_end\` holds finished rollouts only (SQLite's version 4). An update that changes an indexed column adds
+  // an entry to every index that takes the new row; a rollout's status changes before its end now add none here.
+  // Every query that used the index still can: a range on end_time implies NOT NULL.
+  `
+  DROP INDEX rollouts_end;
+  CREATE INDEX rollouts_end ON rollouts (end_time, mode, status) WHERE end_time IS NOT NULL;
   `,
 ];
 
