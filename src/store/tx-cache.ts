@@ -1,5 +1,20 @@
-import type { Attempt, Rollout, Worker } from "../gen/agl/v1/types_pb.js";
-import { attemptKey, type StorageTx } from "./backend.js";
+import type { Attempt, ResourcesUpdate, Rollout, Span, Worker } from "../gen/agl/v1/types_pb.js";
+import {
+  attemptKey,
+  type PageResult,
+  type PageSpec,
+  type ResourcesFilter,
+  type RewardGroup,
+  type RolloutFilter,
+  type RolloutScope,
+  type SpanFilter,
+  type StorageCounts,
+  type StorageTx,
+  type StoreEvent,
+  type Timeline,
+  type TimelineQuery,
+  type WorkerFilter,
+} from "./backend.js";
 import { deepCopy } from "./deep-copy.js";
 
 /** A transaction that remembers rows it read or wrote; `flush()` writes every changed row once. */
@@ -17,186 +32,236 @@ export type AttemptObserver = (attempt: Attempt, rollout: Rollout | undefined) =
  * writes, so queries always see them.
  */
 export function withTxCache(tx: StorageTx, onAttempt?: AttemptObserver): CachedTx {
-  const rollouts = new Map<string, Rollout | undefined>();
-  const attempts = new Map<string, Attempt>();
-  const latest = new Map<string, Attempt | undefined>();
-  const workers = new Map<string, Worker | undefined>();
+  return new TxCache(tx, onAttempt);
+}
+
+/**
+ * A class, not an object of closures: a store call makes one or more, and thirty-odd closures each were a good part of
+ * what the call allocated. Reads that pass through flush first only when a write is pending, so a clean transaction's
+ * query costs no extra promise.
+ */
+class TxCache implements CachedTx {
+  private readonly rollouts = new Map<string, Rollout | undefined>();
+  private readonly attempts = new Map<string, Attempt>();
+  private readonly latest = new Map<string, Attempt | undefined>();
+  private readonly workers = new Map<string, Worker | undefined>();
   // Keyed by id: when a row is put again (possibly as another object), the last put wins.
-  const dirtyRollouts = new Map<string, Rollout>();
-  const dirtyAttempts = new Map<string, Attempt>();
-  const dirtyWorkers = new Map<string, Worker>();
+  private readonly dirtyRollouts = new Map<string, Rollout>();
+  private readonly dirtyAttempts = new Map<string, Attempt>();
+  private readonly dirtyWorkers = new Map<string, Worker>();
 
-  async function flush() {
-    for (const rollout of dirtyRollouts.values()) await tx.putRollout(rollout);
-    for (const attempt of dirtyAttempts.values()) await tx.putAttempt(attempt);
-    for (const worker of dirtyWorkers.values()) await tx.putWorker(worker);
-    dirtyRollouts.clear();
-    dirtyAttempts.clear();
-    dirtyWorkers.clear();
+  constructor(
+    private readonly tx: StorageTx,
+    private readonly onAttempt: AttemptObserver | undefined,
+  ) {}
+
+  private get dirty(): boolean {
+    return this.dirtyRollouts.size > 0 || this.dirtyAttempts.size > 0 || this.dirtyWorkers.size > 0;
   }
-  const rememberAttempt = (attempt: Attempt) => {
-    attempts.set(attemptKey(attempt.rolloutId, attempt.attemptId), attempt);
-    const current = latest.get(attempt.rolloutId);
-    if (latest.has(attempt.rolloutId) && (!current || attempt.sequenceId >= current.sequenceId)) {
-      latest.set(attempt.rolloutId, attempt);
-    }
-  };
 
-  return {
-    flush,
-    async insertRollouts(items) {
-      await tx.insertRollouts(items);
-      for (const rollout of items) rollouts.set(rollout.rolloutId, deepCopy(rollout));
-    },
-    async getRollout(id) {
-      if (!rollouts.has(id)) rollouts.set(id, await tx.getRollout(id));
-      return rollouts.get(id);
-    },
-    async putRollout(rollout) {
-      rollouts.set(rollout.rolloutId, rollout);
-      dirtyRollouts.set(rollout.rolloutId, rollout);
-    },
-    async insertAttempt(attempt) {
-      await tx.insertAttempt(attempt);
-      const copy = deepCopy(attempt);
-      latest.set(attempt.rolloutId, copy);
-      rememberAttempt(copy);
-      onAttempt?.(copy, rollouts.get(attempt.rolloutId));
-    },
-    async getAttempt(rolloutId, attemptId) {
-      const key = attemptKey(rolloutId, attemptId);
-      if (!attempts.has(key)) {
-        const attempt = await tx.getAttempt(rolloutId, attemptId);
-        if (!attempt) return undefined;
-        rememberAttempt(attempt);
+  async flush(): Promise<void> {
+    for (const rollout of this.dirtyRollouts.values()) await this.tx.putRollout(rollout);
+    for (const attempt of this.dirtyAttempts.values()) await this.tx.putAttempt(attempt);
+    for (const worker of this.dirtyWorkers.values()) await this.tx.putWorker(worker);
+    this.dirtyRollouts.clear();
+    this.dirtyAttempts.clear();
+    this.dirtyWorkers.clear();
+  }
+
+  private rememberAttempt(attempt: Attempt): void {
+    this.attempts.set(attemptKey(attempt.rolloutId, attempt.attemptId), attempt);
+    const current = this.latest.get(attempt.rolloutId);
+    if (this.latest.has(attempt.rolloutId) && (!current || attempt.sequenceId >= current.sequenceId)) {
+      this.latest.set(attempt.rolloutId, attempt);
+    }
+  }
+
+  async insertRollouts(items: Rollout[]): Promise<void> {
+    await this.tx.insertRollouts(items);
+    for (const rollout of items) this.rollouts.set(rollout.rolloutId, deepCopy(rollout));
+  }
+
+  async getRollout(id: string): Promise<Rollout | undefined> {
+    if (!this.rollouts.has(id)) this.rollouts.set(id, await this.tx.getRollout(id));
+    return this.rollouts.get(id);
+  }
+
+  async putRollout(rollout: Rollout): Promise<void> {
+    this.rollouts.set(rollout.rolloutId, rollout);
+    this.dirtyRollouts.set(rollout.rolloutId, rollout);
+  }
+
+  async insertAttempt(attempt: Attempt): Promise<void> {
+    await this.tx.insertAttempt(attempt);
+    const copy = deepCopy(attempt);
+    this.latest.set(attempt.rolloutId, copy);
+    this.rememberAttempt(copy);
+    this.onAttempt?.(copy, this.rollouts.get(attempt.rolloutId));
+  }
+
+  async getAttempt(rolloutId: string, attemptId: string): Promise<Attempt | undefined> {
+    const key = attemptKey(rolloutId, attemptId);
+    if (!this.attempts.has(key)) {
+      const attempt = await this.tx.getAttempt(rolloutId, attemptId);
+      if (!attempt) return undefined;
+      this.rememberAttempt(attempt);
+    }
+    return this.attempts.get(key);
+  }
+
+  async latestAttempts(ids: string[]): Promise<Map<string, Attempt>> {
+    const missing = ids.filter((id) => !this.latest.has(id));
+    if (missing.length > 0) {
+      const found = await this.tx.latestAttempts(missing);
+      for (const id of missing) {
+        const attempt = found.get(id);
+        // Prefer an attempt object this transaction already holds, so every reader sees the same row.
+        const known = attempt && this.attempts.get(attemptKey(id, attempt.attemptId));
+        this.latest.set(id, known ?? attempt);
+        if (attempt && !known) this.rememberAttempt(attempt);
       }
-      return attempts.get(key);
-    },
-    async latestAttempts(ids) {
-      const missing = ids.filter((id) => !latest.has(id));
-      if (missing.length > 0) {
-        const found = await tx.latestAttempts(missing);
-        for (const id of missing) {
-          const attempt = found.get(id);
-          // Prefer an attempt object this transaction already holds, so every reader sees the same row.
-          const known = attempt && attempts.get(attemptKey(id, attempt.attemptId));
-          latest.set(id, known ?? attempt);
-          if (attempt && !known) rememberAttempt(attempt);
-        }
-      }
-      const result = new Map<string, Attempt>();
-      for (const id of ids) {
-        const attempt = latest.get(id);
-        if (attempt) result.set(id, attempt);
-      }
-      return result;
-    },
-    async putAttempt(attempt) {
-      rememberAttempt(attempt);
-      dirtyAttempts.set(attemptKey(attempt.rolloutId, attempt.attemptId), attempt);
-      onAttempt?.(attempt, rollouts.get(attempt.rolloutId));
-    },
-    async getWorker(id) {
-      if (!workers.has(id)) workers.set(id, await tx.getWorker(id));
-      return workers.get(id);
-    },
-    async putWorker(worker) {
-      workers.set(worker.workerId, worker);
-      dirtyWorkers.set(worker.workerId, worker);
-    },
-    // Everything else passes through once pending writes are flushed.
-    async queryRollouts(filter, page) {
-      await flush();
-      return tx.queryRollouts(filter, page);
-    },
-    async activeRollouts() {
-      await flush();
-      return tx.activeRollouts();
-    },
-    async queryAttempts(rolloutId, page) {
-      await flush();
-      return tx.queryAttempts(rolloutId, page);
-    },
-    async enqueue(ids) {
-      await flush();
-      return tx.enqueue(ids);
-    },
-    async dequeue(limit) {
-      await flush();
-      return tx.dequeue(limit);
-    },
-    async insertSpans(spans) {
-      await flush();
-      return tx.insertSpans(spans);
-    },
-    async existingSpans(keys) {
-      await flush();
-      return tx.existingSpans(keys);
-    },
-    async querySpans(filter, page) {
-      await flush();
-      return tx.querySpans(filter, page);
-    },
-    async nextSequenceId(rolloutId, count) {
-      await flush();
-      return tx.nextSequenceId(rolloutId, count);
-    },
-    async raiseSequenceId(rolloutId, value) {
-      await flush();
-      return tx.raiseSequenceId(rolloutId, value);
-    },
-    async insertResources(update) {
-      await flush();
-      return tx.insertResources(update);
-    },
-    async putResources(update) {
-      await flush();
-      return tx.putResources(update);
-    },
-    async getResources(id) {
-      await flush();
-      return tx.getResources(id);
-    },
-    async latestResources() {
-      await flush();
-      return tx.latestResources();
-    },
-    async queryResources(filter, page) {
-      await flush();
-      return tx.queryResources(filter, page);
-    },
-    async getResourcesVersion(id, version) {
-      await flush();
-      return tx.getResourcesVersion(id, version);
-    },
-    async queryResourceVersions(id, page) {
-      await flush();
-      return tx.queryResourceVersions(id, page);
-    },
-    async queryWorkers(filter, page) {
-      await flush();
-      return tx.queryWorkers(filter, page);
-    },
-    async counts() {
-      await flush();
-      return tx.counts();
-    },
-    async firstRolloutStartTime() {
-      await flush();
-      return tx.firstRolloutStartTime();
-    },
-    async rolloutTimeline(query) {
-      await flush();
-      return tx.rolloutTimeline(query);
-    },
-    async rewardGroups(scope) {
-      await flush();
-      return tx.rewardGroups(scope);
-    },
-    async finalRewards(rolloutIds) {
-      await flush();
-      return tx.finalRewards(rolloutIds);
-    },
-    notify: (event) => tx.notify(event),
-  };
+    }
+    const result = new Map<string, Attempt>();
+    for (const id of ids) {
+      const attempt = this.latest.get(id);
+      if (attempt) result.set(id, attempt);
+    }
+    return result;
+  }
+
+  async putAttempt(attempt: Attempt): Promise<void> {
+    this.rememberAttempt(attempt);
+    this.dirtyAttempts.set(attemptKey(attempt.rolloutId, attempt.attemptId), attempt);
+    this.onAttempt?.(attempt, this.rollouts.get(attempt.rolloutId));
+  }
+
+  async getWorker(id: string): Promise<Worker | undefined> {
+    if (!this.workers.has(id)) this.workers.set(id, await this.tx.getWorker(id));
+    return this.workers.get(id);
+  }
+
+  async putWorker(worker: Worker): Promise<void> {
+    this.workers.set(worker.workerId, worker);
+    this.dirtyWorkers.set(worker.workerId, worker);
+  }
+
+  // Everything else passes through once pending writes are flushed.
+  async queryRollouts(filter: RolloutFilter, page: PageSpec): Promise<PageResult<Rollout>> {
+    if (this.dirty) await this.flush();
+    return this.tx.queryRollouts(filter, page);
+  }
+
+  async activeRollouts(): Promise<Rollout[]> {
+    if (this.dirty) await this.flush();
+    return this.tx.activeRollouts();
+  }
+
+  async queryAttempts(rolloutId: string, page: PageSpec): Promise<PageResult<Attempt>> {
+    if (this.dirty) await this.flush();
+    return this.tx.queryAttempts(rolloutId, page);
+  }
+
+  async enqueue(ids: string[]): Promise<void> {
+    if (this.dirty) await this.flush();
+    return this.tx.enqueue(ids);
+  }
+
+  async dequeue(limit: number): Promise<string[]> {
+    if (this.dirty) await this.flush();
+    return this.tx.dequeue(limit);
+  }
+
+  async insertSpans(spans: Span[]): Promise<Array<{ sequenceId: number; duplicate: boolean }>> {
+    if (this.dirty) await this.flush();
+    return this.tx.insertSpans(spans);
+  }
+
+  async existingSpans(keys: Array<[string, string, string]>): Promise<Map<string, number>> {
+    if (this.dirty) await this.flush();
+    return this.tx.existingSpans(keys);
+  }
+
+  async querySpans(filter: SpanFilter, page: PageSpec): Promise<PageResult<Span>> {
+    if (this.dirty) await this.flush();
+    return this.tx.querySpans(filter, page);
+  }
+
+  async nextSequenceId(rolloutId: string, count: number): Promise<number> {
+    if (this.dirty) await this.flush();
+    return this.tx.nextSequenceId(rolloutId, count);
+  }
+
+  async raiseSequenceId(rolloutId: string, value: number): Promise<void> {
+    if (this.dirty) await this.flush();
+    return this.tx.raiseSequenceId(rolloutId, value);
+  }
+
+  async insertResources(update: ResourcesUpdate): Promise<void> {
+    if (this.dirty) await this.flush();
+    return this.tx.insertResources(update);
+  }
+
+  async putResources(update: ResourcesUpdate): Promise<void> {
+    if (this.dirty) await this.flush();
+    return this.tx.putResources(update);
+  }
+
+  async getResources(id: string): Promise<ResourcesUpdate | undefined> {
+    if (this.dirty) await this.flush();
+    return this.tx.getResources(id);
+  }
+
+  async latestResources(): Promise<ResourcesUpdate | undefined> {
+    if (this.dirty) await this.flush();
+    return this.tx.latestResources();
+  }
+
+  async queryResources(filter: ResourcesFilter, page: PageSpec): Promise<PageResult<ResourcesUpdate>> {
+    if (this.dirty) await this.flush();
+    return this.tx.queryResources(filter, page);
+  }
+
+  async getResourcesVersion(id: string, version: number): Promise<ResourcesUpdate | undefined> {
+    if (this.dirty) await this.flush();
+    return this.tx.getResourcesVersion(id, version);
+  }
+
+  async queryResourceVersions(id: string, page: PageSpec): Promise<PageResult<ResourcesUpdate>> {
+    if (this.dirty) await this.flush();
+    return this.tx.queryResourceVersions(id, page);
+  }
+
+  async queryWorkers(filter: WorkerFilter, page: PageSpec): Promise<PageResult<Worker>> {
+    if (this.dirty) await this.flush();
+    return this.tx.queryWorkers(filter, page);
+  }
+
+  async counts(): Promise<StorageCounts> {
+    if (this.dirty) await this.flush();
+    return this.tx.counts();
+  }
+
+  async firstRolloutStartTime(): Promise<number | undefined> {
+    if (this.dirty) await this.flush();
+    return this.tx.firstRolloutStartTime();
+  }
+
+  async rolloutTimeline(query: TimelineQuery): Promise<Timeline> {
+    if (this.dirty) await this.flush();
+    return this.tx.rolloutTimeline(query);
+  }
+
+  async rewardGroups(scope: RolloutScope): Promise<RewardGroup[]> {
+    if (this.dirty) await this.flush();
+    return this.tx.rewardGroups(scope);
+  }
+
+  async finalRewards(rolloutIds: string[]): Promise<Map<string, number>> {
+    if (this.dirty) await this.flush();
+    return this.tx.finalRewards(rolloutIds);
+  }
+
+  notify(event: StoreEvent): void {
+    this.tx.notify(event);
+  }
 }
