@@ -20,7 +20,8 @@ afterEach(async () => {
 
 describe.each(backends)("transaction cache on %s", (_name, open) => {
   it("writes its pending rows before any read that passes through, and once at the end", async () => {
-    const backend = (opened = open());
+    const backend = open();
+    opened = backend;
     await backend.transaction((tx) =>
       tx.insertRollouts([create(RolloutSchema, { rolloutId: "ro-1", status: RolloutStatus.QUEUING, startTime: 1 })]),
     );
