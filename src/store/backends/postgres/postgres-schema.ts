@@ -131,7 +131,7 @@ const migrations: string[] = [
   INSERT INTO resource_versions (resources_id, version, data) SELECT resources_id, version, data FROM resources
     ON CONFLICT (resources_id, version) DO NOTHING;
   `,
-  // 3: \`rollouts_end\` holds finished rollouts only (SQLite's version 4). An update that changes an indexed column adds
+  // 3: `rollouts_end` holds finished rollouts only (SQLite's version 4). An update that changes an indexed column adds
   // an entry to every index that takes the new row; a rollout's status changes before its end now add none here.
   // Every query that used the index still can: a range on end_time implies NOT NULL.
   `
