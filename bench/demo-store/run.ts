@@ -18,11 +18,16 @@
  *   npx tsx bench/demo-store/run.ts --profile /tmp/prof        # the store's V8 CPU profile, written when it stops
  *   npx tsx bench/demo-store/run.ts --store-node-args=--perf-basic-prof   # Node/V8 flags of the store's process (with =)
  *   npx tsx bench/demo-store/run.ts --compare ../base [--rounds 2]   # this checkout against another, in turns
+ *   npx tsx bench/demo-store/run.ts --work                   # also the store's allocations and promises a rollout
  *
  * `--compare DIR` runs the workload for this checkout and DIR (through each one's `bin/agl.js`), each run in a fresh
  * process, in ABBA order `--rounds` times, and prints each run, the range, mean and median of each checkout's store
  * CPU per rollout after the first step, and how many times DIR's mean is this checkout's: single runs spread by
  * ±10 % as the machine drifts, and an older checkout's runs more than that.
+ *
+ * `--work` counts what the store's process did over the whole run (store-work.mjs, preloaded): the bytes it allocated
+ * and the promises it made, a rollout. Unlike CPU time these do not drift with the machine, so they show changes of a
+ * few per cent that CPU figures cannot; the counting costs CPU of its own. With `--compare`, each run counts.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -51,6 +56,7 @@ const { values: args } = parseArgs({
     profile: { type: "string" },
     "store-node-args": { type: "string", default: "" },
     keep: { type: "boolean", default: false },
+    work: { type: "boolean", default: false },
     compare: { type: "string" },
     rounds: { type: "string", default: "2" },
     // One run's figures as a JSON line at the end (what `--compare` reads from each run).
@@ -207,8 +213,14 @@ const loadBefore = load();
 const nodeArgs = [
   ...args["store-node-args"].split(" ").filter(Boolean),
   ...(args.profile ? ["--cpu-prof", "--cpu-prof-interval=500", `--cpu-prof-dir=${resolve(args.profile)}`] : []),
+  ...(args.work ? [`--import=${new URL("./store-work.mjs", import.meta.url).href}`] : []),
 ];
-const store = await startServerProcess(["--database", join(dir, "agl.db")], { root, nodeArgs });
+const workFile = join(dir, "work.json");
+const store = await startServerProcess(["--database", join(dir, "agl.db")], {
+  root,
+  nodeArgs,
+  env: { AGL_BENCH_WORK_OUT: workFile },
+});
 const storeStart = cpuSeconds(store.pid) ?? 0;
 const startedAt = performance.now();
 // The last CPU reading of every other process of the run, and of theirs (sampled: each exits before the run ends).
@@ -283,9 +295,18 @@ console.log(
 const byRole = new Map<string, number>();
 for (const { role, cpu } of last.values()) byRole.set(role, (byRole.get(role) ?? 0) + cpu);
 for (const [name, cpu] of byRole) console.log(`${name} CPU: ${cpu.toFixed(2)} s, ${perRollout(cpu)} per rollout (start-up included)`);
-if (args.json) console.log(JSON.stringify({ rollouts, steadyMs, spansPerRollout }));
+const work = args.work ? storeWork(workFile, rollouts) : undefined;
+if (work)
+  console.log(`store work (whole run): ${work.allocatedKb.toFixed(0)} KB allocated, ${work.promises.toFixed(0)} promises a rollout`);
+if (args.json) console.log(JSON.stringify({ rollouts, steadyMs, spansPerRollout, work }));
 if (!args.keep) rmSync(dir, { recursive: true, force: true });
 else console.log(`kept ${dir}`);
+
+/** What store-work.mjs counted, a rollout. */
+function storeWork(file: string, rollouts: number): { allocatedKb: number; promises: number } {
+  const counted = JSON.parse(readFileSync(file, "utf8")) as { allocatedBytes: number; promises: number };
+  return { allocatedKb: counted.allocatedBytes / 1024 / rollouts, promises: counted.promises / rollouts };
+}
 
 /** `--compare`: this checkout and `base` in turns, each run a fresh process of this script. */
 function compareCheckouts(base: string): void {
@@ -295,20 +316,37 @@ function compareCheckouts(base: string): void {
   // Spans a rollout, each run's, by checkout.
   const spans = new Map<string, number[]>([here, base].map((root) => [root, []]));
   const run = (checkout: string) => {
-    const result = runInChild<{ rollouts: number; steadyMs: number; spansPerRollout: number }>(
+    const result = runInChild<{
+      rollouts: number;
+      steadyMs: number;
+      spansPerRollout: number;
+      work?: { allocatedKb: number; promises: number };
+    }>(
       import.meta.url,
-      ["--json", "--agl-root", checkout, ...forwarded.map((name) => `--${name}=${args[name]}`)],
+      ["--json", "--agl-root", checkout, ...forwarded.map((name) => `--${name}=${args[name]}`), ...(args.work ? ["--work"] : [])],
       here,
     );
+    const { work } = result;
     console.log(
       `${checkout}: ${result.steadyMs.toFixed(2)} ms a rollout after the first step (${result.rollouts} rollouts, ` +
-        `${result.spansPerRollout.toFixed(2)} spans each)`,
+        `${result.spansPerRollout.toFixed(2)} spans each` +
+        `${work ? `; ${work.allocatedKb.toFixed(0)} KB allocated, ${work.promises.toFixed(0)} promises a rollout` : ""})`,
     );
     spans.get(checkout)?.push(result.spansPerRollout);
+    if (work) {
+      allocated.get(checkout)?.push(work.allocatedKb);
+      promises.get(checkout)?.push(work.promises);
+    }
     return result;
   };
+  const allocated = new Map<string, number[]>([here, base].map((root) => [root, []]));
+  const promises = new Map<string, number[]>([here, base].map((root) => [root, []]));
   const figures = inTurns([here, base], Number(args.rounds), run, (result) => result.steadyMs);
   printSummary(figures, "store CPU a rollout after the first step", "ms", 2);
+  if (args.work) {
+    printSummary(allocated, "store work a rollout", "KB allocated", 0);
+    printSummary(promises, "store work a rollout", "promises", 0);
+  }
   const ratio = mean(figures.get(base) ?? []) / mean(figures.get(here) ?? []);
   console.log(`${base} ÷ ${here}, means: ${ratio.toFixed(2)}×`);
   const spansHere = mean(spans.get(here) ?? []);
