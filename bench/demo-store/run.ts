@@ -26,12 +26,13 @@
  * ±10 % as the machine drifts, and an older checkout's runs more than that.
  *
  * `--work` counts what the store's process did over the whole run (store-work.mjs, preloaded): the bytes it allocated
- * and the promises it made, a rollout. Unlike CPU time these do not drift with the machine, so they show changes of a
- * few per cent that CPU figures cannot; the counting costs CPU of its own. With `--compare`, each run counts.
+ * and the promises it made, a rollout. These move with the machine's speed only as far as calls batch differently
+ * (runs of one checkout spread by up to 3 %, against ±10 % for CPU time), so they show changes of a few per cent that CPU
+ * figures cannot; the counting costs CPU of its own. With `--compare`, each run counts.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -219,7 +220,7 @@ const workFile = join(dir, "work.json");
 const store = await startServerProcess(["--database", join(dir, "agl.db")], {
   root,
   nodeArgs,
-  env: { AGL_BENCH_WORK_OUT: workFile },
+  ...(args.work ? { env: { AGL_BENCH_WORK_OUT: workFile } } : {}),
 });
 const storeStart = cpuSeconds(store.pid) ?? 0;
 const startedAt = performance.now();
@@ -304,6 +305,7 @@ else console.log(`kept ${dir}`);
 
 /** What store-work.mjs counted, a rollout. */
 function storeWork(file: string, rollouts: number): { allocatedKb: number; promises: number } {
+  if (!existsSync(file)) throw new Error(`--work: the store wrote no counts to ${file} (it did not exit normally)`);
   const counted = JSON.parse(readFileSync(file, "utf8")) as { allocatedBytes: number; promises: number };
   return { allocatedKb: counted.allocatedBytes / 1024 / rollouts, promises: counted.promises / rollouts };
 }
@@ -313,8 +315,11 @@ function compareCheckouts(base: string): void {
   if (Number(args.steps) < 2) throw new Error("--compare needs --steps 2 or more: its figure leaves the first step out");
   const here = resolve(fileURLToPath(new URL("../..", import.meta.url)));
   const forwarded = ["steps", "trainer", "engine-ms", "update-ms", "seed", "store-node-args"] as const;
-  // Spans a rollout, each run's, by checkout.
-  const spans = new Map<string, number[]>([here, base].map((root) => [root, []]));
+  const byCheckout = () => new Map<string, number[]>([here, base].map((root) => [root, []]));
+  // Each run's spans a rollout, and with --work its allocations and promises a rollout, by checkout.
+  const spans = byCheckout();
+  const allocated = byCheckout();
+  const promises = byCheckout();
   const run = (checkout: string) => {
     const result = runInChild<{
       rollouts: number;
@@ -339,8 +344,6 @@ function compareCheckouts(base: string): void {
     }
     return result;
   };
-  const allocated = new Map<string, number[]>([here, base].map((root) => [root, []]));
-  const promises = new Map<string, number[]>([here, base].map((root) => [root, []]));
   const figures = inTurns([here, base], Number(args.rounds), run, (result) => result.steadyMs);
   printSummary(figures, "store CPU a rollout after the first step", "ms", 2);
   if (args.work) {

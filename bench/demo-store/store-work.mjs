@@ -1,6 +1,7 @@
 // Preloaded into the store's process by `bench/demo-store/run.ts --work` (`--import`): counts what the process does in
-// all, as figures that do not drift with the machine's speed: the bytes it allocated (what each collection found in
-// use, less what the previous one left) and the promises it made. Written as JSON to $AGL_BENCH_WORK_OUT at exit.
+// all, figures that drift far less with the machine's speed than CPU time: the bytes it allocated (what each
+// collection found in use, less what the previous one left; what came after the last collection is not counted) and
+// the promises it made. Written as JSON to $AGL_BENCH_WORK_OUT at exit.
 // The promise hook costs CPU of its own: compare these figures with each other, not the CPU of such runs.
 import { createHook } from "node:async_hooks";
 import { writeFileSync } from "node:fs";

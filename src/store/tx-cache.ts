@@ -36,8 +36,8 @@ export function withTxCache(tx: StorageTx, onAttempt?: AttemptObserver): CachedT
 }
 
 /**
- * A class, not an object of closures: a store call makes one or more, and their thirty-odd closures each came to 2 % of
- * what the demo's store allocated. Reads that pass through flush first only when a write is pending, so a clean
+ * A class, not an object of closures: a store call makes one or more, and building thirty-odd closures for each came to
+ * 2 % of what the demo's store allocated. Reads that pass through flush first only when a write is pending, so a clean
  * transaction's query costs no extra promise.
  */
 class TxCache implements CachedTx {
