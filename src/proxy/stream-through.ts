@@ -64,6 +64,22 @@ export function streamThrough(
   setImmediate(() => {
     if (!wrote && !res.writableEnded && !res.destroyed) res.flushHeaders();
   });
+  // What one turn of the event loop forwards goes out in one write, at the end of the turn. An answer that arrives
+  // whole (a short one, or a fast engine's) then reaches the client with its end, held `[DONE]` included, in one
+  // write rather than two: `res.end` flushes what is corked. A stream of many turns is delayed by less than a turn.
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    if (!res.writableEnded) res.uncork();
+  };
+  const write = (text: string) => {
+    if (!corked) {
+      corked = true;
+      res.cork();
+      setImmediate(uncork);
+    }
+    return res.write(text);
+  };
 
   const take = (chunks: Record<string, unknown>[]) => {
     let out = "";
@@ -100,7 +116,7 @@ export function streamThrough(
     }
     if (out === "") return;
     wrote = true;
-    if (!res.write(out)) {
+    if (!write(out)) {
       body.pause();
       res.once("drain", () => body.resume());
     }
@@ -117,7 +133,7 @@ export function streamThrough(
       // A translated stream was read on the way: its error, if any, is known here.
       if (call.toChat && !broke && !engineError) {
         const tail = take(call.toChat.end());
-        if (tail) res.write(tail);
+        if (tail) write(tail);
       }
       let known: StreamResult | undefined;
       const result = (): StreamResult => {

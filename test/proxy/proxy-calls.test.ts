@@ -1,5 +1,6 @@
 /** The proxy's happy paths: what the client receives, and the one span per call it stores. */
 import * as http from "node:http";
+import * as net from "node:net";
 import type { AddressInfo } from "node:net";
 import type OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
@@ -127,6 +128,51 @@ describe("LLM proxy calls", () => {
       expect(Date.now() - started).toBeLessThan(400);
       expect(parseSse(await res.text())).toEqual(['{"choices":[{"index":0,"delta":{"content":"late"}}]}', "[DONE]"]);
     } finally {
+      engine.close();
+    }
+  });
+
+  it("answers a stream the engine sent at once in one write to the client, its end included", async () => {
+    const events = ['{"choices":[{"index":0,"delta":{"content":"all"}}]}', '{"choices":[{"index":0,"delta":{"content":" at once"}}]}'];
+    const engine = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end(`${events.map((e) => `data: ${e}\n\n`).join("")}data: [DONE]\n\n`);
+    });
+    await new Promise<void>((resolve) => engine.listen(0, "127.0.0.1", resolve));
+    // Writes to sockets of this process by their peer's port (the proxy runs here): one writev or write each.
+    const writes = new Map<number | undefined, number>();
+    const proto = net.Socket.prototype as unknown as Record<"_write" | "_writev", (this: net.Socket, ...args: unknown[]) => void>;
+    const { _write, _writev } = proto;
+    const counted = (write: typeof _write) =>
+      function (this: net.Socket, ...args: unknown[]) {
+        writes.set(this.remotePort, (writes.get(this.remotePort) ?? 0) + 1);
+        return write.apply(this, args);
+      };
+    proto._write = counted(_write);
+    proto._writev = counted(_writev);
+    try {
+      const port = (engine.address() as AddressInfo).port;
+      h = await startProxyHarness({ proxy: { backends: [{ endpoint: `http://127.0.0.1:${port}/v1`, model: "m" }] } });
+      const { rolloutId, baseUrl } = await h.claim();
+      const url = new URL(`${baseUrl}/chat/completions`);
+      const { text, clientPort } = await new Promise<{ text: string; clientPort: number }>((resolve, reject) => {
+        const req = http.request(url, { method: "POST", headers: { "content-type": "application/json" }, agent: false }, (res) => {
+          let body = "";
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => (body += chunk));
+          res.on("end", () => resolve({ text: body, clientPort: req.socket?.localPort as number }));
+        });
+        req.on("error", reject);
+        req.end(JSON.stringify({ model: "m", messages: [{ role: "user", content: "x" }], stream: true }));
+      });
+      expect(parseSse(text)).toEqual([...events, "[DONE]"]);
+      // The proxy's answer on the client's connection.
+      expect(writes.get(clientPort)).toBe(1);
+      expect((await spansOf(rolloutId)).length).toBe(1);
+    } finally {
+      proto._write = _write;
+      proto._writev = _writev;
       engine.close();
     }
   });
