@@ -66,17 +66,18 @@ export function streamThrough(
   });
   // What one turn of the event loop forwards goes out in one write, at the end of the turn. An answer that arrives
   // whole (a short one, or a fast engine's) then reaches the client with its end, held `[DONE]` included, in one
-  // write rather than two: `res.end` flushes what is corked. A stream of many turns is delayed by less than a turn.
+  // write rather than two: `res.end` uncorks the connection. A stream of many turns is delayed by less than a turn.
+  // The socket is corked, not `res`: on Node 22, `res.end()` sends the answer's end before what `res.cork()` held.
   let corked = false;
-  const uncork = () => {
-    corked = false;
-    if (!res.writableEnded) res.uncork();
-  };
   const write = (text: string) => {
-    if (!corked) {
+    const { socket } = res;
+    if (!corked && socket) {
       corked = true;
-      res.cork();
-      setImmediate(uncork);
+      socket.cork();
+      setImmediate(() => {
+        corked = false;
+        if (!res.writableEnded) socket.uncork();
+      });
     }
     return res.write(text);
   };

@@ -158,10 +158,11 @@ describe("LLM proxy calls", () => {
       const url = new URL(`${baseUrl}/chat/completions`);
       const { text, clientPort } = await new Promise<{ text: string; clientPort: number }>((resolve, reject) => {
         const req = http.request(url, { method: "POST", headers: { "content-type": "application/json" }, agent: false }, (res) => {
+          const clientPort = req.socket?.localPort as number;
           let body = "";
           res.setEncoding("utf8");
           res.on("data", (chunk: string) => (body += chunk));
-          res.on("end", () => resolve({ text: body, clientPort: req.socket?.localPort as number }));
+          res.on("end", () => resolve({ text: body, clientPort }));
         });
         req.on("error", reject);
         req.end(JSON.stringify({ model: "m", messages: [{ role: "user", content: "x" }], stream: true }));
