@@ -1,4 +1,5 @@
 import type * as http from "node:http";
+import { corkUntil } from "../core/cork-until.js";
 import type { AnswerIds, StreamWriter } from "./client-api.js";
 import { type CallKind, type CompletionRecord, createStreamAssembler } from "./completion-reader.js";
 import { createSseSplitter } from "./sse-splitter.js";
@@ -67,18 +68,10 @@ export function streamThrough(
   // What one turn of the event loop forwards goes out in one write, at the end of the turn. An answer that arrives
   // whole (a short one, or a fast engine's) then reaches the client with its end, held `[DONE]` included, in one
   // write rather than two: `res.end` uncorks the connection. A stream of many turns is delayed by less than a turn.
-  // The socket is corked, not `res`: on Node 22, `res.end()` sends the answer's end before what `res.cork()` held.
-  let corked = false;
+  // The socket is corked, not `res`: on Node 22, `res.end()` after `res.cork()` leaves out what was held.
+  const corkForTurn = corkUntil(setImmediate);
   const write = (text: string) => {
-    const { socket } = res;
-    if (!corked && socket) {
-      corked = true;
-      socket.cork();
-      setImmediate(() => {
-        corked = false;
-        if (!res.writableEnded) socket.uncork();
-      });
-    }
+    if (res.socket) corkForTurn(res.socket, () => res.writableEnded);
     return res.write(text);
   };
 

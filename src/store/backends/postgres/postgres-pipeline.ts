@@ -1,5 +1,5 @@
-import type { Writable } from "node:stream";
 import type pg from "pg";
+import { type Corkable, corkUntil } from "../../../core/cork-until.js";
 import { statementName } from "./postgres-rows.js";
 
 /**
@@ -15,7 +15,7 @@ export class StatementPipeline {
   failure: unknown;
   /** Statements sent and not yet answered. */
   private readonly sent: Array<Promise<unknown>> = [];
-  private corked = false;
+  private readonly corkForTick = corkUntil(process.nextTick);
 
   constructor(private readonly client: pg.ClientBase) {}
 
@@ -55,14 +55,7 @@ export class StatementPipeline {
    * writes and COMMIT, say) leave in one system call rather than one each.
    */
   private cork(): void {
-    if (this.corked) return;
-    const stream = (this.client as unknown as { connection?: { stream?: Partial<Writable> } }).connection?.stream;
-    if (!stream?.cork || !stream.uncork) return;
-    this.corked = true;
-    stream.cork();
-    process.nextTick(() => {
-      this.corked = false;
-      stream.uncork?.();
-    });
+    const stream = (this.client as unknown as { connection?: { stream?: Partial<Corkable> } }).connection?.stream;
+    if (stream?.cork && stream.uncork) this.corkForTick(stream as Corkable);
   }
 }
