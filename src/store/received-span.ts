@@ -66,6 +66,12 @@ export class ReceivedSpan implements Span {
     return new ReceivedSpan(this, this.received, this.facts);
   }
 
+  /** The same span holding a copy of its bytes, not a view into the request they came in (see span-wire's `spanToKeep`). */
+  withOwnBytes(): ReceivedSpan {
+    const { bytes, sequenceId } = this.received;
+    return new ReceivedSpan(this, { bytes: new Uint8Array(bytes), sequenceId }, this.facts);
+  }
+
   /** The span as a plain message of its own, as the generated decoder gives it (the sequence id this one has). */
   toPlain(): Span {
     const span = decodeMessage(SpanSchema, this.received.bytes);

@@ -82,8 +82,18 @@ export function copySpan(span: Span): Span {
   return copy;
 }
 
-/** Whether the span was decoded from a request here (its caller holds no reference to it). */
-export const wasReceived = (span: Span): boolean => receivedOf(span) !== undefined;
+/**
+ * A span decoded from a request here, as the store may keep it after the request: holding its own bytes, not a view
+ * into the request's. The view would keep the whole request alive, other spans and all, for as long as this one span
+ * is kept, so the budget of kept spans (counted by their stored size) would not bound their memory: in a heap
+ * snapshot of the demo's store, the kept spans held 271 requests of about 69 KB, 18.7 MB, against 8.4 MB of their own
+ * bytes once copied. Undefined for any other span: its caller holds it and may yet change it.
+ */
+export function spanToKeep(span: Span): Span | undefined {
+  if (span instanceof ReceivedSpan) return span.withOwnBytes();
+  // Decoded whole: the bytes are for storing it, and a copy without them reads the same.
+  return (span as WithReceived)[received] ? { ...span } : undefined;
+}
 
 const receivedOf = (span: Span): Received | undefined => (span instanceof ReceivedSpan ? span.received : (span as WithReceived)[received]);
 

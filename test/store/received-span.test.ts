@@ -16,7 +16,7 @@ import { createMemoryBackend } from "../../src/store/backends/memory/memory-back
 import { createSqliteBackend } from "../../src/store/backends/sqlite/sqlite-backend.js";
 import { ReceivedSpan } from "../../src/store/received-span.js";
 import { factAttributes, spanFacts } from "../../src/store/span-facts.js";
-import { decodeKeepingSpans, factsOf } from "../../src/store/span-wire.js";
+import { decodeKeepingSpans, encodeSpan, factsOf, spanToKeep } from "../../src/store/span-wire.js";
 import { createStore } from "../../src/store/store.js";
 import { contractMessages } from "../encoding/contract-messages.js";
 import { mutateBytes } from "../support/fuzz/mutate.js";
@@ -222,6 +222,34 @@ describe("received spans", () => {
     expect(accepted).toBeGreaterThan(1_000);
     // What agl's encoders write is accepted (types whose random values nest deeper than the limit aside).
     expect(valid).toBeGreaterThan(0.95 * contractMessages.filter((m) => scannerOf(m) !== null).length * 30);
+  });
+
+  it("is kept with bytes of its own, not a view that holds the whole request", () => {
+    const bytes = [fullSpan({ a: text("x") }), fullSpan({ b: text("y") }, "other")].map((span) => toBinary(SpanSchema, span));
+    // In a larger buffer, as a request is when it is read from a connection.
+    const whole = request(...bytes);
+    const inRead = new Uint8Array(64 << 10);
+    inRead.set(whole, 100);
+    const [first, second] = (decodeKeepingSpans(AddSpansRequestSchema, inRead.subarray(100, 100 + whole.length)) as AddSpansRequest)
+      .spans as [Span, Span];
+    expect(first).toBeInstanceOf(ReceivedSpan);
+    first.sequenceId = 9; // as the store assigns one
+    const kept = spanToKeep(first) as ReceivedSpan;
+    expect(kept).toBeInstanceOf(ReceivedSpan);
+    expect(kept.received.bytes.buffer.byteLength).toBe(bytes[0]?.length);
+    expect(kept.toPlain()).toEqual(first.toPlain());
+    expect(fromBinary(SpanSchema, encodeSpan(kept))).toEqual(fromBinary(SpanSchema, encodeSpan(first)));
+    expect(spanToKeep(second)?.sequenceId).toBe(7);
+    // Decoded whole (a request the generated decoder declines: the status met twice), the span holds a view of its
+    // bytes under a symbol; the one kept is a copy without it. A span built in this process is not kept at all.
+    const statusTwice = request(new Uint8Array([...(bytes[0] as Uint8Array), 0x42, 2, 8, 1]));
+    const [decoded] = (decodeKeepingSpans(AddSpansRequestSchema, statusTwice) as AddSpansRequest).spans as [Span];
+    expect(decoded).not.toBeInstanceOf(ReceivedSpan);
+    expect(encodeSpan(decoded).buffer).toBe(statusTwice.buffer);
+    const keptDecoded = spanToKeep(decoded) as Span;
+    expect(keptDecoded).toEqual(decoded);
+    expect(Object.getOwnPropertySymbols(keptDecoded)).toEqual([]);
+    expect(spanToKeep(fullSpan({}))).toBeUndefined();
   });
 
   it("never leaves a backend: reads give plain spans (SQLite, kept and from the file; memory)", async () => {

@@ -79,6 +79,11 @@ export class RowCache {
     if (!on) for (const [rolloutId, spans] of this.keeping) this.dropKept(rolloutId, spans);
   }
 
+  /** Whether a span of the rollout stored now would be kept (see {@link spanStored}). */
+  keepingSpansOf(spans: RolloutSpans): boolean {
+    return this.keepingSpans && spans.kept !== undefined;
+  }
+
   /**
    * A span was stored as `bytes` under `sequenceId`: the rollout's spans are still known while they are few, and kept
    * while spans are kept and the kept spans of all rollouts are under their budget (the oldest rollouts' are dropped

@@ -17,7 +17,7 @@ import {
   spanKey,
 } from "../../backend.js";
 import { plainSpan } from "../../received-span.js";
-import { encodeSpan, factsOf, wasReceived } from "../../span-wire.js";
+import { encodeSpan, factsOf, spanToKeep } from "../../span-wire.js";
 import { fieldValue, sortAndPage } from "../memory/memory-query.js";
 import { bucketCount, finalRewards, rewardGroups, type SqlRow } from "../sql/aggregate-rows.js";
 import { decodeAttempt, decodeResources, decodeRollout, decodeSpan, rolloutRow, time } from "../sql/stored-messages.js";
@@ -232,8 +232,7 @@ export class SqliteTx implements StorageTx {
       if (inserted.changes > 0) {
         if (this.counters.get(span.rolloutId) === span.sequenceId) this.counters.delete(span.rolloutId);
         if (known) {
-          // Only a span decoded here can be kept as it is: one from a caller in this process may yet be changed by it.
-          const keep = wasReceived(span) ? span : undefined;
+          const keep = this.rows.keepingSpansOf(known) ? spanToKeep(span) : undefined;
           this.rows.spanStored(known, span.rolloutId, spanInRollout(span.attemptId, span.spanId), span.sequenceId, keep, data.byteLength);
         }
         result.push({ sequenceId: span.sequenceId, duplicate: false });
