@@ -735,6 +735,80 @@ describe("sqlite backend on a file", () => {
       for (const seen of seenAtAnswer) expect(seen).toEqual(names);
     });
 
+    it("write a worker's row once a group however often its calls rewrite it, before a query that reads it, and undo it with its call", async () => {
+      const path = join(dir, "group-workers.db");
+      const backend = createSqliteBackend({ path });
+      await backend.transaction((t) => t.counts());
+      // Another connection counts the statements that write a worker's row.
+      const file = new Database(path);
+      file.exec(`
+        CREATE TABLE worker_writes (worker_id TEXT NOT NULL);
+        CREATE TRIGGER worker_inserted AFTER INSERT ON workers BEGIN INSERT INTO worker_writes VALUES (new.worker_id); END;
+        CREATE TRIGGER worker_updated AFTER UPDATE ON workers BEGIN INSERT INTO worker_writes VALUES (new.worker_id); END;
+      `);
+      const writes = () => {
+        const counted = file.prepare("SELECT worker_id, count(*) FROM worker_writes GROUP BY worker_id ORDER BY worker_id").raw().all();
+        file.exec("DELETE FROM worker_writes");
+        return Object.fromEntries(counted as Array<[string, number]>);
+      };
+      const stored = () => {
+        const rows = file.prepare("SELECT worker_id, status, last_busy_time FROM workers ORDER BY seq").raw().all();
+        return Object.fromEntries((rows as Array<[string, number, number]>).map(([id, status, busy]) => [id, [status, busy]]));
+      };
+      // Each call rewrites a worker, and answers with what it reads back.
+      const put = (workerId: string, status: WorkerStatus, lastBusyTime: number) =>
+        backend.transaction(async (t) => {
+          const worker = (await t.getWorker(workerId)) ?? create(WorkerSchema, { workerId });
+          await t.putWorker({ ...worker, status, lastBusyTime });
+          const read = await t.getWorker(workerId);
+          return [read?.status, read?.lastBusyTime];
+        });
+      const { BUSY, IDLE } = WorkerStatus;
+      expect(
+        await Promise.all([put("w-1", BUSY, 1), put("w-1", IDLE, 2), put("w-2", BUSY, 3), put("w-1", BUSY, 4), put("w-2", IDLE, 5)]),
+      ).toEqual([
+        [BUSY, 1],
+        [IDLE, 2],
+        [BUSY, 3],
+        [BUSY, 4],
+        [IDLE, 5],
+      ]);
+      expect(writes()).toEqual({ "w-1": 1, "w-2": 1 });
+      expect(stored()).toEqual({ "w-1": [BUSY, 4], "w-2": [IDLE, 5] });
+      // A query inside the group sees the rows written before it (they are written first), and counts too.
+      const listed = () =>
+        backend.transaction(async (t) => [
+          (await t.queryWorkers({ any: false }, page({}))).items.map((w) => [w.workerId, w.status]),
+          (await t.counts()).workers,
+        ]);
+      const [, [rows, workerCount]] = await Promise.all([put("w-3", BUSY, 6), listed(), put("w-3", IDLE, 7)]);
+      expect([rows, workerCount]).toEqual([
+        [
+          ["w-1", BUSY],
+          ["w-2", IDLE],
+          ["w-3", BUSY],
+        ],
+        3,
+      ]);
+      expect(writes()).toEqual({ "w-3": 2 });
+      // A call that fails after rewriting a worker: its write is undone, the other calls' writes are kept.
+      const failing = () =>
+        backend.transaction(async (t) => {
+          await t.putWorker(create(WorkerSchema, { workerId: "w-4", status: IDLE, lastBusyTime: 9 }));
+          await t.putWorker(create(WorkerSchema, { workerId: "w-6", status: IDLE, lastBusyTime: 9 }));
+          throw new Error("boom");
+        });
+      const settled = await Promise.allSettled([put("w-4", BUSY, 8), failing(), put("w-5", BUSY, 10)]);
+      expect(settled.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+      expect(stored()).toEqual({ "w-1": [BUSY, 4], "w-2": [IDLE, 5], "w-3": [IDLE, 7], "w-4": [BUSY, 8], "w-5": [BUSY, 10] });
+      expect(await backend.transaction(async (t) => [(await t.getWorker("w-4"))?.status, await t.getWorker("w-6")])).toEqual([
+        BUSY,
+        undefined,
+      ]);
+      file.close();
+      await backend.close();
+    });
+
     it("a call failing inside a group undoes only its own writes and events", async () => {
       const path = join(dir, "group-fail.db");
       const backend = createSqliteBackend({ path });

@@ -231,7 +231,7 @@ describe("received spans", () => {
     const inRead = new Uint8Array(64 << 10);
     inRead.set(whole, 100);
     const [first, second] = (decodeKeepingSpans(AddSpansRequestSchema, inRead.subarray(100, 100 + whole.length)) as AddSpansRequest)
-      .spans as [Span, Span];
+      .spans as [ReceivedSpan, Span];
     expect(first).toBeInstanceOf(ReceivedSpan);
     first.sequenceId = 9; // as the store assigns one
     const kept = spanToKeep(first) as ReceivedSpan;

@@ -10,6 +10,7 @@ import { RowCache } from "./sqlite-row-cache.js";
 import { openSchema } from "./sqlite-schema.js";
 import { prepareColumnUpdates, prepareStatements, type RowUpdates, type Statements } from "./sqlite-statements.js";
 import { SqliteTx } from "./sqlite-tx.js";
+import { PendingWorkerRows } from "./sqlite-worker-rows.js";
 
 export interface SqliteBackendOptions {
   /** Database file; ":memory:" for a private in-memory database. */
@@ -73,6 +74,7 @@ class SqliteBackend implements StorageBackend {
   private readonly updates: RowUpdates;
   private readonly cache: StatementCache;
   private readonly rows = new RowCache();
+  private readonly pendingWorkers = new PendingWorkerRows();
   /** `PRAGMA data_version` when this connection last began a transaction: another connection's commit changes it. */
   private dataVersion: number | undefined;
   private readonly listeners: Listeners;
@@ -141,7 +143,7 @@ class SqliteBackend implements StorageBackend {
 
   private async runCall(call: Call): Promise<void> {
     const s = this.statements;
-    const tx = new SqliteTx(s, this.updates, this.cache, this.rows);
+    const tx = new SqliteTx(s, this.updates, this.cache, this.rows, this.pendingWorkers);
     const first = !this.group;
     let result: unknown;
     try {
@@ -193,6 +195,7 @@ class SqliteBackend implements StorageBackend {
       this.failGroup(error);
       return;
     }
+    this.pendingWorkers.clear();
     this.group = undefined;
     for (const member of group) member.tx.forgetWrites();
     for (const member of group) await this.runCall(member.call);
@@ -216,6 +219,7 @@ class SqliteBackend implements StorageBackend {
     const group = this.group;
     if (!group) return;
     try {
+      this.pendingWorkers.write(this.statements.putWorker);
       this.statements.commit.run();
     } catch (error) {
       this.failGroup(error);
@@ -245,6 +249,7 @@ class SqliteBackend implements StorageBackend {
     const group = this.group ?? [];
     this.group = undefined;
     this.rows.clear();
+    this.pendingWorkers.clear();
     if (this.db.inTransaction) {
       try {
         this.statements.rollback.run();

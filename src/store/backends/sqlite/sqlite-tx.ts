@@ -34,7 +34,7 @@ import {
 } from "./sqlite-queries.js";
 import type { RowCache } from "./sqlite-row-cache.js";
 import { attemptRow, resourcesRow, type RowUpdates, type Statements } from "./sqlite-statements.js";
-import { decodeWorker, encodeWorker } from "./sqlite-worker-rows.js";
+import { decodeWorker, encodeWorker, type PendingWorkerRows } from "./sqlite-worker-rows.js";
 
 /** A span's key within its rollout, as the row cache keeps the rollout's spans. */
 const spanInRollout = (attemptId: string, spanId: string) => `${attemptId}\0${spanId}`;
@@ -67,6 +67,7 @@ export class SqliteTx implements StorageTx {
     private readonly updates: RowUpdates,
     private readonly cache: StatementCache,
     private readonly rows: RowCache,
+    private readonly pendingWorkers: PendingWorkerRows,
   ) {}
 
   /** The call was undone: what it wrote is no longer in the database, so it leaves the row cache too. */
@@ -379,33 +380,30 @@ export class SqliteTx implements StorageTx {
 
   async getWorker(workerId: string): Promise<Worker | undefined> {
     this.check();
-    const data = this.rows.workers.read(workerId, () => this.s.getWorker.get(workerId) as Uint8Array | undefined);
+    const data =
+      this.pendingWorkers.dataOf(workerId) ??
+      this.rows.workers.read(workerId, () => this.s.getWorker.get(workerId) as Uint8Array | undefined);
     return data && decodeWorker(data);
   }
 
+  /** Written with the group (see {@link PendingWorkerRows}). */
   async putWorker(worker: Worker): Promise<void> {
     this.checkWrite();
     const data = encodeWorker(worker);
-    this.s.putWorker.run(
-      worker.workerId,
-      worker.status,
-      time(worker.lastHeartbeatTime),
-      time(worker.lastDequeueTime),
-      time(worker.lastBusyTime),
-      time(worker.lastIdleTime),
-      data,
-    );
+    this.pendingWorkers.set(worker, data);
     this.rows.workers.set(worker.workerId, data);
     this.writes.workers.add(worker.workerId);
   }
 
   async queryWorkers(filter: WorkerFilter, page: PageSpec): Promise<PageResult<Worker>> {
     this.check();
+    this.pendingWorkers.write(this.s.putWorker);
     return queryPage(this.cache, "workers", workerWhere(filter), page, decodeWorker);
   }
 
   async counts(): Promise<StorageCounts> {
     this.check();
+    this.pendingWorkers.write(this.s.putWorker);
     const [rollouts, attempts, spans, resources, workers, queueLength] = this.s.counts.get() as number[];
     const rolloutsByStatus = new Map<RolloutStatus, number>();
     for (const [status, count] of this.s.rolloutsByStatus.all() as Array<[RolloutStatus, number]>) {

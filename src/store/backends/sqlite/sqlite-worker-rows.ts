@@ -2,8 +2,10 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
 import { decodeMessage } from "../../../encoding/generated-decoder.js";
 import { encodeMessage } from "../../../encoding/generated-encoder.js";
+import type { Statement } from "better-sqlite3";
 import { type Worker, WorkerSchema } from "../../../gen/agl/v1/types_pb.js";
 import { frozenCopy } from "../../deep-copy.js";
+import { time } from "../sql/stored-messages.js";
 
 /**
  * A worker's row is read and rewritten at each claim and at each attempt's end, and its heartbeat stats (a Struct of
@@ -52,4 +54,39 @@ export function decodeWorker(data: Uint8Array): Worker {
     workersOf.set(data, worker);
   }
   return { ...worker };
+}
+
+/**
+ * Worker rows the open group of calls wrote and the file does not hold yet: each worker's last write, as the
+ * arguments of its upsert. A worker's row is rewritten at each claim and at each attempt's end, so where one runner
+ * runs many rollouts at once (`agl train`'s pool: 64 under one worker id) the calls of one group rewrote the same row
+ * again and again: in the demo, 2,815 writes in 1,343 groups, 623 of them distinct. The group writes each row once,
+ * before its COMMIT, or before a statement that reads the table. A failed write then fails the group, as a failed
+ * COMMIT does.
+ */
+export class PendingWorkerRows {
+  private readonly rows = new Map<string, unknown[]>();
+
+  /** `worker`, stored as `data`: written with the group (a later write of the same worker replaces it). */
+  set(worker: Worker, data: Uint8Array): void {
+    const { workerId, status, lastHeartbeatTime, lastDequeueTime, lastBusyTime, lastIdleTime } = worker;
+    const row = [workerId, status, time(lastHeartbeatTime), time(lastDequeueTime), time(lastBusyTime), time(lastIdleTime), data];
+    this.rows.set(workerId, row);
+  }
+
+  /** The bytes of the worker's pending row, if it has one. */
+  dataOf(workerId: string): Uint8Array | undefined {
+    return this.rows.get(workerId)?.[6] as Uint8Array | undefined;
+  }
+
+  /** Writes the pending rows with `put` (the upsert), in the order their workers were first written. */
+  write(put: Statement): void {
+    for (const row of this.rows.values()) put.run(...row);
+    this.rows.clear();
+  }
+
+  /** Forgets them: the group's transaction was rolled back. */
+  clear(): void {
+    this.rows.clear();
+  }
 }
