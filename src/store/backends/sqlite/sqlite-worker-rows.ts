@@ -60,9 +60,9 @@ export function decodeWorker(data: Uint8Array): Worker {
  * Worker rows the open group of calls wrote and the file does not hold yet: each worker's last write, as the
  * arguments of its upsert. A worker's row is rewritten at each claim and at each attempt's end, so where one runner
  * runs many rollouts at once (`agl train`'s pool: 64 under one worker id) the calls of one group rewrote the same row
- * again and again: in the demo, 2,815 writes in 1,343 groups, 623 of them distinct. The group writes each row once,
- * before its COMMIT, or before a statement that reads the table. A failed write then fails the group, as a failed
- * COMMIT does.
+ * again and again: in 20 steps of the demo, 2,815 writes in 1,343 groups, 623 of them distinct. The group writes each
+ * row once, before its COMMIT, or before a statement that reads the table. A failed write then fails the group, as a
+ * failed COMMIT does.
  */
 export class PendingWorkerRows {
   private readonly rows = new Map<string, unknown[]>();
@@ -76,7 +76,7 @@ export class PendingWorkerRows {
 
   /** The bytes of the worker's pending row, if it has one. */
   dataOf(workerId: string): Uint8Array | undefined {
-    return this.rows.get(workerId)?.[6] as Uint8Array | undefined;
+    return this.rows.get(workerId)?.at(-1) as Uint8Array | undefined;
   }
 
   /** Writes the pending rows with `put` (the upsert), in the order their workers were first written. */
