@@ -65,23 +65,23 @@ export function decodeWorker(data: Uint8Array): Worker {
  * failed COMMIT does.
  */
 export class PendingWorkerRows {
-  private readonly rows = new Map<string, unknown[]>();
+  private readonly rows = new Map<string, { upsert: unknown[]; data: Uint8Array }>();
 
   /** `worker`, stored as `data`: written with the group (a later write of the same worker replaces it). */
   set(worker: Worker, data: Uint8Array): void {
     const { workerId, status, lastHeartbeatTime, lastDequeueTime, lastBusyTime, lastIdleTime } = worker;
-    const row = [workerId, status, time(lastHeartbeatTime), time(lastDequeueTime), time(lastBusyTime), time(lastIdleTime), data];
-    this.rows.set(workerId, row);
+    const upsert = [workerId, status, time(lastHeartbeatTime), time(lastDequeueTime), time(lastBusyTime), time(lastIdleTime), data];
+    this.rows.set(workerId, { upsert, data });
   }
 
   /** The bytes of the worker's pending row, if it has one. */
   dataOf(workerId: string): Uint8Array | undefined {
-    return this.rows.get(workerId)?.at(-1) as Uint8Array | undefined;
+    return this.rows.get(workerId)?.data;
   }
 
   /** Writes the pending rows with `put` (the upsert), in the order their workers were first written. */
   write(put: Statement): void {
-    for (const row of this.rows.values()) put.run(...row);
+    for (const { upsert } of this.rows.values()) put.run(...upsert);
     this.rows.clear();
   }
 
