@@ -1,5 +1,4 @@
-import { create } from "@bufbuild/protobuf";
-import { type Triplet, type TripletStats, TripletStatsSchema } from "../gen/agl/v1/triplets_pb.js";
+import type { Triplet, TripletStats } from "../gen/agl/v1/triplets_pb.js";
 import type { Rollout, Span } from "../gen/agl/v1/types_pb.js";
 import { findLlmCalls } from "./llm-calls.js";
 import type { LlmCallRecognizer } from "./recognizers.js";
@@ -63,7 +62,8 @@ export function spansToTriplets(
   return {
     triplets: build.triplets,
     finalReward: context.finalReward,
-    stats: create(TripletStatsSchema, {
+    stats: {
+      $typeName: "agl.v1.TripletStats",
       spans: spans.length,
       llmCalls: found.calls.length,
       duplicateCalls: found.duplicates,
@@ -72,7 +72,7 @@ export function spansToTriplets(
       mismatches: build.mismatches,
       unmatchedRewards,
       logprobMismatches: build.logprobMismatches,
-    }),
+    },
   };
 }
 

@@ -1,5 +1,4 @@
-import { create } from "@bufbuild/protobuf";
-import { type Span, SpanSchema } from "../gen/agl/v1/types_pb.js";
+import type { Span } from "../gen/agl/v1/types_pb.js";
 import { AGL_VIRTUAL } from "../core/semconv.js";
 
 /** A span in a trace tree, with its children ordered by sequence id. */
@@ -65,10 +64,7 @@ export function buildTraceTree(spans: readonly Span[]): TraceTree {
   if (roots.length === 1) {
     root = roots[0] as TraceNode;
   } else {
-    const first = roots[0]?.span;
-    const span = first
-      ? virtualSpan(first, VIRTUAL_ROOT_ID, VIRTUAL_ROOT_ID)
-      : create(SpanSchema, { spanId: VIRTUAL_ROOT_ID, name: VIRTUAL_ROOT_ID });
+    const span = virtualSpan(roots[0]?.span, VIRTUAL_ROOT_ID, VIRTUAL_ROOT_ID);
     root = { id: VIRTUAL_ROOT_ID, span, parent: undefined, children: roots, virtual: true };
     for (const child of roots) child.parent = root;
     spanTimesFromChildren(root);
@@ -100,15 +96,21 @@ function cutCycles(ordered: readonly TraceNode[], roots: TraceNode[]): void {
   }
 }
 
-function virtualSpan(model: Span, spanId: string, name: string): Span {
-  return create(SpanSchema, {
-    rolloutId: model.rolloutId,
-    attemptId: model.attemptId,
-    sequenceId: model.sequenceId,
-    traceId: model.traceId,
+/** A span of the tree's own, placed as `model`'s (none: an empty trace's root); a plain message as `create()` makes it. */
+function virtualSpan(model: Span | undefined, spanId: string, name: string): Span {
+  return {
+    $typeName: "agl.v1.Span",
+    rolloutId: model?.rolloutId ?? "",
+    attemptId: model?.attemptId ?? "",
+    sequenceId: model?.sequenceId ?? 0,
+    traceId: model?.traceId ?? "",
     spanId,
+    parentId: "",
     name,
-  });
+    attributes: {},
+    events: [],
+    links: [],
+  };
 }
 
 /** A virtual span covers its children: earliest start to latest end. */

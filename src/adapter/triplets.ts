@@ -1,5 +1,4 @@
-import { create } from "@bufbuild/protobuf";
-import { type Triplet, TripletSchema } from "../gen/agl/v1/triplets_pb.js";
+import type { Triplet } from "../gen/agl/v1/triplets_pb.js";
 import type { LlmCall } from "./llm-calls.js";
 
 /** Why a call could not continue the previous sample (trajectory mode). */
@@ -40,7 +39,10 @@ const resourcesOf = (call: TokenCall, context: TripletContext) => call.resources
 
 function start(call: TokenCall, turnIndex: number, logprobs: number[] | undefined, context: TripletContext): Triplet {
   const span = call.node.span;
-  return create(TripletSchema, {
+  // A plain message object, as `create()` would make it (unset optional fields absent) without walking the schema:
+  // the type checker holds it to every field.
+  const triplet: Triplet = {
+    $typeName: "agl.v1.Triplet",
     rolloutId: span.rolloutId,
     attemptId: span.attemptId,
     groupId: context.groupId,
@@ -50,14 +52,15 @@ function start(call: TokenCall, turnIndex: number, logprobs: number[] | undefine
     responseTokenIds: [...call.responseIds],
     responseMask: new Array<number>(call.responseIds.length).fill(1),
     logprobs: logprobs ? [...logprobs] : [],
-    reward: call.reward,
-    finalReward: context.finalReward,
     resourcesId: resourcesOf(call, context),
     resourcesVersion: call.resourcesVersion,
     model: call.model,
     spanIds: [span.spanId],
     responseId: call.responseId ?? "",
-  });
+  };
+  if (call.reward !== undefined) triplet.reward = call.reward;
+  if (context.finalReward !== undefined) triplet.finalReward = context.finalReward;
+  return triplet;
 }
 
 /** Transition mode: one sample per call, in order. */

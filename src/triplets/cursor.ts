@@ -7,7 +7,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
  */
 export interface StreamPosition {
   watermark: number;
-  done: Set<number>;
+  /** Ascending, each above the watermark. */
+  done: number[];
 }
 
 // A real cursor holds the rollouts finished out of order behind one still running: far fewer than this.
@@ -16,8 +17,36 @@ const maxDoneEntries = 10_000_000;
 /** Marks `position` done and moves the watermark over every done position that follows it. */
 export function markDone(state: StreamPosition, position: number): void {
   if (position < state.watermark) return;
-  state.done.add(position);
-  while (state.done.delete(state.watermark)) state.watermark++;
+  const { done } = state;
+  if (position === state.watermark) {
+    state.watermark++;
+    let taken = 0;
+    while (done[taken] === state.watermark) {
+      taken++;
+      state.watermark++;
+    }
+    if (taken > 0) done.splice(0, taken);
+    return;
+  }
+  // Most rollouts finish after those before them: the position then goes at the end.
+  const at = done.length === 0 || (done.at(-1) as number) < position ? done.length : firstNotBelow(done, position);
+  if (done[at] !== position) done.splice(at, 0, position);
+}
+
+/** Whether `position` is still to be done. */
+export const isPending = (state: StreamPosition, position: number): boolean =>
+  position >= state.watermark && state.done[firstNotBelow(state.done, position)] !== position;
+
+/** The index of the first entry of the ascending `list` not below `value` (its length when none is). */
+function firstNotBelow(list: readonly number[], value: number): number {
+  let low = 0;
+  let high = list.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if ((list[mid] as number) < value) low = mid + 1;
+    else high = mid;
+  }
+  return low;
 }
 
 /**
@@ -25,26 +54,20 @@ export function markDone(state: StreamPosition, position: number): void {
  * stored as ranges: rollouts finish roughly in order, so the cursor stays small.
  */
 export function encodeCursor(state: StreamPosition, filterKey: string): string {
-  const sorted = [...state.done].sort((a, b) => a - b);
-  const ranges: [number, number][] = [];
-  for (const p of sorted) {
-    const last = ranges.at(-1);
-    if (last && last[0] + last[1] === p) last[1]++;
-    else ranges.push([p, 1]);
-  }
-  // Each range as (gap since the previous range's end, or since the watermark; length).
+  // Each range of consecutive positions as (gap since the previous range's end, or since the watermark; length).
   const flat: number[] = [];
   let end = state.watermark;
-  for (const [start, len] of ranges) {
-    flat.push(start - end, len);
-    end = start + len;
+  for (const p of state.done) {
+    if (p === end && flat.length > 0) (flat[flat.length - 1] as number)++;
+    else flat.push(p - end, 1);
+    end = p + 1;
   }
   return Buffer.from(JSON.stringify({ v: 1, f: filterKey, w: state.watermark, r: flat })).toString("base64url");
 }
 
 /** Decodes a cursor made by {@link encodeCursor} for the same filters; an empty cursor is the start. */
 export function decodeCursor(cursor: string, filterKey: string): StreamPosition {
-  if (cursor === "") return { watermark: 0, done: new Set() };
+  if (cursor === "") return { watermark: 0, done: [] };
   let parsed: { v?: unknown; f?: unknown; w?: unknown; r?: unknown };
   try {
     parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
@@ -71,14 +94,14 @@ export function decodeCursor(cursor: string, filterKey: string): StreamPosition 
   let total = 0;
   for (let i = 1; i < flat.length; i += 2) total += flat[i] as number;
   if (total > maxDoneEntries) throw new ConnectError("cursor: not a cursor this server issued", Code.InvalidArgument);
-  const done = new Set<number>();
-  let at = w as number;
+  const state: StreamPosition = { watermark: w as number, done: [] };
+  let at = state.watermark;
   for (let i = 0; i < flat.length; i += 2) {
     at += flat[i] as number;
-    for (let k = 0; k < (flat[i + 1] as number); k++) done.add(at + k);
+    for (let k = 0; k < (flat[i + 1] as number); k++) markDone(state, at + k);
     at += flat[i + 1] as number;
   }
-  return { watermark: w as number, done };
+  return state;
 }
 
 /** A stream's place among the matching rollouts, bound to its filters: what is left, and the cursor after each step. */
@@ -100,7 +123,7 @@ export function openCursor(cursor: string, filterKey: string): StreamCursor {
     get watermark() {
       return state.watermark;
     },
-    pending: (position) => position >= state.watermark && !state.done.has(position),
+    pending: (position) => isPending(state, position),
     complete: (position) => markDone(state, position),
     current: () => encodeCursor(state, filterKey),
   };

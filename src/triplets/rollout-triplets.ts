@@ -8,7 +8,6 @@ import {
   type RolloutMessages,
   RolloutMessagesSchema,
   type RolloutTriplets,
-  RolloutTripletsSchema,
   type TripletOptions,
   TripletMode,
 } from "../gen/agl/v1/triplets_pb.js";
@@ -66,17 +65,20 @@ export async function rolloutTriplets(
           (resources.resourcesVersion === 0 || t.resourcesVersion === resources.resourcesVersion),
       )
     : adapted.triplets;
-  return create(RolloutTripletsSchema, {
+  // A plain message object, as `create()` would make it without walking the schema.
+  const message: RolloutTriplets = {
+    $typeName: "agl.v1.RolloutTriplets",
     rolloutId: rollout.rolloutId,
     attemptId: attempt,
     groupId: rollout.groupId,
     status: rollout.status,
     mode: rollout.mode,
     resourcesId: rollout.resourcesId,
-    finalReward: adapted.finalReward,
     triplets,
     stats: adapted.stats,
-  });
+  };
+  if (adapted.finalReward !== undefined) message.finalReward = adapted.finalReward;
+  return message;
 }
 
 /** Builds the `RolloutMessages` message of one rollout (latest attempt). */

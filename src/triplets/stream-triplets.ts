@@ -1,11 +1,5 @@
-import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  type RolloutTriplets,
-  type StreamTripletsRequest,
-  type StreamTripletsResponse,
-  StreamTripletsResponseSchema,
-} from "../gen/agl/v1/triplets_pb.js";
+import type { RolloutTriplets, StreamTripletsRequest, StreamTripletsResponse } from "../gen/agl/v1/triplets_pb.js";
 import { type Rollout, RolloutMode, RolloutStatus, type Span } from "../gen/agl/v1/types_pb.js";
 import { sleep } from "../core/retry.js";
 import type { StoreApi } from "../store/store-api.js";
@@ -52,6 +46,12 @@ export interface AttemptRef {
 const spanReadBatch = 32;
 
 const finished = new Set([RolloutStatus.SUCCEEDED, RolloutStatus.FAILED, RolloutStatus.CANCELLED]);
+
+/** A message of the stream: a plain object, as `create()` would make it without walking the schema. */
+const response = (fields: Omit<StreamTripletsResponse, "$typeName">): StreamTripletsResponse => ({
+  $typeName: "agl.v1.StreamTripletsResponse",
+  ...fields,
+});
 
 /** A key of the filters that decide which rollouts a cursor covers. */
 function filterKey(req: StreamTripletsRequest): string {
@@ -104,7 +104,7 @@ export async function* streamTriplets(
       cursor.complete(position);
       if (!message) continue;
       announce = true;
-      yield create(StreamTripletsResponseSchema, { rollout: message, cursor: cursor.current() });
+      yield response({ rollout: message, cursor: cursor.current(), caughtUp: false });
     }
   }
   // Unfinished rollouts a pass found, by id, with their positions: with events, only those an event names are read again.
@@ -190,7 +190,7 @@ export async function* streamTriplets(
       yield* send(0);
       if (announce) {
         announce = false;
-        yield create(StreamTripletsResponseSchema, { cursor: cursor.current(), caughtUp: true });
+        yield response({ cursor: cursor.current(), caughtUp: true });
       }
       if (!req.follow) return;
       await sleep(options.pollIntervalMs ?? 250, { signal });

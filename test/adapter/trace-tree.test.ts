@@ -1,8 +1,10 @@
 /** The trace tree: sequence-id order, lost parents, several roots, cycles, hierarchy repair. */
+import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { repairHierarchy } from "../../src/adapter/repair-hierarchy.js";
 import { AGL_VIRTUAL, GEN_AI_AGENT_NAME } from "../../src/core/semconv.js";
 import { buildTraceTree, type TraceNode, VIRTUAL_ROOT_ID, walk } from "../../src/adapter/trace-tree.js";
+import { type Span, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
 import { llmSpan, span } from "../support/span-factory.js";
 
 const shape = (node: TraceNode): unknown => [node.id, node.children.map(shape)];
@@ -55,6 +57,11 @@ describe("trace tree", () => {
       9,
     ]);
     expect([tree.root.span.startTime, tree.root.span.endTime]).toEqual([1, 9]);
+    // Plain objects, as `create()` makes a span of the same fields.
+    const created = (fields: Omit<Span, "$typeName">) => create(SpanSchema, { ...fields, startTime: undefined, endTime: undefined });
+    const { $typeName: _, ...fields } = ghost.span;
+    expect(ghost.span).toStrictEqual(Object.assign(created(fields), { startTime: 3, endTime: 9 }));
+    expect(created(fields)).toMatchObject({ spanId: "ghost-1", parentId: "", traceId: ghost.span.traceId, sequenceId: 3 });
   });
 
   it("cuts parent cycles, keeps the last record of a repeated span id, and accepts no spans", () => {
@@ -68,6 +75,8 @@ describe("trace tree", () => {
     expect(tree.nodes.get("r")?.span.name).toBe("new");
     const empty = buildTraceTree([]);
     expect([empty.root.id, empty.root.children]).toEqual([VIRTUAL_ROOT_ID, []]);
+    const times = { startTime: undefined, endTime: undefined };
+    expect(empty.root.span).toStrictEqual(Object.assign(create(SpanSchema, { spanId: VIRTUAL_ROOT_ID, name: VIRTUAL_ROOT_ID }), times));
   });
 
   it("survives a very deep trace", () => {

@@ -1,5 +1,5 @@
 /** Spans → triplets: call detection and deduplication, reward matching, transition and trajectory samples. */
-import { isMessage } from "@bufbuild/protobuf";
+import { create, type DescMessage, isMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import * as sc from "../../src/core/semconv.js";
 import { spansToTriplets } from "../../src/adapter/spans-to-triplets.js";
@@ -7,6 +7,12 @@ import { TripletSchema, TripletStatsSchema } from "../../src/gen/agl/v1/triplets
 import { llmSpan, rewardSpan, span } from "../support/span-factory.js";
 
 const root = span({ id: "root", seq: 1 });
+
+/** What `create()` makes of a message's fields. */
+const createdAgain = <Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>) => {
+  const { $typeName: _, ...fields } = message;
+  return create(schema, fields as unknown as MessageInitShape<Desc>);
+};
 
 describe("LLM calls", () => {
   it("keeps the proxy's record when a client hook recorded the same call, nested or not", () => {
@@ -105,6 +111,9 @@ describe("samples", () => {
     );
     expect(out.triplets.every((t) => isMessage(t, TripletSchema))).toBe(true);
     expect(isMessage(out.stats, TripletStatsSchema)).toBe(true);
+    // Built as plain objects: exactly what `create()` makes of the same fields (no unset optional field present).
+    for (const triplet of out.triplets) expect(triplet).toStrictEqual(createdAgain(TripletSchema, triplet));
+    expect(out.stats).toStrictEqual(createdAgain(TripletStatsSchema, out.stats));
     expect(out.triplets[0]).toMatchObject({
       rolloutId: "ro-000000000001",
       attemptId: "at-00000001",
