@@ -2,6 +2,7 @@ import { create, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { type BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { decodeMessage } from "../encoding/generated-decoder.js";
 import { isProtoKey, isUtf8At, type Scan, scannerOf, spells, uint32At } from "../encoding/generated-scanner.js";
+import { readString } from "../encoding/short-strings.js";
 import { type AttributeValue, AttributeValueSchema, type Span, SpanSchema } from "../gen/agl/v1/types_pb.js";
 import { factAttributes, type SpanFacts, spanFacts } from "./span-facts.js";
 
@@ -168,7 +169,7 @@ function scanMessage(scan: Scan, r: BinaryReader, b: Uint8Array, end: number, de
 /**
  * Reads a span of a request (an element of its `repeated Span` field, between the reader's position and `end`) into
  * a {@link ReceivedSpan}, or undefined where the generated decoder would not read it whole (see generated-scanner.ts):
- * the request is then decoded as before. Fields the generated decoder reads with `r.string`, `r.uint32`, `r.double`
+ * the request is then decoded as before. Fields the generated decoder reads with `readString`, `r.uint32`, `r.double`
  * are read the same way here, so they hold the same values.
  */
 export function readReceivedSpan(r: BinaryReader, b: Uint8Array, end: number, depth: number): ReceivedSpan | undefined {
@@ -188,25 +189,25 @@ export function readReceivedSpan(r: BinaryReader, b: Uint8Array, end: number, de
     const tag = uint32At(r, b);
     switch (tag) {
       case rolloutIdTag:
-        rolloutId = r.string(true);
+        rolloutId = readString(r, b, true);
         break;
       case attemptIdTag:
-        attemptId = r.string(true);
+        attemptId = readString(r, b, true);
         break;
       case sequenceIdTag:
         sequenceId = uint32At(r, b);
         break;
       case traceIdTag:
-        traceId = r.string(true);
+        traceId = readString(r, b, true);
         break;
       case spanIdTag:
-        spanId = r.string(true);
+        spanId = readString(r, b, true);
         break;
       case parentIdTag:
-        parentId = r.string(true);
+        parentId = readString(r, b, true);
         break;
       case nameTag:
-        name = r.string(true);
+        name = readString(r, b, true);
         break;
       case startTimeTag:
         startTime = r.double();
