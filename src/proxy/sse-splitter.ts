@@ -31,7 +31,7 @@ export function createSseSplitter(): SseSplitter {
       boundary.lastIndex = 0;
       for (let m = boundary.exec(pending); m; m = boundary.exec(pending)) {
         const end = m.index + m[0].length;
-        events.push(parse(pending.slice(from, end)));
+        events.push(parse(pending.slice(from, end), m[0].length));
         from = end;
       }
       pending = pending.slice(from);
@@ -41,15 +41,28 @@ export function createSseSplitter(): SseSplitter {
       pending += decoder.end();
       const rest = pending;
       pending = "";
-      return rest.trim() === "" ? undefined : parse(rest);
+      return rest.trim() === "" ? undefined : parse(rest, 0);
     },
   };
 }
 
-function parse(raw: string): SseEvent {
+/** Reads an event; `separator`: the length of the blank line that ends it (0 when it has none). */
+function parse(raw: string, separator: number): SseEvent {
+  // Nearly every event is one `data:` line: its data is read without splitting it into lines.
+  const lineEnd = raw.length - separator;
+  if (separator > 0 && raw.startsWith("data:") && firstLineBreak(raw, 5) === lineEnd) {
+    return { raw, data: raw.slice(raw.charCodeAt(5) === 32 ? 6 : 5, lineEnd) };
+  }
   const data: string[] = [];
   for (const line of raw.split(/\r\n|\n|\r/)) {
     if (line.startsWith("data:")) data.push(line.slice(line[5] === " " ? 6 : 5));
   }
   return { raw, data: data.join("\n") };
+}
+
+/** The position of the first `\r` or `\n` from `from`, or -1. */
+function firstLineBreak(text: string, from: number): number {
+  const lf = text.indexOf("\n", from);
+  const cr = text.indexOf("\r", from);
+  return lf < 0 ? cr : cr < 0 ? lf : Math.min(lf, cr);
 }

@@ -11,16 +11,24 @@ import { createSseSplitter } from "./sse-splitter.js";
 
 describe("SSE splitter", () => {
   it("cuts events at any separator even when bytes, separators and UTF-8 sequences straddle chunks", () => {
-    const text = 'data: {"a":"é😀"}\r\n\r\ndata: x\ndata: y\n\nevent: e\rdata: z\r\r: comment\n\ndata: [DONE]\n\n';
+    const text =
+      'data: {"a":"é😀"}\r\n\r\ndata: x\ndata: y\n\nevent: e\rdata: z\r\r: comment\n\ndata:tight\n\ndata: cr\r\n\n' +
+      "data: two\rdata: lines\r\rdata: [DONE]\n\n";
     const bytes = Buffer.from(text);
     for (const size of [1, 2, 3, 7, bytes.length]) {
       const splitter = createSseSplitter();
       const events = [];
       for (let i = 0; i < bytes.length; i += size) events.push(...splitter.push(bytes.subarray(i, i + size)));
-      expect(events.map((e) => e.data)).toEqual(['{"a":"é😀"}', "x\ny", "z", "", "[DONE]"]);
+      expect(events.map((e) => e.data)).toEqual(['{"a":"é😀"}', "x\ny", "z", "", "tight", "cr", "two\nlines", "[DONE]"]);
       expect(events.map((e) => e.raw).join("")).toBe(text);
       expect(splitter.end()).toBeUndefined();
     }
+  });
+
+  it("reads an event left without its blank line at the end of the stream", () => {
+    const splitter = createSseSplitter();
+    expect(splitter.push(Buffer.from("data: a\n\ndata: b"))).toEqual([{ raw: "data: a\n\n", data: "a" }]);
+    expect(splitter.end()).toEqual({ raw: "data: b", data: "b" });
   });
 });
 
