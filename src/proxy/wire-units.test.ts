@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { ResourceSchema } from "../gen/agl/v1/types_pb.js";
+import { upstreamUrl } from "./backends.js";
 import { bindResource, proxyBaseUrl } from "./binding.js";
 import { createBoundedMap } from "./bounded-map.js";
 import { parseToolCalls } from "./completion-to-chat.js";
@@ -131,6 +132,15 @@ describe("routes and binding", () => {
     const json = create(ResourceSchema, { kind: { case: "json", value: { kind: { case: "stringValue", value: "x" } } } });
     expect(bindResource(json, "ro-1", "at-2")).toBe(json);
     expect(() => proxyBaseUrl("http://h", "", "at")).toThrow();
+  });
+
+  it("joins an engine's base URL and an API path, one URL object for each place", () => {
+    const chat = upstreamUrl("http://u:p@h:1/v1//", "/chat/completions");
+    expect(chat.href).toBe("http://u:p@h:1/v1/chat/completions");
+    expect(upstreamUrl("http://u:p@h:1/v1//", "/chat/completions")).toBe(chat);
+    expect(upstreamUrl("http://u:p@h:1/v1//", "/completions").href).toBe("http://u:p@h:1/v1/completions");
+    expect(upstreamUrl("http://h:1/v1", "/chat/completions").href).toBe("http://h:1/v1/chat/completions");
+    expect(() => upstreamUrl("not a url", "/chat/completions")).toThrow(TypeError);
   });
 });
 
