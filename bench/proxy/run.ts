@@ -11,6 +11,10 @@
  * processes' CPU time per call for each path (standalone: also the store's and the proxy's each), and the p50 the
  * proxy adds per API.
  *
+ * The floor: the same calls also go through a bare forwarder (bench/proxy/bare-forwarder.ts, its own process), which
+ * passes each body to the engine and the answer back with nothing else; what it adds over a direct call is the cost
+ * of one more hop through Node on this machine, which no proxy in Node can go under.
+ *
  *   npx tsx bench/proxy/run.ts --requests 2000 [--mode serve|standalone|both] [--spans-first] [--compiled]
  *                              [--backend memory|sqlite] [--profile DIR] [--only REGEX]
  *
@@ -61,6 +65,12 @@ const startEngine = () =>
   startListening(process.execPath, ["--import", "tsx", "bench/proxy/engine.ts"], {
     cwd: repoRoot,
     env: { ...process.env, ENGINE_LATENCY_MS: args["engine-ms"] },
+  });
+
+const startBareForwarder = (engineUrl: string) =>
+  startListening(process.execPath, ["--import", "tsx", "bench/proxy/bare-forwarder.ts"], {
+    cwd: repoRoot,
+    env: { ...process.env, ENGINE_URL: engineUrl },
   });
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -138,6 +148,7 @@ async function measureAll(pids: number[], paths: { url: string; body: string }[]
 type Row = [string, Series];
 
 const engine = args.engine ? { url: args.engine, child: undefined } : await startEngine();
+const bare = await startBareForwarder(engine.url);
 const dir = mkdtempSync(join(tmpdir(), "agl-bench-proxy-"));
 const processOptions = (name: string) => ({
   compiled: args.compiled,
@@ -191,6 +202,7 @@ async function measure(mode: "serve" | "standalone"): Promise<{ rows: Row[]; spa
           });
           return [
             { name: `direct, ${kind}`, url: `${engine.url}/chat/completions`, body: engineBody },
+            { name: `bare forwarder, ${kind}`, url: `${bare.url}/chat/completions`, body: engineBody },
             { name: `proxy, ${kind}`, url: `${scoped}/chat/completions`, body: clientBody },
             { name: `proxy unattributed, ${kind}`, url: `${proxyUrl}/v1/chat/completions`, body: clientBody },
             { name: `proxy responses, ${kind}`, url: `${scoped}/responses`, body: responsesBody },
@@ -224,6 +236,7 @@ try {
   for (const mode of modes) results.push([mode, await measure(mode)]);
 } finally {
   engine.child?.kill("SIGTERM");
+  bare.child.kill("SIGTERM");
   agent.destroy();
   rmSync(dir, { recursive: true, force: true });
 }
@@ -242,11 +255,20 @@ for (const [mode, { rows, spans }] of results) {
   console.log(`path                                p50 ms   p90 ms   p99 ms   server CPU ms/call (user + system${split})`);
   for (const [name, { sorted, user, system, byProcess }] of rows) {
     const perProcess = split ? `; ${byProcess.map((ms) => ms.toFixed(3)).join(" + ")}` : "";
-    const cpu = `${(user + system).toFixed(3)} (${user.toFixed(3)} + ${system.toFixed(3)}${perProcess})`;
+    const cpu = name.startsWith("bare forwarder")
+      ? "(not agl's)"
+      : `${(user + system).toFixed(3)} (${user.toFixed(3)} + ${system.toFixed(3)}${perProcess})`;
     console.log(`${name.padEnd(34)} ${[50, 90, 99].map((p) => pct(sorted, p).toFixed(3).padStart(8)).join(" ")}   ${cpu}`);
   }
   for (const kind of ["whole", "streamed"]) {
     const direct = rows.find(([n]) => n === `direct, ${kind}`)?.[1].sorted;
+    const floor = rows.find(([n]) => n === `bare forwarder, ${kind}`)?.[1].sorted;
+    if (direct && floor) {
+      console.log(
+        `added by a bare forwarder (${kind}): p50 ${(pct(floor, 50) - pct(direct, 50)).toFixed(3)} ms, p99 ` +
+          `${(pct(floor, 99) - pct(direct, 99)).toFixed(3)} ms`,
+      );
+    }
     for (const api of ["chat", "responses", "messages"]) {
       const proxied = rows.find(([n]) => n === (api === "chat" ? `proxy, ${kind}` : `proxy ${api}, ${kind}`))?.[1].sorted;
       if (!direct || !proxied) continue;
