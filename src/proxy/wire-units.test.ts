@@ -26,6 +26,19 @@ describe("SSE splitter", () => {
     }
   });
 
+  it("cuts a stream of LF line ends alone the same way, its events and blank lines straddling chunks", () => {
+    const text = 'data: {"a":"é😀"}\n\n\ndata: x\ndata: y\n\n: comment\n\nevent: e\ndata:z\n\n\n\ndata: [DONE]\n\n';
+    const bytes = Buffer.from(text);
+    for (const size of [1, 2, 3, 7, bytes.length]) {
+      const splitter = createSseSplitter();
+      const events = [];
+      for (let i = 0; i < bytes.length; i += size) events.push(...splitter.push(bytes.subarray(i, i + size)));
+      expect(events.map((e) => e.data)).toEqual(['{"a":"é😀"}', "x\ny", "", "z", "", "[DONE]"]);
+      expect(events.map((e) => e.raw).join("")).toBe(text);
+      expect(splitter.end()).toBeUndefined();
+    }
+  });
+
   it("reads an event left without its blank line at the end of the stream", () => {
     const splitter = createSseSplitter();
     expect(splitter.push(Buffer.from("data: a\n\ndata: b"))).toEqual([{ raw: "data: a\n\n", data: "a" }]);
