@@ -31,7 +31,8 @@ const server = http.createServer((req, res) => {
       for await (const chunk of upstream.body) res.write(chunk);
       res.end();
     } catch (error) {
-      res.writeHead(502).end(String(error));
+      if (res.headersSent) res.destroy();
+      else res.writeHead(502).end(String(error));
     }
   });
 });
