@@ -27,21 +27,14 @@ export function createSseSplitter(): SseSplitter {
     push(chunk) {
       pending += decoder.write(chunk);
       const events: SseEvent[] = [];
+      const lfOnly = pending.indexOf("\r") < 0;
       let from = 0;
-      if (pending.indexOf("\r") < 0) {
-        // Without a CR only a blank line of LFs ends an event: found with indexOf, five times quicker than the regex.
-        for (let at = pending.indexOf("\n\n"); at >= 0; at = pending.indexOf("\n\n", from)) {
-          const end = at + 2;
-          events.push(parse(pending.slice(from, end), 2));
-          from = end;
-        }
-      } else {
-        boundary.lastIndex = 0;
-        for (let m = boundary.exec(pending); m; m = boundary.exec(pending)) {
-          const end = m.index + m[0].length;
-          events.push(parse(pending.slice(from, end), m[0].length));
-          from = end;
-        }
+      for (;;) {
+        const blank = blankLine(pending, from, lfOnly);
+        if (!blank) break;
+        const end = blank.at + blank.length;
+        events.push(parse(pending.slice(from, end), blank.length));
+        from = end;
       }
       pending = pending.slice(from);
       return events;
@@ -53,6 +46,20 @@ export function createSseSplitter(): SseSplitter {
       return rest.trim() === "" ? undefined : parse(rest, 0);
     },
   };
+}
+
+/**
+ * The next blank line (the end of an event) from `from`, and its length. Without a CR in the text only two LFs make
+ * one: found with indexOf, five times quicker than the regex of all three.
+ */
+function blankLine(text: string, from: number, lfOnly: boolean): { at: number; length: number } | undefined {
+  if (lfOnly) {
+    const at = text.indexOf("\n\n", from);
+    return at < 0 ? undefined : { at, length: 2 };
+  }
+  boundary.lastIndex = from;
+  const m = boundary.exec(text);
+  return m ? { at: m.index, length: m[0].length } : undefined;
 }
 
 /** Reads an event; `separator`: the length of the blank line that ends it (0 when it has none). */

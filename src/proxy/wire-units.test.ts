@@ -13,14 +13,14 @@ import { createSseSplitter } from "./sse-splitter.js";
 describe("SSE splitter", () => {
   it("cuts events at any separator even when bytes, separators and UTF-8 sequences straddle chunks", () => {
     const text =
-      'data: {"a":"é😀"}\r\n\r\ndata: x\ndata: y\n\nevent: e\rdata: z\r\r: comment\n\ndata:tight\n\ndata: cr\r\n\n' +
+      'data: {"a":"é😀"}\r\n\r\ndata: x\ndata: y\n\nevent: e\rdata: z\r\r\r\n\r\n: comment\n\ndata:tight\n\ndata: cr\r\n\n' +
       "data: two\rdata: lines\r\rdata: [DONE]\n\n";
     const bytes = Buffer.from(text);
     for (const size of [1, 2, 3, 7, bytes.length]) {
       const splitter = createSseSplitter();
       const events = [];
       for (let i = 0; i < bytes.length; i += size) events.push(...splitter.push(bytes.subarray(i, i + size)));
-      expect(events.map((e) => e.data)).toEqual(['{"a":"é😀"}', "x\ny", "z", "", "tight", "cr", "two\nlines", "[DONE]"]);
+      expect(events.map((e) => e.data)).toEqual(['{"a":"é😀"}', "x\ny", "z", "", "", "tight", "cr", "two\nlines", "[DONE]"]);
       expect(events.map((e) => e.raw).join("")).toBe(text);
       expect(splitter.end()).toBeUndefined();
     }
