@@ -148,7 +148,10 @@ async function measureAll(pids: number[], paths: { url: string; body: string }[]
 type Row = [string, Series];
 
 const engine = args.engine ? { url: args.engine, child: undefined } : await startEngine();
-const bare = await startBareForwarder(engine.url);
+const bare = await startBareForwarder(engine.url).catch((error: unknown) => {
+  engine.child?.kill("SIGTERM");
+  throw error;
+});
 const dir = mkdtempSync(join(tmpdir(), "agl-bench-proxy-"));
 const processOptions = (name: string) => ({
   compiled: args.compiled,
