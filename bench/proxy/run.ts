@@ -112,22 +112,22 @@ interface Series {
   sorted: number[];
   user: number;
   system: number;
-  /** User + system per call, per server process (in `pids` order). */
+  /** User + system per call, per process the path goes through (in `pids` order). */
   byProcess: number[];
 }
 
 /**
- * Latencies, sorted, and the server processes' CPU time per call (steadier than latency on a shared machine) of each
- * path, measured in turns of `block` calls per path.
+ * Latencies, sorted, and the CPU time per call (steadier than latency on a shared machine) of the processes each path
+ * goes through (`pids`: agl's, or the bare forwarder's), measured in turns of `block` calls per path.
  */
-async function measureAll(pids: number[], paths: { url: string; body: string }[]): Promise<Series[]> {
-  const out = paths.map((): Series => ({ sorted: [], user: 0, system: 0, byProcess: pids.map(() => 0) }));
+async function measureAll(paths: { url: string; body: string; pids: number[] }[]): Promise<Series[]> {
+  const out = paths.map((path): Series => ({ sorted: [], user: 0, system: 0, byProcess: path.pids.map(() => 0) }));
   const block = Number(args.block);
   for (let done = 0; done < requests; done += block) {
-    for (const [i, path] of paths.entries()) {
+    for (const [i, { url, body, pids }] of paths.entries()) {
       const series = out[i] as Series;
       const before = pids.map(cpuMs);
-      for (let k = 0; k < Math.min(block, requests - done); k++) series.sorted.push(await timedPost(path.url, path.body));
+      for (let k = 0; k < Math.min(block, requests - done); k++) series.sorted.push(await timedPost(url, body));
       for (const [j, pid] of pids.entries()) {
         const [was, now] = [before[j] as ReturnType<typeof cpuMs>, cpuMs(pid)];
         series.user += now.user - was.user;
@@ -188,6 +188,8 @@ async function measure(mode: "serve" | "standalone"): Promise<{ rows: Row[]; spa
         { role: "system", content: "You are a helpful assistant. ".repeat(20) },
         { role: "user", content: "Tell me about foxes. ".repeat(10) },
       ];
+      const pids = processes.map((p) => p.pid);
+      const bareOnly = [bare.child.pid as number];
       const paths = [false, true]
         .flatMap((stream) => {
           const clientBody = JSON.stringify({ model: "fake-model", messages, stream });
@@ -204,20 +206,19 @@ async function measure(mode: "serve" | "standalone"): Promise<{ rows: Row[]; spa
             stream,
           });
           return [
-            { name: `direct, ${kind}`, url: `${engine.url}/chat/completions`, body: engineBody },
-            { name: `bare forwarder, ${kind}`, url: `${bare.url}/chat/completions`, body: engineBody },
-            { name: `proxy, ${kind}`, url: `${scoped}/chat/completions`, body: clientBody },
-            { name: `proxy unattributed, ${kind}`, url: `${proxyUrl}/v1/chat/completions`, body: clientBody },
-            { name: `proxy responses, ${kind}`, url: `${scoped}/responses`, body: responsesBody },
-            { name: `proxy messages, ${kind}`, url: `${scoped}/messages`, body: messagesBody },
+            { name: `direct, ${kind}`, url: `${engine.url}/chat/completions`, body: engineBody, pids },
+            { name: `bare forwarder, ${kind}`, url: `${bare.url}/chat/completions`, body: engineBody, pids: bareOnly },
+            { name: `proxy, ${kind}`, url: `${scoped}/chat/completions`, body: clientBody, pids },
+            { name: `proxy unattributed, ${kind}`, url: `${proxyUrl}/v1/chat/completions`, body: clientBody, pids },
+            { name: `proxy responses, ${kind}`, url: `${scoped}/responses`, body: responsesBody, pids },
+            { name: `proxy messages, ${kind}`, url: `${scoped}/messages`, body: messagesBody, pids },
           ];
         })
         .filter((path) => !args.only || new RegExp(args.only).test(path.name));
       // Every path is warmed up before any is measured: otherwise the first proxied row pays for compiling the
       // server's code and growing its heap (measured: about 0.1 ms of server CPU per call, and the latency with it).
       for (const path of paths) for (let i = 0; i < warmup; i++) await timedPost(path.url, path.body);
-      const pids = processes.map((p) => p.pid);
-      const measured = await measureAll(pids, paths);
+      const measured = await measureAll(paths);
       const rows = paths.map((path, i): Row => [path.name, measured[i] as Series]);
       // Finishing the attempt waits for the spans the standalone proxy promised and has yet to store (a read does not),
       // so that the count has every call's span.
@@ -257,10 +258,9 @@ for (const [mode, { rows, spans }] of results) {
   const split = mode === "standalone" ? ", store + proxy process" : "";
   console.log(`path                                p50 ms   p90 ms   p99 ms   server CPU ms/call (user + system${split})`);
   for (const [name, { sorted, user, system, byProcess }] of rows) {
-    const perProcess = split ? `; ${byProcess.map((ms) => ms.toFixed(3)).join(" + ")}` : "";
-    const cpu = name.startsWith("bare forwarder")
-      ? "(not agl's)"
-      : `${(user + system).toFixed(3)} (${user.toFixed(3)} + ${system.toFixed(3)}${perProcess})`;
+    const bareRow = name.startsWith("bare forwarder");
+    const perProcess = split && !bareRow ? `; ${byProcess.map((ms) => ms.toFixed(3)).join(" + ")}` : "";
+    const cpu = `${(user + system).toFixed(3)} (${user.toFixed(3)} + ${system.toFixed(3)}${perProcess})${bareRow ? ", its own process" : ""}`;
     console.log(`${name.padEnd(34)} ${[50, 90, 99].map((p) => pct(sorted, p).toFixed(3).padStart(8)).join(" ")}   ${cpu}`);
   }
   for (const kind of ["whole", "streamed"]) {
