@@ -8,8 +8,8 @@
  * stores its span (ids, logprobs, bodies) right after its answer, the store holding the attempt's updates until then;
  * unattributed calls store nothing. The same conversation also goes through the proxy as a Responses and as an
  * Anthropic Messages call (translated onto the engine's chat completions and back). Prints p50/p90/p99 and the server
- * processes' CPU time per call for each path (standalone: also the store's and the proxy's each), and the p50 the
- * proxy adds per API.
+ * processes' CPU time per call for each path (standalone: also the store's and the proxy's each; the bare forwarder's
+ * rows: its own process's), and the p50 the proxy adds per API.
  *
  * The floor: the same calls also go through a bare forwarder (bench/proxy/bare-forwarder.ts, its own process), which
  * passes each body to the engine and the answer back with nothing else; what it adds over a direct call is the cost
