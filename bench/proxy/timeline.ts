@@ -12,6 +12,7 @@
  * A scoped call's span is stored after its answer, in no segment of its own: it shows as the wait of the next call
  * (the client's request to the proxy's handler takes longer than for an unattributed call).
  */
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import * as http from "node:http";
@@ -77,7 +78,7 @@ const engine = await startListening(process.execPath, [probe, "--import", "tsx",
   env: probed("engine"),
 });
 const children: { name: string; stop(): Promise<unknown> }[] = [{ name: "engine", stop: () => stopChild(engine.child) }];
-async function stopChild(child: import("node:child_process").ChildProcess): Promise<void> {
+async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, "exit");
   child.kill("SIGTERM");
@@ -92,7 +93,6 @@ try {
     env: { ...probed("bare"), ENGINE_URL: engine.url },
   });
   children.push({ name: "bare", stop: () => stopChild(bare.child) });
-  const fixed = ["--backend", engine.url, "--model", "fake-model"];
   const server: ServerProcess = await startServerProcess(
     args.mode === "serve" ? ["--memory", "--proxy-backend", engine.url, "--proxy-model", "fake-model"] : ["--memory"],
     { compiled: args.compiled, nodeArgs: [probe], env: probed("serve") },
@@ -101,7 +101,7 @@ try {
   let proxyUrl = server.url;
   let proxyName = "serve";
   if (args.mode === "standalone") {
-    const proxy = await startServerProcess(["--store", server.url, ...fixed], {
+    const proxy = await startServerProcess(["--store", server.url, "--backend", engine.url, "--model", "fake-model"], {
       compiled: args.compiled,
       nodeArgs: [probe],
       env: probed("proxy"),
