@@ -1,3 +1,5 @@
+import { createBoundedMap } from "./bounded-map.js";
+
 /** An OpenAI-compatible engine the proxy forwards to. */
 export interface Backend {
   /** Base URL as an OpenAI client takes it, e.g. `http://10.0.0.5:8000/v1`; the proxy appends `/chat/completions`. */
@@ -64,8 +66,8 @@ export function backendsForModel(backends: readonly Backend[], model: string | u
   return { backends: [] };
 }
 
-/** Engine URLs made so far: parsing one took about 2 % of the proxy's CPU a call. */
-const upstreamUrls = new Map<string, URL>();
+/** Engine URLs made so far (parsing one took about 2 % of the proxy's CPU a call); the oldest go past 256. */
+const upstreamUrls = createBoundedMap<URL>(256, 256);
 
 /**
  * Joins an OpenAI base URL and an API path (`/chat/completions`). Every call to the same place gets the same URL
@@ -76,9 +78,7 @@ export function upstreamUrl(endpoint: string, path: string): URL {
   let url = upstreamUrls.get(key);
   if (url === undefined) {
     url = new URL(endpoint.replace(/\/+$/, "") + path);
-    // Engines are few; a proxy whose engines keep changing starts its list again rather than growing it without end.
-    if (upstreamUrls.size >= 256) upstreamUrls.clear();
-    upstreamUrls.set(key, url);
+    upstreamUrls.set(key, url, 1);
   }
   return url;
 }
