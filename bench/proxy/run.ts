@@ -33,12 +33,12 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as http from "node:http";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createStoreClient } from "../../src/client/store-client.js";
 import { AttemptStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { type ServerProcess, startServerProcess } from "../../test/support/server-process.js";
+import { chatBodies, createPoster, messages } from "./calls.js";
 import { startListening } from "./start-listening.js";
 
 const { values: args } = parseArgs({
@@ -73,25 +73,12 @@ const startBareForwarder = (engineUrl: string) =>
     env: { ...process.env, ENGINE_URL: engineUrl },
   });
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-
+const poster = createPoster();
 /** POSTs and reads the whole answer; resolves to milliseconds. */
-function timedPost(url: string, body: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const start = performance.now();
-    const req = http.request(
-      url,
-      { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
-      (res) => {
-        if (res.statusCode !== 200) reject(new Error(`${url}: ${res.statusCode}`));
-        res.on("data", () => {});
-        res.on("end", () => resolve(performance.now() - start));
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
-}
+const timedPost = async (url: string, body: string) => {
+  const { start, end } = await poster.post(url, body);
+  return (end - start) / 1000;
+};
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
 
@@ -184,17 +171,11 @@ async function measure(mode: "serve" | "standalone"): Promise<{ rows: Row[]; spa
       await store.enqueueRollouts({ rollouts: [{}] });
       const [rollout] = (await store.dequeueRollouts({ workerId: "bench" })).rollouts;
       const scoped = `${proxyUrl}/rollout/${rollout?.rolloutId}/attempt/${rollout?.latestAttempt?.attemptId}/v1`;
-      const messages = [
-        { role: "system", content: "You are a helpful assistant. ".repeat(20) },
-        { role: "user", content: "Tell me about foxes. ".repeat(10) },
-      ];
       const pids = processes.map((p) => p.pid);
       const bareOnly = [bare.child.pid as number];
       const paths = [false, true]
         .flatMap((stream) => {
-          const clientBody = JSON.stringify({ model: "fake-model", messages, stream });
-          // The engine gets exactly what the proxy would send it, so both paths cost the engine the same.
-          const engineBody = JSON.stringify({ model: "fake-model", messages, stream, return_token_ids: true, logprobs: true });
+          const { client: clientBody, engine: engineBody } = chatBodies(stream);
           const kind = stream ? "streamed" : "whole";
           const [system, user] = [messages[0]?.content ?? "", messages[1]?.content ?? ""];
           const responsesBody = JSON.stringify({ model: "fake-model", instructions: system, input: user, stream });
@@ -241,7 +222,7 @@ try {
 } finally {
   engine.child?.kill("SIGTERM");
   bare.child.kill("SIGTERM");
-  agent.destroy();
+  poster.close();
   rmSync(dir, { recursive: true, force: true });
 }
 

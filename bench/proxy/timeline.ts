@@ -15,13 +15,13 @@
 import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import * as http from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createStoreClient } from "../../src/client/store-client.js";
 import { type ServerProcess, startServerProcess } from "../../test/support/server-process.js";
+import { chatBodies, type ClientStamps, createPoster } from "./calls.js";
 import { startListening } from "./start-listening.js";
 
 const { values: args } = parseArgs({
@@ -47,31 +47,7 @@ const probed = (name: string) => ({ ...process.env, AGL_BENCH_TIMELINE_OUT: outO
 
 type Stamps = { arrived: number[]; answered: number[]; sent: number[]; headers: number[] };
 const readStamps = (name: string): Stamps => JSON.parse(readFileSync(outOf(name), "utf8"));
-/** Microseconds on CLOCK_MONOTONIC, as the probe stamps. */
-const now = () => Number(process.hrtime.bigint()) / 1000;
-
-const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-/** A call as the client saw it: sent, its answer's headers in, its answer's end in. */
-type ClientStamps = { start: number; headers: number; end: number };
-
-/** POSTs and reads the whole answer. */
-function stampedPost(url: string, body: string): Promise<ClientStamps> {
-  return new Promise((resolve, reject) => {
-    const start = now();
-    const req = http.request(
-      url,
-      { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
-      (res) => {
-        const headers = now();
-        if (res.statusCode !== 200) reject(new Error(`${url}: ${res.statusCode}`));
-        res.on("data", () => {});
-        res.on("end", () => resolve({ start, headers, end: now() }));
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
-}
+const poster = createPoster();
 
 const engine = await startListening(process.execPath, [probe, "--import", "tsx", "bench/proxy/engine.ts"], {
   cwd: repoRoot,
@@ -116,12 +92,7 @@ try {
   const [rollout] = (await store.dequeueRollouts({ workerId: "bench" })).rollouts;
   store.close();
   const scoped = `${proxyUrl}/rollout/${rollout?.rolloutId}/attempt/${rollout?.latestAttempt?.attemptId}/v1`;
-  const messages = [
-    { role: "system", content: "You are a helpful assistant. ".repeat(20) },
-    { role: "user", content: "Tell me about foxes. ".repeat(10) },
-  ];
-  const clientBody = JSON.stringify({ model: "fake-model", messages, stream: args.stream });
-  const engineBody = JSON.stringify({ model: "fake-model", messages, stream: args.stream, return_token_ids: true, logprobs: true });
+  const { client: clientBody, engine: engineBody } = chatBodies(args.stream);
   const rows: Row[] = [
     { name: "direct", url: `${engine.url}/chat/completions`, body: engineBody, via: undefined },
     { name: "bare forwarder", url: `${bare.url}/chat/completions`, body: engineBody, via: "bare" },
@@ -129,17 +100,17 @@ try {
     { name: "proxy, unattributed", url: `${proxyUrl}/v1/chat/completions`, body: clientBody, via: proxyName },
   ];
   for (const row of rows) {
-    for (let i = 0; i < warmup; i++) calls.push({ row, ...(await stampedPost(row.url, row.body)), measured: false });
+    for (let i = 0; i < warmup; i++) calls.push({ row, ...(await poster.post(row.url, row.body)), measured: false });
   }
   for (let done = 0; done < requests; done += block) {
     for (const row of rows) {
       for (let k = 0; k < Math.min(block, requests - done); k++)
-        calls.push({ row, ...(await stampedPost(row.url, row.body)), measured: true });
+        calls.push({ row, ...(await poster.post(row.url, row.body)), measured: true });
     }
   }
 } finally {
   for (const child of [...children].reverse()) await child.stop();
-  agent.destroy();
+  poster.close();
   process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
 }
 
@@ -151,7 +122,9 @@ const segments = new Map<string, Map<string, number[]>>();
 const add = (row: string, segment: string, us: number) => {
   const bySegment = segments.get(row) ?? new Map<string, number[]>();
   segments.set(row, bySegment);
-  bySegment.set(segment, [...(bySegment.get(segment) ?? []), us]);
+  const values = bySegment.get(segment) ?? [];
+  bySegment.set(segment, values);
+  values.push(us);
 };
 for (const [i, call] of calls.entries()) {
   const at = (name: string) => {
