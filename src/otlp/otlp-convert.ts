@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import { setOwn } from "../core/own-property.js";
 import { AGL_ATTEMPT_ID_KEY, AGL_ROLLOUT_ID_KEY, AGL_SPAN_SEQUENCE_ID_KEY } from "../core/semconv.js";
 import { type Span, SpanSchema, StatusCode } from "../gen/agl/v1/types_pb.js";
 import type { ExportTraceServiceRequest } from "../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
@@ -49,15 +50,15 @@ function convertKeyValues(values: readonly KeyValue[]): AttributeMap {
       return;
     }
     if (v?.case === "intValue") {
-      out[key] = attr.int(v.value);
+      setOwn(out, key, attr.int(v.value));
       return;
     }
     if (v?.case === "doubleValue") {
-      out[key] = attr.double(v.value);
+      setOwn(out, key, attr.double(v.value));
       return;
     }
     const converted = toAttributeValue(plain(value));
-    if (converted) out[key] = converted;
+    if (converted) setOwn(out, key, converted);
   };
   for (const kv of values) put(kv.key, kv.value);
   return out;

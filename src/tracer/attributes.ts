@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import { setOwn } from "../core/own-property.js";
 import { type AttributeValue, AttributeValueSchema } from "../gen/agl/v1/types_pb.js";
 
 /** A span attribute map as the store keeps it. */
@@ -68,7 +69,7 @@ export function flattenAttributes(value: Record<string, unknown>, prefix = ""): 
       for (const [k, inner] of Object.entries(v)) visit(inner, key ? `${key}.${k}` : k);
     } else {
       const converted = v instanceof Date ? attr.str(v.toISOString()) : toAttributeValue(v);
-      if (converted && key) out[key] = converted;
+      if (converted && key) setOwn(out, key, converted);
     }
   };
   visit(value, prefix);

@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { type HrTime, SpanStatusCode, type Attributes as OtelAttributes } from "@opentelemetry/api";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import { setOwn } from "../core/own-property.js";
 import { type Span, SpanSchema, StatusCode } from "../gen/agl/v1/types_pb.js";
 import { type AttributeMap, toAttributeValue } from "./attributes.js";
 
@@ -12,9 +13,9 @@ export function convertAttributes(attributes: OtelAttributes, typed?: AttributeM
   const out: AttributeMap = {};
   for (const [key, value] of Object.entries(attributes)) {
     const converted = toAttributeValue(value);
-    if (converted) out[key] = converted;
+    if (converted) setOwn(out, key, converted);
   }
-  if (typed) Object.assign(out, typed);
+  if (typed) for (const key of Object.keys(typed)) setOwn(out, key, typed[key]);
   return out;
 }
 

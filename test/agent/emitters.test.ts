@@ -25,7 +25,15 @@ describe("emitters", () => {
       emitObject(7);
       emitObject(new Uint8Array([1, 2, 3]));
       emitException(new RangeError("out of range"));
-      emitAnnotation({ step: 3, nested: { ok: true, ids: [1, 2] }, ...linkAttributes({ span_id: "abc" }), ...tagAttributes(["x", "y"]) });
+      // A key named `__proto__` (as JSON.parse makes one) is an attribute like any other.
+      const proto = JSON.parse('{"__proto__": "kept"}');
+      emitAnnotation({
+        step: 3,
+        ...proto,
+        nested: { ok: true, ...proto, ids: [1, 2] },
+        ...linkAttributes({ span_id: "abc" }),
+        ...tagAttributes(["x", "y"]),
+      });
     });
     expect(outcome.end).toBe("succeeded");
     const root = spans.find((s) => s.name === "agentlightning.rollout");
@@ -50,7 +58,9 @@ describe("emitters", () => {
     expect(multi?.attributes["agentlightning.reward.1.value"]?.value.case).toBe("doubleValue");
     expect(attrs(annotation)).toEqual({
       step: 3,
+      ["__proto__"]: "kept",
       "nested.ok": true,
+      "nested.__proto__": "kept",
       "nested.ids": [1, 2],
       "agentlightning.link.0.key_match": "span_id",
       "agentlightning.link.0.value_match": "abc",

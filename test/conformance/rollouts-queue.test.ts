@@ -68,6 +68,19 @@ describe.each(backends)("rollouts and queue [$name]", (def) => {
     expect((await store.getRollout({ rolloutId: r!.rolloutId })).metadata).toEqual(metadata);
   });
 
+  it("a JSON key named __proto__ is kept as data, in metadata and input, read back and claimed", async () => {
+    const { store } = await openStore(def);
+    const metadata = JSON.parse('{"__proto__": {"x": 1}, "a": "m"}');
+    const input = JSON.parse('{"__proto__": [1, 2], "b": true}');
+    const [r] = (await store.enqueueRollouts({ rollouts: [spec(input, { metadata })] })).rollouts;
+    for (const got of [await store.getRollout({ rolloutId: r!.rolloutId }), (await store.dequeueRollouts({})).rollouts[0]!]) {
+      expect(Object.keys(got.metadata!)).toEqual(["__proto__", "a"]);
+      expect(JSON.stringify(got.metadata)).toBe('{"__proto__":{"x":1},"a":"m"}');
+      expect(Object.getPrototypeOf(got.metadata)).toBe(Object.prototype);
+      expect(JSON.stringify(unjson(got.input))).toBe('{"__proto__":[1,2],"b":true}');
+    }
+  });
+
   it("enqueue of many rollouts keeps their order and they dequeue in the same order", async () => {
     const { store } = await openStore(def);
     const modes = [RolloutMode.TRAIN, RolloutMode.VAL, RolloutMode.TEST];

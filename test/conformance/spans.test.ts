@@ -196,6 +196,20 @@ describe.each(backends)("spans [$name]", (def) => {
     expect(stored).toEqual({ ...span, sequenceId: ack.sequenceId });
   });
 
+  it("an attribute named __proto__ is kept as an attribute", async () => {
+    const { store } = await openStore(def);
+    const { rolloutId, attemptId } = await startRollout(store);
+    const span = makeSpan(rolloutId, attemptId);
+    const value = { $typeName: "agl.v1.AttributeValue", value: { case: "stringValue", value: "p" } } as const;
+    Object.defineProperty(span.attributes, "__proto__", { value, enumerable: true, writable: true, configurable: true });
+    span.attributes.k = { ...value, value: { case: "stringValue", value: "k" } };
+    await store.addSpans({ spans: [span] });
+    const [stored] = (await store.querySpans({ rolloutId })).spans;
+    expect(Object.keys(stored!.attributes)).toEqual(["__proto__", "k"]);
+    expect(Object.getPrototypeOf(stored!.attributes)).toBe(Object.prototype);
+    expect(Object.getOwnPropertyDescriptor(stored!.attributes, "__proto__")?.value?.value).toEqual({ case: "stringValue", value: "p" });
+  });
+
   it("a batch with one bad span stores nothing", async () => {
     const { store } = await openStore(def);
     const { rolloutId, attemptId } = await startRollout(store);

@@ -62,6 +62,7 @@ describe("OTLP trace ingest", () => {
                     kv("ids", { arrayValue: { values: [{ intValue: 1 }, { intValue: 2 }] } }),
                     kv("meta", { kvlistValue: { values: [kv("k", { boolValue: true })] } }),
                     kv("agentlightning.span_sequence_id", { intValue: "9" }),
+                    kv("__proto__", { stringValue: "an attribute like any other" }),
                   ],
                   events: [{ name: "retry", timeUnixNano: "1700000000500000000", attributes: [] }],
                   status: { code: 2, message: "tool failed" },
@@ -91,6 +92,8 @@ describe("OTLP trace ingest", () => {
     expect(fromAttributeValue(span?.attributes.n)).toBe(42);
     expect(fromAttributeValue(span?.attributes.ids)).toEqual([1, 2]);
     expect(fromAttributeValue(span?.attributes["meta.k"])).toBe(true);
+    expect(Object.getPrototypeOf(span?.attributes)).toBe(Object.prototype);
+    expect(fromAttributeValue(Object.getOwnPropertyDescriptor(span?.attributes, "__proto__")?.value)).toBe("an attribute like any other");
     expect(fromAttributeValue(span?.resource?.attributes["service.name"])).toBe("go-agent");
     expect(span?.events.map((e) => [e.name, e.timestamp])).toEqual([["retry", 1_700_000_000.5]]);
   });

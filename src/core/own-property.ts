@@ -1,0 +1,8 @@
+/**
+ * Sets `target[key]` as an own, enumerable data property, even for the key `__proto__`, which an assignment would take
+ * as the object's prototype (and the key would be lost). For keys that come from users: JSON keys, attribute names.
+ */
+export function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === "__proto__") Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
+}
