@@ -21,6 +21,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createStoreClient } from "../../src/client/store-client.js";
 import { type ServerProcess, startServerProcess } from "../../test/support/server-process.js";
+import { median } from "../stats.js";
 import { chatBodies, type ClientStamps, createPoster } from "./calls.js";
 import { startListening } from "./start-listening.js";
 
@@ -156,7 +157,6 @@ for (const [i, call] of calls.entries()) {
   if (f) add(name, "forwarder's headers → its response's 'finish'", f.answered - (f.headers as number));
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const names = [...segments.keys()];
 const order = [
   "client's request → first handler",
