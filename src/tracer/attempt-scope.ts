@@ -18,14 +18,26 @@ export interface AttemptScope {
   readonly logger: Logger;
 }
 
-const storage = new AsyncLocalStorage<AttemptScope>();
+/**
+ * The attempt context and the enter hooks, shared by every copy of agl in a thread (on its global object). A thread
+ * can hold two copies: a linked checkout's CLI runs its sources while the agent imports its `dist/`, or a CommonJS
+ * hook compiles a second copy. Kept per module, the copy the agent imports would see no attempt: its emitters would
+ * throw, its fetch wrapper and framework hooks would record nothing. The key names the shape of {@link AttemptScope};
+ * change the number with the shape, so that copies that disagree on it keep apart.
+ */
+interface SharedAttemptContext {
+  storage: AsyncLocalStorage<AttemptScope>;
+  onEnter: Array<() => void>;
+}
+const sharedKey = Symbol.for("agl.attempt-context.v1");
+const threadWide = globalThis as { [sharedKey]?: SharedAttemptContext };
+threadWide[sharedKey] ??= { storage: new AsyncLocalStorage<AttemptScope>(), onEnter: [] };
+const { storage, onEnter } = threadWide[sharedKey];
 
 /** The attempt the calling code runs in, or undefined outside of any rollout. */
 export function currentAttempt(): AttemptScope | undefined {
   return storage.getStore();
 }
-
-const onEnter: Array<() => void> = [];
 
 /**
  * Calls `enter` at the start of every attempt, synchronously inside its async context: for libraries that keep state
