@@ -173,7 +173,10 @@ export interface RewardGroup {
   rewardSquares: number;
   rewardMin?: number;
   rewardMax?: number;
-  /** Spans of the group's rollouts (every attempt) that recorded an LLM call with its token ids. */
+  /**
+   * LLM calls recorded with their token ids in the spans of the group's rollouts (every attempt): spans of a rollout
+   * that share a response id count once, with their largest token counts.
+   */
   llmCalls: number;
   promptTokens: number;
   responseTokens: number;

@@ -1,11 +1,12 @@
 import { rewardAttributes, rewardOf } from "../adapter/rewards.js";
-import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS } from "../core/semconv.js";
+import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, GEN_AI_RESPONSE_ID } from "../core/semconv.js";
 import type { Span } from "../gen/agl/v1/types_pb.js";
 
 /**
  * What the aggregates read of a span, taken once when it is stored (SQL backends keep them as columns, so sums run
  * in the database without decoding spans): the reward it reports, and for an LLM call recorded with its token ids,
- * the prompt and response token counts.
+ * the prompt and response token counts, and the response id that tells two records of the same call (the proxy's and
+ * the client's, a framework's span enriched from the client's) from two calls.
  */
 export interface SpanFacts {
   /** A finite reward (see `rewardOf`), else null. */
@@ -13,10 +14,17 @@ export interface SpanFacts {
   /** Null unless the span holds the call's response token ids. */
   promptTokens: number | null;
   responseTokens: number | null;
+  /** The call's `gen_ai.response.id` when the span holds response token ids and the id; else null. */
+  llmCallId: string | null;
 }
 
 /** Every attribute {@link spanFacts} reads: a span's name and these attributes alone have the span's facts. */
-export const factAttributes: ReadonlySet<string> = new Set([...rewardAttributes, AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS]);
+export const factAttributes: ReadonlySet<string> = new Set([
+  ...rewardAttributes,
+  AGL_LLM_PROMPT_TOKEN_IDS,
+  AGL_LLM_RESPONSE_TOKEN_IDS,
+  GEN_AI_RESPONSE_ID,
+]);
 
 export function spanFacts(span: Pick<Span, "name" | "attributes">): SpanFacts {
   const reward = rewardOf(span);
@@ -25,10 +33,16 @@ export function spanFacts(span: Pick<Span, "name" | "attributes">): SpanFacts {
     reward: reward !== undefined && Number.isFinite(reward) ? reward : null,
     promptTokens: response === null ? null : (tokenCount(span, AGL_LLM_PROMPT_TOKEN_IDS) ?? 0),
     responseTokens: response,
+    llmCallId: response === null ? null : responseId(span),
   };
 }
 
 function tokenCount(span: Pick<Span, "attributes">, key: string): number | null {
   const value = span.attributes[key]?.value;
   return value?.case === "intArray" ? value.value.values.length : null;
+}
+
+function responseId(span: Pick<Span, "attributes">): string | null {
+  const value = span.attributes[GEN_AI_RESPONSE_ID]?.value;
+  return value?.case === "stringValue" && value.value !== "" ? value.value : null;
 }

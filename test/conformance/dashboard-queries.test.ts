@@ -5,7 +5,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, rewardValueKey } from "../../src/core/semconv.js";
+import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, GEN_AI_RESPONSE_ID, rewardValueKey } from "../../src/core/semconv.js";
 import { AttemptStatus, AttributeValueSchema, FilterLogic, RolloutMode, RolloutStatus, SortOrder } from "../../src/gen/agl/v1/types_pb.js";
 import type { Store } from "../../src/store/store.js";
 import { backends } from "./backends.js";
@@ -18,13 +18,15 @@ function rewardSpan(rolloutId: string, attemptId: string, value: number) {
   return span;
 }
 
-/** An LLM call span recorded with `prompt` prompt token ids and `response` response token ids. */
-function llmSpan(rolloutId: string, attemptId: string, prompt: number, response: number) {
+/** An LLM call span recorded with `prompt` prompt token ids and `response` response token ids, and its response id. */
+function llmSpan(rolloutId: string, attemptId: string, prompt: number, response: number, responseId?: string) {
   const span = makeSpan(rolloutId, attemptId, { name: "openai.chat.completion" });
   const tokenIds = (n: number) =>
     create(AttributeValueSchema, { value: { case: "intArray", value: { values: Array.from({ length: n }, (_, i) => BigInt(i)) } } });
   span.attributes[AGL_LLM_PROMPT_TOKEN_IDS] = tokenIds(prompt);
   span.attributes[AGL_LLM_RESPONSE_TOKEN_IDS] = tokenIds(response);
+  if (responseId !== undefined)
+    span.attributes[GEN_AI_RESPONSE_ID] = create(AttributeValueSchema, { value: { case: "stringValue", value: responseId } });
   return span;
 }
 
@@ -39,10 +41,13 @@ async function finished(
   extra: { mode?: RolloutMode; resourcesId?: string },
   status: AttemptStatus,
   rewards: number[],
-  calls: Array<[number, number]> = [],
+  calls: Array<[prompt: number, response: number, responseId?: string]> = [],
 ) {
   const { rolloutId, attemptId } = await startRollout(store, extra);
-  const spans = [...calls.map(([p, r]) => llmSpan(rolloutId, attemptId, p, r)), ...rewards.map((v) => rewardSpan(rolloutId, attemptId, v))];
+  const spans = [
+    ...calls.map(([p, r, id]) => llmSpan(rolloutId, attemptId, p, r, id)),
+    ...rewards.map((v) => rewardSpan(rolloutId, attemptId, v)),
+  ];
   await store.updateAttempt({ rolloutId, attemptId, status, spans });
   return rolloutId;
 }
@@ -351,6 +356,23 @@ describe.each(backends)("dashboard queries [$name]", (def) => {
       const later = await store.getRewardsByResources({ startTimeFrom: clock.t });
       expect(later.stats.map((s) => [s.resourcesVersion, s.rollouts])).toEqual([[2, 2]]);
       expect((await store.getRewardsByResources({ resourcesIdIn: ["other"] })).stats).toEqual([]);
+    });
+
+    it("counts an LLM call once however many spans of its rollout record it (the same response id)", async () => {
+      const { store } = await openStore(def);
+      await publish(store, "policy");
+      // The proxy's record, the client's and a framework's span enriched from it: one call. Another call, and two
+      // records without a response id, which nothing ties together: two calls.
+      const once: Array<[number, number, string?]> = [
+        [10, 4, "chatcmpl-1"],
+        [10, 4, "chatcmpl-1"],
+        [10, 4, "chatcmpl-1"],
+      ];
+      await finished(store, {}, AttemptStatus.SUCCEEDED, [1], [...once, [8, 3, "chatcmpl-2"], [5, 2], [5, 2]]);
+      // A response id is one call within a rollout only.
+      await finished(store, {}, AttemptStatus.SUCCEEDED, [0], [[7, 1, "chatcmpl-1"]]);
+      const { stats } = await store.getRewardsByResources({});
+      expect(stats.map((s) => [s.rollouts, s.llmCalls, Number(s.promptTokens), Number(s.responseTokens)])).toEqual([[2, 5, 35, 12]]);
     });
 
     it("rejects bad filters with INVALID_ARGUMENT", async () => {

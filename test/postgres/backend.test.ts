@@ -16,7 +16,7 @@ import {
   RolloutStatus,
   SpanSchema,
 } from "../../src/gen/agl/v1/types_pb.js";
-import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, rewardValueKey } from "../../src/core/semconv.js";
+import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, GEN_AI_RESPONSE_ID, rewardValueKey } from "../../src/core/semconv.js";
 import type { StorageBackend, StorageTx, StoreEvent } from "../../src/store/backend.js";
 import { createPostgresBackend, type PostgresBackendOptions } from "../../src/store/backends/postgres/postgres-backend.js";
 import { encodeEvents } from "../../src/store/backends/postgres/postgres-events.js";
@@ -62,8 +62,17 @@ function barrier(n: number, ms: number) {
   };
 }
 
+/** Takes a schema of this version back to version 3: no call ids, and the index of LLM spans as it was. */
+async function undoVersion4(name: string): Promise<void> {
+  await adminQuery(`DROP INDEX ${name}.spans_llm`);
+  await adminQuery(`ALTER TABLE ${name}.spans DROP COLUMN llm_call_id`);
+  await adminQuery(
+    `CREATE INDEX spans_llm ON ${name}.spans (rollout_id, llm_prompt_tokens, llm_response_tokens) WHERE llm_response_tokens IS NOT NULL`,
+  );
+}
+
 describe("PostgreSQL backend", () => {
-  it("upgrades a version 1 schema: spans stored before get their reward and token columns", async () => {
+  it("upgrades a version 1 schema: spans stored before get their reward, token and call columns", async () => {
     const name = schema();
     const first = await open(name);
     const rewardValue = create(AttributeValueSchema, { value: { case: "doubleValue", value: 0.5 } });
@@ -75,16 +84,26 @@ describe("PostgreSQL backend", () => {
       await t.putResources(create(ResourcesUpdateSchema, { resourcesId: "rs-1", version: 2 }));
       await t.insertRollouts([rollout("ro-1", { status: RolloutStatus.SUCCEEDED })]);
       await t.insertAttempt(create(AttemptSchema, { rolloutId: "ro-1", attemptId: "at-1", sequenceId: 1, startTime: 100 }));
+      // Two records of one call (its response id), and a record of another.
+      const call = (id: string) => ({
+        [AGL_LLM_RESPONSE_TOKEN_IDS]: tokenIds,
+        [AGL_LLM_PROMPT_TOKEN_IDS]: tokenIds,
+        [GEN_AI_RESPONSE_ID]: create(AttributeValueSchema, { value: { case: "stringValue", value: id } }),
+      });
       await t.insertSpans([
-        span("00000000000000a1", 1, { [AGL_LLM_RESPONSE_TOKEN_IDS]: tokenIds, [AGL_LLM_PROMPT_TOKEN_IDS]: tokenIds }),
-        span("00000000000000a2", 2, { [rewardValueKey(0)]: rewardValue }),
+        span("00000000000000a1", 1, call("chatcmpl-1")),
+        span("00000000000000a3", 2, call("chatcmpl-1")),
+        span("00000000000000a4", 3, call("chatcmpl-2")),
+        span("00000000000000a2", 4, { [rewardValueKey(0)]: rewardValue }),
       ]);
     });
     await first.close();
     // Back to version 1: without the indexes and columns version 2 added.
     await adminQuery(`DROP INDEX ${name}.rollouts_start, ${name}.rollouts_end, ${name}.attempts_latest`);
     await adminQuery(`ALTER TABLE ${name}.rollouts DROP COLUMN resources_version`);
-    await adminQuery(`ALTER TABLE ${name}.spans DROP COLUMN reward, DROP COLUMN llm_prompt_tokens, DROP COLUMN llm_response_tokens`);
+    await adminQuery(
+      `ALTER TABLE ${name}.spans DROP COLUMN reward, DROP COLUMN llm_prompt_tokens, DROP COLUMN llm_response_tokens, DROP COLUMN llm_call_id`,
+    );
     await adminQuery(`DELETE FROM ${name}.resource_versions`);
     await adminQuery(`UPDATE ${name}.schema_version SET version = 1`);
 
@@ -98,7 +117,7 @@ describe("PostgreSQL backend", () => {
     expect(found.history).toEqual([2]);
     expect(found.rewards).toEqual(new Map([["ro-1", 0.5]]));
     expect(found.groups.map((g) => [g.rollouts, g.rewarded, g.rewardSum, g.llmCalls, g.promptTokens, g.responseTokens])).toEqual([
-      [1, 1, 0.5, 1, 3, 3],
+      [1, 1, 0.5, 2, 6, 6],
     ]);
   });
 
@@ -143,6 +162,7 @@ describe("PostgreSQL backend", () => {
     const definition = async () =>
       (await adminQuery<{ def: string }>(`SELECT pg_get_indexdef('${name}.rollouts_end'::regclass) AS def`))[0]?.def;
     // Back to version 2: every rollout in the index.
+    await undoVersion4(name);
     await adminQuery(`DROP INDEX ${name}.rollouts_end`);
     await adminQuery(`CREATE INDEX rollouts_end ON ${name}.rollouts (end_time, mode, status)`);
     await adminQuery(`UPDATE ${name}.schema_version SET version = 2`);

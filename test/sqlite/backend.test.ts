@@ -31,7 +31,7 @@ import { RowCache, type RolloutSpans } from "../../src/store/backends/sqlite/sql
 import { openSchema, SCHEMA_VERSION } from "../../src/store/backends/sqlite/sqlite-schema.js";
 import { aggregates } from "../../src/store/backends/sqlite/sqlite-queries.js";
 import { prepareStatements } from "../../src/store/backends/sqlite/sqlite-statements.js";
-import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, rewardValueKey } from "../../src/core/semconv.js";
+import { AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, GEN_AI_RESPONSE_ID, rewardValueKey } from "../../src/core/semconv.js";
 
 /** Backends that must behave identically; the file-based tests below are SQLite's own. */
 const backends: Array<{ name: string; make: () => StorageBackend }> = [
@@ -53,6 +53,12 @@ const attempt = (rolloutId: string, attemptId: string, sequenceId: number, init:
     status: AttemptStatus.PREPARING,
     ...init,
   });
+/** Takes a database of this version back to version 4: no call ids, and the index of LLM spans as it was. */
+function undoVersion5(db: Database.Database): void {
+  db.exec("DROP INDEX spans_llm; ALTER TABLE spans DROP COLUMN llm_call_id");
+  db.exec("CREATE INDEX spans_llm ON spans (rollout_id, llm_prompt_tokens, llm_response_tokens) WHERE llm_response_tokens IS NOT NULL");
+}
+
 const span = (rolloutId: string, attemptId: string, spanId: string, sequenceId: number, init: object = {}) =>
   create(SpanSchema, {
     rolloutId,
@@ -1410,7 +1416,7 @@ describe("sqlite backend on a file", () => {
     expect(outcome).toEqual({ code: 0, out: "3000", err: "" });
   });
 
-  it("upgrades a version 1 database: spans stored before get their reward and token columns", async () => {
+  it("upgrades a version 1 database: spans stored before get their reward, token and call columns", async () => {
     const path = join(dir, "v1.db");
     const first = createSqliteBackend({ path });
     const rewardValue = create(AttributeValueSchema, { value: { case: "doubleValue", value: 0.5 } });
@@ -1420,9 +1426,17 @@ describe("sqlite backend on a file", () => {
       await t.putResources(resources("rs-1", 2));
       await t.insertRollouts([rollout("ro-1", { status: RolloutStatus.SUCCEEDED })]);
       await t.insertAttempt(attempt("ro-1", "at-1", 1));
+      // Two records of one call (its response id), and a record of another.
+      const call = (id: string) => ({
+        [AGL_LLM_RESPONSE_TOKEN_IDS]: tokenIds,
+        [AGL_LLM_PROMPT_TOKEN_IDS]: tokenIds,
+        [GEN_AI_RESPONSE_ID]: create(AttributeValueSchema, { value: { case: "stringValue", value: id } }),
+      });
       await t.insertSpans([
-        span("ro-1", "at-1", "llm", 1, { attributes: { [AGL_LLM_RESPONSE_TOKEN_IDS]: tokenIds, [AGL_LLM_PROMPT_TOKEN_IDS]: tokenIds } }),
-        span("ro-1", "at-1", "reward", 2, { attributes: { [rewardValueKey(0)]: rewardValue } }),
+        span("ro-1", "at-1", "llm", 1, { attributes: call("chatcmpl-1") }),
+        span("ro-1", "at-1", "client", 2, { attributes: call("chatcmpl-1") }),
+        span("ro-1", "at-1", "llm-2", 3, { attributes: call("chatcmpl-2") }),
+        span("ro-1", "at-1", "reward", 4, { attributes: { [rewardValueKey(0)]: rewardValue } }),
       ]);
     });
     await first.close();
@@ -1432,7 +1446,8 @@ describe("sqlite backend on a file", () => {
       db.exec(`DROP INDEX ${index}`);
     db.exec("ALTER TABLE rollouts DROP COLUMN resources_version");
     db.exec("DROP TABLE resource_versions");
-    for (const column of ["reward", "llm_prompt_tokens", "llm_response_tokens"]) db.exec(`ALTER TABLE spans DROP COLUMN ${column}`);
+    for (const column of ["reward", "llm_prompt_tokens", "llm_response_tokens", "llm_call_id"])
+      db.exec(`ALTER TABLE spans DROP COLUMN ${column}`);
     db.pragma("user_version = 1");
     db.close();
 
@@ -1447,7 +1462,7 @@ describe("sqlite backend on a file", () => {
     expect(found.history).toEqual([2]);
     expect(found.rewards).toEqual(new Map([["ro-1", 0.5]]));
     expect(found.groups.map((g) => [g.rollouts, g.rewarded, g.rewardSum, g.llmCalls, g.promptTokens, g.responseTokens])).toEqual([
-      [1, 1, 0.5, 1, 3, 3],
+      [1, 1, 0.5, 2, 6, 6],
     ]);
   });
 
@@ -1478,6 +1493,43 @@ describe("sqlite backend on a file", () => {
     expect(indexed).toMatch(/WHERE end_time IS NOT NULL$/);
   });
 
+  it("upgrades a version 4 database: LLM spans stored before get their call id, and each call counts once", async () => {
+    const path = join(dir, "v4.db");
+    const first = createSqliteBackend({ path });
+    const ids = (n: number) => create(AttributeValueSchema, { value: { case: "intArray", value: { values: Array(n).fill(1n) } } });
+    const call = (id: string | undefined, prompt: number, response: number) => ({
+      attributes: {
+        [AGL_LLM_PROMPT_TOKEN_IDS]: ids(prompt),
+        [AGL_LLM_RESPONSE_TOKEN_IDS]: ids(response),
+        ...(id === undefined ? {} : { [GEN_AI_RESPONSE_ID]: create(AttributeValueSchema, { value: { case: "stringValue", value: id } }) }),
+      },
+    });
+    await first.transaction(async (t) => {
+      await t.insertRollouts([rollout("ro-1", { status: RolloutStatus.SUCCEEDED })]);
+      await t.insertAttempt(attempt("ro-1", "at-1", 1));
+      await t.insertSpans([
+        span("ro-1", "at-1", "proxy", 1, call("chatcmpl-1", 5, 2)),
+        span("ro-1", "at-1", "client", 2, call("chatcmpl-1", 5, 2)),
+        span("ro-1", "at-1", "bare-1", 3, call(undefined, 4, 1)),
+        span("ro-1", "at-1", "bare-2", 4, call(undefined, 4, 1)),
+      ]);
+    });
+    await first.close();
+    const db = new Database(path);
+    undoVersion5(db);
+    db.pragma("user_version = 4");
+    db.close();
+
+    const second = createSqliteBackend({ path });
+    const groups = await second.transaction((t) => t.rewardGroups({}));
+    await second.close();
+    const upgraded = new Database(path, { readonly: true });
+    const callIds = upgraded.prepare("SELECT llm_call_id FROM spans ORDER BY sequence_id").pluck().all();
+    upgraded.close();
+    expect(callIds).toEqual(["chatcmpl-1", "chatcmpl-1", null, null]);
+    expect(groups.map((g) => [g.llmCalls, g.promptTokens, g.responseTokens])).toEqual([[3, 13, 4]]);
+  });
+
   it("upgrades a version 3 database: the index of finished rollouts keeps them and leaves out the others", async () => {
     const path = join(dir, "v3.db");
     const first = createSqliteBackend({ path });
@@ -1494,6 +1546,7 @@ describe("sqlite backend on a file", () => {
       db.prepare("SELECT sum(ncell) FROM dbstat WHERE name = 'rollouts_end' AND pagetype = 'leaf'").pluck().get();
     // Back to version 3: every rollout in the index.
     const db = new Database(path);
+    undoVersion5(db);
     db.exec("DROP INDEX rollouts_end; CREATE INDEX rollouts_end ON rollouts (end_time, mode, status)");
     db.pragma("user_version = 3");
     expect(indexEntries(db)).toBe(3);

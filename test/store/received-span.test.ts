@@ -9,7 +9,13 @@ import { create, type DescMessage, fromBinary, type Message, toBinary } from "@b
 import { describe, expect, it } from "vitest";
 import { decodeMessage, decodeReadingElements } from "../../src/encoding/generated-decoder.js";
 import { scannerOf } from "../../src/encoding/generated-scanner.js";
-import { AGL_ANNOTATION, AGL_LLM_PROMPT_TOKEN_IDS, AGL_LLM_RESPONSE_TOKEN_IDS, rewardValueKey } from "../../src/core/semconv.js";
+import {
+  AGL_ANNOTATION,
+  AGL_LLM_PROMPT_TOKEN_IDS,
+  AGL_LLM_RESPONSE_TOKEN_IDS,
+  GEN_AI_RESPONSE_ID,
+  rewardValueKey,
+} from "../../src/core/semconv.js";
 import { type AddSpansRequest, AddSpansRequestSchema } from "../../src/gen/agl/v1/store_pb.js";
 import { type AttributeValue, AttributeValueSchema, type Span, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
@@ -70,7 +76,7 @@ describe("received spans", () => {
       expect(received?.[field.localName as keyof Span], field.name).toEqual(span[field.localName as keyof Span]);
     }
     expect((received as ReceivedSpan).toPlain()).toEqual(span);
-    expect(factsOf(received as Span)).toEqual({ reward: null, promptTokens: 0, responseTokens: 2 });
+    expect(factsOf(received as Span)).toEqual({ reward: null, promptTokens: 0, responseTokens: 2, llmCallId: null });
   });
 
   it("takes the facts from the attributes they read, wherever they are and whatever else is there", () => {
@@ -92,6 +98,10 @@ describe("received spans", () => {
         },
       ],
       [{ [rewardValueKey(0)]: number(Number.POSITIVE_INFINITY), [AGL_LLM_PROMPT_TOKEN_IDS]: ints(9n) }],
+      // The call's response id, kept only beside response token ids.
+      [{ [GEN_AI_RESPONSE_ID]: text("chatcmpl-1"), [AGL_LLM_RESPONSE_TOKEN_IDS]: ints(4n), "gen_ai.response.model": text("m") }],
+      [{ [GEN_AI_RESPONSE_ID]: text("chatcmpl-2"), [AGL_LLM_PROMPT_TOKEN_IDS]: ints(1n) }],
+      [{ [GEN_AI_RESPONSE_ID]: number(3), [AGL_LLM_RESPONSE_TOKEN_IDS]: ints(4n) }],
     ];
     for (const [attributes, name] of cases) {
       const span = fullSpan(attributes, name);

@@ -1382,8 +1382,9 @@ export type RewardStats = Message<"agl.v1.RewardStats"> & {
   max?: number | undefined;
 
   /**
-   * LLM calls recorded with token ids in the rollouts' spans (every attempt; a call recorded twice counts twice),
-   * and their prompt and response token counts: tokens per call = tokens / llm_calls.
+   * LLM calls recorded with token ids in the rollouts' spans (every attempt), and their prompt and response token
+   * counts: tokens per call = tokens / llm_calls. Spans of one rollout with the same gen_ai.response.id record one
+   * call (the proxy's and the client's records, say) and count once.
    *
    * @generated from field: uint32 llm_calls = 10;
    */

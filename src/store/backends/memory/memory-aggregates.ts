@@ -93,12 +93,23 @@ export function rewardGroups(tables: MemoryTables, scope: RolloutScope): RewardG
       group.rewardMin = Math.min(group.rewardMin ?? reward, reward);
       group.rewardMax = Math.max(group.rewardMax ?? reward, reward);
     }
+    // Spans of a rollout that share a response id record one call (the SQL backends keep the largest counts too); a
+    // span without one is a call of its own.
+    const calls = new Map<string | Span, { prompt: number; response: number }>();
     for (const span of tables.spans.get(r.rolloutId) ?? []) {
-      const facts = spanFacts(span);
-      if (facts.responseTokens === null) continue;
-      group.llmCalls++;
-      group.promptTokens += facts.promptTokens ?? 0;
-      group.responseTokens += facts.responseTokens;
+      const { promptTokens, responseTokens, llmCallId } = spanFacts(span);
+      if (responseTokens === null) continue;
+      const key = llmCallId ?? span;
+      const call = calls.get(key);
+      if (call) {
+        call.prompt = Math.max(call.prompt, promptTokens ?? 0);
+        call.response = Math.max(call.response, responseTokens);
+      } else calls.set(key, { prompt: promptTokens ?? 0, response: responseTokens });
+    }
+    group.llmCalls += calls.size;
+    for (const call of calls.values()) {
+      group.promptTokens += call.prompt;
+      group.responseTokens += call.response;
     }
   }
   return [...groups.values()];

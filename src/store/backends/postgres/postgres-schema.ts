@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { spanFacts } from "../../span-facts.js";
+import { type SpanFacts, spanFacts } from "../../span-facts.js";
 import { decodeSpan } from "../sql/stored-messages.js";
 
 /**
@@ -13,7 +13,7 @@ import { decodeSpan } from "../sql/stored-messages.js";
  */
 
 /** Version of the schema this code writes; kept in the `schema_version` table. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** Migrations by the version they produce: `migrations[n - 1]` turns version n-1 into n. */
 const migrations: string[] = [
@@ -138,28 +138,57 @@ const migrations: string[] = [
   DROP INDEX rollouts_end;
   CREATE INDEX rollouts_end ON rollouts (end_time, mode, status) WHERE end_time IS NOT NULL;
   `,
+  // 4: an LLM call's response id (SQLite's version 5), so that the token sums count each call once however many
+  // spans record it. Spans stored before it get theirs in \`backfills\`.
+  `
+  ALTER TABLE spans ADD COLUMN llm_call_id text COLLATE "C";
+  DROP INDEX spans_llm;
+  -- With seq: the token sums key a span without a call id by it, and read this index alone.
+  CREATE INDEX spans_llm ON spans (rollout_id, llm_call_id, llm_prompt_tokens, llm_response_tokens, seq)
+    WHERE llm_response_tokens IS NOT NULL;
+  `,
 ];
 
 /** Data steps of migrations, by the version they produce, run after its statements in the same transaction. */
 const backfills: Record<number, (client: pg.ClientBase) => Promise<void>> = {
-  2: async (client) => {
-    for (let after = 0; ; ) {
-      const { rows } = await client.query<{ seq: string; data: Uint8Array }>(
-        "SELECT seq, data FROM spans WHERE seq > $1 ORDER BY seq LIMIT 1000",
-        [after],
-      );
-      if (rows.length === 0) return;
-      const facts = rows.map((row) => spanFacts(decodeSpan(row.data)));
+  2: (client) =>
+    eachSpanBatch(client, "", async (seqs, facts) => {
       await client.query(
         "UPDATE spans SET reward = f.reward, llm_prompt_tokens = f.prompt, llm_response_tokens = f.response " +
           "FROM unnest($1::bigint[], $2::float8[], $3::bigint[], $4::bigint[]) AS f (seq, reward, prompt, response) " +
           "WHERE spans.seq = f.seq AND (f.reward IS NOT NULL OR f.response IS NOT NULL)",
-        [rows.map((row) => row.seq), facts.map((f) => f.reward), facts.map((f) => f.promptTokens), facts.map((f) => f.responseTokens)],
+        [seqs, facts.map((f) => f.reward), facts.map((f) => f.promptTokens), facts.map((f) => f.responseTokens)],
       );
-      after = Number(rows.at(-1)!.seq);
-    }
-  },
+    }),
+  4: (client) =>
+    eachSpanBatch(client, "AND llm_response_tokens IS NOT NULL", async (seqs, facts) => {
+      await client.query(
+        "UPDATE spans SET llm_call_id = f.call FROM unnest($1::bigint[], $2::text[]) AS f (seq, call) " +
+          "WHERE spans.seq = f.seq AND f.call IS NOT NULL",
+        [seqs, facts.map((f) => f.llmCallId)],
+      );
+    }),
 };
+
+/** Calls `update` with the seqs and facts of the stored spans that meet `condition`, a batch at a time. */
+async function eachSpanBatch(
+  client: pg.ClientBase,
+  condition: string,
+  update: (seqs: string[], facts: SpanFacts[]) => Promise<void>,
+): Promise<void> {
+  for (let after = "0"; ; ) {
+    const { rows } = await client.query<{ seq: string; data: Uint8Array }>(
+      `SELECT seq, data FROM spans WHERE seq > $1 ${condition} ORDER BY seq LIMIT 1000`,
+      [after],
+    );
+    if (rows.length === 0) return;
+    await update(
+      rows.map((row) => row.seq),
+      rows.map((row) => spanFacts(decodeSpan(row.data))),
+    );
+    after = rows.at(-1)!.seq;
+  }
+}
 
 /** A schema name that needs no quoting anywhere (it also names the NOTIFY channel and advisory lock keys). */
 export function checkSchemaName(schema: string): void {

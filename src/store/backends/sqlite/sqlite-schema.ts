@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { spanFacts } from "../../span-facts.js";
+import { type SpanFacts, spanFacts } from "../../span-facts.js";
 import { decodeSpan } from "../sql/stored-messages.js";
 
 /**
@@ -12,7 +12,7 @@ import { decodeSpan } from "../sql/stored-messages.js";
  */
 
 /** Version of the schema this code writes; kept in `PRAGMA user_version`. */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /**
  * Migrations, by the version they produce: `migrations[n - 1]` turns version n-1 into n. Version 1 is the initial
@@ -142,24 +142,40 @@ const migrations: string[] = [
   DROP INDEX rollouts_end;
   CREATE INDEX rollouts_end ON rollouts (end_time, mode, status) WHERE end_time IS NOT NULL;
   `,
+  // 5: an LLM call's response id, so that the token sums count each call once however many spans record it (the
+  // proxy's and the client's). Spans stored before it get theirs in \`backfills\`.
+  `
+  ALTER TABLE spans ADD COLUMN llm_call_id TEXT;
+  DROP INDEX spans_llm;
+  CREATE INDEX spans_llm ON spans (rollout_id, llm_call_id, llm_prompt_tokens, llm_response_tokens)
+    WHERE llm_response_tokens IS NOT NULL;
+  `,
 ];
 
 /** Data steps of migrations, by the version they produce, run after its statements in the same transaction. */
 const backfills: Record<number, (db: Database.Database) => void> = {
   2: (db) => {
     const update = db.prepare("UPDATE spans SET reward = ?, llm_prompt_tokens = ?, llm_response_tokens = ? WHERE seq = ?");
-    // In batches: better-sqlite3 cannot write while a statement is being iterated.
-    const batch = db.prepare("SELECT seq, data FROM spans WHERE seq > ? ORDER BY seq LIMIT 1000").raw();
-    for (let rows = batch.all(0) as Array<[number, Uint8Array]>; rows.length > 0; rows = batch.all(rows.at(-1)![0]) as typeof rows) {
-      for (const [seq, data] of rows) {
-        const facts = spanFacts(decodeSpan(data));
-        if (facts.reward !== null || facts.responseTokens !== null) {
-          update.run(facts.reward, facts.promptTokens, facts.responseTokens, seq);
-        }
-      }
-    }
+    eachSpan(db, "", (seq, facts) => {
+      if (facts.reward !== null || facts.responseTokens !== null) update.run(facts.reward, facts.promptTokens, facts.responseTokens, seq);
+    });
+  },
+  5: (db) => {
+    const update = db.prepare("UPDATE spans SET llm_call_id = ? WHERE seq = ?");
+    eachSpan(db, "AND llm_response_tokens IS NOT NULL", (seq, facts) => {
+      if (facts.llmCallId !== null) update.run(facts.llmCallId, seq);
+    });
   },
 };
+
+/** Calls `visit` with the facts of each stored span that meets `condition`, in batches. */
+function eachSpan(db: Database.Database, condition: string, visit: (seq: number, facts: SpanFacts) => void): void {
+  // In batches: better-sqlite3 cannot write while a statement is being iterated.
+  const batch = db.prepare(`SELECT seq, data FROM spans WHERE seq > ? ${condition} ORDER BY seq LIMIT 1000`).raw();
+  for (let rows = batch.all(0) as Array<[number, Uint8Array]>; rows.length > 0; rows = batch.all(rows.at(-1)![0]) as typeof rows) {
+    for (const [seq, data] of rows) visit(seq, spanFacts(decodeSpan(data)));
+  }
+}
 
 /**
  * Sets the connection's pragmas and brings the schema to `SCHEMA_VERSION`.

@@ -228,6 +228,7 @@ export class SqliteTx implements StorageTx {
         facts.reward,
         facts.promptTokens,
         facts.responseTokens,
+        facts.llmCallId,
         data,
       );
       if (inserted.changes > 0) {
