@@ -12,6 +12,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { conversationOf } from "../../src/adapter/chat-messages.js";
+import { createAgentStreamAssembler } from "../../src/tracer/hooks/agent-api-wire.js";
 import { registerAiSdkTracing } from "../../src/tracer/hooks/ai-sdk.js";
 import { createTracingFetch } from "../../src/tracer/hooks/openai-fetch.js";
 import { registerOpenAIAgentsTracing } from "../../src/tracer/hooks/openai-agents.js";
@@ -128,4 +129,22 @@ describe("framework hooks on the Responses and Messages APIs", () => {
       });
     }
   }
+});
+
+describe("the Messages stream's assembled answer", () => {
+  it("keeps a delta's key named __proto__ as data, not as the answer's prototype", () => {
+    const assembler = createAgentStreamAssembler("messages");
+    for (const event of [
+      '{"type":"message_start","message":{"id":"msg_1","role":"assistant","content":[]}}',
+      '{"type":"message_delta","delta":{"stop_reason":"end_turn","__proto__":{"stop_sequence":"x"}}}',
+      '{"type":"message_stop"}',
+    ]) {
+      assembler.add(JSON.parse(event));
+    }
+    const body = assembler.result();
+    expect(Object.getPrototypeOf(body)).toBe(Object.prototype);
+    expect(Object.keys(body)).toContain("__proto__");
+    expect(body.stop_sequence).toBeUndefined();
+    expect([body.stop_reason, assembler.complete()]).toEqual(["end_turn", true]);
+  });
 });

@@ -18,6 +18,7 @@ import {
   GEN_AI_USAGE_INPUT_TOKENS,
   GEN_AI_USAGE_OUTPUT_TOKENS,
 } from "../../core/semconv.js";
+import { setOwn } from "../../core/own-property.js";
 import { isJson, type Json } from "../../proxy/client-api.js";
 import { createMessagesApi } from "../../proxy/messages-api.js";
 import { createResponsesApi } from "../../proxy/responses-api.js";
@@ -141,7 +142,8 @@ export function createAgentStreamAssembler(api: AgentApi) {
           } catch {}
         }
       } else if (type === "message_delta") {
-        if (isJson(event.delta)) Object.assign(body, event.delta);
+        // Key by key: an assignment of a key named __proto__ (JSON.parse makes it an own key) would set the prototype.
+        if (isJson(event.delta)) for (const [key, value] of Object.entries(event.delta)) setOwn(body, key, value);
         if (isJson(event.usage)) body.usage = { ...(isJson(body.usage) ? body.usage : {}), ...event.usage };
         if (isJson(event.agl)) body.agl = event.agl;
       } else if (type === "message_stop") complete = true;
