@@ -256,6 +256,6 @@ export function readReceivedSpan(r: BinaryReader, b: Uint8Array, end: number, de
   return new ReceivedSpan(
     { rolloutId, attemptId, sequenceId, traceId, spanId, parentId, name, startTime, endTime },
     { bytes: b.subarray(start, end), sequenceId },
-    spanFacts({ name, attributes: factValues ?? {} }),
+    spanFacts({ name, attemptId, spanId, attributes: factValues ?? {} }),
   );
 }

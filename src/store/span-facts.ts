@@ -5,8 +5,8 @@ import type { Span } from "../gen/agl/v1/types_pb.js";
 /**
  * What the aggregates read of a span, taken once when it is stored (SQL backends keep them as columns, so sums run
  * in the database without decoding spans): the reward it reports, and for an LLM call recorded with its token ids,
- * the prompt and response token counts, and the response id that tells two records of the same call (the proxy's and
- * the client's, a framework's span enriched from the client's) from two calls.
+ * the prompt and response token counts and the key of the call: two records of one call (the proxy's and the
+ * client's, a framework's span enriched from the client's) share its response id, and so its key.
  */
 export interface SpanFacts {
   /** A finite reward (see `rewardOf`), else null. */
@@ -14,8 +14,11 @@ export interface SpanFacts {
   /** Null unless the span holds the call's response token ids. */
   promptTokens: number | null;
   responseTokens: number | null;
-  /** The call's `gen_ai.response.id` when the span holds response token ids and the id; else null. */
-  llmCallId: string | null;
+  /**
+   * Null unless the span holds the call's response token ids; then `response:` and its `gen_ai.response.id`, or for a
+   * span without one (a call of its own), `span:` and its attempt and span ids.
+   */
+  llmCallKey: string | null;
 }
 
 /** Every attribute {@link spanFacts} reads: a span's name and these attributes alone have the span's facts. */
@@ -26,14 +29,14 @@ export const factAttributes: ReadonlySet<string> = new Set([
   GEN_AI_RESPONSE_ID,
 ]);
 
-export function spanFacts(span: Pick<Span, "name" | "attributes">): SpanFacts {
+export function spanFacts(span: Pick<Span, "name" | "attributes" | "attemptId" | "spanId">): SpanFacts {
   const reward = rewardOf(span);
   const response = tokenCount(span, AGL_LLM_RESPONSE_TOKEN_IDS);
   return {
     reward: reward !== undefined && Number.isFinite(reward) ? reward : null,
     promptTokens: response === null ? null : (tokenCount(span, AGL_LLM_PROMPT_TOKEN_IDS) ?? 0),
     responseTokens: response,
-    llmCallId: response === null ? null : responseId(span),
+    llmCallKey: response === null ? null : callKey(span),
   };
 }
 
@@ -42,7 +45,7 @@ function tokenCount(span: Pick<Span, "attributes">, key: string): number | null 
   return value?.case === "intArray" ? value.value.values.length : null;
 }
 
-function responseId(span: Pick<Span, "attributes">): string | null {
-  const value = span.attributes[GEN_AI_RESPONSE_ID]?.value;
-  return value?.case === "stringValue" && value.value !== "" ? value.value : null;
+function callKey(span: Pick<Span, "attributes" | "attemptId" | "spanId">): string {
+  const id = span.attributes[GEN_AI_RESPONSE_ID]?.value;
+  return id?.case === "stringValue" && id.value !== "" ? `response:${id.value}` : `span:${span.attemptId}/${span.spanId}`;
 }

@@ -62,10 +62,10 @@ function barrier(n: number, ms: number) {
   };
 }
 
-/** Takes a schema of this version back to version 3: no call ids, and the index of LLM spans as it was. */
+/** Takes a schema of this version back to version 3: no call keys, and the index of LLM spans as it was. */
 async function undoVersion4(name: string): Promise<void> {
   await adminQuery(`DROP INDEX ${name}.spans_llm`);
-  await adminQuery(`ALTER TABLE ${name}.spans DROP COLUMN llm_call_id`);
+  await adminQuery(`ALTER TABLE ${name}.spans DROP COLUMN llm_call_key`);
   await adminQuery(
     `CREATE INDEX spans_llm ON ${name}.spans (rollout_id, llm_prompt_tokens, llm_response_tokens) WHERE llm_response_tokens IS NOT NULL`,
   );
@@ -102,7 +102,7 @@ describe("PostgreSQL backend", () => {
     await adminQuery(`DROP INDEX ${name}.rollouts_start, ${name}.rollouts_end, ${name}.attempts_latest`);
     await adminQuery(`ALTER TABLE ${name}.rollouts DROP COLUMN resources_version`);
     await adminQuery(
-      `ALTER TABLE ${name}.spans DROP COLUMN reward, DROP COLUMN llm_prompt_tokens, DROP COLUMN llm_response_tokens, DROP COLUMN llm_call_id`,
+      `ALTER TABLE ${name}.spans DROP COLUMN reward, DROP COLUMN llm_prompt_tokens, DROP COLUMN llm_response_tokens, DROP COLUMN llm_call_key`,
     );
     await adminQuery(`DELETE FROM ${name}.resource_versions`);
     await adminQuery(`UPDATE ${name}.schema_version SET version = 1`);

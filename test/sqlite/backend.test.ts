@@ -53,9 +53,9 @@ const attempt = (rolloutId: string, attemptId: string, sequenceId: number, init:
     status: AttemptStatus.PREPARING,
     ...init,
   });
-/** Takes a database of this version back to version 4: no call ids, and the index of LLM spans as it was. */
+/** Takes a database of this version back to version 4: no call keys, and the index of LLM spans as it was. */
 function undoVersion5(db: Database.Database): void {
-  db.exec("DROP INDEX spans_llm; ALTER TABLE spans DROP COLUMN llm_call_id");
+  db.exec("DROP INDEX spans_llm; ALTER TABLE spans DROP COLUMN llm_call_key");
   db.exec("CREATE INDEX spans_llm ON spans (rollout_id, llm_prompt_tokens, llm_response_tokens) WHERE llm_response_tokens IS NOT NULL");
 }
 
@@ -1446,7 +1446,7 @@ describe("sqlite backend on a file", () => {
       db.exec(`DROP INDEX ${index}`);
     db.exec("ALTER TABLE rollouts DROP COLUMN resources_version");
     db.exec("DROP TABLE resource_versions");
-    for (const column of ["reward", "llm_prompt_tokens", "llm_response_tokens", "llm_call_id"])
+    for (const column of ["reward", "llm_prompt_tokens", "llm_response_tokens", "llm_call_key"])
       db.exec(`ALTER TABLE spans DROP COLUMN ${column}`);
     db.pragma("user_version = 1");
     db.close();
@@ -1493,7 +1493,17 @@ describe("sqlite backend on a file", () => {
     expect(indexed).toMatch(/WHERE end_time IS NOT NULL$/);
   });
 
-  it("upgrades a version 4 database: LLM spans stored before get their call id, and each call counts once", async () => {
+  it("sums LLM calls from the index of LLM spans alone, the rollouts in scope found by id", () => {
+    const db = new Database(":memory:");
+    openSchema(db);
+    const { text, values } = aggregates.tokens({});
+    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...values) as { detail: string }[]).map((step) => step.detail);
+    db.close();
+    expect(plan).toContain("SCAN s USING COVERING INDEX spans_llm");
+    expect(plan).toContain("SEARCH rollouts USING INDEX sqlite_autoindex_rollouts_1 (rollout_id=?)");
+  });
+
+  it("upgrades a version 4 database: LLM spans stored before get their call key, and each call counts once", async () => {
     const path = join(dir, "v4.db");
     const first = createSqliteBackend({ path });
     const ids = (n: number) => create(AttributeValueSchema, { value: { case: "intArray", value: { values: Array(n).fill(1n) } } });
@@ -1524,9 +1534,9 @@ describe("sqlite backend on a file", () => {
     const groups = await second.transaction((t) => t.rewardGroups({}));
     await second.close();
     const upgraded = new Database(path, { readonly: true });
-    const callIds = upgraded.prepare("SELECT llm_call_id FROM spans ORDER BY sequence_id").pluck().all();
+    const keys = upgraded.prepare("SELECT llm_call_key FROM spans ORDER BY sequence_id").pluck().all();
     upgraded.close();
-    expect(callIds).toEqual(["chatcmpl-1", "chatcmpl-1", null, null]);
+    expect(keys).toEqual(["response:chatcmpl-1", "response:chatcmpl-1", "span:at-1/bare-1", "span:at-1/bare-2"]);
     expect(groups.map((g) => [g.llmCalls, g.promptTokens, g.responseTokens])).toEqual([[3, 13, 4]]);
   });
 

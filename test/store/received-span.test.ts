@@ -76,7 +76,12 @@ describe("received spans", () => {
       expect(received?.[field.localName as keyof Span], field.name).toEqual(span[field.localName as keyof Span]);
     }
     expect((received as ReceivedSpan).toPlain()).toEqual(span);
-    expect(factsOf(received as Span)).toEqual({ reward: null, promptTokens: 0, responseTokens: 2, llmCallId: null });
+    expect(factsOf(received as Span)).toEqual({
+      reward: null,
+      promptTokens: 0,
+      responseTokens: 2,
+      llmCallKey: `span:at-1/${"cd".repeat(8)}`,
+    });
   });
 
   it("takes the facts from the attributes they read, wherever they are and whatever else is there", () => {
@@ -156,7 +161,7 @@ describe("received spans", () => {
       fullSpan({}, AGL_ANNOTATION),
       fullSpan({ [AGL_LLM_RESPONSE_TOKEN_IDS]: responseIds }),
     ];
-    for (const span of spans) spanFacts({ name: span.name, attributes: watched(span.attributes) });
+    for (const span of spans) spanFacts({ ...span, attributes: watched(span.attributes) });
     expect([...read].filter((key) => !factAttributes.has(key))).toEqual([]);
     expect(read.size).toBe(factAttributes.size);
   });

@@ -93,13 +93,11 @@ export function rewardGroups(tables: MemoryTables, scope: RolloutScope): RewardG
       group.rewardMin = Math.min(group.rewardMin ?? reward, reward);
       group.rewardMax = Math.max(group.rewardMax ?? reward, reward);
     }
-    // Spans of a rollout that share a response id record one call (the SQL backends keep the largest counts too); a
-    // span without one is a call of its own.
-    const calls = new Map<string | Span, { prompt: number; response: number }>();
+    // Spans of a rollout with the same call key record one call (the SQL backends keep the largest counts too).
+    const calls = new Map<string, { prompt: number; response: number }>();
     for (const span of tables.spans.get(r.rolloutId) ?? []) {
-      const { promptTokens, responseTokens, llmCallId } = spanFacts(span);
-      if (responseTokens === null) continue;
-      const key = llmCallId ?? span;
+      const { promptTokens, responseTokens, llmCallKey: key } = spanFacts(span);
+      if (responseTokens === null || key === null) continue;
       const call = calls.get(key);
       if (call) {
         call.prompt = Math.max(call.prompt, promptTokens ?? 0);

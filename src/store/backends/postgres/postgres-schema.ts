@@ -138,13 +138,12 @@ const migrations: string[] = [
   DROP INDEX rollouts_end;
   CREATE INDEX rollouts_end ON rollouts (end_time, mode, status) WHERE end_time IS NOT NULL;
   `,
-  // 4: an LLM call's response id (SQLite's version 5), so that the token sums count each call once however many
-  // spans record it. Spans stored before it get theirs in \`backfills\`.
+  // 4: an LLM call's key (its response id; SQLite's version 5), so that the token sums count each call once however
+  // many spans record it. Spans stored before it get theirs in \`backfills\`.
   `
-  ALTER TABLE spans ADD COLUMN llm_call_id text COLLATE "C";
+  ALTER TABLE spans ADD COLUMN llm_call_key text COLLATE "C";
   DROP INDEX spans_llm;
-  -- With seq: the token sums key a span without a call id by it, and read this index alone.
-  CREATE INDEX spans_llm ON spans (rollout_id, llm_call_id, llm_prompt_tokens, llm_response_tokens, seq)
+  CREATE INDEX spans_llm ON spans (rollout_id, llm_call_key, llm_prompt_tokens, llm_response_tokens)
     WHERE llm_response_tokens IS NOT NULL;
   `,
 ];
@@ -163,9 +162,8 @@ const backfills: Record<number, (client: pg.ClientBase) => Promise<void>> = {
   4: (client) =>
     eachSpanBatch(client, "AND llm_response_tokens IS NOT NULL", async (seqs, facts) => {
       await client.query(
-        "UPDATE spans SET llm_call_id = f.call FROM unnest($1::bigint[], $2::text[]) AS f (seq, call) " +
-          "WHERE spans.seq = f.seq AND f.call IS NOT NULL",
-        [seqs, facts.map((f) => f.llmCallId)],
+        "UPDATE spans SET llm_call_key = f.call FROM unnest($1::bigint[], $2::text[]) AS f (seq, call) " + "WHERE spans.seq = f.seq",
+        [seqs, facts.map((f) => f.llmCallKey)],
       );
     }),
 };

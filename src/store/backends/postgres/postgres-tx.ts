@@ -278,7 +278,7 @@ export class PostgresTx implements StorageTx {
     const facts = spans.map(factsOf);
     const rows = await this.run(
       `INSERT INTO ${this.t("spans")} (rollout_id, attempt_id, span_id, sequence_id, trace_id, parent_id, name, ` +
-        "start_time, end_time, reward, llm_prompt_tokens, llm_response_tokens, llm_call_id, data) SELECT * FROM " +
+        "start_time, end_time, reward, llm_prompt_tokens, llm_response_tokens, llm_call_key, data) SELECT * FROM " +
         "unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::float8[], " +
         "$9::float8[], $10::float8[], $11::bigint[], $12::bigint[], $13::text[], $14::bytea[]) " +
         "ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING RETURNING rollout_id, attempt_id, span_id",
@@ -295,7 +295,7 @@ export class PostgresTx implements StorageTx {
         facts.map((f) => f.reward),
         facts.map((f) => f.promptTokens),
         facts.map((f) => f.responseTokens),
-        facts.map((f) => f.llmCallId),
+        facts.map((f) => f.llmCallKey),
         spans.map(encodeSpan),
       ],
     );

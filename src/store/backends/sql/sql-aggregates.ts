@@ -4,7 +4,7 @@ import { Params, type SqlDialect, type SqlFilters } from "./sql-filters.js";
 /**
  * The aggregate queries of the SQL backends, for both dialects: GROUP BY in the database, so the store never decodes
  * the rows it counts. Rewards and token counts come from the columns `spans.reward`, `spans.llm_prompt_tokens`,
- * `spans.llm_response_tokens` and `spans.llm_call_id` (see span-facts.ts), read through partial indexes on the spans
+ * `spans.llm_response_tokens` and `spans.llm_call_key` (see span-facts.ts), read through partial indexes on the spans
  * that have them.
  */
 
@@ -66,8 +66,8 @@ export function sqlAggregates(dialect: SqlDialect, filters: SqlFilters, table: (
     tokens(scope) {
       const p = new Params(dialect);
       const condition = filters.scopeWhere(scope)(p);
-      // One row a call: the spans of a rollout that share a response id record the same call; a span without one
-      // stands alone, keyed by its seq (which the index of LLM spans holds, so that the scan reads it alone).
+      // One row a call: the spans of a rollout with the same call key record one call. Grouped after the join, so that
+      // a narrow scope groups only its own spans (docs/benchmarks.md, the twentieth sitting).
       const text =
         `SELECT resources_id, resources_version, mode, ${n("count(*)")} AS calls, ` +
         `${n("sum(prompt)")} AS prompt_tokens, ${n("sum(response)")} AS response_tokens FROM (` +
@@ -75,8 +75,8 @@ export function sqlAggregates(dialect: SqlDialect, filters: SqlFilters, table: (
         "max(s.llm_response_tokens) AS response " +
         `FROM (SELECT rollout_id, resources_id, resources_version, mode FROM ${table("rollouts")}${where(condition)}) r ` +
         `JOIN ${table("spans")} s ON s.rollout_id = r.rollout_id AND s.llm_response_tokens IS NOT NULL ` +
-        "GROUP BY r.rollout_id, r.resources_id, r.resources_version, r.mode, s.llm_call_id, " +
-        "CASE WHEN s.llm_call_id IS NULL THEN s.seq END) calls GROUP BY resources_id, resources_version, mode";
+        "GROUP BY r.rollout_id, r.resources_id, r.resources_version, r.mode, s.llm_call_key) calls " +
+        "GROUP BY resources_id, resources_version, mode";
       return { text, values: p.values };
     },
     finalRewards(rolloutIds) {

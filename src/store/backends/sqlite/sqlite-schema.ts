@@ -142,12 +142,12 @@ const migrations: string[] = [
   DROP INDEX rollouts_end;
   CREATE INDEX rollouts_end ON rollouts (end_time, mode, status) WHERE end_time IS NOT NULL;
   `,
-  // 5: an LLM call's response id, so that the token sums count each call once however many spans record it (the
-  // proxy's and the client's). Spans stored before it get theirs in \`backfills\`.
+  // 5: an LLM call's key (its response id), so that the token sums count each call once however many spans record
+  // it (the proxy's and the client's). Spans stored before it get theirs in \`backfills\`.
   `
-  ALTER TABLE spans ADD COLUMN llm_call_id TEXT;
+  ALTER TABLE spans ADD COLUMN llm_call_key TEXT;
   DROP INDEX spans_llm;
-  CREATE INDEX spans_llm ON spans (rollout_id, llm_call_id, llm_prompt_tokens, llm_response_tokens)
+  CREATE INDEX spans_llm ON spans (rollout_id, llm_call_key, llm_prompt_tokens, llm_response_tokens)
     WHERE llm_response_tokens IS NOT NULL;
   `,
 ];
@@ -161,10 +161,8 @@ const backfills: Record<number, (db: Database.Database) => void> = {
     });
   },
   5: (db) => {
-    const update = db.prepare("UPDATE spans SET llm_call_id = ? WHERE seq = ?");
-    eachSpan(db, "AND llm_response_tokens IS NOT NULL", (seq, facts) => {
-      if (facts.llmCallId !== null) update.run(facts.llmCallId, seq);
-    });
+    const update = db.prepare("UPDATE spans SET llm_call_key = ? WHERE seq = ?");
+    eachSpan(db, "AND llm_response_tokens IS NOT NULL", (seq, facts) => update.run(facts.llmCallKey, seq));
   },
 };
 

@@ -54,7 +54,7 @@ export function prepareStatements(db: Database.Database): Statements {
 
     insertSpan: db.prepare(
       "INSERT INTO spans (rollout_id, attempt_id, span_id, sequence_id, trace_id, parent_id, name, start_time, " +
-        "end_time, reward, llm_prompt_tokens, llm_response_tokens, llm_call_id, data) " +
+        "end_time, reward, llm_prompt_tokens, llm_response_tokens, llm_call_key, data) " +
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) " +
         "ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING",
     ),

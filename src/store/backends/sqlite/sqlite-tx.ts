@@ -228,7 +228,7 @@ export class SqliteTx implements StorageTx {
         facts.reward,
         facts.promptTokens,
         facts.responseTokens,
-        facts.llmCallId,
+        facts.llmCallKey,
         data,
       );
       if (inserted.changes > 0) {
