@@ -162,7 +162,7 @@ const backfills: Record<number, (client: pg.ClientBase) => Promise<void>> = {
   4: (client) =>
     eachSpanBatch(client, "AND llm_response_tokens IS NOT NULL", async (seqs, facts) => {
       await client.query(
-        "UPDATE spans SET llm_call_key = f.call FROM unnest($1::bigint[], $2::text[]) AS f (seq, call) " + "WHERE spans.seq = f.seq",
+        "UPDATE spans SET llm_call_key = f.call FROM unnest($1::bigint[], $2::text[]) AS f (seq, call) WHERE spans.seq = f.seq",
         [seqs, facts.map((f) => f.llmCallKey)],
       );
     }),
