@@ -6,3 +6,9 @@ export function setOwn(target: Record<string, unknown>, key: string, value: unkn
   if (key === "__proto__") Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
   else target[key] = value;
 }
+
+/** `Object.assign(target, source)` for own enumerable string keys, through {@link setOwn}: a key `__proto__` stays a key. */
+export function assignOwn<T extends Record<string, unknown>>(target: T, source: Readonly<Record<string, unknown>>): T {
+  for (const key of Object.keys(source)) setOwn(target, key, source[key]);
+  return target;
+}

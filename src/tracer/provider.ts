@@ -1,7 +1,7 @@
 import { type Context, context, type Span as OtelSpan, type Tracer, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider, type ReadableSpan, type Span as SdkSpan, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { setOwn } from "../core/own-property.js";
+import { assignOwn } from "../core/own-property.js";
 import type { AttributeMap } from "./attributes.js";
 import { type AttemptScope, currentAttempt } from "./attempt-scope.js";
 import { toStoreSpan } from "./span-convert.js";
@@ -54,8 +54,7 @@ export function aglTracer(): Tracer {
 /** Sets attributes whose exact type matters (double rewards, int token ids, arrays) on a span agl started. */
 export function setTypedAttributes(span: OtelSpan, attributes: AttributeMap): void {
   const existing = typedAttributes.get(span);
-  if (!existing) typedAttributes.set(span, { ...attributes });
-  else for (const key of Object.keys(attributes)) setOwn(existing, key, attributes[key]);
+  typedAttributes.set(span, existing ? assignOwn(existing, attributes) : { ...attributes });
 }
 
 /** The context to start a child span in: the active one when it has a span, else the attempt's root span. */

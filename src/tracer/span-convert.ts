@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { type HrTime, SpanStatusCode, type Attributes as OtelAttributes } from "@opentelemetry/api";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
-import { setOwn } from "../core/own-property.js";
+import { assignOwn, setOwn } from "../core/own-property.js";
 import { type Span, SpanSchema, StatusCode } from "../gen/agl/v1/types_pb.js";
 import { type AttributeMap, toAttributeValue } from "./attributes.js";
 
@@ -15,7 +15,7 @@ export function convertAttributes(attributes: OtelAttributes, typed?: AttributeM
     const converted = toAttributeValue(value);
     if (converted) setOwn(out, key, converted);
   }
-  if (typed) for (const key of Object.keys(typed)) setOwn(out, key, typed[key]);
+  if (typed) assignOwn(out, typed);
   return out;
 }
 

@@ -18,7 +18,7 @@ import {
   GEN_AI_USAGE_INPUT_TOKENS,
   GEN_AI_USAGE_OUTPUT_TOKENS,
 } from "../../core/semconv.js";
-import { setOwn } from "../../core/own-property.js";
+import { assignOwn } from "../../core/own-property.js";
 import { isJson, type Json } from "../../proxy/client-api.js";
 import { createMessagesApi } from "../../proxy/messages-api.js";
 import { createResponsesApi } from "../../proxy/responses-api.js";
@@ -142,8 +142,8 @@ export function createAgentStreamAssembler(api: AgentApi) {
           } catch {}
         }
       } else if (type === "message_delta") {
-        // Key by key: an assignment of a key named __proto__ (JSON.parse makes it an own key) would set the prototype.
-        if (isJson(event.delta)) for (const [key, value] of Object.entries(event.delta)) setOwn(body, key, value);
+        // Not Object.assign: a key named __proto__ (JSON.parse makes it an own key) would set the answer's prototype.
+        if (isJson(event.delta)) assignOwn(body, event.delta);
         if (isJson(event.usage)) body.usage = { ...(isJson(body.usage) ? body.usage : {}), ...event.usage };
         if (isJson(event.agl)) body.agl = event.agl;
       } else if (type === "message_stop") complete = true;
