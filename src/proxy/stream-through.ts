@@ -26,8 +26,9 @@ export interface StreamResult {
 /** How a streamed answer ended. */
 export interface StreamOutcome {
   /**
-   * The completion and the error. A stream passed through as the engine sent it is read only when first asked, so
-   * that reading it (a JSON parse per event) is not on the answer's path when the span is stored after the answer.
+   * The completion and the error. Of a stream passed through as the engine sent it, the events of the engine's last
+   * read are read only when first asked, so that reading them (a JSON parse per event) is not on the answer's path
+   * when the span is stored after the answer.
    */
   result(): StreamResult;
   /** Sends what was held back (`[DONE]`) and ends the answer. */
@@ -36,7 +37,8 @@ export interface StreamOutcome {
 
 /**
  * Passes an engine's server-sent events to the client as each one completes, and assembles ids, logprobs, content
- * and tool calls from them (on the way, or when asked once the stream ended, for events passed through as they are).
+ * and tool calls from them on the way (for events passed through as they are, those of the engine's last read when
+ * asked, once the stream ended).
  * The final `data: [DONE]` is held back until {@link StreamOutcome.release}, so the span can be stored before the
  * client sees the end. A slow client slows the engine's stream (backpressure); a client that leaves stops it.
  */
@@ -50,8 +52,20 @@ export function streamThrough(
   const splitter = createSseSplitter();
   const assembler = createStreamAssembler(call.toChat ? "chat" : call.kind);
   const { writer } = call;
-  // Events whose text the client gets as is: read after the stream, when the result is asked for.
+  // Events whose text the client gets as is, not read yet. Those of the engine's last read wait until the result is
+  // asked for, after the answer ended; those of earlier reads are read once that read's writes went out. An answer
+  // that arrives in one read (a short one, or a fast engine's) is thus read after its end; a long one on the way. Left
+  // to the end, 2,000 events of ~0.3 KB each (tokens with logprobs) were held until then and read in one go, 7-17 ms
+  // here, holding up every other call's chunks (bench/proxy/long-streams.ts, docs/benchmarks.md).
   const unread: string[] | undefined = writer || call.toChat ? undefined : [];
+  /** How many of `unread` came before the engine's last read. */
+  let earlier = 0;
+  let catchingUp = false;
+  const catchUp = () => {
+    catchingUp = false;
+    for (const data of unread?.splice(0, earlier) ?? []) read(data);
+    earlier = 0;
+  };
   let held = "";
   let engineError: string | undefined;
   res.writeHead(upstream.status, {
@@ -160,7 +174,15 @@ export function streamThrough(
       end({ type: "client_disconnected", message: "the client closed the connection mid-stream" });
     };
     signal.addEventListener("abort", onAbort, { once: true });
-    body.on("data", (chunk: Buffer) => forward(splitter.push(chunk)));
+    body.on("data", (chunk: Buffer) => {
+      if (unread) earlier = unread.length;
+      forward(splitter.push(chunk));
+      // After this turn's write (its cork is released by an immediate queued before this one).
+      if (earlier > 0 && !catchingUp) {
+        catchingUp = true;
+        setImmediate(catchUp);
+      }
+    });
     body.on("end", () => end(undefined));
     body.on("error", (error) => end({ type: "upstream_error", message: `the engine's stream broke off: ${error.message}` }));
     body.on("close", () => {

@@ -3,7 +3,7 @@ import * as http from "node:http";
 import * as net from "node:net";
 import type { AddressInfo } from "node:net";
 import type OpenAI from "openai";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { attrDoubles, attrInts, attrJson, attrNumber, attrString } from "../../src/adapter/attributes.js";
 import * as sc from "../../src/core/semconv.js";
 import { StatusCode } from "../../src/gen/agl/v1/types_pb.js";
@@ -105,6 +105,39 @@ describe("LLM proxy calls", () => {
     expect(call?.type === "function" && call.function).toEqual({ name: "lookup", arguments: '{"city":"Paris","days":2}' });
     expect(choice?.finish_reason).toBe("tool_calls");
     expect(attrNumber(span!.attributes, sc.AGL_LLM_TTFT_MS)).toBeLessThan(attrNumber(span!.attributes, sc.AGL_LLM_LATENCY_MS) as number);
+  });
+
+  it("reads a stream's events as they come, leaving only the engine's last read for after the answer", async () => {
+    h = await startProxyHarness({ engine: { tokensPerChunk: 1, chunkDelayMs: 10 } });
+    const { rolloutId, baseUrl } = await h.claim();
+    // The proxy is in this process: its parses of the engine's events are JSON.parse calls on them.
+    const parse = vi.spyOn(JSON, "parse");
+    const eventsRead = () =>
+      parse.mock.calls.filter(([text]) => typeof text === "string" && text.includes('"chat.completion.chunk"')).length;
+    try {
+      const res = await postJson(`${baseUrl}/chat/completions`, {
+        model: "fake-model",
+        messages: [{ role: "user", content: "hi" }],
+        stream: true,
+      });
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      const decoder = new TextDecoder();
+      let text = "";
+      while (parseSse(text).length < 8) text += decoder.decode((await reader.read()).value, { stream: true });
+      // Each event came in a read of its own, and those before the last were read on the way (all but one, give or
+      // take the turn the test itself waited in); left to the end, none would have been.
+      const midway = eventsRead();
+      for (let next = await reader.read(); !next.done; next = await reader.read()) text += decoder.decode(next.value, { stream: true });
+      expect(midway).toBeGreaterThanOrEqual(5);
+      const events = parseSse(text);
+      expect(events.at(-1)).toBe("[DONE]");
+      expect(eventsRead()).toBe(events.length - 1);
+    } finally {
+      parse.mockRestore();
+    }
+    const [span] = await spansOf(rolloutId);
+    expect(attrInts(span!.attributes, sc.AGL_LLM_RESPONSE_TOKEN_IDS)).toEqual(h.engine.answers[0]?.responseIds);
+    expect(attrDoubles(span!.attributes, sc.AGL_LLM_LOGPROBS)).toEqual(h.engine.answers[0]?.logprobs);
   });
 
   it("sends a stream's headers at once, even when the engine is slow to send its first event", async () => {
