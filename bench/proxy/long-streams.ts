@@ -6,9 +6,10 @@
  * of the other streams as their clients see them. Prints both, and the proxy processes' CPU a stream.
  *
  *   npx tsx bench/proxy/long-streams.ts [--streams 8] [--tokens 2000] [--chunk-ms 1] [--seconds 20]
- *                                       [--mode serve|standalone] [--agl-root DIR]
+ *                                       [--mode serve|standalone] [--agl-root DIR] [--profile DIR]
  *
- * The server runs compiled (`make build` first); `--agl-root DIR` runs another checkout's, for comparisons in turns.
+ * The server runs compiled (`make build` first); `--agl-root DIR` runs another checkout's, for comparisons in turns;
+ * `--profile DIR` writes the server processes' V8 CPU profiles there.
  */
 import * as http from "node:http";
 import { readFileSync } from "node:fs";
@@ -27,6 +28,7 @@ const { values: args } = parseArgs({
     seconds: { type: "string", default: "20" },
     mode: { type: "string", default: "serve" },
     "agl-root": { type: "string" },
+    profile: { type: "string" },
   },
 });
 const streams = Number(args.streams);
@@ -70,7 +72,11 @@ const engine = await startListening(process.execPath, ["--import", "tsx", "bench
 });
 const processes: ServerProcess[] = [];
 try {
-  const options = { compiled: true, root: args["agl-root"] };
+  const options = {
+    compiled: true,
+    root: args["agl-root"],
+    nodeArgs: args.profile ? ["--cpu-prof", "--cpu-prof-interval=200", `--cpu-prof-dir=${args.profile}`] : [],
+  };
   const server = await startServerProcess(
     args.mode === "serve" ? ["--memory", "--proxy-backend", engine.url, "--proxy-model", "fake-model"] : ["--memory"],
     options,
@@ -103,20 +109,22 @@ try {
     });
 
   const pids = processes.map((p) => p.pid);
-  const cpuBefore = pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+  const cpuNow = () => pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
   const deadline = performance.now() + seconds * 1000;
   const gaps: number[] = [];
   let streamed = 0;
+  /** One stream, its gaps noted. */
+  const stream = async (url: string) => {
+    let last: number | undefined;
+    await post(url, { model: "fake-model", messages, stream: true, max_tokens: tokens }, () => {
+      const now = performance.now();
+      if (last !== undefined) gaps.push(now - last);
+      last = now;
+    });
+    streamed++;
+  };
   const streamer = async (url: string) => {
-    while (performance.now() < deadline) {
-      let last: number | undefined;
-      await post(url, { model: "fake-model", messages, stream: true, max_tokens: tokens }, () => {
-        const now = performance.now();
-        if (last !== undefined) gaps.push(now - last);
-        last = now;
-      });
-      streamed++;
-    }
+    while (performance.now() < deadline) await stream(url);
   };
   const probes: number[] = [];
   const probe = async () => {
@@ -126,27 +134,28 @@ try {
       probes.push(performance.now() - start);
     }
   };
-  await Promise.all([
-    probe(),
-    ...rollouts.map((r) => streamer(`${proxyUrl}/rollout/${r.rolloutId}/attempt/${r.latestAttempt?.attemptId}/v1/chat/completions`)),
-  ]);
-  const cpu = pids.reduce((sum, pid) => sum + cpuMs(pid), 0) - cpuBefore;
+  const urls = rollouts.map((r) => `${proxyUrl}/rollout/${r.rolloutId}/attempt/${r.latestAttempt?.attemptId}/v1/chat/completions`);
+  await Promise.all([probe(), ...urls.map(streamer)]);
+  const measuredGaps = gaps.splice(0);
+  // Then three streams each without the probe, for the CPU a stream alone.
+  const [streamsBefore, cpuBefore] = [streamed, cpuNow()];
+  for (let round = 0; round < 3; round++) await Promise.all(urls.map(stream));
+  const cpuAStream = (cpuNow() - cpuBefore) / (streamed - streamsBefore);
 
-  probes.sort((a, b) => a - b);
-  gaps.sort((a, b) => a - b);
   console.log(
     `${args.mode === "serve" ? "agl serve --proxy-backend" : "agl proxy + agl serve"}${args["agl-root"] ? ` (${args["agl-root"]})` : ""}: ` +
-      `${streams} streams of ${tokens} tokens, ${args["chunk-ms"]} ms apart, for ${seconds} s; ${streamed} streams ended, ` +
+      `${streams} streams of ${tokens} tokens, ${args["chunk-ms"]} ms apart, for ${seconds} s; ${streamsBefore} streams ended, ` +
       `${probes.length} probe calls`,
   );
   console.log(`                                  p50      p90      p99    p99.9      max  (ms)`);
-  console.log(
-    `probe call, whole, one token ${ms(pct(probes, 50))}  ${ms(pct(probes, 90))}  ${ms(pct(probes, 99))}  ${ms(pct(probes, 99.9))}  ${ms(probes.at(-1) ?? Number.NaN)}`,
-  );
-  console.log(
-    `gap between a stream's reads ${ms(pct(gaps, 50))}  ${ms(pct(gaps, 90))}  ${ms(pct(gaps, 99))}  ${ms(pct(gaps, 99.9))}  ${ms(gaps.at(-1) ?? Number.NaN)}`,
-  );
-  console.log(`proxy processes' CPU a stream: ${(cpu / Math.max(1, streamed)).toFixed(1)} ms`);
+  for (const [name, values] of [
+    ["probe call, whole, one token", probes],
+    ["gap between a stream's reads", measuredGaps],
+  ] as const) {
+    const sorted = [...values].sort((x, y) => x - y);
+    console.log(`${name} ${[50, 90, 99, 99.9, 100].map((p) => ms(pct(sorted, p))).join("  ")}`);
+  }
+  console.log(`proxy processes' CPU a stream, without the probe: ${cpuAStream.toFixed(1)} ms`);
 } finally {
   agent.destroy();
   for (const p of processes.reverse()) await p.stop();

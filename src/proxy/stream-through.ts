@@ -36,6 +36,13 @@ export interface StreamOutcome {
 }
 
 /**
+ * How many events of earlier reads a stream passed through unread gathers before it reads them: reading each read's in
+ * a turn of its own cost more CPU a stream than reading them all at the end (110 ms against 97 for 2,000 events, noisy);
+ * 32 hold ~10 KB and take ~0.1 ms to read.
+ */
+const catchUpEvents = 32;
+
+/**
  * Passes an engine's server-sent events to the client as each one completes, and assembles ids, logprobs, content
  * and tool calls from them on the way (for events passed through as they are, those of the engine's last read when
  * asked, once the stream ended).
@@ -53,10 +60,10 @@ export function streamThrough(
   const assembler = createStreamAssembler(call.toChat ? "chat" : call.kind);
   const { writer } = call;
   // Events whose text the client gets as is, not read yet. Those of the engine's last read wait until the result is
-  // asked for, after the answer ended; those of earlier reads are read once that read's writes went out. An answer
-  // that arrives in one read (a short one, or a fast engine's) is thus read after its end; a long one on the way. Left
-  // to the end, 2,000 events of ~0.3 KB each (tokens with logprobs) were held until then and read in one go, 7-17 ms
-  // here, holding up every other call's chunks (bench/proxy/long-streams.ts, docs/benchmarks.md).
+  // asked for, after the answer ended; those of earlier reads are read in a turn of their own once `catchUpEvents`
+  // of them wait. A short answer (or one that arrives in one read) is thus read after its end; a long one on the way.
+  // Left to the end, 2,000 events of ~0.3 KB each (tokens with logprobs) were held until then and read in one go,
+  // 7-17 ms here, holding up every other call's chunks (bench/proxy/long-streams.ts, docs/benchmarks.md).
   const unread: string[] | undefined = writer || call.toChat ? undefined : [];
   /** How many of `unread` came before the engine's last read. */
   let earlier = 0;
@@ -178,7 +185,7 @@ export function streamThrough(
       if (unread) earlier = unread.length;
       forward(splitter.push(chunk));
       // After this turn's write (its cork is released by an immediate queued before this one).
-      if (earlier > 0 && !catchingUp) {
+      if (earlier >= catchUpEvents && !catchingUp) {
         catchingUp = true;
         setImmediate(catchUp);
       }

@@ -107,8 +107,9 @@ describe("LLM proxy calls", () => {
     expect(attrNumber(span!.attributes, sc.AGL_LLM_TTFT_MS)).toBeLessThan(attrNumber(span!.attributes, sc.AGL_LLM_LATENCY_MS) as number);
   });
 
-  it("reads a stream's events as they come, leaving only the engine's last read for after the answer", async () => {
-    h = await startProxyHarness({ engine: { tokensPerChunk: 1, chunkDelayMs: 10 } });
+  it("reads a long stream's events as they come, leaving only the last few for after the answer", async () => {
+    const content = "The quick brown fox jumps over the lazy dog. ".repeat(5);
+    h = await startProxyHarness({ engine: { policy: () => ({ content }), tokensPerChunk: 1, chunkDelayMs: 2 } });
     const { rolloutId, baseUrl } = await h.claim();
     // The proxy is in this process: its parses of the engine's events are JSON.parse calls on them.
     const parse = vi.spyOn(JSON, "parse");
@@ -123,13 +124,14 @@ describe("LLM proxy calls", () => {
       const reader = (res.body as ReadableStream<Uint8Array>).getReader();
       const decoder = new TextDecoder();
       let text = "";
-      while (parseSse(text).length < 8) text += decoder.decode((await reader.read()).value, { stream: true });
-      // Each event came in a read of its own, and those before the last were read on the way (all but one, give or
-      // take the turn the test itself waited in); left to the end, none would have been.
+      while (parseSse(text).length < 120) text += decoder.decode((await reader.read()).value, { stream: true });
+      // Each event came in a read of its own; the proxy reads them 32 at a time once they wait. Left to the end of
+      // the stream, none would have been read by now.
       const midway = eventsRead();
       for (let next = await reader.read(); !next.done; next = await reader.read()) text += decoder.decode(next.value, { stream: true });
-      expect(midway).toBeGreaterThanOrEqual(5);
+      expect(midway).toBeGreaterThanOrEqual(64);
       const events = parseSse(text);
+      expect(events.length).toBeGreaterThan(content.length);
       expect(events.at(-1)).toBe("[DONE]");
       expect(eventsRead()).toBe(events.length - 1);
     } finally {
@@ -138,6 +140,7 @@ describe("LLM proxy calls", () => {
     const [span] = await spansOf(rolloutId);
     expect(attrInts(span!.attributes, sc.AGL_LLM_RESPONSE_TOKEN_IDS)).toEqual(h.engine.answers[0]?.responseIds);
     expect(attrDoubles(span!.attributes, sc.AGL_LLM_LOGPROBS)).toEqual(h.engine.answers[0]?.logprobs);
+    expect(recordedAnswer(span!.attributes).choices[0]?.message.content).toBe(content);
   });
 
   it("sends a stream's headers at once, even when the engine is slow to send its first event", async () => {
