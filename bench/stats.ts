@@ -18,3 +18,7 @@ export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? Number.NaN : ((s[(s.length - 1) >> 1] as number) + (s[s.length >> 1] as number)) / 2;
 }
+
+/** The `p`th percentile (0–100) of `sorted`, ascending: the value at rank ⌊p/100 · n⌋ (100: the largest); NaN for none. */
+export const percentile = (sorted: readonly number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;

@@ -12,11 +12,11 @@
  * `--profile DIR` writes the server processes' V8 CPU profiles there.
  */
 import * as http from "node:http";
-import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createStoreClient } from "../../src/client/store-client.js";
 import { type ServerProcess, startServerProcess } from "../../test/support/server-process.js";
+import { percentile, processCpuSeconds } from "../stats.js";
 import { messages } from "./calls.js";
 import { startListening } from "./start-listening.js";
 
@@ -38,14 +38,6 @@ if (!(streams >= 1 && tokens >= 1 && seconds > 0)) throw new Error("--streams, -
 if (args.mode !== "serve" && args.mode !== "standalone") throw new Error("--mode is serve or standalone");
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 
-/** CPU time (user + system, all threads) a process has used so far, in ms. */
-const cpuMs = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8")
-    .replace(/^.*\) /s, "")
-    .split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-};
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 const ms = (value: number) => value.toFixed(2).padStart(7);
 
 const agent = new http.Agent({ keepAlive: true });
@@ -109,7 +101,7 @@ try {
     });
 
   const pids = processes.map((p) => p.pid);
-  const cpuNow = () => pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+  const cpuNow = () => pids.reduce((sum, pid) => sum + processCpuSeconds(pid) * 1000, 0);
   const deadline = performance.now() + seconds * 1000;
   const gaps: number[] = [];
   let streamed = 0;
@@ -153,7 +145,7 @@ try {
     ["gap between a stream's reads", measuredGaps],
   ] as const) {
     const sorted = [...values].sort((x, y) => x - y);
-    console.log(`${name} ${[50, 90, 99, 99.9, 100].map((p) => ms(pct(sorted, p))).join("  ")}`);
+    console.log(`${name} ${[50, 90, 99, 99.9, 100].map((p) => ms(percentile(sorted, p))).join("  ")}`);
   }
   console.log(`proxy processes' CPU a stream, without the probe: ${cpuAStream.toFixed(1)} ms`);
 } finally {

@@ -38,6 +38,7 @@ import { parseArgs } from "node:util";
 import { createStoreClient } from "../../src/client/store-client.js";
 import { AttemptStatus } from "../../src/gen/agl/v1/types_pb.js";
 import { type ServerProcess, startServerProcess } from "../../test/support/server-process.js";
+import { percentile } from "../stats.js";
 import { chatBodies, createPoster, messages } from "./calls.js";
 import { startListening } from "./start-listening.js";
 
@@ -79,8 +80,6 @@ const timedPost = async (url: string, body: string) => {
   const { start, end } = await poster.post(url, body);
   return (end - start) / 1000;
 };
-
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
 
 /** CPU time (all threads) a process has used so far, user and system, in ms; NaN where /proc is not there. */
 function cpuMs(pid: number): { user: number; system: number } {
@@ -242,23 +241,23 @@ for (const [mode, { rows, spans }] of results) {
     const bareRow = name.startsWith("bare forwarder");
     const perProcess = split && !bareRow ? `; ${byProcess.map((ms) => ms.toFixed(3)).join(" + ")}` : "";
     const cpu = `${(user + system).toFixed(3)} (${user.toFixed(3)} + ${system.toFixed(3)}${perProcess})${bareRow ? ", its own process" : ""}`;
-    console.log(`${name.padEnd(34)} ${[50, 90, 99].map((p) => pct(sorted, p).toFixed(3).padStart(8)).join(" ")}   ${cpu}`);
+    console.log(`${name.padEnd(34)} ${[50, 90, 99].map((p) => percentile(sorted, p).toFixed(3).padStart(8)).join(" ")}   ${cpu}`);
   }
   for (const kind of ["whole", "streamed"]) {
     const direct = rows.find(([n]) => n === `direct, ${kind}`)?.[1].sorted;
     const floor = rows.find(([n]) => n === `bare forwarder, ${kind}`)?.[1].sorted;
     if (direct && floor) {
       console.log(
-        `added by a bare forwarder (${kind}): p50 ${(pct(floor, 50) - pct(direct, 50)).toFixed(3)} ms, p99 ` +
-          `${(pct(floor, 99) - pct(direct, 99)).toFixed(3)} ms`,
+        `added by a bare forwarder (${kind}): p50 ${(percentile(floor, 50) - percentile(direct, 50)).toFixed(3)} ms, p99 ` +
+          `${(percentile(floor, 99) - percentile(direct, 99)).toFixed(3)} ms`,
       );
     }
     for (const api of ["chat", "responses", "messages"]) {
       const proxied = rows.find(([n]) => n === (api === "chat" ? `proxy, ${kind}` : `proxy ${api}, ${kind}`))?.[1].sorted;
       if (!direct || !proxied) continue;
       console.log(
-        `added by the proxy (${api}, ${kind}): p50 ${(pct(proxied, 50) - pct(direct, 50)).toFixed(3)} ms, p99 ` +
-          `${(pct(proxied, 99) - pct(direct, 99)).toFixed(3)} ms`,
+        `added by the proxy (${api}, ${kind}): p50 ${(percentile(proxied, 50) - percentile(direct, 50)).toFixed(3)} ms, p99 ` +
+          `${(percentile(proxied, 99) - percentile(direct, 99)).toFixed(3)} ms`,
       );
     }
   }

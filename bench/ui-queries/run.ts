@@ -19,6 +19,7 @@ import { RolloutMode, RolloutStatus, SortOrder } from "../../src/gen/agl/v1/type
 import { startStoreServer } from "../../src/server/store-server.js";
 import { createSqliteBackend } from "../../src/store/backends/sqlite/sqlite-backend.js";
 import { createStore } from "../../src/store/store.js";
+import { percentile } from "../stats.js";
 import { fillDashboardStore } from "./fill.js";
 
 const { values: args } = parseArgs({
@@ -36,10 +37,6 @@ const token = "bench-token";
 
 const dir = mkdtempSync(join(tmpdir(), "agl-bench-ui-"));
 const path = join(dir, "ui.db");
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
-}
 
 /**
  * Wall-clock percentiles of `repeat` calls after a first one, and the median CPU time of this process per call (client
