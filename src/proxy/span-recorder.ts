@@ -4,6 +4,7 @@ import type { AttemptDescription, ExpectSpansRequestSchema } from "../gen/agl/v1
 import { AttemptStatus, type Span } from "../gen/agl/v1/types_pb.js";
 import type { PendingWrites } from "../store/pending-writes.js";
 import type { StoreApi } from "../store/store-api.js";
+import { handOver } from "../store/span-wire.js";
 import { type CallRecord, callSpan } from "./call-span.js";
 import type { CallScope, ScopeChecker } from "./scope-check.js";
 import { DeadlineTimer } from "../core/deadline-timer.js";
@@ -101,7 +102,9 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
   const maxBatch = options.maxBatch ?? 64;
   /** Writes in progress: a hold's release waits for them. */
   const writing = new Set<Promise<void>>();
-  const write = (calls: Scoped[], expect: Carried[] = [], spans = calls.map(callSpan)) => {
+  // The proxy keeps nothing of a call's span once it is built: the store may keep its objects without copying them.
+  const spanOf = (call: Scoped) => handOver(callSpan(call));
+  const write = (calls: Scoped[], expect: Carried[] = [], spans = calls.map(spanOf)) => {
     const written = writeAndResolve(calls, expect, spans);
     writing.add(written);
     void written.finally(() => writing.delete(written));
@@ -203,7 +206,7 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
     return batch;
   };
   const join = (call: Scoped): Promise<void> => {
-    const span = callSpan(call);
+    const span = spanOf(call);
     const joined = open();
     joined.calls.push(call);
     joined.spans.push(span);

@@ -73,12 +73,29 @@ function strictElements(schema: DescMessage, bytes: Uint8Array, field: DescField
   return strict ? slices : undefined;
 }
 
-/** A shallow copy of a span (to change its sequence id) that keeps the bytes it was received in. */
+const handedOver = Symbol("agl.handedOver");
+
+/**
+ * Gives `span` to the store with every object in it: its builder keeps no reference through which they could change
+ * (the proxy builds its spans for the store alone). The memory backend keeps such a span's objects rather than a copy
+ * of them. Returns `span`.
+ */
+export function handOver(span: Span): Span {
+  Object.defineProperty(span, handedOver, { value: true });
+  return span;
+}
+
+/** Whether the store may keep the objects of `span` (as {@link plainSpan} gives them) without copying them. */
+export const storeOwns = (span: Span): boolean =>
+  span instanceof ReceivedSpan || (span as Span & { [handedOver]?: true })[handedOver] === true;
+
+/** A shallow copy of a span (to change its sequence id) that keeps the bytes it was received in, and its handing over. */
 export function copySpan(span: Span): Span {
   if (span instanceof ReceivedSpan) return span.copy();
   const copy = { ...span };
   const bytes = (span as WithReceived)[received];
   if (bytes) keep(copy, bytes);
+  if (storeOwns(span)) handOver(copy);
   return copy;
 }
 

@@ -1,13 +1,17 @@
 /**
  * The LLM proxy's span recorder asking the store about attempts (`describe_attempt`) before their first calls: the
  * questions asked in one turn of the event loop go in one `AddSpans`, and a scope the store refuses fails only itself.
+ * And the spans it writes are handed over: the store keeps their objects without copying them.
  */
 import { afterEach, expect, it } from "vitest";
 import { silentLogger } from "../../src/core/logger.js";
+import type { Span } from "../../src/gen/agl/v1/types_pb.js";
+import type { CallRecord } from "../../src/proxy/call-span.js";
 import { createScopeChecker } from "../../src/proxy/scope-check.js";
 import { type CarriedOutcome, createSpanRecorder } from "../../src/proxy/span-recorder.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import type { AddSpansFrom } from "../../src/store/span-promises.js";
+import { storeOwns } from "../../src/store/span-wire.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { claimAttempt } from "../support/store-harness.js";
 
@@ -18,9 +22,11 @@ afterEach(() => store?.close());
 async function start() {
   store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: 0 });
   const calls: { promises: number; failed: boolean }[] = [];
+  const sent: Span[] = [];
   const addSpans: AddSpansFrom = async (request, options, holder) => {
     const call = { promises: request.expect?.length ?? 0, failed: false };
     calls.push(call);
+    sent.push(...((request.spans ?? []) as Span[]));
     try {
       return await store.addSpans(request, options, holder);
     } catch (error) {
@@ -37,7 +43,7 @@ async function start() {
     const described = recorder.describe(scope, { request: { ...scope, spanIds: [spanId] }, resolve: (o) => told(o) });
     return Promise.all([described, outcome]);
   };
-  return { calls, describe };
+  return { calls, sent, recorder, describe };
 }
 
 it("asks about the attempts of calls that start in one turn in one AddSpans, each answered with its own", async () => {
@@ -78,4 +84,40 @@ it("a scope the store refuses fails the shared question: each then goes alone, a
   expect(first).toEqual([true, "held"]);
   expect(second).toEqual([true, "held"]);
   expect(bad).toEqual([undefined, "failed"]);
+});
+
+it("hands the spans it builds over to the store, which keeps them without a copy", async () => {
+  const { sent, recorder } = await start();
+  const scope = await claimAttempt(store);
+  const call: CallRecord = {
+    scope,
+    kind: "chat",
+    traceId: "ab".repeat(16),
+    spanId: "cd".repeat(8),
+    parentId: "",
+    request: { model: "m", messages: [] },
+    requestText: '{"model":"m","messages":[]}',
+    api: "chat",
+    clientRequestText: undefined,
+    extraAttributes: undefined,
+    stream: false,
+    startTime: 1,
+    endTime: 2,
+    timeToFirstByteMs: 0.5,
+    backendEndpoint: "http://127.0.0.1:1/v1",
+    resourcesId: "",
+    resourcesVersion: 0,
+    tries: 1,
+    httpStatus: 200,
+    completion: undefined,
+    error: undefined,
+  };
+  await recorder.record(call, true);
+
+  expect(sent).toHaveLength(1);
+  expect(storeOwns(sent[0] as Span)).toBe(true);
+  const { spans } = await store.querySpans({ rolloutId: scope.rolloutId });
+  expect(spans.map((s) => s.spanId)).toEqual([call.spanId]);
+  expect(spans[0]?.attributes).toBe(sent[0]?.attributes);
+  expect(Object.isFrozen(spans[0]?.attributes)).toBe(true);
 });

@@ -2,8 +2,9 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Attempt, ResourcesUpdate, Rollout, Span, Worker } from "../../../gen/agl/v1/types_pb.js";
 import { RolloutStatus } from "../../../gen/agl/v1/types_pb.js";
 import { spanKey, type StorageBackend, type StorageCounts, type StorageTx, type StoreEvent } from "../../backend.js";
-import { deepCopy, frozenCopy } from "../../deep-copy.js";
+import { deepCopy, deepFreeze } from "../../deep-copy.js";
 import { plainSpan } from "../../received-span.js";
+import { storeOwns } from "../../span-wire.js";
 import { combine, fieldValue, matchString, sortAndPage } from "./memory-query.js";
 import { finalReward, inScope, rewardGroups, rolloutTimeline } from "./memory-aggregates.js";
 import { createConsoleLogger, type Logger } from "../../../core/logger.js";
@@ -171,8 +172,11 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
           spans.set(span.rolloutId, list);
         }
         const target = list;
-        // Spans never change once stored: keep a frozen copy and hand it out without cloning it again.
-        target.push(frozenCopy(plainSpan(span)));
+        // Spans never change once stored: readers share one, frozen when it is first handed out. A span whose caller
+        // may still change its objects is copied; one the store owns is kept as it is (the copy and the freeze were a
+        // fifth of the in-process proxy's work after an answer, and most of what kept the next call waiting).
+        const plain = plainSpan(span);
+        target.push(storeOwns(span) ? plain : deepCopy(plain));
         const inRollout = seqs;
         inRollout.set(key, span.sequenceId);
         spanCount++;
@@ -203,7 +207,7 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
         matchString(s.name, filter.name, conditions);
         return combine(conditions, filter.any);
       });
-      return sortAndPage(matches, page, fieldValue, "sequence_id", (span) => span);
+      return sortAndPage(matches, page, fieldValue, "sequence_id", deepFreeze);
     },
     async nextSequenceId(rolloutId, count) {
       const previous = counters.get(rolloutId);

@@ -1,0 +1,100 @@
+/**
+ * Who owns a stored span's objects (src/store/span-wire.ts, `handOver`): the memory backend keeps a span the store
+ * owns (decoded here from its bytes, or handed over by its builder, as the proxy does) as it is, copies any other, and
+ * hands every span out frozen through, so that no reader and no caller can change what another reads.
+ */
+import { create, toBinary } from "@bufbuild/protobuf";
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { attr } from "../../src/adapter/attributes.js";
+import { type AddSpansRequest, AddSpansRequestSchema } from "../../src/gen/agl/v1/store_pb.js";
+import { type IntArray, type Span, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
+import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
+import { ReceivedSpan } from "../../src/store/received-span.js";
+import { copySpan, decodeKeepingSpans, handOver, storeOwns } from "../../src/store/span-wire.js";
+import { createStore, type Store } from "../../src/store/store.js";
+import { claimAttempt } from "../support/store-harness.js";
+
+let store: Store;
+let scope: { rolloutId: string; attemptId: string };
+beforeEach(async () => {
+  store = createStore({ backend: createMemoryBackend(), watchdogIntervalSeconds: 0 });
+  scope = await claimAttempt(store);
+});
+afterEach(() => store.close());
+
+const span = (spanId: string) =>
+  create(SpanSchema, {
+    ...scope,
+    spanId,
+    traceId: "ab".repeat(16),
+    name: "chat m",
+    status: { code: 1 },
+    attributes: { ids: attr.ints([1, 2, 3]), text: attr.string("hello") },
+    events: [{ name: "retry", attributes: { n: attr.int(1) } }],
+  });
+const idsOf = (s: Span) => (s.attributes.ids?.value.value as IntArray | undefined)?.values ?? [];
+const readBack = async (spanId: string) => {
+  const { spans } = await store.querySpans({ rolloutId: scope.rolloutId, spanId });
+  expect(spans).toHaveLength(1);
+  return spans[0] as Span;
+};
+/** Every object in `value` frozen (bytes cannot be). */
+const frozenThrough = (value: unknown): boolean =>
+  value === null ||
+  typeof value !== "object" ||
+  ArrayBuffer.isView(value) ||
+  (Object.isFrozen(value) && Object.values(value).every(frozenThrough));
+
+describe("the memory backend's spans", () => {
+  it("keeps a span handed over without copying it, and hands it out frozen through", async () => {
+    const built = handOver(span("s1"));
+    expect(storeOwns(built)).toBe(true);
+    expect(storeOwns(copySpan(built))).toBe(true);
+    await store.addSpans({ spans: [built] });
+
+    const read = await readBack("s1");
+    expect(read.attributes).toBe(built.attributes);
+    expect(read.sequenceId).toBe(1);
+    expect(built.sequenceId).toBe(0); // the caller's own message is not changed
+    expect(frozenThrough(read)).toBe(true);
+    expect(() => idsOf(read).push(4n)).toThrow(TypeError);
+    expect(() => {
+      (read.attributes.text?.value as { value: string }).value = "changed";
+    }).toThrow(TypeError);
+    expect(idsOf(await readBack("s1"))).toEqual([1n, 2n, 3n]);
+  });
+
+  it("copies a span its caller still holds: what the caller changes after is not stored", async () => {
+    const mine = span("s2");
+    expect(storeOwns(mine)).toBe(false);
+    await store.addSpans({ spans: [mine] });
+    idsOf(mine).push(4n);
+    (mine.attributes.text?.value as { value: string }).value = "changed";
+    mine.events.length = 0;
+
+    const read = await readBack("s2");
+    expect(read.attributes).not.toBe(mine.attributes);
+    expect(idsOf(read)).toEqual([1n, 2n, 3n]);
+    expect(read.attributes.text?.value.value).toBe("hello");
+    expect(read.events.map((e) => e.name)).toEqual(["retry"]);
+    expect(frozenThrough(read)).toBe(true);
+  });
+
+  it("keeps the spans it decodes from a request's bytes, and hands them out frozen through", async () => {
+    const w = new BinaryWriter();
+    w.tag(AddSpansRequestSchema.field.spans.number, WireType.LengthDelimited).bytes(toBinary(SpanSchema, span("s3")));
+    const request = decodeKeepingSpans(AddSpansRequestSchema, w.finish()) as AddSpansRequest;
+    expect(request.spans[0]).toBeInstanceOf(ReceivedSpan);
+    expect(storeOwns(request.spans[0] as Span)).toBe(true);
+    await store.addSpans(request);
+
+    const read = await readBack("s3");
+    expect(read).not.toBeInstanceOf(ReceivedSpan);
+    expect(idsOf(read)).toEqual([1n, 2n, 3n]);
+    expect(read.events[0]?.attributes.n?.value.value).toBe(1n);
+    expect(frozenThrough(read)).toBe(true);
+    // Read again: the same frozen span, not another copy.
+    expect(await readBack("s3")).toBe(read);
+  });
+});
