@@ -1,7 +1,7 @@
 /**
- * Who owns a stored span's objects (src/store/span-wire.ts, `handOver`): the memory backend keeps a span the store
- * owns (decoded here from its bytes, or handed over by its builder, as the proxy does) as it is, copies any other, and
- * hands every span out frozen through, so that no reader and no caller can change what another reads.
+ * Who owns a stored span's objects (src/store/span-wire.ts, `handOver`): the memory backend keeps a span received as
+ * bytes in its own copy of them and a span handed over by its builder (as the proxy's are) as it is, copies any other,
+ * and hands every span out frozen through, so that no reader and no caller can change what another reads.
  */
 import { create, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
@@ -81,20 +81,23 @@ describe("the memory backend's spans", () => {
     expect(frozenThrough(read)).toBe(true);
   });
 
-  it("keeps the spans it decodes from a request's bytes, and hands them out frozen through", async () => {
+  it("keeps a span received as bytes in a copy of them, decodes it when first read, and hands it out frozen through", async () => {
     const w = new BinaryWriter();
     w.tag(AddSpansRequestSchema.field.spans.number, WireType.LengthDelimited).bytes(toBinary(SpanSchema, span("s3")));
-    const request = decodeKeepingSpans(AddSpansRequestSchema, w.finish()) as AddSpansRequest;
+    const bytes = w.finish();
+    const request = decodeKeepingSpans(AddSpansRequestSchema, bytes) as AddSpansRequest;
     expect(request.spans[0]).toBeInstanceOf(ReceivedSpan);
     expect(storeOwns(request.spans[0] as Span)).toBe(true);
     await store.addSpans(request);
+    bytes.fill(0); // a transport may reuse the buffer a request came in
 
     const read = await readBack("s3");
     expect(read).not.toBeInstanceOf(ReceivedSpan);
+    expect(read.sequenceId).toBe(1);
     expect(idsOf(read)).toEqual([1n, 2n, 3n]);
     expect(read.events[0]?.attributes.n?.value.value).toBe(1n);
     expect(frozenThrough(read)).toBe(true);
-    // Read again: the same frozen span, not another copy.
+    // Read again: the same frozen span, not decoded again.
     expect(await readBack("s3")).toBe(read);
   });
 });

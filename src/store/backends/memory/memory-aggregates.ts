@@ -1,6 +1,6 @@
 import type { Attempt, Rollout, Span } from "../../../gen/agl/v1/types_pb.js";
 import type { BucketCount, RewardGroup, RolloutScope, TimeRange, Timeline, TimelineQuery } from "../../backend.js";
-import { spanFacts } from "../../span-facts.js";
+import { factsOf } from "../../span-wire.js";
 
 /** The memory backend's aggregates: plain loops over its maps (the SQL backends do the same in GROUP BY queries). */
 
@@ -53,7 +53,7 @@ export function finalReward(tables: MemoryTables, rolloutId: string): number | u
   let best: { seq: number; value: number } | undefined;
   for (const span of tables.spans.get(rolloutId) ?? []) {
     if (span.attemptId !== latest.attemptId || (best && span.sequenceId <= best.seq)) continue;
-    const { reward } = spanFacts(span);
+    const { reward } = factsOf(span);
     if (reward !== null) best = { seq: span.sequenceId, value: reward };
   }
   return best?.value;
@@ -96,7 +96,7 @@ export function rewardGroups(tables: MemoryTables, scope: RolloutScope): RewardG
     // Spans of a rollout with the same call key record one call (the SQL backends keep the largest counts too).
     const calls = new Map<string, { prompt: number; response: number }>();
     for (const span of tables.spans.get(r.rolloutId) ?? []) {
-      const { promptTokens, responseTokens, llmCallKey: key } = spanFacts(span);
+      const { promptTokens, responseTokens, llmCallKey: key } = factsOf(span);
       if (responseTokens === null || key === null) continue;
       const call = calls.get(key);
       if (call) {

@@ -3,7 +3,7 @@ import type { Attempt, ResourcesUpdate, Rollout, Span, Worker } from "../../../g
 import { RolloutStatus } from "../../../gen/agl/v1/types_pb.js";
 import { spanKey, type StorageBackend, type StorageCounts, type StorageTx, type StoreEvent } from "../../backend.js";
 import { deepCopy, deepFreeze } from "../../deep-copy.js";
-import { plainSpan } from "../../received-span.js";
+import { ReceivedSpan } from "../../received-span.js";
 import { storeOwns } from "../../span-wire.js";
 import { combine, fieldValue, matchString, sortAndPage } from "./memory-query.js";
 import { finalReward, inScope, rewardGroups, rolloutTimeline } from "./memory-aggregates.js";
@@ -18,6 +18,14 @@ export interface MemoryBackendOptions {
   /** Where a failing event listener is reported (default: stderr, `[store]`). */
   logger?: Logger;
 }
+
+/**
+ * A stored span as readers get it, and as it is kept from its first read on: decoded (one received as bytes), and
+ * frozen through, so that readers share it and none can change what another reads. Done at the first read rather
+ * than as the span is stored: for the proxy's LLM spans the decode, copy and freeze were most of the store's work
+ * for a call, on the way of the next call, and most spans are read once or never.
+ */
+const handedOut = (span: Span): Span => deepFreeze(span instanceof ReceivedSpan ? span.toPlain() : span);
 
 export function createMemoryBackend(options: MemoryBackendOptions = {}): StorageBackend {
   const rollouts = new Map<string, Rollout>();
@@ -172,11 +180,10 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
           spans.set(span.rolloutId, list);
         }
         const target = list;
-        // Spans never change once stored: readers share one, frozen when it is first handed out. A span whose caller
-        // may still change its objects is copied; one the store owns is kept as it is (the copy and the freeze were a
-        // fifth of the in-process proxy's work after an answer, and most of what kept the next call waiting).
-        const plain = plainSpan(span);
-        target.push(storeOwns(span) ? plain : deepCopy(plain));
+        // Spans never change once stored, and readers share them (see handedOut). One received as bytes is kept as
+        // it came, decoded when first read; one handed over is kept as it is; any other is copied, as its caller
+        // may still change its objects.
+        target.push(span instanceof ReceivedSpan ? span.withOwnBytes() : storeOwns(span) ? span : deepCopy(span));
         const inRollout = seqs;
         inRollout.set(key, span.sequenceId);
         spanCount++;
@@ -197,17 +204,23 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
       return found;
     },
     async querySpans(filter, page) {
-      const matches = (spans.get(filter.rolloutId) ?? []).filter((s) => {
-        if (filter.attemptId !== undefined && s.attemptId !== filter.attemptId) return false;
-        if (filter.afterSequenceId !== undefined && s.sequenceId <= filter.afterSequenceId) return false;
+      const list = spans.get(filter.rolloutId) ?? [];
+      const matches: Span[] = [];
+      for (let i = 0; i < list.length; i++) {
+        const s = list[i] as Span;
+        if (filter.attemptId !== undefined && s.attemptId !== filter.attemptId) continue;
+        if (filter.afterSequenceId !== undefined && s.sequenceId <= filter.afterSequenceId) continue;
         const conditions: boolean[] = [];
         matchString(s.traceId, filter.traceId, conditions);
         matchString(s.spanId, filter.spanId, conditions);
         matchString(s.parentId, filter.parentId, conditions);
         matchString(s.name, filter.name, conditions);
-        return combine(conditions, filter.any);
-      });
-      return sortAndPage(matches, page, fieldValue, "sequence_id", deepFreeze);
+        if (!combine(conditions, filter.any)) continue;
+        const read = handedOut(s);
+        list[i] = read;
+        matches.push(read);
+      }
+      return sortAndPage(matches, page, fieldValue, "sequence_id", (span) => span);
     },
     async nextSequenceId(rolloutId, count) {
       const previous = counters.get(rolloutId);
