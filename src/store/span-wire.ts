@@ -85,9 +85,8 @@ export function handOver(span: Span): Span {
   return span;
 }
 
-/** Whether the store may keep the objects of `span` (as {@link plainSpan} gives them) without copying them. */
-export const storeOwns = (span: Span): boolean =>
-  span instanceof ReceivedSpan || (span as Span & { [handedOver]?: true })[handedOver] === true;
+/** Whether `span` was handed over (see {@link handOver}). */
+export const isHandedOver = (span: Span): boolean => (span as Span & { [handedOver]?: true })[handedOver] === true;
 
 /** A shallow copy of a span (to change its sequence id) that keeps the bytes it was received in, and its handing over. */
 export function copySpan(span: Span): Span {
@@ -95,7 +94,7 @@ export function copySpan(span: Span): Span {
   const copy = { ...span };
   const bytes = (span as WithReceived)[received];
   if (bytes) keep(copy, bytes);
-  if (storeOwns(span)) handOver(copy);
+  if (isHandedOver(span)) handOver(copy);
   return copy;
 }
 

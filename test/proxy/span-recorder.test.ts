@@ -11,7 +11,7 @@ import { createScopeChecker } from "../../src/proxy/scope-check.js";
 import { type CarriedOutcome, createSpanRecorder } from "../../src/proxy/span-recorder.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import type { AddSpansFrom } from "../../src/store/span-promises.js";
-import { storeOwns } from "../../src/store/span-wire.js";
+import { isHandedOver } from "../../src/store/span-wire.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { claimAttempt } from "../support/store-harness.js";
 
@@ -115,7 +115,7 @@ it("hands the spans it builds over to the store, which keeps them without a copy
   await recorder.record(call, true);
 
   expect(sent).toHaveLength(1);
-  expect(storeOwns(sent[0] as Span)).toBe(true);
+  expect(isHandedOver(sent[0] as Span)).toBe(true);
   const { spans } = await store.querySpans({ rolloutId: scope.rolloutId });
   expect(spans.map((s) => s.spanId)).toEqual([call.spanId]);
   expect(spans[0]?.attributes).toBe(sent[0]?.attributes);

@@ -11,7 +11,7 @@ import { type AddSpansRequest, AddSpansRequestSchema } from "../../src/gen/agl/v
 import { type IntArray, type Span, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
 import { createMemoryBackend } from "../../src/store/backends/memory/memory-backend.js";
 import { ReceivedSpan } from "../../src/store/received-span.js";
-import { copySpan, decodeKeepingSpans, handOver, storeOwns } from "../../src/store/span-wire.js";
+import { copySpan, decodeKeepingSpans, handOver, isHandedOver } from "../../src/store/span-wire.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { claimAttempt } from "../support/store-harness.js";
 
@@ -49,8 +49,8 @@ const frozenThrough = (value: unknown): boolean =>
 describe("the memory backend's spans", () => {
   it("keeps a span handed over without copying it, and hands it out frozen through", async () => {
     const built = handOver(span("s1"));
-    expect(storeOwns(built)).toBe(true);
-    expect(storeOwns(copySpan(built))).toBe(true);
+    expect(isHandedOver(built)).toBe(true);
+    expect(isHandedOver(copySpan(built))).toBe(true);
     await store.addSpans({ spans: [built] });
 
     const read = await readBack("s1");
@@ -67,7 +67,7 @@ describe("the memory backend's spans", () => {
 
   it("copies a span its caller still holds: what the caller changes after is not stored", async () => {
     const mine = span("s2");
-    expect(storeOwns(mine)).toBe(false);
+    expect(isHandedOver(mine)).toBe(false);
     await store.addSpans({ spans: [mine] });
     idsOf(mine).push(4n);
     (mine.attributes.text?.value as { value: string }).value = "changed";
@@ -87,7 +87,6 @@ describe("the memory backend's spans", () => {
     const bytes = w.finish();
     const request = decodeKeepingSpans(AddSpansRequestSchema, bytes) as AddSpansRequest;
     expect(request.spans[0]).toBeInstanceOf(ReceivedSpan);
-    expect(storeOwns(request.spans[0] as Span)).toBe(true);
     await store.addSpans(request);
     bytes.fill(0); // a transport may reuse the buffer a request came in
 

@@ -4,7 +4,7 @@ import { RolloutStatus } from "../../../gen/agl/v1/types_pb.js";
 import { spanKey, type StorageBackend, type StorageCounts, type StorageTx, type StoreEvent } from "../../backend.js";
 import { deepCopy, deepFreeze } from "../../deep-copy.js";
 import { ReceivedSpan } from "../../received-span.js";
-import { storeOwns } from "../../span-wire.js";
+import { isHandedOver } from "../../span-wire.js";
 import { combine, fieldValue, matchString, sortAndPage } from "./memory-query.js";
 import { finalReward, inScope, rewardGroups, rolloutTimeline } from "./memory-aggregates.js";
 import { createConsoleLogger, type Logger } from "../../../core/logger.js";
@@ -183,7 +183,7 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
         // Spans never change once stored, and readers share them (see handedOut). One received as bytes is kept as
         // it came, decoded when first read; one handed over is kept as it is; any other is copied, as its caller
         // may still change its objects.
-        target.push(span instanceof ReceivedSpan ? span.withOwnBytes() : storeOwns(span) ? span : deepCopy(span));
+        target.push(span instanceof ReceivedSpan ? span.withOwnBytes() : isHandedOver(span) ? span : deepCopy(span));
         const inRollout = seqs;
         inRollout.set(key, span.sequenceId);
         spanCount++;
