@@ -44,7 +44,6 @@ export async function serve(args: ServeArgs): Promise<number> {
       host: args.host,
       port: args.port,
       maxMessageBytes: args.maxMessageBytes,
-      keepSpanBytes: args.backend.kind !== "memory",
       ...(credentials === undefined ? {} : { credentials }),
       // OTLP/HTTP trace ingest (POST /v1/traces): spans from agents using a standard OpenTelemetry exporter.
       fallback: createOtlpTracesHandler({

@@ -51,12 +51,6 @@ export interface StoreServerOptions {
   /** Cap on concurrent HTTP/2 streams per gRPC connection. Default: grpc-js's (unlimited). */
   maxConcurrentStreams?: number;
   /**
-   * Keep the bytes each span arrived in over gRPC, for a backend that stores them as they came (SQLite, PostgreSQL;
-   * see `src/store/span-wire.ts`). Default true. The memory backend keeps decoded spans: there the check those bytes
-   * need first costs time for nothing.
-   */
-  keepSpanBytes?: boolean;
-  /**
    * Serve `CallStream` (`proto/agl/v1/calls.proto`): agl's clients then send their unary calls as messages of one
    * stream, which costs both sides a fraction of a call's CPU. Default true; false leaves clients to plain calls.
    */
@@ -95,11 +89,11 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
     createErrorLoggingInterceptor(logger),
     ...(credentials === undefined ? [] : [createBearerAuthInterceptor({ credentials })]),
   ];
-  const decodeRequest = options.keepSpanBytes === false ? undefined : decodeKeepingSpans;
+  // Spans sent over gRPC keep the bytes they came in: the SQL backends store those, the memory backend decodes them
+  // only when they are read (src/store/span-wire.ts).
+  const decodeRequest = decodeKeepingSpans;
   if (options.callStream !== false) {
-    services.push(
-      createCallStreamService({ services: [...services], interceptors, maxMessageBytes, ...(decodeRequest ? { decodeRequest } : {}) }),
-    );
+    services.push(createCallStreamService({ services: [...services], interceptors, maxMessageBytes, decodeRequest }));
   }
   const health = createHealthService({ services: services.map((s) => s.service.typeName) });
   const served = [...services, health.registration];
@@ -116,7 +110,7 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
     shutdownSignal: shutdown.signal,
     maxSendMessageBytes: maxMessageBytes,
     onError: (error: unknown, method: DescMethod) => logger.error(`unexpected error in /${method.parent.typeName}/${method.name}:`, error),
-    ...(decodeRequest ? { decodeRequest } : {}),
+    decodeRequest,
   };
   for (const registration of [...served, ...reflection]) addConnectService(grpcServer, registration, adapterOptions);
   const injector = grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());

@@ -106,27 +106,4 @@ describe("spans over gRPC are stored as received (SQLite)", () => {
     }
     expect((await store.getRollout({ rolloutId })).latestAttempt?.status).toBe(AttemptStatus.SUCCEEDED);
   });
-
-  it("keepSpanBytes false (as `agl serve --memory` runs): spans are encoded again, and read back the same", async () => {
-    const plain = await startStoreServer({ port: 0, store, keepSpanBytes: false });
-    const plainClient = new grpc.Client(`127.0.0.1:${plain.port}`, grpc.credentials.createInsecure());
-    try {
-      const rollout = await store.startRollout({});
-      const [rolloutId, attemptId] = [rollout.rolloutId, rollout.latestAttempt!.attemptId];
-      const sent = handWrittenSpan({ rolloutId, attemptId, spanId: "5".repeat(16), name: "tool.call", sequenceId: 7 });
-      const request = new BinaryWriter().tag(1, WireType.LengthDelimited).bytes(sent).finish();
-      await new Promise((resolve, reject) =>
-        plainClient.makeUnaryRequest("/agl.v1.LightningStore/AddSpans", identity, identity, Buffer.from(request), (error, response) =>
-          error ? reject(error) : resolve(response),
-        ),
-      );
-      const [span] = (await store.querySpans({ rolloutId })).spans;
-      expect(Buffer.from(storedData("5".repeat(16)))).not.toEqual(Buffer.from(sent));
-      expect(Buffer.from(storedData("5".repeat(16)))).toEqual(Buffer.from(toBinary(SpanSchema, span!)));
-      expect([span?.spanId, span?.name, span?.sequenceId]).toEqual(["5".repeat(16), "tool.call", 7]);
-    } finally {
-      plainClient.close();
-      await plain.close();
-    }
-  });
 });
