@@ -27,6 +27,9 @@
  * `--only REGEX` runs only the rows whose name matches (say `^proxy, whole` to profile that path alone).
  * `--engine URL` uses an engine already running (its OpenAI base URL, ending in /v1) rather than starting one;
  * `--agl-root DIR` runs the compiled CLI of another checkout (say the previous main), for side-by-side comparisons.
+ * `--compare DIR` runs another checkout's deployment beside this one's in the same run, its rows (named `… (compare)`)
+ * measured in the same turns as the others: two builds compared with the machine's drift hitting both alike, which
+ * runs one after the other cannot give (their p50s move by 0.05–0.1 ms between runs of one build here).
  * The rows are measured in turns of `--block` calls each (default 50), so that drift on a shared machine hits every
  * row alike.
  */
@@ -55,6 +58,7 @@ const { values: args } = parseArgs({
     "engine-ms": { type: "string", default: "0" },
     engine: { type: "string" },
     "agl-root": { type: "string" },
+    compare: { type: "string" },
     block: { type: "string", default: "50" },
   },
 });
@@ -139,80 +143,109 @@ const bare = await startBareForwarder(engine.url).catch((error: unknown) => {
   throw error;
 });
 const dir = mkdtempSync(join(tmpdir(), "agl-bench-proxy-"));
-const processOptions = (name: string) => ({
+const processOptions = (name: string, root: string | undefined) => ({
   compiled: args.compiled,
-  root: args["agl-root"],
+  root,
   nodeArgs: args.profile ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${join(args.profile, name)}`] : [],
 });
 
-/** Starts one deployment, measures every row through it, stops it. */
-async function measure(mode: "serve" | "standalone"): Promise<{ rows: Row[]; spans: number | undefined }> {
-  const storage = args.backend === "sqlite" ? ["--database", join(dir, `${mode}.db`)] : ["--memory"];
-  const processes: ServerProcess[] = [];
+/** The checkouts measured: this one (or `--agl-root`), and `--compare`'s, whose rows are named with this suffix. */
+const checkouts = [{ root: args["agl-root"], suffix: "" }, ...(args.compare ? [{ root: args.compare, suffix: " (compare)" }] : [])];
+
+/** One checkout's deployment: its processes, its proxy, and an attempt for the scoped calls. */
+interface Deployment {
+  suffix: string;
+  processes: ServerProcess[];
+  store: ReturnType<typeof createStoreClient> | undefined;
+  proxyUrl: string;
+  scope: { rolloutId: string; attemptId: string };
+}
+
+/** Starts a checkout's deployment; what it started is in `processes` even when it fails. */
+async function deploy(mode: "serve" | "standalone", { root, suffix }: (typeof checkouts)[number], into: Deployment[]): Promise<void> {
+  const name = `${mode}${suffix ? "-compare" : ""}`;
+  const deployment: Deployment = { suffix, processes: [], store: undefined, proxyUrl: "", scope: { rolloutId: "", attemptId: "" } };
+  into.push(deployment);
+  const storage = args.backend === "sqlite" ? ["--database", join(dir, `${name}.db`)] : ["--memory"];
+  const server = await startServerProcess(
+    mode === "serve" ? [...storage, "--proxy-backend", engine.url, "--proxy-model", "fake-model"] : storage,
+    processOptions(`${name}-store`, root),
+  );
+  deployment.processes.push(server);
+  deployment.proxyUrl = server.url;
+  if (mode === "standalone") {
+    const fixed = ["--store", server.url, "--backend", engine.url, "--model", "fake-model"];
+    const proxy = await startServerProcess([...fixed, ...(args["spans-first"] ? ["--spans-first"] : [])], {
+      ...processOptions(`${name}-proxy`, root),
+      command: "proxy",
+    });
+    deployment.processes.push(proxy);
+    deployment.proxyUrl = proxy.url;
+  }
+  deployment.store = createStoreClient({ baseUrl: server.url });
+  await deployment.store.enqueueRollouts({ rollouts: [{}] });
+  const [rollout] = (await deployment.store.dequeueRollouts({ workerId: "bench" })).rollouts;
+  deployment.scope = { rolloutId: rollout?.rolloutId ?? "", attemptId: rollout?.latestAttempt?.attemptId ?? "" };
+}
+
+/** Starts one deployment (of each checkout), measures every row through it, stops it. */
+async function measure(mode: "serve" | "standalone"): Promise<{ rows: Row[]; spans: (number | undefined)[] }> {
+  const deployments: Deployment[] = [];
   try {
-    const fixed = ["--backend", engine.url, "--model", "fake-model"];
-    const server = await startServerProcess(
-      mode === "serve" ? [...storage, "--proxy-backend", engine.url, "--proxy-model", "fake-model"] : storage,
-      processOptions(`${mode}-store`),
-    );
-    processes.push(server);
-    let proxyUrl = server.url;
-    if (mode === "standalone") {
-      const proxy = await startServerProcess(["--store", server.url, ...fixed, ...(args["spans-first"] ? ["--spans-first"] : [])], {
-        ...processOptions("proxy"),
-        command: "proxy",
-      });
-      processes.push(proxy);
-      proxyUrl = proxy.url;
+    for (const checkout of checkouts) await deploy(mode, checkout, deployments);
+    const bareOnly = [bare.child.pid as number];
+    const paths = [false, true]
+      .flatMap((stream) => {
+        const { client: clientBody, engine: engineBody } = chatBodies(stream);
+        const kind = stream ? "streamed" : "whole";
+        const [system, user] = [messages[0]?.content ?? "", messages[1]?.content ?? ""];
+        const responsesBody = JSON.stringify({ model: "fake-model", instructions: system, input: user, stream });
+        const messagesBody = JSON.stringify({
+          model: "fake-model",
+          system,
+          messages: [{ role: "user", content: user }],
+          max_tokens: 1024,
+          stream,
+        });
+        const [first] = deployments as [Deployment];
+        return [
+          { name: `direct, ${kind}`, url: `${engine.url}/chat/completions`, body: engineBody, pids: pidsOf(first) },
+          { name: `bare forwarder, ${kind}`, url: `${bare.url}/chat/completions`, body: engineBody, pids: bareOnly },
+          ...deployments.flatMap((d) => {
+            const scoped = `${d.proxyUrl}/rollout/${d.scope.rolloutId}/attempt/${d.scope.attemptId}/v1`;
+            const pids = pidsOf(d);
+            return [
+              { name: `proxy, ${kind}${d.suffix}`, url: `${scoped}/chat/completions`, body: clientBody, pids },
+              { name: `proxy unattributed, ${kind}${d.suffix}`, url: `${d.proxyUrl}/v1/chat/completions`, body: clientBody, pids },
+              { name: `proxy responses, ${kind}${d.suffix}`, url: `${scoped}/responses`, body: responsesBody, pids },
+              { name: `proxy messages, ${kind}${d.suffix}`, url: `${scoped}/messages`, body: messagesBody, pids },
+            ];
+          }),
+        ];
+      })
+      .filter((path) => !args.only || new RegExp(args.only).test(path.name));
+    // Every path is warmed up before any is measured: otherwise the first proxied row pays for compiling the
+    // server's code and growing its heap (measured: about 0.1 ms of server CPU per call, and the latency with it).
+    for (const path of paths) for (let i = 0; i < warmup; i++) await timedPost(path.url, path.body);
+    const measured = await measureAll(paths);
+    const rows = paths.map((path, i): Row => [path.name, measured[i] as Series]);
+    // Finishing the attempt waits for the spans the standalone proxy promised and has yet to store (a read does not),
+    // so that the count has every call's span.
+    const spans = [];
+    for (const { store, scope } of deployments) {
+      await store?.updateAttempt({ ...scope, status: AttemptStatus.SUCCEEDED });
+      spans.push((await store?.querySpans({ rolloutId: scope.rolloutId, page: { limit: 0 } }))?.page?.total);
     }
-    const store = createStoreClient({ baseUrl: server.url });
-    try {
-      await store.enqueueRollouts({ rollouts: [{}] });
-      const [rollout] = (await store.dequeueRollouts({ workerId: "bench" })).rollouts;
-      const scoped = `${proxyUrl}/rollout/${rollout?.rolloutId}/attempt/${rollout?.latestAttempt?.attemptId}/v1`;
-      const pids = processes.map((p) => p.pid);
-      const bareOnly = [bare.child.pid as number];
-      const paths = [false, true]
-        .flatMap((stream) => {
-          const { client: clientBody, engine: engineBody } = chatBodies(stream);
-          const kind = stream ? "streamed" : "whole";
-          const [system, user] = [messages[0]?.content ?? "", messages[1]?.content ?? ""];
-          const responsesBody = JSON.stringify({ model: "fake-model", instructions: system, input: user, stream });
-          const messagesBody = JSON.stringify({
-            model: "fake-model",
-            system,
-            messages: [{ role: "user", content: user }],
-            max_tokens: 1024,
-            stream,
-          });
-          return [
-            { name: `direct, ${kind}`, url: `${engine.url}/chat/completions`, body: engineBody, pids },
-            { name: `bare forwarder, ${kind}`, url: `${bare.url}/chat/completions`, body: engineBody, pids: bareOnly },
-            { name: `proxy, ${kind}`, url: `${scoped}/chat/completions`, body: clientBody, pids },
-            { name: `proxy unattributed, ${kind}`, url: `${proxyUrl}/v1/chat/completions`, body: clientBody, pids },
-            { name: `proxy responses, ${kind}`, url: `${scoped}/responses`, body: responsesBody, pids },
-            { name: `proxy messages, ${kind}`, url: `${scoped}/messages`, body: messagesBody, pids },
-          ];
-        })
-        .filter((path) => !args.only || new RegExp(args.only).test(path.name));
-      // Every path is warmed up before any is measured: otherwise the first proxied row pays for compiling the
-      // server's code and growing its heap (measured: about 0.1 ms of server CPU per call, and the latency with it).
-      for (const path of paths) for (let i = 0; i < warmup; i++) await timedPost(path.url, path.body);
-      const measured = await measureAll(paths);
-      const rows = paths.map((path, i): Row => [path.name, measured[i] as Series]);
-      // Finishing the attempt waits for the spans the standalone proxy promised and has yet to store (a read does not),
-      // so that the count has every call's span.
-      const rolloutId = rollout?.rolloutId as string;
-      await store.updateAttempt({ rolloutId, attemptId: rollout?.latestAttempt?.attemptId, status: AttemptStatus.SUCCEEDED });
-      const spans = (await store.querySpans({ rolloutId, page: { limit: 0 } })).page?.total;
-      return { rows, spans };
-    } finally {
-      store.close();
-    }
+    return { rows, spans };
   } finally {
-    for (const p of processes.reverse()) await p.stop();
+    for (const { store, processes } of deployments.reverse()) {
+      store?.close();
+      for (const p of processes.reverse()) await p.stop();
+    }
   }
 }
+
+const pidsOf = (deployment: Deployment) => deployment.processes.map((p) => p.pid);
 
 const modes = args.mode === "both" ? (["serve", "standalone"] as const) : [args.mode as "serve" | "standalone"];
 const results: [string, Awaited<ReturnType<typeof measure>>][] = [];
@@ -236,12 +269,12 @@ for (const [mode, { rows, spans }] of results) {
       : `agl proxy${args["spans-first"] ? " --spans-first" : ""} (own process) + agl serve`;
   console.log(`\n${title}`);
   const split = mode === "standalone" ? ", store + proxy process" : "";
-  console.log(`path                                p50 ms   p90 ms   p99 ms   server CPU ms/call (user + system${split})`);
+  console.log(`path                                          p50 ms   p90 ms   p99 ms   server CPU ms/call (user + system${split})`);
   for (const [name, { sorted, user, system, byProcess }] of rows) {
     const bareRow = name.startsWith("bare forwarder");
     const perProcess = split && !bareRow ? `; ${byProcess.map((ms) => ms.toFixed(3)).join(" + ")}` : "";
     const cpu = `${(user + system).toFixed(3)} (${user.toFixed(3)} + ${system.toFixed(3)}${perProcess})${bareRow ? ", its own process" : ""}`;
-    console.log(`${name.padEnd(34)} ${[50, 90, 99].map((p) => percentile(sorted, p).toFixed(3).padStart(8)).join(" ")}   ${cpu}`);
+    console.log(`${name.padEnd(44)} ${[50, 90, 99].map((p) => percentile(sorted, p).toFixed(3).padStart(8)).join(" ")}   ${cpu}`);
   }
   for (const kind of ["whole", "streamed"]) {
     const direct = rows.find(([n]) => n === `direct, ${kind}`)?.[1].sorted;
@@ -252,14 +285,17 @@ for (const [mode, { rows, spans }] of results) {
           `${(percentile(floor, 99) - percentile(direct, 99)).toFixed(3)} ms`,
       );
     }
-    for (const api of ["chat", "responses", "messages"]) {
-      const proxied = rows.find(([n]) => n === (api === "chat" ? `proxy, ${kind}` : `proxy ${api}, ${kind}`))?.[1].sorted;
-      if (!direct || !proxied) continue;
-      console.log(
-        `added by the proxy (${api}, ${kind}): p50 ${(percentile(proxied, 50) - percentile(direct, 50)).toFixed(3)} ms, p99 ` +
-          `${(percentile(proxied, 99) - percentile(direct, 99)).toFixed(3)} ms`,
-      );
+    for (const { suffix } of checkouts) {
+      for (const api of ["chat", "responses", "messages"]) {
+        const name = api === "chat" ? `proxy, ${kind}${suffix}` : `proxy ${api}, ${kind}${suffix}`;
+        const proxied = rows.find(([n]) => n === name)?.[1].sorted;
+        if (!direct || !proxied) continue;
+        console.log(
+          `added by the proxy (${api}, ${kind})${suffix}: p50 ${(percentile(proxied, 50) - percentile(direct, 50)).toFixed(3)} ms, ` +
+            `p99 ${(percentile(proxied, 99) - percentile(direct, 99)).toFixed(3)} ms`,
+        );
+      }
     }
   }
-  console.log(`spans stored for the scoped calls: ${spans}`);
+  console.log(`spans stored for the scoped calls: ${spans.join(", ")}`);
 }
