@@ -1,11 +1,11 @@
 /**
  * Who owns a stored span's objects (src/store/span-wire.ts, `handOver`): the memory backend keeps a span received as
- * bytes in its own copy of them and a span handed over by its builder (as the proxy's are) as it is, copies any other,
- * and hands every span out frozen through, so that no reader and no caller can change what another reads.
+ * bytes in its own copy of them (decoded for each read) and a span handed over by its builder (as the proxy's are) as
+ * it is, copies any other, and hands those out frozen through: no reader and no caller can change what another reads.
  */
 import { create, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { attr } from "../../src/adapter/attributes.js";
 import { type AddSpansRequest, AddSpansRequestSchema } from "../../src/gen/agl/v1/store_pb.js";
 import { type IntArray, type Span, SpanSchema } from "../../src/gen/agl/v1/types_pb.js";
@@ -81,7 +81,7 @@ describe("the memory backend's spans", () => {
     expect(frozenThrough(read)).toBe(true);
   });
 
-  it("keeps a span received as bytes in a copy of them, decodes it when first read, and hands it out frozen through", async () => {
+  it("keeps a span received as bytes in a copy of them, and decodes it for each read", async () => {
     const w = new BinaryWriter();
     w.tag(AddSpansRequestSchema.field.spans.number, WireType.LengthDelimited).bytes(toBinary(SpanSchema, span("s3")));
     const bytes = w.finish();
@@ -95,8 +95,26 @@ describe("the memory backend's spans", () => {
     expect(read.sequenceId).toBe(1);
     expect(idsOf(read)).toEqual([1n, 2n, 3n]);
     expect(read.events[0]?.attributes.n?.value.value).toBe(1n);
-    expect(frozenThrough(read)).toBe(true);
-    // Read again: the same frozen span, not decoded again.
-    expect(await readBack("s3")).toBe(read);
+    // Each reader gets a span of its own: what one changes, the next does not see.
+    idsOf(read).push(4n);
+    (read.attributes.text?.value as { value: string }).value = "changed";
+    const again = await readBack("s3");
+    expect(again).not.toBe(read);
+    expect(idsOf(again)).toEqual([1n, 2n, 3n]);
+    expect(again.attributes.text?.value.value).toBe("hello");
+  });
+
+  it("decodes none of the spans a count reads", async () => {
+    const w = new BinaryWriter();
+    for (const id of ["c1", "c2"])
+      w.tag(AddSpansRequestSchema.field.spans.number, WireType.LengthDelimited).bytes(toBinary(SpanSchema, span(id)));
+    await store.addSpans(decodeKeepingSpans(AddSpansRequestSchema, w.finish()) as AddSpansRequest);
+    const decode = vi.spyOn(ReceivedSpan.prototype, "toPlain");
+    const { spans, page } = await store.querySpans({ rolloutId: scope.rolloutId, page: { limit: 0 } });
+    expect([spans.length, page?.total]).toEqual([0, 2]);
+    expect(decode).not.toHaveBeenCalled();
+    expect((await store.querySpans({ rolloutId: scope.rolloutId, page: { limit: 1 } })).spans).toHaveLength(1);
+    expect(decode).toHaveBeenCalledTimes(1);
+    decode.mockRestore();
   });
 });

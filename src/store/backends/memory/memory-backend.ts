@@ -20,12 +20,11 @@ export interface MemoryBackendOptions {
 }
 
 /**
- * A stored span as readers get it, and as it is kept from its first read on: decoded (one received as bytes), and
- * frozen through, so that readers share it and none can change what another reads. Done at the first read rather
- * than as the span is stored: for the proxy's LLM spans the decode, copy and freeze were most of the store's work
- * for a call, on the way of the next call, and most spans are read once or never.
+ * A stored span as a reader gets it, so that no reader can change what another reads: one received as bytes decoded
+ * for each read, as the SQL backends do; any other frozen through, and shared. Only the spans a read returns are
+ * decoded (a count decodes none), and none as it is stored: most spans are read once or never.
  */
-const handedOut = (span: Span): Span => deepFreeze(span instanceof ReceivedSpan ? span.toPlain() : span);
+const handedOut = (span: Span): Span => (span instanceof ReceivedSpan ? span.toPlain() : deepFreeze(span));
 
 export function createMemoryBackend(options: MemoryBackendOptions = {}): StorageBackend {
   const rollouts = new Map<string, Rollout>();
@@ -180,9 +179,8 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
           spans.set(span.rolloutId, list);
         }
         const target = list;
-        // Spans never change once stored, and readers share them (see handedOut). One received as bytes is kept as
-        // it came, decoded when first read; one handed over is kept as it is; any other is copied, as its caller
-        // may still change its objects.
+        // Spans never change once stored (see handedOut). One received as bytes is kept in them; one handed over is
+        // kept as it is; any other is copied, as its caller may still change its objects.
         target.push(span instanceof ReceivedSpan ? span.withOwnBytes() : isHandedOver(span) ? span : deepCopy(span));
         const inRollout = seqs;
         inRollout.set(key, span.sequenceId);
@@ -204,23 +202,17 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
       return found;
     },
     async querySpans(filter, page) {
-      const list = spans.get(filter.rolloutId) ?? [];
-      const matches: Span[] = [];
-      for (let i = 0; i < list.length; i++) {
-        const s = list[i] as Span;
-        if (filter.attemptId !== undefined && s.attemptId !== filter.attemptId) continue;
-        if (filter.afterSequenceId !== undefined && s.sequenceId <= filter.afterSequenceId) continue;
+      const matches = (spans.get(filter.rolloutId) ?? []).filter((s) => {
+        if (filter.attemptId !== undefined && s.attemptId !== filter.attemptId) return false;
+        if (filter.afterSequenceId !== undefined && s.sequenceId <= filter.afterSequenceId) return false;
         const conditions: boolean[] = [];
         matchString(s.traceId, filter.traceId, conditions);
         matchString(s.spanId, filter.spanId, conditions);
         matchString(s.parentId, filter.parentId, conditions);
         matchString(s.name, filter.name, conditions);
-        if (!combine(conditions, filter.any)) continue;
-        const read = handedOut(s);
-        list[i] = read;
-        matches.push(read);
-      }
-      return sortAndPage(matches, page, fieldValue, "sequence_id", (span) => span);
+        return combine(conditions, filter.any);
+      });
+      return sortAndPage(matches, page, fieldValue, "sequence_id", handedOut);
     },
     async nextSequenceId(rolloutId, count) {
       const previous = counters.get(rolloutId);
