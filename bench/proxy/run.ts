@@ -29,9 +29,11 @@
  * `--agl-root DIR` runs the compiled CLI of another checkout (say the previous main), for side-by-side comparisons.
  * `--compare DIR` runs another checkout's deployment beside this one's in the same run, its rows (named `… (compare)`)
  * measured in the same turns as the others: two builds compared with the machine's drift hitting both alike, which
- * runs one after the other cannot give (their p50s move by 0.05–0.1 ms between runs of one build here).
+ * runs one after the other cannot give (their p50s move by 0.05–0.1 ms between runs of one build here). The
+ * deployment started second has measured up to 0.1 ms faster p50 whichever build it ran: run both orders
+ * (`--agl-root A --compare B`, then `--agl-root B --compare A`) and average.
  * The rows are measured in turns of `--block` calls each (default 50), so that drift on a shared machine hits every
- * row alike.
+ * row alike, each turn starting one row later than the one before.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -113,8 +115,11 @@ interface Series {
 async function measureAll(paths: { url: string; body: string; pids: number[] }[]): Promise<Series[]> {
   const out = paths.map((path): Series => ({ sorted: [], user: 0, system: 0, byProcess: path.pids.map(() => 0) }));
   const block = Number(args.block);
-  for (let done = 0; done < requests; done += block) {
-    for (const [i, { url, body, pids }] of paths.entries()) {
+  for (let done = 0, turn = 0; done < requests; done += block, turn++) {
+    // Each turn starts one path later, so that no path always runs right after the same one.
+    for (let place = 0; place < paths.length; place++) {
+      const i = (turn + place) % paths.length;
+      const { url, body, pids } = paths[i] as (typeof paths)[number];
       const series = out[i] as Series;
       const before = pids.map(cpuMs);
       for (let k = 0; k < Math.min(block, requests - done); k++) series.sorted.push(await timedPost(url, body));
