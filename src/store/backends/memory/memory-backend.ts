@@ -24,7 +24,7 @@ export interface MemoryBackendOptions {
  * for each read, as the SQL backends do; any other frozen through, and shared. Only the spans a read returns are
  * decoded (a count decodes none), and none as it is stored: most spans are read once or never.
  */
-const handedOut = (span: Span): Span => (span instanceof ReceivedSpan ? span.toPlain() : deepFreeze(span));
+const asRead = (span: Span): Span => (span instanceof ReceivedSpan ? span.toPlain() : deepFreeze(span));
 
 export function createMemoryBackend(options: MemoryBackendOptions = {}): StorageBackend {
   const rollouts = new Map<string, Rollout>();
@@ -179,7 +179,7 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
           spans.set(span.rolloutId, list);
         }
         const target = list;
-        // Spans never change once stored (see handedOut). One received as bytes is kept in them; one handed over is
+        // Spans never change once stored (see asRead). One received as bytes is kept in them; one handed over is
         // kept as it is; any other is copied, as its caller may still change its objects.
         target.push(span instanceof ReceivedSpan ? span.withOwnBytes() : isHandedOver(span) ? span : deepCopy(span));
         const inRollout = seqs;
@@ -212,7 +212,7 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Storage
         matchString(s.name, filter.name, conditions);
         return combine(conditions, filter.any);
       });
-      return sortAndPage(matches, page, fieldValue, "sequence_id", handedOut);
+      return sortAndPage(matches, page, fieldValue, "sequence_id", asRead);
     },
     async nextSequenceId(rolloutId, count) {
       const previous = counters.get(rolloutId);
