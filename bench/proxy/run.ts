@@ -166,6 +166,8 @@ interface Deployment {
   scope: { rolloutId: string; attemptId: string };
 }
 
+const pidsOf = (deployment: Deployment) => deployment.processes.map((p) => p.pid);
+
 /** Starts a checkout's deployment; what it started is in `processes` even when it fails. */
 async function deploy(mode: "serve" | "standalone", { root, suffix }: (typeof checkouts)[number], into: Deployment[]): Promise<void> {
   const name = `${mode}${suffix ? "-compare" : ""}`;
@@ -249,8 +251,6 @@ async function measure(mode: "serve" | "standalone"): Promise<{ rows: Row[]; spa
     }
   }
 }
-
-const pidsOf = (deployment: Deployment) => deployment.processes.map((p) => p.pid);
 
 const modes = args.mode === "both" ? (["serve", "standalone"] as const) : [args.mode as "serve" | "standalone"];
 const results: [string, Awaited<ReturnType<typeof measure>>][] = [];

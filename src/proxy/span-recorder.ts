@@ -102,7 +102,7 @@ export function createSpanRecorder(options: SpanRecorderOptions): SpanRecorder {
   const maxBatch = options.maxBatch ?? 64;
   /** Writes in progress: a hold's release waits for them. */
   const writing = new Set<Promise<void>>();
-  // The proxy keeps nothing of a call's span once it is built: the store may keep its objects without copying them.
+  // Nothing in the proxy changes a call's span once it is built: the store may keep its objects without copying them.
   const spanOf = (call: Scoped) => handOver(callSpan(call));
   const write = (calls: Scoped[], expect: Carried[] = [], spans = calls.map(spanOf)) => {
     const written = writeAndResolve(calls, expect, spans);

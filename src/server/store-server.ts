@@ -89,11 +89,10 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
     createErrorLoggingInterceptor(logger),
     ...(credentials === undefined ? [] : [createBearerAuthInterceptor({ credentials })]),
   ];
-  // Spans sent over gRPC keep the bytes they came in: the SQL backends store those, the memory backend decodes them
-  // only when they are read (src/store/span-wire.ts).
-  const decodeRequest = decodeKeepingSpans;
+  // Spans sent over gRPC (plain calls and CallStream alike) keep the bytes they came in: the SQL backends store those,
+  // the memory backend decodes them only when they are read (src/store/span-wire.ts).
   if (options.callStream !== false) {
-    services.push(createCallStreamService({ services: [...services], interceptors, maxMessageBytes, decodeRequest }));
+    services.push(createCallStreamService({ services: [...services], interceptors, maxMessageBytes, decodeRequest: decodeKeepingSpans }));
   }
   const health = createHealthService({ services: services.map((s) => s.service.typeName) });
   const served = [...services, health.registration];
@@ -110,7 +109,7 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
     shutdownSignal: shutdown.signal,
     maxSendMessageBytes: maxMessageBytes,
     onError: (error: unknown, method: DescMethod) => logger.error(`unexpected error in /${method.parent.typeName}/${method.name}:`, error),
-    decodeRequest,
+    decodeRequest: decodeKeepingSpans,
   };
   for (const registration of [...served, ...reflection]) addConnectService(grpcServer, registration, adapterOptions);
   const injector = grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());
